@@ -1,0 +1,158 @@
+"""Plumbing shared by the components: injected-component calls, serialisation, checks, embeddings.
+
+Nothing here is CF-RAG math (that lives in `haystack_cfrag.core`); it is the glue that every
+component would otherwise repeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from haystack import Document, logging
+from haystack.core.serialization import component_from_dict, component_to_dict, import_class_by_name
+
+from haystack_cfrag.core.vectors import as_matrix, valid_embedding_mask
+
+logger = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------- parameter checks
+def check_range(
+    name: str, value: float, low: float, high: float, *, low_open: bool = False, high_open: bool = False
+) -> None:
+    """Raise ValueError naming `name` and its allowed range unless low ≤ value ≤ high (open ends as given)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if ok:
+        ok = (value > low if low_open else value >= low) and (value < high if high_open else value <= high)
+    if not ok:
+        lo, hi = ("(" if low_open else "["), (")" if high_open else "]")
+        raise ValueError(f"'{name}' must be in {lo}{low}, {high}{hi}, got {value!r}.")
+
+
+def check_int(name: str, value: int, minimum: int, maximum: int | None = None) -> None:
+    """Raise ValueError unless `value` is an int ≥ minimum (and ≤ maximum when given)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum or (
+        maximum is not None and value > maximum
+    ):
+        bound = f"an integer ≥ {minimum}" if maximum is None else f"an integer in [{minimum}, {maximum}]"
+        raise ValueError(f"'{name}' must be {bound}, got {value!r}.")
+
+
+# ---------------------------------------------------------------- injected components
+def serialize_component(obj: Any) -> dict[str, Any] | None:
+    """Serialise an injected component (or None) the way Haystack serialises pipeline nodes."""
+    if obj is None:
+        return None
+    return component_to_dict(obj, type(obj).__name__)
+
+
+def deserialize_component(data: dict[str, Any] | None) -> Any:
+    """Inverse of `serialize_component`; class imports go through Haystack's allowlist."""
+    if data is None:
+        return None
+    if not isinstance(data, dict) or "type" not in data:
+        raise ValueError(f"Expected a serialised component with a 'type', got {data!r}.")
+    cls = import_class_by_name(data["type"])
+    return component_from_dict(cls=cls, data=data, name=cls.__name__)
+
+
+def deserialize_init_components(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Copy of `data` whose init_parameters[key] for each key are deserialised components."""
+    data = {**data, "init_parameters": dict(data.get("init_parameters", {}))}
+    for key in keys:
+        data["init_parameters"][key] = deserialize_component(data["init_parameters"].get(key))
+    return data
+
+
+def warm_up_all(*components: Any) -> None:
+    """Call warm_up on every injected component that has one."""
+    for comp in components:
+        if comp is not None and hasattr(comp, "warm_up"):
+            comp.warm_up()
+
+
+def accepts(comp: Any, parameter: str) -> bool:
+    """Whether the component's run accepts a keyword `parameter`."""
+    try:
+        return parameter in inspect.signature(comp.run).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+async def run_async_or_thread(comp: Any, **kwargs: Any) -> dict[str, Any]:
+    """Await the component's run_async when it has one, else run `run` in a worker thread."""
+    run_async = getattr(comp, "run_async", None)
+    if run_async is not None and inspect.iscoroutinefunction(run_async):
+        return await run_async(**kwargs)
+    return await asyncio.to_thread(comp.run, **kwargs)
+
+
+# ---------------------------------------------------------------- embeddings
+def embed_texts(text_embedder: Any, texts: list[str]) -> np.ndarray:
+    """Embed texts one by one with a Haystack text embedder (n × d matrix)."""
+    return as_matrix([text_embedder.run(text=t)["embedding"] for t in texts])
+
+
+async def embed_texts_async(text_embedder: Any, texts: list[str]) -> np.ndarray:
+    """Async twin of `embed_texts`: the texts are embedded concurrently."""
+    results = await asyncio.gather(*(run_async_or_thread(text_embedder, text=t) for t in texts))
+    return as_matrix([r["embedding"] for r in results])
+
+
+def missing_embeddings(documents: list[Document]) -> list[int]:
+    """Indices of documents without an embedding."""
+    return [i for i, d in enumerate(documents) if d.embedding is None]
+
+
+def merge_embedded(documents: list[Document], idx: list[int], embedded: list[Document]) -> list[Document]:
+    """Documents with the embeddings of `embedded` copied onto positions `idx` (inputs untouched)."""
+    out = list(documents)
+    for i, doc in zip(idx, embedded, strict=True):
+        out[i] = replace(documents[i], embedding=doc.embedding)
+    return out
+
+
+def ensure_embeddings(documents: list[Document], document_embedder: Any | None) -> list[Document]:
+    """Embed the documents that lack an embedding through the injected document embedder."""
+    idx = missing_embeddings(documents)
+    if not idx or document_embedder is None:
+        return documents
+    embedded = document_embedder.run(documents=[documents[i] for i in idx])["documents"]
+    return merge_embedded(documents, idx, embedded)
+
+
+async def ensure_embeddings_async(documents: list[Document], document_embedder: Any | None) -> list[Document]:
+    """Async twin of `ensure_embeddings`."""
+    idx = missing_embeddings(documents)
+    if not idx or document_embedder is None:
+        return documents
+    result = await run_async_or_thread(document_embedder, documents=[documents[i] for i in idx])
+    return merge_embedded(documents, idx, result["documents"])
+
+
+def split_by_embedding(documents: list[Document], component: str) -> tuple[list[Document], list[Document]]:
+    """(usable, skipped): skipped documents lack an embedding or have a NaN/inf/zero/wrong-size one.
+
+    Each skipped document is named in a warning.
+    """
+    mask = valid_embedding_mask([d.embedding for d in documents])
+    usable = [d for d, ok in zip(documents, mask, strict=True) if ok]
+    skipped = [d for d, ok in zip(documents, mask, strict=True) if not ok]
+    for doc in skipped:
+        logger.warning(
+            "{component}: skipping document {doc_id}: its embedding is missing, not finite, all zeros "
+            "or of another dimension than the other documents",
+            component=component,
+            doc_id=doc.id,
+        )
+    return usable, skipped
+
+
+def with_meta(doc: Document, **meta: Any) -> Document:
+    """A copy of `doc` with extra meta keys (the input document is not changed)."""
+    return replace(doc, meta={**doc.meta, **meta})

@@ -1,0 +1,453 @@
+"""CausalArbitrationRanker: score drafts on coherence and causal discrimination (4.2.2–4.2.3, Alg. 1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import ChatMessage, GeneratedAnswer
+
+from haystack_cfrag.components._common import (
+    check_range,
+    deserialize_init_components,
+    embed_texts,
+    embed_texts_async,
+    run_async_or_thread,
+    serialize_component,
+    warm_up_all,
+)
+from haystack_cfrag.core import arbitration as arb
+from haystack_cfrag.core.replies import parse_draft_reply
+from haystack_cfrag.core.text import bag_of_words_matrix, mention_matrix
+from haystack_cfrag.core.vectors import as_matrix, cosine_matrix, cosine_to_relevance, valid_embedding_mask
+from haystack_cfrag.dataclasses import Draft
+from haystack_cfrag.prompts import SYNTHESIS_PROMPT, render_drafts
+
+logger = logging.getLogger(__name__)
+
+SCORES_KEY = "cfrag_scores"
+
+
+@component
+class CausalArbitrationRanker:
+    """
+    Ranks drafts by Ψ = Σ w_k φ_k and decides by consensus or synthesis (Algorithm 1).
+
+    s(q, e) in [0, 1] is computed once for the original query and every counterfactual over
+    the union of the drafts' evidence: with `scorer` (a Haystack ranker such as a
+    cross-encoder; scores outside [0, 1] are squashed by a sigmoid), else the cosine of the
+    `text_embedder`'s query embedding and the document embedding rescaled to [0, 1], else a
+    bag-of-words cosine. Per draft j with evidence E_j:
+
+    - φ_coh = mean_e [λ1·cos(Enc(a_j), Enc(e)) + λ2·s(q, e)·Mention(a_j, e)]  (λ1 = λ2 = 0.5)
+    - φ_causal = mean_e [s(q, e) − max_q' s(q', e)]  (missing when there is no counterfactual)
+    - φ_conf = exp(mean token log-prob)  (missing without log-probs)
+    - φ_spec = 1 − H(keywords of a_j)/log |keywords of a_j|
+
+    Weights default to (1 − λ, λ, 0, 0); weights of missing criteria are renormalised away.
+    If the best draft's answer agrees (SQuAD-normalised equality or token F1 ≥ θ_agree) with
+    at least `consensus_threshold` of the drafts, it wins ("consensus"); otherwise the
+    `synthesizer` writes a final answer from the top 3 ("synthesis"), or without one the best
+    draft wins ("best_score"). Outputs `answers` (GeneratedAnswer per draft, best first, with
+    `meta["cfrag_scores"]`), `answer` and a JSON-serialisable `trace`.
+
+    ### Usage example
+    ```python
+    from haystack import Document
+    from haystack_cfrag import CausalArbitrationRanker
+    from haystack_cfrag.dataclasses import Draft
+
+    bale = Document(content="The Dark Knight stars Christian Bale as Bruce Wayne, the lead role.")
+    joker = Document(content="Heath Ledger's Joker dominates The Dark Knight; the villain steals every scene.")
+    drafts = [Draft(index=0, answer="Christian Bale", documents=[bale]),
+              Draft(index=1, answer="Heath Ledger", documents=[joker])]
+    out = CausalArbitrationRanker().run(query="Who is the lead actor in The Dark Knight?", drafts=drafts,
+                                        queries=["Who is the lead actor in The Dark Knight?",
+                                                 "Who played the villain in The Dark Knight?"])
+    print(out["answer"], out["trace"]["decision"])
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        text_embedder: Any | None = None,
+        scorer: Any | None = None,
+        causal_weight: float = 0.4,
+        weights: dict[str, float] | None = None,
+        agreement_threshold: float = 0.8,
+        consensus_threshold: float = 2 / 3,
+        coherence_weights: tuple[float, float] | list[float] = (0.5, 0.5),
+        synthesizer: Any | None = None,
+        synthesis_top: int = 3,
+    ) -> None:
+        """
+        :param text_embedder: embeds queries and answers (and documents without embeddings).
+        :param scorer: a Haystack ranker giving s(q, e) (e.g. a cross-encoder); None = embedding cosine.
+        :param causal_weight: λ in [0, 1] (0 = ablation "w/o causal verification").
+        :param weights: {"coherence", "causal", "confidence", "specificity"} ≥ 0, not all zero;
+            overrides λ. None = (1 − λ, λ, 0, 0).
+        :param agreement_threshold: θ_agree in (0, 1], token F1 at which two answers agree.
+        :param consensus_threshold: share of agreeing drafts in (0, 1] that makes a consensus.
+        :param coherence_weights: (λ1, λ2) of φ_coh, non-negative.
+        :param synthesizer: optional ChatGenerator that writes the final answer without consensus.
+        :param synthesis_top: drafts shown to the synthesizer (≥ 1).
+        """
+        check_range("causal_weight", causal_weight, 0.0, 1.0)
+        check_range("agreement_threshold", agreement_threshold, 0.0, 1.0, low_open=True)
+        check_range("consensus_threshold", consensus_threshold, 0.0, 1.0, low_open=True)
+        if weights is not None:
+            unknown = set(weights) - set(arb.CRITERIA)
+            if unknown or any(not isinstance(w, (int, float)) or w < 0 for w in weights.values()) or not any(
+                weights.values()
+            ):
+                raise ValueError(
+                    f"'weights' must map {list(arb.CRITERIA)} to non-negative numbers, not all zero, got {weights!r}."
+                )
+        lam = tuple(float(x) for x in coherence_weights)
+        if len(lam) != 2 or any(x < 0 for x in lam):
+            raise ValueError(f"'coherence_weights' must be two non-negative numbers, got {coherence_weights!r}.")
+        if not isinstance(synthesis_top, int) or synthesis_top < 1:
+            raise ValueError(f"'synthesis_top' must be an integer ≥ 1, got {synthesis_top!r}.")
+        self.text_embedder = text_embedder
+        self.scorer = scorer
+        self.causal_weight = causal_weight
+        self.weights = dict(weights) if weights is not None else None
+        self.agreement_threshold = agreement_threshold
+        self.consensus_threshold = consensus_threshold
+        self.coherence_weights = lam
+        self.synthesizer = synthesizer
+        self.synthesis_top = synthesis_top
+
+    def warm_up(self) -> None:
+        """Warm up the injected embedder, scorer and synthesizer."""
+        warm_up_all(self.text_embedder, self.scorer, self.synthesizer)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise, including the injected components."""
+        return default_to_dict(
+            self,
+            text_embedder=serialize_component(self.text_embedder),
+            scorer=serialize_component(self.scorer),
+            causal_weight=self.causal_weight,
+            weights=self.weights,
+            agreement_threshold=self.agreement_threshold,
+            consensus_threshold=self.consensus_threshold,
+            coherence_weights=list(self.coherence_weights),
+            synthesizer=serialize_component(self.synthesizer),
+            synthesis_top=self.synthesis_top,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CausalArbitrationRanker:
+        """Deserialise, including the injected components."""
+        return default_from_dict(
+            cls, deserialize_init_components(data, ("text_embedder", "scorer", "synthesizer"))
+        )
+
+    # ------------------------------------------------------------------ run
+    @component.output_types(answers=list[GeneratedAnswer], answer=str, trace=dict[str, Any])
+    def run(
+        self,
+        query: str,
+        drafts: list[Draft],
+        counterfactuals: list[dict[str, Any]] | None = None,
+        queries: list[str] | None = None,
+        causal_weight: float | None = None,
+    ) -> dict[str, Any]:
+        """
+        :param query: the original question.
+        :param drafts: ParallelDraftGenerator's drafts.
+        :param counterfactuals: the expander's counterfactuals (their "text" is used) …
+        :param queries: … or its `queries` (original first); one of the two is enough.
+        :param causal_weight: overrides λ for this call.
+        :returns: `answers` (best first), `answer` and `trace`.
+        """
+        case = _Case.build(query, drafts, counterfactuals, queries)
+        if case.empty:
+            return self._no_drafts(case)
+        case.relevance = self._relevance(case)
+        case.embed(self._embed(case.texts_to_embed()) if self.text_embedder is not None else None)
+        ranked = self._arbitrate(case, causal_weight)
+        synthesis = None
+        if ranked["decision"] == "synthesis":
+            synthesis = self.synthesizer.run(messages=[self._synthesis_prompt(case, ranked)])["replies"]
+        return self._finish(case, ranked, synthesis)
+
+    @component.output_types(answers=list[GeneratedAnswer], answer=str, trace=dict[str, Any])
+    async def run_async(
+        self,
+        query: str,
+        drafts: list[Draft],
+        counterfactuals: list[dict[str, Any]] | None = None,
+        queries: list[str] | None = None,
+        causal_weight: float | None = None,
+    ) -> dict[str, Any]:
+        """Async twin of `run`, with the same sockets."""
+        case = _Case.build(query, drafts, counterfactuals, queries)
+        if case.empty:
+            return self._no_drafts(case)
+        case.relevance = await self._relevance_async(case)
+        if self.text_embedder is not None:
+            case.embed(await embed_texts_async(self.text_embedder, case.texts_to_embed()))
+        else:
+            case.embed(None)
+        ranked = self._arbitrate(case, causal_weight)
+        synthesis = None
+        if ranked["decision"] == "synthesis":
+            prompt = self._synthesis_prompt(case, ranked)
+            synthesis = (await run_async_or_thread(self.synthesizer, messages=[prompt]))["replies"]
+        return self._finish(case, ranked, synthesis)
+
+    # ------------------------------------------------------------------ relevance s(q, e)
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        return embed_texts(self.text_embedder, texts)
+
+    def _relevance(self, case: _Case) -> np.ndarray | None:
+        if self.scorer is None:
+            return None  # computed from embeddings in case.embed
+        return case.scores_to_matrix([self.scorer.run(query=q, documents=case.docs)["documents"] for q in case.queries])
+
+    async def _relevance_async(self, case: _Case) -> np.ndarray | None:
+        if self.scorer is None:
+            return None
+        results = [await run_async_or_thread(self.scorer, query=q, documents=case.docs) for q in case.queries]
+        return case.scores_to_matrix([r["documents"] for r in results])
+
+    # ------------------------------------------------------------------ decision
+    def _weights(self, causal_weight: float | None) -> dict[str, float]:
+        if self.weights is not None:
+            return {k: float(self.weights.get(k, 0.0)) for k in arb.CRITERIA}
+        lam = self.causal_weight if causal_weight is None else causal_weight
+        check_range("causal_weight", lam, 0.0, 1.0)
+        return arb.default_weights(lam)
+
+    def _arbitrate(self, case: _Case, causal_weight: float | None) -> dict[str, Any]:
+        rel = case.relevance
+        margins = arb.causal_margins(rel)
+        cos_ad = cosine_matrix(case.answer_emb, case.doc_emb)
+        mentions = mention_matrix([d.answer for d in case.drafts], [d.content or "" for d in case.docs])
+        l1, l2 = self.coherence_weights
+        scores = []
+        for j, draft in enumerate(case.drafts):
+            ev = case.evidence[j]
+            scores.append(
+                {
+                    "coherence": arb.phi_coherence(cos_ad[j], rel[0], mentions[j], ev, lambda1=l1, lambda2=l2),
+                    "causal": arb.phi_causal(margins, ev) if margins is not None else None,
+                    "confidence": arb.phi_confidence(draft.token_logprobs),
+                    "specificity": arb.phi_specificity(draft.answer),
+                }
+            )
+        available = {k: any(s[k] is not None for s in scores) for k in arb.CRITERIA}
+        weights = arb.effective_weights(self._weights(causal_weight), available)
+        psis = [arb.psi(s, weights) for s in scores]
+        order = sorted(range(len(psis)), key=lambda j: (-psis[j], case.drafts[j].index))
+        answers = [d.answer for d in case.drafts]
+        agreements = [arb.agreement(answers, j, self.agreement_threshold) for j in range(len(answers))]
+        best = order[0]
+        if agreements[best] >= self.consensus_threshold - 1e-9:
+            decision = "consensus"
+        elif self.synthesizer is not None:
+            decision = "synthesis"
+        else:
+            decision = "best_score"
+        return {
+            "scores": scores,
+            "psi": psis,
+            "order": order,
+            "agreements": agreements,
+            "weights": weights,
+            "margins": margins,
+            "mentions": mentions,
+            "decision": decision,
+        }
+
+    def _synthesis_prompt(self, case: _Case, ranked: dict[str, Any]) -> ChatMessage:
+        top = ranked["order"][: self.synthesis_top]
+        lines = render_drafts([(case.drafts[j].answer, case.drafts[j].rationale, ranked["psi"][j]) for j in top])
+        return ChatMessage.from_user(SYNTHESIS_PROMPT.format(query=case.query, drafts=lines))
+
+    # ------------------------------------------------------------------ outputs
+    def _finish(self, case: _Case, ranked: dict[str, Any], synthesis: list[ChatMessage] | None) -> dict[str, Any]:
+        answers = []
+        for j in ranked["order"]:
+            draft = case.drafts[j]
+            meta = {
+                SCORES_KEY: {**ranked["scores"][j], "psi": ranked["psi"][j], "agreement": ranked["agreements"][j]},
+                "cfrag_draft_index": draft.index,
+                "rationale": draft.rationale,
+            }
+            answers.append(GeneratedAnswer(data=draft.answer, query=case.query, documents=draft.documents, meta=meta))
+        final = answers[0].data
+        if synthesis is not None:
+            text = synthesis[0].text if synthesis else ""
+            parsed = parse_draft_reply(text or "")
+            if parsed["answer"]:
+                final = parsed["answer"]
+                answers.insert(
+                    0,
+                    GeneratedAnswer(
+                        data=final,
+                        query=case.query,
+                        documents=case.docs,
+                        meta={"cfrag_decision": "synthesis", "rationale": parsed["rationale"]},
+                    ),
+                )
+            else:
+                logger.warning("CausalArbitrationRanker: the synthesis reply was empty; using the best draft")
+                ranked["decision"] = "best_score"
+        trace = case.trace(ranked, final)
+        return {"answers": answers, "answer": final, "trace": trace}
+
+    def _no_drafts(self, case: _Case) -> dict[str, Any]:
+        decision = "all_drafts_failed" if case.failed else "no_drafts"
+        logger.warning("CausalArbitrationRanker: no usable draft ({decision})", decision=decision)
+        trace = {
+            "query": case.query,
+            "counterfactuals": case.queries[1:],
+            "drafts": [_failed_entry(d) for d in case.failed],
+            "ranking": [],
+            "agreement": 0.0,
+            "decision": decision,
+            "answer": "",
+        }
+        return {"answers": [], "answer": "", "trace": trace}
+
+
+class _Case:
+    """The inputs of one arbitration, flattened into matrices over the union of the evidence."""
+
+    def __init__(self, query: str, drafts: list[Draft], failed: list[Draft], queries: list[str]) -> None:
+        self.query = query
+        self.drafts = drafts
+        self.failed = failed
+        self.queries = queries
+        docs: dict[str, Document] = {}
+        for d in drafts:
+            for doc in d.documents:
+                docs.setdefault(doc.id, doc)
+        self.docs = list(docs.values())
+        position = {doc_id: i for i, doc_id in enumerate(docs)}
+        self.evidence = [[position[doc.id] for doc in d.documents] for d in drafts]
+        self.relevance: np.ndarray | None = None
+        self.answer_emb = np.zeros((len(drafts), 1))
+        self.doc_emb = np.zeros((len(self.docs), 1))
+        self.scorer_kind = "cross-encoder"
+
+    @classmethod
+    def build(
+        cls,
+        query: str,
+        drafts: list[Draft],
+        counterfactuals: list[dict[str, Any]] | None,
+        queries: list[str] | None,
+    ) -> _Case:
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("CausalArbitrationRanker: 'query' must be a non-empty string.")
+        if counterfactuals:
+            cf = [str(c["text"]) if isinstance(c, dict) else str(c) for c in counterfactuals]
+        else:
+            cf = list(queries[1:]) if queries else []
+        usable = [d for d in drafts if not d.failed]
+        return cls(query, usable, [d for d in drafts if d.failed], [query] + cf)
+
+    @property
+    def empty(self) -> bool:
+        return not self.drafts
+
+    def texts_to_embed(self) -> list[str]:
+        """Queries, answers, then the content of documents without a usable embedding."""
+        return self.queries + [d.answer for d in self.drafts] + [self.docs[i].content or "" for i in self._unembedded()]
+
+    def _unembedded(self) -> list[int]:
+        mask = valid_embedding_mask([d.embedding for d in self.docs])
+        return [i for i, ok in enumerate(mask) if not ok]
+
+    def embed(self, vectors: np.ndarray | None) -> None:
+        """Fill the answer/document embeddings and, without a scorer, the relevance matrix."""
+        nq, na = len(self.queries), len(self.drafts)
+        if vectors is None:
+            texts = self.queries + [d.answer for d in self.drafts] + [d.content or "" for d in self.docs]
+            bow = bag_of_words_matrix(texts)
+            q_emb, self.answer_emb, self.doc_emb = bow[:nq], bow[nq : nq + na], bow[nq + na :]
+            kind = "lexical"
+        else:
+            q_emb, self.answer_emb = vectors[:nq], vectors[nq : nq + na]
+            missing = self._unembedded()
+            dim = vectors.shape[1]
+            rows = [
+                np.asarray(d.embedding, dtype=float) if i not in missing else None for i, d in enumerate(self.docs)
+            ]
+            for k, i in enumerate(missing):
+                rows[i] = vectors[nq + na + k]
+            self.doc_emb = as_matrix([r if r is not None and r.shape[0] == dim else np.zeros(dim) for r in rows])
+            kind = "embedding"
+        if self.relevance is None:
+            self.relevance = cosine_to_relevance(cosine_matrix(q_emb, self.doc_emb)).reshape(nq, len(self.docs))
+            self.scorer_kind = kind
+
+    def scores_to_matrix(self, ranked: list[list[Document]]) -> np.ndarray:
+        """Relevance matrix from a ranker's outputs, one list per query (scores squashed into [0, 1])."""
+        mat = np.zeros((len(self.queries), len(self.docs)))
+        position = {doc.id: i for i, doc in enumerate(self.docs)}
+        for qi, docs in enumerate(ranked):
+            for doc in docs:
+                if doc.id in position and doc.score is not None:
+                    mat[qi, position[doc.id]] = doc.score
+        if mat.size and (mat.min() < 0 or mat.max() > 1):
+            mat = 1.0 / (1.0 + np.exp(-mat))
+        return mat
+
+    def trace(self, ranked: dict[str, Any], final: str) -> dict[str, Any]:
+        """The JSON-serialisable account of the decision."""
+        rel, margins, mentions = self.relevance, ranked["margins"], ranked["mentions"]
+        clusters: dict[str, list[str]] = {}
+        for doc in self.docs:
+            if "cfrag_cluster" in doc.meta:
+                clusters.setdefault(str(doc.meta["cfrag_cluster"]), []).append(doc.id)
+        entries = []
+        for j, draft in enumerate(self.drafts):
+            evidence = [
+                {
+                    "id": self.docs[i].id,
+                    "title": self.docs[i].meta.get("title"),
+                    "cluster": self.docs[i].meta.get("cfrag_cluster"),
+                    "relevance": float(rel[0, i]),
+                    "max_counterfactual_relevance": float(rel[1:, i].max()) if rel.shape[0] > 1 else None,
+                    "causal_margin": float(margins[i]) if margins is not None else None,
+                    "mention": float(mentions[j, i]),
+                }
+                for i in dict.fromkeys(self.evidence[j])
+            ]
+            entries.append(
+                {
+                    "index": draft.index,
+                    "answer": draft.answer,
+                    "rationale": draft.rationale,
+                    "parsed_by": draft.parsed_by,
+                    "evidence": evidence,
+                    "scores": ranked["scores"][j],
+                    "psi": ranked["psi"][j],
+                    "agreement": ranked["agreements"][j],
+                }
+            )
+        best = ranked["order"][0]
+        return {
+            "query": self.query,
+            "counterfactuals": self.queries[1:],
+            "scorer": self.scorer_kind,
+            "weights": ranked["weights"],
+            "clusters": clusters,
+            "drafts": entries + [_failed_entry(d) for d in self.failed],
+            "ranking": [self.drafts[j].index for j in ranked["order"]],
+            "best_draft": self.drafts[best].index,
+            "agreement": ranked["agreements"][best],
+            "decision": ranked["decision"],
+            "answer": final,
+        }
+
+
+def _failed_entry(draft: Draft) -> dict[str, Any]:
+    return {"index": draft.index, "answer": draft.answer, "error": draft.error or "empty answer", "evidence": []}

@@ -1,0 +1,233 @@
+"""CounterfactualQueryExpander: nearby questions with different answers (paper 4.1.1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from haystack import component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import ChatMessage
+
+from haystack_cfrag.components._common import (
+    check_int,
+    check_range,
+    deserialize_init_components,
+    embed_texts,
+    embed_texts_async,
+    run_async_or_thread,
+    serialize_component,
+    warm_up_all,
+)
+from haystack_cfrag.core.counterfactuals import (
+    answer_divergence,
+    domain_similarity,
+    info_scores,
+    select_top,
+    validate_counterfactuals,
+)
+from haystack_cfrag.core.replies import parse_counterfactual_reply
+from haystack_cfrag.core.text import bag_of_words_matrix, normalize_answer
+from haystack_cfrag.core.vectors import cosine_matrix
+from haystack_cfrag.prompts import COUNTERFACTUAL_PROMPT
+
+logger = logging.getLogger(__name__)
+
+
+@component
+class CounterfactualQueryExpander:
+    """
+    Generates N counterfactual questions: on the same topic as the query, with a different answer.
+
+    One chat call asks for 2N candidates as JSON (question, transformation type, expected-answer
+    hint). Candidates are validated — cosine(q, q') > θ_sim, not a paraphrase (cosine < 0.97
+    and not the same text), a different expected answer — and the N with the highest
+    Info(q, q') = α(1 − sim) + β·Div_ans + γ·sim_domain are kept. Without a text embedder the
+    cosine is a bag-of-words cosine. An unusable reply degrades to fewer (or no)
+    counterfactuals with a warning; N = 0 makes no call (the "w/o counterfactual" ablation).
+
+    Outputs `queries` (the original first, then the counterfactuals: what Haystack's
+    multi-query retrievers accept) and `counterfactuals` (dicts: text, type, answer_hint,
+    similarity, info).
+
+    ### Usage example
+    ```python
+    from haystack.components.generators.chat import MockChatGenerator
+    from haystack_cfrag import CounterfactualQueryExpander
+
+    reply = ('{"original_answer_hint": "Christian Bale", "counterfactuals": ['
+             '{"question": "Who played the villain in The Dark Knight?", "type": "role", '
+             '"answer_hint": "Heath Ledger"}]}')
+    expander = CounterfactualQueryExpander(chat_generator=MockChatGenerator(responses=reply),
+                                           n_counterfactuals=1, similarity_threshold=0.2)
+    out = expander.run(query="Who is the lead actor in The Dark Knight?")
+    print(out["queries"])  # the original, then the villain question
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        chat_generator: Any,
+        text_embedder: Any | None = None,
+        n_counterfactuals: int = 3,
+        similarity_threshold: float = 0.7,
+        paraphrase_threshold: float = 0.97,
+        n_candidates: int | None = None,
+        info_weights: tuple[float, float, float] | list[float] = (1 / 3, 1 / 3, 1 / 3),
+        raise_on_failure: bool = False,
+    ) -> None:
+        """
+        :param chat_generator: any Haystack ChatGenerator instance (writes the candidates).
+        :param text_embedder: a Haystack text embedder for cosine(q, q'); None = bag-of-words cosine.
+        :param n_counterfactuals: N, counterfactuals kept (0–10; 0 = ablation "w/o counterfactual").
+        :param similarity_threshold: θ_sim in (0, 1]: minimum cosine for a candidate to be on topic.
+        :param paraphrase_threshold: cosine at or above which a candidate is a paraphrase, in (0, 1].
+        :param n_candidates: candidates asked of the model; default 2N.
+        :param info_weights: (α, β, γ) of Info, non-negative, not all zero.
+        :param raise_on_failure: raise when the chat call fails instead of degrading to no counterfactuals.
+        """
+        check_int("n_counterfactuals", n_counterfactuals, 0, 10)
+        check_range("similarity_threshold", similarity_threshold, 0.0, 1.0, low_open=True)
+        check_range("paraphrase_threshold", paraphrase_threshold, 0.0, 1.0, low_open=True)
+        if n_candidates is not None:
+            check_int("n_candidates", n_candidates, max(1, n_counterfactuals), 50)
+        weights = tuple(float(w) for w in info_weights)
+        if len(weights) != 3 or any(w < 0 for w in weights) or sum(weights) == 0:
+            raise ValueError(f"'info_weights' must be three non-negative numbers, not all zero, got {info_weights!r}.")
+        self.chat_generator = chat_generator
+        self.text_embedder = text_embedder
+        self.n_counterfactuals = n_counterfactuals
+        self.similarity_threshold = similarity_threshold
+        self.paraphrase_threshold = paraphrase_threshold
+        self.n_candidates = n_candidates
+        self.info_weights = weights
+        self.raise_on_failure = raise_on_failure
+
+    def warm_up(self) -> None:
+        """Warm up the injected generator and embedder."""
+        warm_up_all(self.chat_generator, self.text_embedder)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise, including the injected components."""
+        return default_to_dict(
+            self,
+            chat_generator=serialize_component(self.chat_generator),
+            text_embedder=serialize_component(self.text_embedder),
+            n_counterfactuals=self.n_counterfactuals,
+            similarity_threshold=self.similarity_threshold,
+            paraphrase_threshold=self.paraphrase_threshold,
+            n_candidates=self.n_candidates,
+            info_weights=list(self.info_weights),
+            raise_on_failure=self.raise_on_failure,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CounterfactualQueryExpander:
+        """Deserialise, including the injected components."""
+        return default_from_dict(cls, deserialize_init_components(data, ("chat_generator", "text_embedder")))
+
+    # ------------------------------------------------------------------ run
+    @component.output_types(queries=list[str], counterfactuals=list[dict[str, Any]])
+    def run(self, query: str, n_counterfactuals: int | None = None) -> dict[str, Any]:
+        """
+        :param query: the user's question.
+        :param n_counterfactuals: overrides N for this call.
+        :returns: `queries` (original first) and `counterfactuals`.
+        """
+        n = self._n(query, n_counterfactuals)
+        if n == 0:
+            return {"queries": [query], "counterfactuals": []}
+        try:
+            reply = self.chat_generator.run(messages=[self._prompt(query, n)])["replies"]
+        except Exception as exc:  # noqa: BLE001  (a failing model call degrades, see class doc)
+            return self._failed(query, exc)
+        hint, candidates = parse_counterfactual_reply(reply[0].text if reply else "")
+        texts = [query] + [c["question"] for c in candidates]
+        emb = embed_texts(self.text_embedder, texts) if self.text_embedder and candidates else None
+        return self._select(query, hint, candidates, emb, n)
+
+    @component.output_types(queries=list[str], counterfactuals=list[dict[str, Any]])
+    async def run_async(self, query: str, n_counterfactuals: int | None = None) -> dict[str, Any]:
+        """Async twin of `run`, with the same sockets."""
+        n = self._n(query, n_counterfactuals)
+        if n == 0:
+            return {"queries": [query], "counterfactuals": []}
+        try:
+            result = await run_async_or_thread(self.chat_generator, messages=[self._prompt(query, n)])
+        except Exception as exc:  # noqa: BLE001
+            return self._failed(query, exc)
+        reply = result["replies"]
+        hint, candidates = parse_counterfactual_reply(reply[0].text if reply else "")
+        texts = [query] + [c["question"] for c in candidates]
+        emb = await embed_texts_async(self.text_embedder, texts) if self.text_embedder and candidates else None
+        return self._select(query, hint, candidates, emb, n)
+
+    # ------------------------------------------------------------------ steps
+    def _n(self, query: str, override: int | None) -> int:
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("CounterfactualQueryExpander: 'query' must be a non-empty string.")
+        n = self.n_counterfactuals if override is None else override
+        check_int("n_counterfactuals", n, 0, 10)
+        return n
+
+    def _prompt(self, query: str, n: int) -> ChatMessage:
+        n_candidates = self.n_candidates or 2 * n
+        return ChatMessage.from_user(COUNTERFACTUAL_PROMPT.format(query=query, n_candidates=n_candidates))
+
+    def _failed(self, query: str, exc: Exception) -> dict[str, Any]:
+        if self.raise_on_failure:
+            raise RuntimeError(f"CounterfactualQueryExpander: the chat generator failed: {exc}") from exc
+        logger.warning(
+            "CounterfactualQueryExpander: the chat generator failed ({error}); continuing without counterfactuals",
+            error=repr(exc),
+        )
+        return {"queries": [query], "counterfactuals": []}
+
+    def _select(
+        self,
+        query: str,
+        hint: str,
+        candidates: list[dict[str, str]],
+        embeddings: np.ndarray | None,
+        n: int,
+    ) -> dict[str, Any]:
+        if not candidates:
+            logger.warning(
+                "CounterfactualQueryExpander: the model's reply held no usable counterfactual; "
+                "continuing with the original query only"
+            )
+            return {"queries": [query], "counterfactuals": []}
+        texts = [query] + [c["question"] for c in candidates]
+        if embeddings is None:
+            embeddings = bag_of_words_matrix(texts)
+        sims = cosine_matrix(embeddings[:1], embeddings[1:])[0]
+        same_text = np.array([normalize_answer(c["question"]) == normalize_answer(query) for c in candidates])
+        div = np.array([answer_divergence(hint, c["answer_hint"]) for c in candidates])
+        dom = np.array([domain_similarity(query, c["question"]) for c in candidates])
+        valid = validate_counterfactuals(
+            sims,
+            same_text,
+            div,
+            similarity_threshold=self.similarity_threshold,
+            paraphrase_threshold=self.paraphrase_threshold,
+        )
+        info = info_scores(sims, div, dom, self.info_weights)
+        chosen = select_top(info, valid, n)
+        if len(chosen) < n:
+            logger.warning(
+                "CounterfactualQueryExpander: {kept} of {n} counterfactuals passed validation ({total} candidates)",
+                kept=len(chosen),
+                n=n,
+                total=len(candidates),
+            )
+        counterfactuals = [
+            {
+                "text": candidates[i]["question"],
+                "type": candidates[i]["type"],
+                "answer_hint": candidates[i]["answer_hint"],
+                "similarity": float(sims[i]),
+                "info": float(info[i]),
+            }
+            for i in chosen
+        ]
+        return {"queries": [query] + [c["text"] for c in counterfactuals], "counterfactuals": counterfactuals}

@@ -1,0 +1,197 @@
+"""MultiQueryRetriever: retrieve for the query and its counterfactuals, keep provenance (4.1.2)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+
+from haystack_cfrag.components._common import (
+    accepts,
+    check_int,
+    deserialize_init_components,
+    run_async_or_thread,
+    serialize_component,
+    warm_up_all,
+    with_meta,
+)
+
+logger = logging.getLogger(__name__)
+
+PROVENANCE_KEY = "cfrag_provenance"
+
+
+@component
+class MultiQueryRetriever:
+    """
+    Runs any Haystack retriever for several queries and unions the results by document id.
+
+    Works with text retrievers (BM25, …: the query text is passed) and embedding retrievers
+    (pass a `query_embedder`: each query is embedded first). Queries run concurrently up to
+    `max_workers`. Each returned document is a copy with `meta["cfrag_provenance"]`: a list of
+    {"query_index", "rank", "score"}, one per query that retrieved it (index 0 is the
+    original query). Documents retrieved by the original query come first, in its rank
+    order, then the others by best rank. `score` is the original query's score where it
+    retrieved the document. Embeddings are requested from retrievers that accept
+    `return_embedding`. The store is only read.
+
+    ### Usage example
+    ```python
+    from haystack import Document
+    from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+    from haystack_cfrag import MultiQueryRetriever
+
+    store = InMemoryDocumentStore()
+    store.write_documents([Document(content="Christian Bale plays Batman."),
+                           Document(content="Heath Ledger plays the Joker.")])
+    retriever = MultiQueryRetriever(retriever=InMemoryBM25Retriever(document_store=store), top_k=1)
+    docs = retriever.run(queries=["Who plays Batman?", "Who plays the Joker?"])["documents"]
+    print([d.meta["cfrag_provenance"] for d in docs])
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        retriever: Any,
+        query_embedder: Any | None = None,
+        top_k: int | None = None,
+        max_workers: int = 4,
+    ) -> None:
+        """
+        :param retriever: any Haystack retriever instance (text or embedding).
+        :param query_embedder: a text embedder, required when the retriever takes `query_embedding`.
+        :param top_k: documents per query; None = the retriever's own default.
+        :param max_workers: queries run at once (1 = one after the other).
+        """
+        if top_k is not None:
+            check_int("top_k", top_k, 1)
+        check_int("max_workers", max_workers, 1)
+        self._by_embedding = accepts(retriever, "query_embedding")
+        if self._by_embedding and query_embedder is None:
+            raise ValueError(
+                "MultiQueryRetriever: the retriever takes 'query_embedding'; pass a 'query_embedder' "
+                "(a Haystack text embedder) to embed the queries."
+            )
+        self.retriever = retriever
+        self.query_embedder = query_embedder
+        self.top_k = top_k
+        self.max_workers = max_workers
+
+    def warm_up(self) -> None:
+        """Warm up the injected retriever and embedder."""
+        warm_up_all(self.retriever, self.query_embedder)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise, including the injected components (the retriever carries its store)."""
+        return default_to_dict(
+            self,
+            retriever=serialize_component(self.retriever),
+            query_embedder=serialize_component(self.query_embedder),
+            top_k=self.top_k,
+            max_workers=self.max_workers,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MultiQueryRetriever:
+        """Deserialise, including the injected components."""
+        return default_from_dict(cls, deserialize_init_components(data, ("retriever", "query_embedder")))
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self, queries: list[str], top_k: int | None = None, filters: dict[str, Any] | None = None
+    ) -> dict[str, list[Document]]:
+        """
+        :param queries: the original query first, then the counterfactuals.
+        :param top_k: overrides `top_k` for this call.
+        :param filters: Haystack metadata filters passed to the retriever.
+        :returns: `documents`, the union with provenance.
+        """
+        self._check(queries)
+        if len(queries) == 1 or self.max_workers == 1:
+            results = [self._retrieve(q, top_k, filters) for q in queries]
+        else:
+            with ThreadPoolExecutor(max_workers=min(self.max_workers, len(queries))) as pool:
+                results = list(pool.map(lambda q: self._retrieve(q, top_k, filters), queries))
+        return {"documents": union_with_provenance(results)}
+
+    @component.output_types(documents=list[Document])
+    async def run_async(
+        self, queries: list[str], top_k: int | None = None, filters: dict[str, Any] | None = None
+    ) -> dict[str, list[Document]]:
+        """Async twin of `run`, with the same sockets; queries run concurrently up to `max_workers`."""
+        self._check(queries)
+        limit = asyncio.Semaphore(self.max_workers)
+
+        async def one(query: str) -> list[Document]:
+            async with limit:
+                kwargs = self._retriever_kwargs(top_k, filters)
+                if self._by_embedding:
+                    emb = (await run_async_or_thread(self.query_embedder, text=query))["embedding"]
+                    kwargs["query_embedding"] = emb
+                else:
+                    kwargs["query"] = query
+                return (await run_async_or_thread(self.retriever, **kwargs))["documents"]
+
+        results = await asyncio.gather(*(one(q) for q in queries))
+        return {"documents": union_with_provenance(list(results))}
+
+    # ------------------------------------------------------------------ steps
+    @staticmethod
+    def _check(queries: list[str]) -> None:
+        if not queries or not all(isinstance(q, str) and q.strip() for q in queries):
+            raise ValueError("MultiQueryRetriever: 'queries' must be a non-empty list of non-empty strings.")
+
+    def _retriever_kwargs(self, top_k: int | None, filters: dict[str, Any] | None) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        k = top_k if top_k is not None else self.top_k
+        if k is not None:
+            kwargs["top_k"] = k
+        if filters is not None:
+            kwargs["filters"] = filters
+        if accepts(self.retriever, "return_embedding"):
+            kwargs["return_embedding"] = True
+        return kwargs
+
+    def _retrieve(self, query: str, top_k: int | None, filters: dict[str, Any] | None) -> list[Document]:
+        kwargs = self._retriever_kwargs(top_k, filters)
+        if self._by_embedding:
+            kwargs["query_embedding"] = self.query_embedder.run(text=query)["embedding"]
+        else:
+            kwargs["query"] = query
+        return self.retriever.run(**kwargs)["documents"]
+
+
+def union_with_provenance(results: list[list[Document]]) -> list[Document]:
+    """Union of per-query result lists by document id, with provenance in meta (inputs untouched).
+
+    Order: documents the original query (results[0]) retrieved, in its rank order; then the
+    rest by best rank, then by first query index.
+    """
+    provenance: dict[str, list[dict[str, Any]]] = {}
+    first: dict[str, Document] = {}
+    for qi, docs in enumerate(results):
+        for rank, doc in enumerate(docs):
+            first.setdefault(doc.id, doc)
+            provenance.setdefault(doc.id, []).append({"query_index": qi, "rank": rank, "score": doc.score})
+
+    def order(doc_id: str) -> tuple[int, int, int]:
+        prov = provenance[doc_id]
+        by_original = next((p["rank"] for p in prov if p["query_index"] == 0), None)
+        if by_original is not None:
+            return (0, by_original, 0)
+        best = min(prov, key=lambda p: (p["rank"], p["query_index"]))
+        return (1, best["rank"], best["query_index"])
+
+    out = []
+    for doc_id in sorted(provenance, key=order):
+        prov = provenance[doc_id]
+        original = next((p["score"] for p in prov if p["query_index"] == 0), None)
+        doc = with_meta(first[doc_id], **{PROVENANCE_KEY: prov})
+        out.append(replace(doc, score=original))
+    return out
+

@@ -1,0 +1,210 @@
+"""ParallelDraftGenerator: one answer draft per evidence subset (Eq. 8, App. G)."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import ChatMessage
+
+from haystack_cfrag.components._common import (
+    accepts,
+    check_int,
+    deserialize_init_components,
+    run_async_or_thread,
+    serialize_component,
+    warm_up_all,
+)
+from haystack_cfrag.core.replies import parse_draft_reply
+from haystack_cfrag.dataclasses import Draft
+from haystack_cfrag.prompts import DRAFT_PROMPT, render_evidence
+
+logger = logging.getLogger(__name__)
+
+
+@component
+class ParallelDraftGenerator:
+    """
+    Writes one draft answer per evidence subset with any Haystack ChatGenerator.
+
+    Each subset gets the App. G prompt (answer, rationale, key evidence, conflicts). Drafts
+    run concurrently up to `max_workers` (threads in `run`, tasks in `run_async`); set
+    `max_workers=1` for an in-process model that is not thread-safe (llama.cpp, a local
+    transformers model). Replies are parsed JSON first, then "Answer:"/"Rationale:" lines,
+    then the first line. `generation_kwargs` are passed to generators that accept them —
+    ask for log-probabilities there (e.g. `{"logprobs": True}` for OpenAI-compatible
+    servers); token log-probabilities found in the reply's meta are kept on the draft. A
+    failed call gives a draft with `error` set and a warning, or raises with
+    `raise_on_failure=True`.
+
+    ### Usage example
+    ```python
+    from haystack import Document
+    from haystack.components.generators.chat import MockChatGenerator
+    from haystack_cfrag import ParallelDraftGenerator
+
+    gen = ParallelDraftGenerator(chat_generator=MockChatGenerator(responses="Answer: Christian Bale\\nRationale: cast list"))
+    subsets = [[Document(content="Christian Bale stars as Bruce Wayne.")]]
+    print(gen.run(query="Who is the lead actor in The Dark Knight?", subsets=subsets)["drafts"][0].answer)
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        chat_generator: Any,
+        max_workers: int = 4,
+        generation_kwargs: dict[str, Any] | None = None,
+        max_evidence_chars: int | None = 2000,
+        raise_on_failure: bool = False,
+    ) -> None:
+        """
+        :param chat_generator: any Haystack ChatGenerator instance.
+        :param max_workers: drafts generated at once (1 = one after the other).
+        :param generation_kwargs: passed to the generator's `run` when it accepts `generation_kwargs`.
+        :param max_evidence_chars: each passage is cut to this many characters in the prompt (None = whole).
+        :param raise_on_failure: raise when a generation fails instead of recording a failed draft.
+        """
+        check_int("max_workers", max_workers, 1)
+        if max_evidence_chars is not None:
+            check_int("max_evidence_chars", max_evidence_chars, 1)
+        self.chat_generator = chat_generator
+        self.max_workers = max_workers
+        self.generation_kwargs = generation_kwargs
+        self.max_evidence_chars = max_evidence_chars
+        self.raise_on_failure = raise_on_failure
+
+    def warm_up(self) -> None:
+        """Warm up the injected generator."""
+        warm_up_all(self.chat_generator)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise, including the injected generator."""
+        return default_to_dict(
+            self,
+            chat_generator=serialize_component(self.chat_generator),
+            max_workers=self.max_workers,
+            generation_kwargs=self.generation_kwargs,
+            max_evidence_chars=self.max_evidence_chars,
+            raise_on_failure=self.raise_on_failure,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ParallelDraftGenerator:
+        """Deserialise, including the injected generator."""
+        return default_from_dict(cls, deserialize_init_components(data, ("chat_generator",)))
+
+    @component.output_types(drafts=list[Draft])
+    def run(self, query: str, subsets: list[list[Document]]) -> dict[str, list[Draft]]:
+        """
+        :param query: the original question.
+        :param subsets: one evidence list per draft (SpectralStratifier's `subsets`).
+        :returns: `drafts`, in subset order (failed ones carry `error`).
+        """
+        self._check(query, subsets)
+        jobs = list(enumerate(subsets))
+        if self.max_workers == 1 or len(jobs) <= 1:
+            drafts = [self._draft(i, query, docs) for i, docs in jobs]
+        else:
+            with ThreadPoolExecutor(max_workers=min(self.max_workers, len(jobs))) as pool:
+                drafts = list(pool.map(lambda job: self._draft(job[0], query, job[1]), jobs))
+        return {"drafts": self._report(drafts)}
+
+    @component.output_types(drafts=list[Draft])
+    async def run_async(self, query: str, subsets: list[list[Document]]) -> dict[str, list[Draft]]:
+        """Async twin of `run`, with the same sockets; drafts run as tasks up to `max_workers`."""
+        self._check(query, subsets)
+        limit = asyncio.Semaphore(self.max_workers)
+
+        async def one(index: int, docs: list[Document]) -> Draft:
+            async with limit:
+                try:
+                    result = await run_async_or_thread(self.chat_generator, **self._call_kwargs(query, docs))
+                except Exception as exc:  # noqa: BLE001  (recorded on the draft, see class doc)
+                    return self._failed(index, docs, exc)
+                return self._parse(index, docs, result)
+
+        drafts = await asyncio.gather(*(one(i, docs) for i, docs in enumerate(subsets)))
+        return {"drafts": self._report(list(drafts))}
+
+    # ------------------------------------------------------------------ steps
+    @staticmethod
+    def _check(query: str, subsets: list[list[Document]]) -> None:
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("ParallelDraftGenerator: 'query' must be a non-empty string.")
+        if not isinstance(subsets, list) or not all(isinstance(s, list) for s in subsets):
+            raise ValueError("ParallelDraftGenerator: 'subsets' must be a list of lists of documents.")
+
+    def _call_kwargs(self, query: str, docs: list[Document]) -> dict[str, Any]:
+        prompt = DRAFT_PROMPT.format(query=query, evidence=render_evidence(docs, self.max_evidence_chars))
+        kwargs: dict[str, Any] = {"messages": [ChatMessage.from_user(prompt)]}
+        if self.generation_kwargs and accepts(self.chat_generator, "generation_kwargs"):
+            kwargs["generation_kwargs"] = dict(self.generation_kwargs)
+        return kwargs
+
+    def _draft(self, index: int, query: str, docs: list[Document]) -> Draft:
+        try:
+            result = self.chat_generator.run(**self._call_kwargs(query, docs))
+        except Exception as exc:  # noqa: BLE001  (recorded on the draft, see class doc)
+            return self._failed(index, docs, exc)
+        return self._parse(index, docs, result)
+
+    def _failed(self, index: int, docs: list[Document], exc: Exception) -> Draft:
+        if self.raise_on_failure:
+            raise RuntimeError(f"ParallelDraftGenerator: draft {index} failed: {exc}") from exc
+        logger.warning("ParallelDraftGenerator: draft {index} failed: {error}", index=index, error=repr(exc))
+        return Draft(index=index, answer="", documents=docs, error=repr(exc))
+
+    def _parse(self, index: int, docs: list[Document], result: dict[str, Any]) -> Draft:
+        replies = result.get("replies") or []
+        text = (replies[0].text or "") if replies else ""
+        meta = dict(replies[0].meta) if replies else {}
+        parsed = parse_draft_reply(text)
+        error = None if parsed["answer"] else "empty reply"
+        if error:
+            if self.raise_on_failure:
+                raise RuntimeError(f"ParallelDraftGenerator: draft {index} got an empty reply.")
+            logger.warning("ParallelDraftGenerator: draft {index} got an empty reply", index=index)
+        return Draft(
+            index=index,
+            answer=parsed["answer"],
+            rationale=parsed["rationale"],
+            documents=docs,
+            key_evidence=parsed["key_evidence"],
+            conflicts=parsed["conflicts"],
+            reply=text,
+            token_logprobs=token_logprobs(meta),
+            parsed_by=parsed["parsed_by"],
+            error=error,
+            meta={k: v for k, v in meta.items() if k in ("model", "usage", "finish_reason")},
+        )
+
+    @staticmethod
+    def _report(drafts: list[Draft]) -> list[Draft]:
+        if drafts and all(d.failed for d in drafts):
+            logger.warning("ParallelDraftGenerator: every draft failed ({n})", n=len(drafts))
+        return drafts
+
+
+def token_logprobs(meta: dict[str, Any]) -> list[float] | None:
+    """Token log-probabilities from a reply's meta, in the shapes generators use; None if absent.
+
+    Accepted: meta["logprobs"] as a list of floats, a list of {"logprob": x} (OpenAI), or
+    {"content": [{"logprob": x}, …]} (OpenAI raw); {"token_logprobs": [...]} (llama.cpp).
+    """
+    value = meta.get("logprobs")
+    if isinstance(value, dict):
+        value = value.get("content", value.get("token_logprobs"))
+    if value is None:
+        value = meta.get("token_logprobs")
+    if not isinstance(value, list) or not value:
+        return None
+    out: list[float] = []
+    for item in value:
+        if isinstance(item, (int, float)):
+            out.append(float(item))
+        elif isinstance(item, dict) and isinstance(item.get("logprob"), (int, float)):
+            out.append(float(item["logprob"]))
+    return out or None

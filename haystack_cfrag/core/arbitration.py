@@ -1,0 +1,127 @@
+"""Causal arbitration scores (paper 4.2.2–4.2.3, Eq. 9–11, Algorithm 1).
+
+Notation: R is the relevance matrix with R[0, i] = s(q, e_i) for the original query and
+R[1:, i] = s(q'_k, e_i) for the counterfactuals; a draft's evidence is a list of column
+indices of R (duplicates allowed: Lemma 2 says they must not change the scores).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from haystack_cfrag.core.text import agreement_matrix, keyword_distribution
+
+CRITERIA = ("coherence", "causal", "confidence", "specificity")
+
+
+def causal_margins(relevance: np.ndarray) -> np.ndarray | None:
+    """Per document: s(q, e) − max_{q'} s(q', e); None when there is no counterfactual row."""
+    r = np.asarray(relevance, dtype=float)
+    if r.ndim != 2 or r.shape[0] < 2:
+        return None
+    return r[0] - r[1:].max(axis=0)
+
+
+def phi_causal(margins: np.ndarray, evidence: Sequence[int]) -> float:
+    """φ_causal (Eq. 11) = mean over e ∈ E_j of the causal margin; 0 for empty evidence."""
+    idx = np.unique(np.asarray(evidence, dtype=int))
+    if idx.size == 0:
+        return 0.0
+    return float(np.asarray(margins, dtype=float)[idx].mean())
+
+
+def phi_coherence(
+    answer_doc_cosine: np.ndarray,
+    query_relevance: np.ndarray,
+    mentions: np.ndarray,
+    evidence: Sequence[int],
+    *,
+    lambda1: float = 0.5,
+    lambda2: float = 0.5,
+) -> float:
+    """φ_coh (Eq. 9–10) = mean over e ∈ E_j of λ1·cos(Enc(a), Enc(e)) + λ2·s(q, e)·Mention(a, e).
+
+    The vectors are over all documents (one draft's row); `evidence` picks the columns.
+    Evidence is taken as a set, like φ_causal, so that duplicated evidence changes nothing.
+    """
+    idx = np.unique(np.asarray(evidence, dtype=int))
+    if idx.size == 0:
+        return 0.0
+    per_doc = lambda1 * np.asarray(answer_doc_cosine, dtype=float)[idx] + lambda2 * (
+        np.asarray(query_relevance, dtype=float)[idx] * np.asarray(mentions, dtype=float)[idx]
+    )
+    return float(per_doc.mean())
+
+
+def phi_confidence(token_logprobs: Sequence[float] | None) -> float | None:
+    """φ_conf = exp(mean token log-probability); None when the generator gave none."""
+    if not token_logprobs:
+        return None
+    vals = np.asarray(list(token_logprobs), dtype=float)
+    vals = vals[np.isfinite(vals)]
+    if vals.size == 0:
+        return None
+    return float(math.exp(min(0.0, float(vals.mean()))))
+
+
+def phi_specificity(answer: str) -> float:
+    """φ_spec = 1 − H(keyword distribution of a) / log |keywords of a|; 0 for ≤ 1 keyword."""
+    p = keyword_distribution(answer)
+    if p.size <= 1:
+        return 0.0
+    entropy = float(-(p * np.log(p)).sum())
+    return 1.0 - entropy / math.log(p.size)
+
+
+def default_weights(causal_weight: float) -> dict[str, float]:
+    """Algorithm 1's weights: (1 − λ, λ, 0, 0) over coherence, causal, confidence, specificity."""
+    return {"coherence": 1.0 - causal_weight, "causal": causal_weight, "confidence": 0.0, "specificity": 0.0}
+
+
+def effective_weights(weights: dict[str, float], available: dict[str, bool]) -> dict[str, float]:
+    """Weights with missing criteria removed and the rest renormalised to their original sum.
+
+    If every weighted criterion is missing, all weights are 0 (Ψ = 0 for every draft).
+    """
+    total = sum(weights.values())
+    kept = {k: (w if available.get(k, False) else 0.0) for k, w in weights.items()}
+    kept_total = sum(kept.values())
+    if kept_total <= 0:
+        return {k: 0.0 for k in weights}
+    return {k: w * total / kept_total for k, w in kept.items()}
+
+
+def psi(scores: dict[str, float | None], weights: dict[str, float]) -> float:
+    """Ψ = Σ_k w_k φ_k over the criteria present (weights already renormalised)."""
+    return float(sum(w * (scores.get(k) or 0.0) for k, w in weights.items()))
+
+
+def agreement(answers: list[str], best: int, threshold: float = 0.8) -> float:
+    """Share of drafts whose answer agrees with draft `best` (itself included)."""
+    if not answers:
+        return 0.0
+    return float(agreement_matrix(answers, threshold)[best].mean())
+
+
+def summed_relevance(query_relevance: np.ndarray, groups: dict[str, Sequence[int]]) -> dict[str, float]:
+    """Σ s(q, e) of each answer's supporting documents: how a volume-driven reader votes."""
+    rel = np.asarray(query_relevance, dtype=float)
+    return {name: float(rel[np.asarray(idx, dtype=int)].sum()) for name, idx in groups.items()}
+
+
+def critical_causal_weight(coh_true: float, coh_spur: float, causal_true: float, causal_spur: float) -> float:
+    """λ* at which Ψ_true = Ψ_spurious (Theorem 1); above it the causal answer wins.
+
+    Ψ = (1 − λ)·φ_coh + λ·φ_causal. Returns 0 when the true draft already wins on coherence
+    and 1 (never) when it does not win on causal discrimination either.
+    """
+    d_coh = coh_spur - coh_true
+    d_causal = causal_true - causal_spur
+    if d_coh <= 0:
+        return 0.0
+    if d_causal <= 0:
+        return 1.0
+    return d_coh / (d_coh + d_causal)

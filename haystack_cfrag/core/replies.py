@@ -1,0 +1,104 @@
+"""Robust parsing of model replies: JSON first, then labelled lines, then the first line."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from haystack_cfrag.core.counterfactuals import TRANSFORMATION_TYPES
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+_LABEL = re.compile(
+    r"^\s*\**\s*(answer|final answer|rationale|key evidence|conflicts)\s*\**\s*[:：]\s*(.*)$",
+    re.IGNORECASE,
+)
+
+
+def extract_json(text: str) -> Any | None:
+    """The first JSON object or array in a reply (inside ``` fences or bare); None if there is none."""
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoder = json.JSONDecoder()
+    for chunk in candidates:
+        for start, ch in enumerate(chunk):
+            if ch not in "{[":
+                continue
+            try:
+                value, _ = decoder.raw_decode(chunk[start:])
+            except json.JSONDecodeError:
+                continue
+            return value
+    return None
+
+
+def parse_counterfactual_reply(text: str) -> tuple[str, list[dict[str, str]]]:
+    """(original answer hint, candidates) from the expander's reply; ([], "") when unusable.
+
+    Accepts the documented object, a bare list of candidates, or a list of strings. Each
+    candidate is {"question", "type", "answer_hint"}; unknown types become "unknown".
+    """
+    data = extract_json(text or "")
+    hint = ""
+    items: list[Any] = []
+    if isinstance(data, dict):
+        hint = str(data.get("original_answer_hint") or data.get("answer_hint") or "")
+        raw = data.get("counterfactuals") or data.get("questions") or []
+        items = raw if isinstance(raw, list) else []
+    elif isinstance(data, list):
+        items = data
+    out: list[dict[str, str]] = []
+    for item in items:
+        if isinstance(item, str):
+            item = {"question": item}
+        if not isinstance(item, dict):
+            continue
+        question = str(item.get("question") or item.get("text") or "").strip()
+        if not question:
+            continue
+        ctype = str(item.get("type") or "unknown").strip().lower()
+        out.append(
+            {
+                "question": question,
+                "type": ctype if ctype in TRANSFORMATION_TYPES else "unknown",
+                "answer_hint": str(item.get("answer_hint") or item.get("answer") or "").strip(),
+            }
+        )
+    return hint.strip(), out
+
+
+def parse_draft_reply(text: str) -> dict[str, Any]:
+    """{"answer", "rationale", "key_evidence" (1-based ints), "conflicts", "parsed_by"} from a draft."""
+    text = (text or "").strip()
+    data = extract_json(text) if text.startswith(("{", "```")) else None
+    if isinstance(data, dict) and str(data.get("answer") or "").strip():
+        return {
+            "answer": str(data["answer"]).strip(),
+            "rationale": str(data.get("rationale") or "").strip(),
+            "key_evidence": _ints(data.get("key_evidence")),
+            "conflicts": str(data.get("conflicts") or "").strip(),
+            "parsed_by": "json",
+        }
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        m = _LABEL.match(line)
+        if m:
+            key = m.group(1).lower().replace("final answer", "answer")
+            fields.setdefault(key, m.group(2).strip())
+    if fields.get("answer"):
+        return {
+            "answer": fields["answer"].strip().strip('"').strip(),
+            "rationale": fields.get("rationale", ""),
+            "key_evidence": _ints(fields.get("key evidence")),
+            "conflicts": fields.get("conflicts", ""),
+            "parsed_by": "labels",
+        }
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return {"answer": first, "rationale": "", "key_evidence": [], "conflicts": "", "parsed_by": "first_line"}
+
+
+def _ints(value: Any) -> list[int]:
+    if isinstance(value, list):
+        return [int(v) for v in value if isinstance(v, int) or (isinstance(v, str) and v.strip().isdigit())]
+    if isinstance(value, str):
+        return [int(v) for v in re.findall(r"\d+", value)]
+    return []

@@ -1,0 +1,130 @@
+"""Loading the YAML pipelines safely, with optional component overrides.
+
+`load_pipeline` never widens Haystack's deserialisation allowlist globally: it checks every
+class named in the file against an allowlist (Haystack, its integrations, this package, and
+what the caller passes) *before* anything is imported, then passes the same patterns to
+Haystack 3's per-call `allowed_modules`. On Haystack 2.x, which has no allowlist of its own,
+the pre-check is the only gate — so the refusal behaves the same on both.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from pathlib import Path
+from typing import Any
+
+import yaml
+from haystack import Pipeline
+
+from haystack_cfrag.components._common import serialize_component
+
+PACKAGE_MODULES = ("haystack_cfrag",)
+TRUSTED_PREFIXES = ("haystack", "haystack_integrations", "haystack_experimental", "haystack_cfrag")
+
+
+class PipelineRefusedError(ValueError):
+    """A pipeline file names a class outside the allowlist."""
+
+
+def load_pipeline(
+    path: str | Path,
+    *,
+    allowed_modules: list[str] | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> Pipeline:
+    """Load a pipeline YAML file, allowing only Haystack's, its integrations' and this package's classes.
+
+    :param path: the YAML file (e.g. `pipelines/cf_rag.yml`).
+    :param allowed_modules: extra trusted module prefixes (e.g. `["my_company.components"]`).
+    :param overrides: replace parts of the file before anything is built. Keys are a component
+        name (`"drafter"`) or a dotted path into its init parameters
+        (`"drafter.chat_generator"`, `"retriever.retriever.document_store"`); values are
+        component instances (serialised with their `to_dict`) or plain values.
+    :raises PipelineRefusedError: when the file names a class outside the allowlist.
+
+    ```python
+    from haystack_cfrag import load_pipeline
+    pipe = load_pipeline("pipelines/cf_rag.yml", overrides={"drafter.max_workers": 1})
+    ```
+    """
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    return pipeline_from_dict(data, allowed_modules=allowed_modules, overrides=overrides)
+
+
+def pipeline_from_dict(
+    data: dict[str, Any], *, allowed_modules: list[str] | None = None, overrides: dict[str, Any] | None = None
+) -> Pipeline:
+    """`load_pipeline` for an already parsed dict (the input is not changed)."""
+    if not isinstance(data, dict) or "components" not in data:
+        raise ValueError("A pipeline file must be a mapping with a 'components' section.")
+    data = copy.deepcopy(data)
+    for key, value in (overrides or {}).items():
+        _apply_override(data, key, value)
+    patterns = list(PACKAGE_MODULES) + list(allowed_modules or [])
+    check_classes(data, TRUSTED_PREFIXES + tuple(allowed_modules or ()))
+    if "allowed_modules" in inspect.signature(Pipeline.from_dict).parameters:
+        return Pipeline.from_dict(data, allowed_modules=patterns)
+    return Pipeline.from_dict(data)  # Haystack 2.x: the check above is the gate
+
+
+def check_classes(data: Any, allowed: tuple[str, ...]) -> None:
+    """Raise PipelineRefusedError if any component dict names a class outside `allowed` module prefixes."""
+    for type_name in _component_types(data):
+        module = type_name.rsplit(".", 1)[0]
+        if not any(module == p or module.startswith(p + ".") for p in allowed):
+            raise PipelineRefusedError(
+                f"Refusing to load class '{type_name}': module '{module}' is not on the allowlist "
+                f"({', '.join(allowed)}). If you trust it, pass allowed_modules=['{module.split('.')[0]}']."
+            )
+
+
+def _component_types(data: Any) -> list[str]:
+    found: list[str] = []
+    if isinstance(data, dict):
+        if isinstance(data.get("type"), str) and "init_parameters" in data:
+            found.append(data["type"])
+        for value in data.values():
+            found.extend(_component_types(value))
+    elif isinstance(data, list):
+        for value in data:
+            found.extend(_component_types(value))
+    return found
+
+
+def _apply_override(data: dict[str, Any], key: str, value: Any) -> None:
+    name, *path = key.split(".")
+    if name not in data["components"]:
+        raise KeyError(f"Override '{key}': the pipeline has no component '{name}'.")
+    serialised = serialize_component(value) if hasattr(value, "to_dict") or _is_component(value) else value
+    if not path:
+        data["components"][name] = serialised
+        return
+    node = data["components"][name]
+    for part in path[:-1]:
+        node = node.setdefault("init_parameters", {})
+        if part not in node or not isinstance(node[part], dict):
+            raise KeyError(f"Override '{key}': '{part}' is not a component inside '{name}'.")
+        node = node[part]
+    node.setdefault("init_parameters", {})[path[-1]] = serialised
+
+
+def _is_component(value: Any) -> bool:
+    return hasattr(value, "__haystack_input__") or hasattr(type(value), "__haystack_is_component__")
+
+
+def pipeline_inputs(path: str | Path, **values: Any) -> dict[str, dict[str, Any]]:
+    """Run-time data for a pipeline file from its top-level `inputs` section.
+
+    `pipeline_inputs("pipelines/cf_rag.yml", query="…")` → {"expander": {"query": "…"}, …}:
+    every socket the file lists under `inputs.query` gets the value.
+    """
+    spec = (yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}).get("inputs") or {}
+    data: dict[str, dict[str, Any]] = {}
+    for name, value in values.items():
+        if name not in spec:
+            raise KeyError(f"The pipeline declares no input '{name}' (it has {sorted(spec)}).")
+        for target in spec[name]:
+            comp, socket = target.split(".", 1)
+            data.setdefault(comp, {})[socket] = value
+    return data

@@ -1,0 +1,88 @@
+"""Every prompt template of the package, in one place (paper App. E/F, G and J).
+
+Templates are plain `str.format` strings; documents are rendered by `render_evidence`.
+"""
+
+from __future__ import annotations
+
+from haystack import Document
+
+COUNTERFACTUAL_PROMPT = """You generate counterfactual questions for retrieval (CF-RAG).
+A counterfactual question stays on the same topic as the original question but asks for
+something whose answer is DIFFERENT. Use these transformation types:
+- role: ask about another role/relation of the same entity (e.g. villain instead of lead actor)
+- temporal: move to another time (e.g. the previous film, an earlier year)
+- entity: swap the main entity for a related one (e.g. a sequel, a sibling company)
+- categorical: change the category asked for (e.g. director instead of actor)
+- scope: widen or narrow the scope (e.g. the whole trilogy instead of one film)
+
+Original question: {query}
+
+Give {n_candidates} counterfactual questions. For the original and for each counterfactual,
+give a short expected answer hint (your best guess, a few words).
+Reply with JSON only, in exactly this form:
+{{"original_answer_hint": "...",
+  "counterfactuals": [{{"question": "...", "type": "role", "answer_hint": "..."}}]}}"""
+
+DRAFT_PROMPT = """Answer the question using only the evidence below. Some evidence may be related
+to the topic without answering the question: prefer the passages that answer exactly what is
+asked.
+
+Evidence:
+{evidence}
+
+Question: {query}
+
+Reply in this format:
+Answer: <the short answer only: a name, a date, a number, yes/no or a short phrase>
+Rationale: <one or two sentences on why>
+Key evidence: <the numbers of the passages you used, e.g. [1], [3]>
+Conflicts: <any evidence that disagrees, or "none">"""
+
+NO_EVIDENCE_TEXT = "(no evidence was retrieved)"
+
+SYNTHESIS_PROMPT = """Several drafts answered the same question from different evidence and
+disagree. Each draft comes with a score: higher means its evidence supports this question
+more than related questions (causal discrimination) and it is coherent with its evidence.
+
+Question: {query}
+
+Drafts (best score first):
+{drafts}
+
+Give the single best final answer. Prefer the draft whose evidence answers exactly this
+question. Reply in this format:
+Answer: <the short answer only>
+Rationale: <one sentence>"""
+
+STANDARD_RAG_TEMPLATE = """Answer the question using the documents below.
+
+Documents:
+{% for doc in documents %}[{{ loop.index }}] {{ doc.content }}
+{% endfor %}
+Question: {{ query }}
+
+Reply in this format:
+Answer: <the short answer only>"""
+
+
+def render_evidence(documents: list[Document], max_chars: int | None = None) -> str:
+    """Number the passages [1], [2], … with their title when the document has one."""
+    if not documents:
+        return NO_EVIDENCE_TEXT
+    lines = []
+    for i, doc in enumerate(documents, start=1):
+        text = doc.content or ""
+        if max_chars is not None and len(text) > max_chars:
+            text = text[:max_chars] + " …"
+        title = doc.meta.get("title")
+        lines.append(f"[{i}] ({title}) {text}" if title else f"[{i}] {text}")
+    return "\n".join(lines)
+
+
+def render_drafts(drafts: list[tuple[str, str, float]]) -> str:
+    """Drafts as (answer, rationale, Ψ) lines for the synthesis prompt."""
+    return "\n".join(
+        f"{i}. Answer: {answer} | score {score:.3f} | rationale: {rationale}"
+        for i, (answer, rationale, score) in enumerate(drafts, start=1)
+    )

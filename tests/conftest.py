@@ -1,0 +1,3 @@
+import os
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
