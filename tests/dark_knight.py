@@ -26,8 +26,8 @@ COUNTERFACTUALS = {
 COUNTERFACTUAL_REPLY = json.dumps(COUNTERFACTUALS)
 
 REVIEWS = [
-    "Review: Heath Ledger gives the performance of his career as the Joker in The Dark Knight, "
-    "an actor playing the villain with anarchic menace that dominates the film.",
+    "Review: Heath Ledger gives the performance of his career as the Joker in The Dark Knight; "
+    "the actor played the villain with anarchic menace that dominates the film.",
     "Review: The Dark Knight belongs to its villain. Ledger's Joker is the most memorable "
     "performance, and the actor's mannerisms make every scene with the villain electric.",
     "Review: Critics agree the Joker of The Dark Knight is a landmark villain; Heath Ledger's "
