@@ -1,0 +1,150 @@
+"""The YAML pipelines end to end with deterministic fakes, round-trips and the allowlist."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from haystack import Pipeline
+
+from haystack_cfrag import load_pipeline
+from haystack_cfrag.pipelines import PipelineRefusedError, pipeline_from_dict, pipeline_inputs
+from tests import dark_knight as dk
+from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
+
+ROOT = Path(__file__).resolve().parents[2]
+CF_RAG = ROOT / "pipelines" / "cf_rag.yml"
+STANDARD_RAG = ROOT / "pipelines" / "standard_rag.yml"
+
+
+def fakes():
+    return HashingTextEmbedder(), KeywordReader(candidates=dk.CANDIDATES, counterfactual_reply=dk.COUNTERFACTUAL_REPLY)
+
+
+def cf_rag(**params):
+    emb, reader = fakes()
+    overrides = {
+        "expander.chat_generator": reader,
+        "expander.text_embedder": emb,
+        # the hashing fake is a bag-of-words: its cosines are lower than a sentence encoder's
+        "expander.similarity_threshold": 0.3,
+        "retriever.query_embedder": emb,
+        "stratifier.text_embedder": emb,
+        "drafter.chat_generator": reader,
+        "ranker.text_embedder": emb,
+        **params,
+    }
+    pipe = load_pipeline(CF_RAG, overrides=overrides, allowed_modules=["tests"])
+    pipe.get_component("retriever").retriever.document_store.write_documents(
+        HashingDocumentEmbedder().run(dk.documents())["documents"]
+    )
+    return pipe
+
+
+def standard_rag():
+    emb, reader = fakes()
+    pipe = load_pipeline(STANDARD_RAG, overrides={"query_embedder": emb, "generator": reader}, allowed_modules=["tests"])
+    pipe.get_component("retriever").document_store.write_documents(
+        HashingDocumentEmbedder().run(dk.documents())["documents"]
+    )
+    return pipe
+
+
+def ask(pipe, path):
+    return pipe.run(pipeline_inputs(path, query=dk.QUESTION))
+
+
+def test_dark_knight_standard_rag_is_outvoted_by_volume():
+    out = ask(standard_rag(), STANDARD_RAG)
+    answer = out["answer_builder"]["answers"][0]
+    assert answer.data == "Heath Ledger"
+    assert sum(d.id.startswith("review") for d in answer.documents) == 4
+
+
+def test_dark_knight_cf_rag_escapes_the_trap():
+    out = ask(cf_rag(), CF_RAG)["ranker"]
+    trace = out["trace"]
+    assert out["answer"] == "Christian Bale"
+    assert [c for c in trace["counterfactuals"]] and "Who played the villain in The Dark Knight?" in trace[
+        "counterfactuals"
+    ]
+    evidence = {e["id"]: e for d in trace["drafts"] for e in d["evidence"]}
+    reviews = [e for i, e in evidence.items() if i.startswith("review")]
+    assert reviews and all(e["causal_margin"] < 0 for e in reviews)  # the reviews lose on φ_causal
+    assert evidence["cast"]["causal_margin"] > 0 and evidence["cast"]["causal_margin"] > max(
+        e["causal_margin"] for e in reviews
+    )
+    assert trace["clusters"] and trace["decision"] in {"consensus", "best_score", "synthesis"}
+    for d in trace["drafts"]:
+        assert set(d["scores"]) == {"coherence", "causal", "confidence", "specificity"} and "psi" in d
+
+
+@pytest.mark.parametrize(
+    ("override", "check"),
+    [
+        ({"expander.n_counterfactuals": 0}, lambda t: t["counterfactuals"] == [] and t["weights"]["causal"] == 0),
+        ({"stratifier.n_clusters": 1}, lambda t: set(t["clusters"]) == {"0"}),
+        ({"ranker.causal_weight": 0.0}, lambda t: t["weights"]["causal"] == 0 and t["weights"]["coherence"] == 1),
+        ({"stratifier.n_subsets": 1, "drafter.max_workers": 1}, lambda t: len(t["drafts"]) == 1),
+    ],
+    ids=["N=0 w/o counterfactual", "K=1 w/o division", "lambda=0 w/o causal", "M=1"],
+)
+def test_ablations_run_through_the_pipeline(override, check):
+    out = ask(cf_rag(**override), CF_RAG)["ranker"]
+    assert out["answer"]
+    assert check(out["trace"])
+
+
+def test_same_seed_same_answer_and_trace():
+    a = ask(cf_rag(), CF_RAG)["ranker"]
+    b = ask(cf_rag(), CF_RAG)["ranker"]
+    assert a["trace"] == b["trace"]
+
+
+@pytest.mark.parametrize("builder", [cf_rag, standard_rag], ids=["cf_rag", "standard_rag"])
+def test_pipeline_roundtrip(builder):
+    pipe = builder()
+    data = pipe.to_dict()
+    again = pipeline_from_dict(data, allowed_modules=["tests"])
+    assert canonical(again.to_dict()) == canonical(data)
+    # plain Haystack loading works too, given the allowlist for this package and the fakes
+    again_yaml = Pipeline.loads(pipe.dumps(), **_allow(["haystack_cfrag", "tests"]))
+    assert canonical(again_yaml.to_dict()) == canonical(data)
+
+
+def canonical(data):
+    return {**data, "connections": sorted(data["connections"], key=lambda c: (c["sender"], c["receiver"]))}
+
+
+def _allow(modules):
+    import inspect
+
+    return {"allowed_modules": modules} if "allowed_modules" in inspect.signature(Pipeline.loads).parameters else {}
+
+
+def test_yaml_files_load_without_overrides_checks_names_only():
+    # every class the shipped files name is inside the trusted prefixes
+    for path in (CF_RAG, STANDARD_RAG):
+        data = yaml.safe_load(path.read_text())
+        from haystack_cfrag.pipelines import TRUSTED_PREFIXES, check_classes
+
+        check_classes(data, TRUSTED_PREFIXES)
+
+
+def test_module_outside_the_allowlist_is_refused(tmp_path):
+    data = yaml.safe_load(CF_RAG.read_text())
+    data["components"]["drafter"]["init_parameters"]["chat_generator"] = {
+        "type": "evil_module.Generator",
+        "init_parameters": {},
+    }
+    path = tmp_path / "evil.yml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(PipelineRefusedError, match="evil_module"):
+        load_pipeline(path)
+    # and the test fakes are refused unless the caller names their module
+    with pytest.raises(PipelineRefusedError, match="tests.fakes"):
+        load_pipeline(CF_RAG, overrides={"drafter.chat_generator": fakes()[1]})
+
+
+def test_unknown_override_target():
+    with pytest.raises(KeyError, match="nope"):
+        load_pipeline(CF_RAG, overrides={"nope.chat_generator": 1})
