@@ -8,6 +8,7 @@ and arbitrate them on coherence and causal discrimination.
 from haystack_cfrag.components import (
     CausalArbitrationRanker,
     CounterfactualQueryExpander,
+    CounterfactualRAG,
     EmbeddingDeduplicator,
     MultiQueryRetriever,
     ParallelDraftGenerator,
@@ -21,6 +22,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CausalArbitrationRanker",
     "CounterfactualQueryExpander",
+    "CounterfactualRAG",
     "Draft",
     "EmbeddingDeduplicator",
     "MultiQueryRetriever",

@@ -172,7 +172,10 @@ class CausalArbitrationRanker:
         ranked = self._arbitrate(case, causal_weight)
         synthesis = None
         if ranked["decision"] == "synthesis":
-            synthesis = self.synthesizer.run(messages=[self._synthesis_prompt(case, ranked)])["replies"]
+            try:
+                synthesis = self.synthesizer.run(messages=[self._synthesis_prompt(case, ranked)])["replies"]
+            except Exception as exc:  # noqa: BLE001  (falls back to the best draft, see _finish)
+                synthesis = self._synthesis_failed(exc)
         return self._finish(case, ranked, synthesis)
 
     @component.output_types(answers=list[GeneratedAnswer], answer=str, trace=dict[str, Any])
@@ -197,7 +200,10 @@ class CausalArbitrationRanker:
         synthesis = None
         if ranked["decision"] == "synthesis":
             prompt = self._synthesis_prompt(case, ranked)
-            synthesis = (await run_async_or_thread(self.synthesizer, messages=[prompt]))["replies"]
+            try:
+                synthesis = (await run_async_or_thread(self.synthesizer, messages=[prompt]))["replies"]
+            except Exception as exc:  # noqa: BLE001
+                synthesis = self._synthesis_failed(exc)
         return self._finish(case, ranked, synthesis)
 
     # ------------------------------------------------------------------ relevance s(q, e)
@@ -264,6 +270,11 @@ class CausalArbitrationRanker:
             "decision": decision,
         }
 
+    @staticmethod
+    def _synthesis_failed(exc: Exception) -> list[ChatMessage]:
+        logger.warning("CausalArbitrationRanker: the synthesizer failed ({error})", error=repr(exc))
+        return []
+
     def _synthesis_prompt(self, case: _Case, ranked: dict[str, Any]) -> ChatMessage:
         top = ranked["order"][: self.synthesis_top]
         lines = render_drafts([(case.drafts[j].answer, case.drafts[j].rationale, ranked["psi"][j]) for j in top])
@@ -296,7 +307,7 @@ class CausalArbitrationRanker:
                     ),
                 )
             else:
-                logger.warning("CausalArbitrationRanker: the synthesis reply was empty; using the best draft")
+                logger.warning("CausalArbitrationRanker: no usable synthesis; the best-scoring draft wins")
                 ranked["decision"] = "best_score"
         trace = case.trace(ranked, final)
         return {"answers": answers, "answer": final, "trace": trace}

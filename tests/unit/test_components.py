@@ -374,6 +374,10 @@ class TestCausalArbitrationRanker:
         assert out["trace"]["decision"] == "synthesis"
         assert out["answers"][0].meta["cfrag_decision"] == "synthesis"
         assert "Drafts (best score first)" in synth.prompts[0]
+        out = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), synthesizer=FailingChatGenerator()).run(
+            query=dk.QUESTION, drafts=[ledger, bale], queries=CF_QUERIES
+        )
+        assert out["trace"]["decision"] == "best_score" and out["answer"] == out["answers"][0].data
 
     def test_failed_and_missing_drafts(self):
         failed = Draft(index=0, answer="", error="timeout")

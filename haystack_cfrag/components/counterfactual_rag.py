@@ -1,0 +1,204 @@
+"""CounterfactualRAG: the six components as one SuperComponent that stands where a generator stands."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from haystack import Document, Pipeline, default_from_dict, default_to_dict, super_component
+from haystack.components.joiners import DocumentJoiner
+from haystack.dataclasses import GeneratedAnswer
+
+from haystack_cfrag.components._common import deserialize_init_components, serialize_component
+from haystack_cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
+from haystack_cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
+from haystack_cfrag.components.embedding_deduplicator import EmbeddingDeduplicator
+from haystack_cfrag.components.multi_query_retriever import MultiQueryRetriever
+from haystack_cfrag.components.parallel_draft_generator import ParallelDraftGenerator
+from haystack_cfrag.components.spectral_stratifier import SpectralStratifier
+
+_INJECTED = ("chat_generator", "retriever", "text_embedder", "document_embedder", "scorer", "synthesizer")
+
+
+@super_component
+class CounterfactualRAG:
+    """
+    CF-RAG in one component: `query` (and optionally your retrieved `documents`) → `answers`, `answer`, `trace`.
+
+    Two ways to use it:
+
+    - **Full** (a `retriever` is given): counterfactuals are generated, the retriever runs for
+      the query and every counterfactual, then dedup → stratify → draft → arbitrate. Put it
+      where your generator stands today; it reads your store and never writes to it.
+    - **Verify-only** (no `retriever`): pass the `documents` your pipeline already retrieved.
+      Counterfactuals are generated and used only to score those documents; nothing is
+      retrieved, nothing re-indexed. With a `retriever` *and* `documents`, the retriever's
+      results for the counterfactuals are added to yours (`DocumentJoiner`, duplicates merged).
+
+    Cost per question: 1 LLM call for counterfactuals (0 with N = 0), N + 1 retrievals (full
+    mode), M draft calls, and one synthesis call only when drafts disagree and a synthesizer
+    is set.
+
+    ### Usage example
+    ```python
+    from haystack import Document
+    from haystack.components.generators.chat import MockChatGenerator
+    from haystack_cfrag.components.counterfactual_rag import CounterfactualRAG
+
+    rag = CounterfactualRAG(chat_generator=MockChatGenerator(responses="Answer: Christian Bale"),
+                            n_counterfactuals=0, n_subsets=1, random_state=0)
+    docs = [Document(content="Christian Bale stars as Bruce Wayne, the lead of The Dark Knight.",
+                     embedding=[1.0, 0.0])]
+    print(rag.run(query="Who is the lead actor in The Dark Knight?", documents=docs)["answer"])
+    ```
+    """
+
+    def __init__(  # noqa: PLR0913  (one keyword per paper parameter)
+        self,
+        *,
+        chat_generator: Any,
+        retriever: Any | None = None,
+        text_embedder: Any | None = None,
+        document_embedder: Any | None = None,
+        scorer: Any | None = None,
+        synthesizer: Any | None = None,
+        n_counterfactuals: int = 3,
+        similarity_threshold: float = 0.7,
+        top_k: int | None = None,
+        dedup_threshold: float = 0.95,
+        n_clusters: int = 4,
+        n_subsets: int = 3,
+        sampling_ratio: float = 0.5,
+        anchors: int = 0,
+        causal_weight: float = 0.4,
+        agreement_threshold: float = 0.8,
+        max_workers: int = 4,
+        random_state: int | None = None,
+    ) -> None:
+        """
+        :param chat_generator: writes counterfactuals and drafts (any Haystack ChatGenerator).
+        :param retriever: your retriever; None = verify-only (pass `documents` at run time).
+        :param text_embedder: query/answer encoder; required for an embedding retriever.
+        :param document_embedder: embeds documents that arrive without embeddings.
+        :param scorer: a ranker (e.g. cross-encoder) for s(q, e); None = embedding cosine.
+        :param synthesizer: ChatGenerator for the final answer when drafts disagree.
+        :param max_workers: concurrent retrievals and drafts (1 for in-process models that are not thread-safe).
+        Other parameters: see the six components (N, θ_sim, θ_dedup, K, M, ρ, λ, θ_agree).
+        """
+        self.chat_generator = chat_generator
+        self.retriever = retriever
+        self.text_embedder = text_embedder
+        self.document_embedder = document_embedder
+        self.scorer = scorer
+        self.synthesizer = synthesizer
+        self.n_counterfactuals = n_counterfactuals
+        self.similarity_threshold = similarity_threshold
+        self.top_k = top_k
+        self.dedup_threshold = dedup_threshold
+        self.n_clusters = n_clusters
+        self.n_subsets = n_subsets
+        self.sampling_ratio = sampling_ratio
+        self.anchors = anchors
+        self.causal_weight = causal_weight
+        self.agreement_threshold = agreement_threshold
+        self.max_workers = max_workers
+        self.random_state = random_state
+        self.pipeline = self._build()
+        self.input_mapping = {
+            "query": ["expander.query", "stratifier.query", "drafter.query", "ranker.query"],
+            "documents": ["joiner.documents"],
+        }
+        self.output_mapping = {"ranker.answers": "answers", "ranker.answer": "answer", "ranker.trace": "trace"}
+
+    def _build(self) -> Pipeline:
+        pipe = Pipeline()
+        pipe.add_component(
+            "expander",
+            CounterfactualQueryExpander(
+                chat_generator=self.chat_generator,
+                text_embedder=self.text_embedder,
+                n_counterfactuals=self.n_counterfactuals,
+                similarity_threshold=self.similarity_threshold,
+            ),
+        )
+        pipe.add_component("joiner", DocumentJoiner(join_mode="concatenate", sort_by_score=False))
+        pipe.add_component(
+            "dedup", EmbeddingDeduplicator(document_embedder=self.document_embedder, threshold=self.dedup_threshold)
+        )
+        pipe.add_component(
+            "stratifier",
+            SpectralStratifier(
+                n_clusters=self.n_clusters,
+                n_subsets=self.n_subsets,
+                sampling_ratio=self.sampling_ratio,
+                anchors=self.anchors,
+                random_state=self.random_state,
+                text_embedder=self.text_embedder,
+                document_embedder=self.document_embedder,
+            ),
+        )
+        pipe.add_component(
+            "drafter", ParallelDraftGenerator(chat_generator=self.chat_generator, max_workers=self.max_workers)
+        )
+        pipe.add_component(
+            "ranker",
+            CausalArbitrationRanker(
+                text_embedder=self.text_embedder,
+                scorer=self.scorer,
+                causal_weight=self.causal_weight,
+                agreement_threshold=self.agreement_threshold,
+                synthesizer=self.synthesizer,
+            ),
+        )
+        if self.retriever is not None:
+            pipe.add_component(
+                "retriever",
+                MultiQueryRetriever(
+                    retriever=self.retriever,
+                    query_embedder=self.text_embedder,
+                    top_k=self.top_k,
+                    max_workers=self.max_workers,
+                ),
+            )
+            pipe.connect("expander.queries", "retriever.queries")
+            pipe.connect("retriever.documents", "joiner.documents")
+        pipe.connect("joiner.documents", "dedup.documents")
+        pipe.connect("expander.queries", "dedup.queries")
+        pipe.connect("dedup.documents", "stratifier.documents")
+        pipe.connect("stratifier.subsets", "drafter.subsets")
+        pipe.connect("drafter.drafts", "ranker.drafts")
+        pipe.connect("expander.counterfactuals", "ranker.counterfactuals")
+        return pipe
+
+    if TYPE_CHECKING:
+
+        def run(self, *, query: str, documents: list[Document] | None = None) -> dict[str, Any]:  # noqa: D102
+            ...
+
+        def warm_up(self) -> None:  # noqa: D102
+            ...
+
+        answers: list[GeneratedAnswer]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise with the injected components, like any Haystack component."""
+        return default_to_dict(
+            self,
+            **{key: serialize_component(getattr(self, key)) for key in _INJECTED},
+            n_counterfactuals=self.n_counterfactuals,
+            similarity_threshold=self.similarity_threshold,
+            top_k=self.top_k,
+            dedup_threshold=self.dedup_threshold,
+            n_clusters=self.n_clusters,
+            n_subsets=self.n_subsets,
+            sampling_ratio=self.sampling_ratio,
+            anchors=self.anchors,
+            causal_weight=self.causal_weight,
+            agreement_threshold=self.agreement_threshold,
+            max_workers=self.max_workers,
+            random_state=self.random_state,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CounterfactualRAG:
+        """Deserialise with the injected components."""
+        return default_from_dict(cls, deserialize_init_components(data, _INJECTED))
