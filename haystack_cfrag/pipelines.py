@@ -18,6 +18,7 @@ import yaml
 from haystack import Pipeline
 
 from haystack_cfrag.components._common import serialize_component
+from haystack_cfrag.models import resolve_embedded_models
 
 PACKAGE_MODULES = ("haystack_cfrag",)
 TRUSTED_PREFIXES = ("haystack", "haystack_integrations", "haystack_experimental", "haystack_cfrag")
@@ -32,6 +33,7 @@ def load_pipeline(
     *,
     allowed_modules: list[str] | None = None,
     overrides: dict[str, Any] | None = None,
+    share_models: bool = True,
 ) -> Pipeline:
     """Load a pipeline YAML file, allowing only Haystack's, its integrations' and this package's classes.
 
@@ -41,6 +43,9 @@ def load_pipeline(
         name (`"drafter"`) or a dotted path into its init parameters
         (`"drafter.chat_generator"`, `"retriever.retriever.document_store"`); values are
         component instances (serialised with their `to_dict`) or plain values.
+    :param share_models: injected components with identical configuration (the same
+        embedder named in four places, the same generator for counterfactuals and drafts)
+        become one instance, so each model is loaded once.
     :raises PipelineRefusedError: when the file names a class outside the allowlist.
 
     ```python
@@ -49,11 +54,15 @@ def load_pipeline(
     ```
     """
     data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    return pipeline_from_dict(data, allowed_modules=allowed_modules, overrides=overrides)
+    return pipeline_from_dict(data, allowed_modules=allowed_modules, overrides=overrides, share_models=share_models)
 
 
 def pipeline_from_dict(
-    data: dict[str, Any], *, allowed_modules: list[str] | None = None, overrides: dict[str, Any] | None = None
+    data: dict[str, Any],
+    *,
+    allowed_modules: list[str] | None = None,
+    overrides: dict[str, Any] | None = None,
+    share_models: bool = True,
 ) -> Pipeline:
     """`load_pipeline` for an already parsed dict (the input is not changed)."""
     if not isinstance(data, dict) or "components" not in data:
@@ -63,9 +72,47 @@ def pipeline_from_dict(
         _apply_override(data, key, value)
     patterns = list(PACKAGE_MODULES) + list(allowed_modules or [])
     check_classes(data, TRUSTED_PREFIXES + tuple(allowed_modules or ()))
+    data = resolve_embedded_models(data)
     if "allowed_modules" in inspect.signature(Pipeline.from_dict).parameters:
-        return Pipeline.from_dict(data, allowed_modules=patterns)
-    return Pipeline.from_dict(data)  # Haystack 2.x: the check above is the gate
+        pipe = Pipeline.from_dict(data, allowed_modules=patterns)
+    else:
+        pipe = Pipeline.from_dict(data)  # Haystack 2.x: the check above is the gate
+    if share_models:
+        share_injected_components(pipe)
+    return pipe
+
+
+INJECTED_ATTRIBUTES = (
+    "chat_generator",
+    "text_embedder",
+    "query_embedder",
+    "document_embedder",
+    "scorer",
+    "synthesizer",
+)
+
+
+def share_injected_components(pipe: Pipeline, pool: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Make injected components with identical `to_dict()` one shared instance.
+
+    `pool` maps a serialised configuration to an instance; pass the same pool to several
+    pipelines to share models across them. Returns the pool.
+    """
+    pool = {} if pool is None else pool
+    for _, comp in pipe.walk():
+        for attr in INJECTED_ATTRIBUTES:
+            inner = getattr(comp, attr, None)
+            if inner is None or not hasattr(inner, "to_dict"):
+                continue
+            shared = pool.setdefault(component_key(inner), inner)
+            if shared is not inner:
+                setattr(comp, attr, shared)
+    return pool
+
+
+def component_key(comp: Any) -> str:
+    """A stable text key of a component's configuration."""
+    return yaml.safe_dump(comp.to_dict(), sort_keys=True)
 
 
 def check_classes(data: Any, allowed: tuple[str, ...]) -> None:

@@ -330,8 +330,16 @@ class CausalArbitrationRanker:
 class _Case:
     """The inputs of one arbitration, flattened into matrices over the union of the evidence."""
 
-    def __init__(self, query: str, drafts: list[Draft], failed: list[Draft], queries: list[str]) -> None:
+    def __init__(
+        self,
+        query: str,
+        drafts: list[Draft],
+        failed: list[Draft],
+        queries: list[str],
+        details: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.query = query
+        self.details = details or []
         self.drafts = drafts
         self.failed = failed
         self.queries = queries
@@ -362,7 +370,8 @@ class _Case:
         else:
             cf = list(queries[1:]) if queries else []
         usable = [d for d in drafts if not d.failed]
-        return cls(query, usable, [d for d in drafts if d.failed], [query] + cf)
+        details = [dict(c) for c in counterfactuals or [] if isinstance(c, dict)]
+        return cls(query, usable, [d for d in drafts if d.failed], [query] + cf, details)
 
     @property
     def empty(self) -> bool:
@@ -448,6 +457,7 @@ class _Case:
         return {
             "query": self.query,
             "counterfactuals": self.queries[1:],
+            "counterfactual_details": self.details,
             "scorer": self.scorer_kind,
             "weights": ranked["weights"],
             "clusters": clusters,

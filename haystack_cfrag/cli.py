@@ -1,0 +1,204 @@
+"""The `cfrag` command: ask, compare, index (evaluation and serving come as sub-commands too).
+
+    cfrag ask "Who is the lead actor in The Dark Knight?"
+    cfrag ask QUESTION --json | --pipeline FILE | -N 2 -K 3 -M 3 --lambda 0.6
+    cfrag compare QUESTION
+    cfrag index docs/*.md notes.pdf passages.jsonl --store my_store.json
+
+Models default to the embedded ones (no keys, no hub); `--llm`, `--embedder` and `--scorer`
+take any spec of `haystack_cfrag.models` (a GGUF path, openai:URL, a hub id or folder).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from haystack_cfrag import models
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+
+
+def _model_options(func: Any) -> Any:
+    options = [
+        click.option("--store", "store_path", type=click.Path(path_type=Path), default=None,
+                     help="Saved document store (JSON). Default: the embedded demo corpus, cached."),
+        click.option("--llm", default=models.EMBEDDED_LLM, show_default=True,
+                     help="Chat model: embedded:…, a .gguf path, openai:http://host:port/v1[#model], hf:<id or dir>."),
+        click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True,
+                     help="Sentence-transformers model: embedded:…, a hub id or a local folder."),
+        click.option("--scorer", default=None, help="Cross-encoder for s(q, e) (hub id or folder); default: embedder cosine."),
+        click.option("--device", default=None, help="Device for embedders/cross-encoders, e.g. cuda:0."),
+        click.option("--max-tokens", default=256, show_default=True, help="Generation limit per LLM call."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _param_options(func: Any) -> Any:
+    options = [
+        click.option("-N", "n_counterfactuals", type=int, default=None, help="Counterfactual queries (N)."),
+        click.option("-K", "n_clusters", type=int, default=None, help="Evidence clusters (K)."),
+        click.option("-M", "n_subsets", type=int, default=None, help="Parallel drafts (M)."),
+        click.option("--lambda", "causal_weight", type=float, default=None, help="Causal weight λ in Ψ."),
+        click.option("--seed", "random_state", type=int, default=None, help="Seed of the stratifier."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@click.group()
+@click.version_option(package_name="haystack-cfrag")
+def main() -> None:
+    """CF-RAG: retrieval-augmented generation robust to the Correlation Trap."""
+
+
+def _runtime(store_path: Path | None, llm: str, embedder: str, scorer: str | None, device: str | None,
+             max_tokens: int) -> Any:
+    from haystack_cfrag.runtime import Runtime  # noqa: PLC0415  (heavy imports only when needed)
+    from haystack_cfrag.store import open_store  # noqa: PLC0415
+
+    start = time.perf_counter()
+    doc_embedder = models.document_embedder(embedder, device=device, progress_bar=True)
+
+    def embed(docs: list[Any]) -> list[Any]:
+        doc_embedder.warm_up()
+        return doc_embedder.run(documents=docs)["documents"]
+
+    store = open_store(store_path, embed)
+    runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device, max_tokens=max_tokens)
+    runtime.warm_up()
+    click.echo(f"[setup] {store.count_documents()} passages, models loaded in {time.perf_counter() - start:.1f} s",
+               err=True)
+    return runtime
+
+
+@main.command()
+@click.argument("question")
+@click.option("--pipeline", "pipeline", default="cf_rag", show_default=True,
+              help="A pipeline file, or a shipped name: cf_rag, cf_rag_fast, standard_rag.")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer and trace as JSON.")
+@_param_options
+@_model_options
+def ask(question: str, pipeline: str, as_json: bool, store_path: Path | None, llm: str, embedder: str,
+        scorer: str | None, device: str | None, max_tokens: int, **params: Any) -> None:
+    """Answer QUESTION and show why: counterfactuals, clusters, drafts, φ scores, Ψ, decision."""
+    runtime = _runtime(store_path, llm, embedder, scorer, device, max_tokens)
+    result = runtime.ask(pipeline, question, params)
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
+        return
+    click.echo(click.style(f"Answer: {result.answer}", bold=True))
+    if result.trace:
+        click.echo(format_trace(result.trace))
+    else:
+        click.echo("Evidence: " + "; ".join(str(d["title"]) for d in result.documents))
+    click.echo(format_cost(result))
+
+
+@main.command()
+@click.argument("question")
+@click.option("--pipelines", default="standard_rag,cf_rag", show_default=True,
+              help="Comma-separated pipeline names or files, run side by side.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@_param_options
+@_model_options
+def compare(question: str, pipelines: str, as_json: bool, store_path: Path | None, llm: str, embedder: str,
+            scorer: str | None, device: str | None, max_tokens: int, **params: Any) -> None:
+    """Run standard RAG and CF-RAG on the same store and models; show answers, time and LLM usage per stage."""
+    runtime = _runtime(store_path, llm, embedder, scorer, device, max_tokens)
+    results = [runtime.ask(name.strip(), question, params) for name in pipelines.split(",") if name.strip()]
+    if as_json:
+        click.echo(json.dumps([r.as_dict() for r in results], indent=2, ensure_ascii=False))
+        return
+    click.echo(f"Question: {question}\n")
+    for r in results:
+        click.echo(click.style(f"{r.pipeline:>14}: {r.answer}", bold=True))
+        click.echo(format_cost(r, indent="                "))
+    base = results[0].seconds or 1e-9
+    for r in results[1:]:
+        click.echo(f"\n{r.pipeline} / {results[0].pipeline}: {r.seconds / base:.2f}× time, "
+                   f"{r.llm['calls']} vs {results[0].llm['calls']} LLM calls")
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--store", "store_path", type=click.Path(path_type=Path), required=True,
+              help="Store file to create or extend (JSON).")
+@click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True)
+@click.option("--device", default=None)
+@click.option("--words", default=190, show_default=True, help="Words per passage (≈ 250 tokens).")
+@click.option("--overlap", default=30, show_default=True, help="Words shared by consecutive passages.")
+def index(paths: tuple[Path, ...], store_path: Path, embedder: str, device: str | None, words: int,
+          overlap: int) -> None:
+    """Split text, Markdown, PDF or JSONL files into passages, embed them and write them to a store."""
+    from haystack.document_stores.in_memory import InMemoryDocumentStore  # noqa: PLC0415
+    from haystack.document_stores.types import DuplicatePolicy  # noqa: PLC0415
+
+    from haystack_cfrag.store import convert_files, save_store, split_documents  # noqa: PLC0415
+
+    files = [f for p in paths for f in (sorted(x for x in p.rglob("*") if x.is_file()) if p.is_dir() else [p])]
+    start = time.perf_counter()
+    passages = split_documents(convert_files(files), words=words, overlap=overlap)
+    doc_embedder = models.document_embedder(embedder, device=device, progress_bar=True)
+    doc_embedder.warm_up()
+    embedded = doc_embedder.run(documents=passages)["documents"]
+    store = (InMemoryDocumentStore.load_from_disk(str(store_path)) if store_path.exists()
+             else InMemoryDocumentStore(embedding_similarity_function="cosine"))
+    written = store.write_documents(embedded, policy=DuplicatePolicy.OVERWRITE)
+    save_store(store, store_path)
+    click.echo(f"{len(files)} files → {len(passages)} passages, {written} written; store has "
+               f"{store.count_documents()} in {time.perf_counter() - start:.1f} s → {store_path}")
+
+
+# ---------------------------------------------------------------- formatting
+def format_trace(trace: dict[str, Any]) -> str:
+    """A readable account of an arbitration trace."""
+    lines = ["", "Counterfactuals:"]
+    cfs = trace.get("counterfactual_details") or [{"text": t} for t in trace.get("counterfactuals", [])]
+    for c in cfs:
+        extra = f" [{c['type']}, sim {c['similarity']:.2f}]" if "type" in c else ""
+        lines.append(f"  - {c['text']}{extra}")
+    if not cfs:
+        lines.append("  (none)")
+    clusters = trace.get("clusters") or {}
+    if clusters:
+        lines.append(f"Clusters: {len(clusters)} (" + ", ".join(f"{k}: {len(v)} docs" for k, v in clusters.items()) + ")")
+    weights = trace.get("weights", {})
+    lines.append(f"Drafts (scorer: {trace.get('scorer')}, weights: "
+                 + ", ".join(f"{k} {v:.2f}" for k, v in weights.items() if v) + "):")
+    for d in trace.get("drafts", []):
+        if d.get("error"):
+            lines.append(f"  #{d['index']}: FAILED ({d['error']})")
+            continue
+        s = d["scores"]
+        fmt = lambda v: "—" if v is None else f"{v:+.3f}"  # noqa: E731
+        lines.append(f"  #{d['index']} {d['answer']!r}  Ψ {d['psi']:+.3f}  coh {fmt(s['coherence'])}  "
+                     f"causal {fmt(s['causal'])}  conf {fmt(s['confidence'])}  spec {fmt(s['specificity'])}  "
+                     f"agree {d['agreement']:.2f}")
+        for e in d["evidence"]:
+            margin = "" if e["causal_margin"] is None else f"  margin {e['causal_margin']:+.3f}"
+            lines.append(f"       · {e.get('title') or e['id']} (cluster {e.get('cluster')}, s {e['relevance']:.3f}{margin})")
+    lines.append(f"Decision: {trace.get('decision')} (agreement {trace.get('agreement', 0):.2f}) → {trace.get('answer')!r}")
+    return "\n".join(lines)
+
+
+def format_cost(result: Any, indent: str = "") -> str:
+    """Time per stage and LLM usage of one run."""
+    stages = ", ".join(f"{k} {v:.2f}s" for k, v in result.stages.items())
+    llm = result.llm
+    return (f"{indent}time {result.seconds:.2f} s ({stages})\n"
+            f"{indent}LLM: {llm['calls']} calls, {llm['prompt_tokens']} prompt + {llm['completion_tokens']} "
+            f"completion tokens, {llm['seconds']:.2f} s")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

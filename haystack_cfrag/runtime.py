@@ -1,0 +1,214 @@
+"""Running a YAML pipeline on a store with chosen models: what `cfrag ask/compare` (and the evaluation) use.
+
+A `Runtime` holds the model specs and the store. `pipeline(path, params)` builds any pipeline
+file with its chat generators and text embedders replaced by the runtime's models (each model
+is loaded once and shared by every pipeline of the runtime) and its retrievers pointed at the
+runtime's store; `ask(path, question)` runs it and returns the answer, the trace, per-stage
+times and LLM usage.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from haystack import Pipeline
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+from haystack_cfrag import models
+from haystack_cfrag.components._common import serialize_component
+from haystack_cfrag.pipelines import component_key, pipeline_from_dict, pipeline_inputs, share_injected_components
+from haystack_cfrag.timing import count_llm_usage, timed_stages
+
+PIPELINES_DIR = Path(__file__).resolve().parent.parent / "pipelines"
+
+# parameter → (component, init parameter) in the shipped pipelines
+PARAMETER_TARGETS = {
+    "n_counterfactuals": ("expander", "n_counterfactuals"),
+    "n_clusters": ("stratifier", "n_clusters"),
+    "n_subsets": ("stratifier", "n_subsets"),
+    "sampling_ratio": ("stratifier", "sampling_ratio"),
+    "anchors": ("stratifier", "anchors"),
+    "random_state": ("stratifier", "random_state"),
+    "causal_weight": ("ranker", "causal_weight"),
+    "top_k": ("retriever", "top_k"),
+}
+
+
+def pipeline_path(name_or_path: str | Path) -> Path:
+    """A shipped pipeline by name ("cf_rag", "cf_rag_fast", "standard_rag") or any file path."""
+    path = Path(name_or_path)
+    if path.exists():
+        return path
+    shipped = PIPELINES_DIR / f"{name_or_path}.yml"
+    if shipped.exists():
+        return shipped
+    names = sorted(p.stem for p in PIPELINES_DIR.glob("*.yml"))
+    raise FileNotFoundError(f"No pipeline file '{name_or_path}' (shipped: {names}).")
+
+
+@dataclass
+class Answer:
+    """The result of one question through one pipeline."""
+
+    pipeline: str
+    answer: str
+    trace: dict[str, Any] | None
+    documents: list[dict[str, Any]]
+    seconds: float
+    stages: dict[str, float]
+    llm: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-serialisable."""
+        return {
+            "pipeline": self.pipeline,
+            "answer": self.answer,
+            "seconds": round(self.seconds, 3),
+            "stages": {k: round(v, 3) for k, v in self.stages.items()},
+            "llm": self.llm,
+            "documents": self.documents,
+            "trace": self.trace,
+        }
+
+
+class Runtime:
+    """Models and a store, shared by every pipeline built from it."""
+
+    def __init__(
+        self,
+        *,
+        store: InMemoryDocumentStore,
+        llm: str = models.EMBEDDED_LLM,
+        embedder: str = models.EMBEDDED_EMBEDDER,
+        scorer: str | None = None,
+        device: str | None = None,
+        max_tokens: int = 256,
+        chat_generator: Any | None = None,
+        text_embedder: Any | None = None,
+    ) -> None:
+        """
+        :param store: the store every pipeline reads.
+        :param llm, embedder, scorer: model specs (see `haystack_cfrag.models`).
+        :param chat_generator, text_embedder: ready instances instead of specs (tests, custom models).
+        """
+        self.store = store
+        self.generator = chat_generator or models.chat_generator(llm, max_tokens=max_tokens)
+        self.text_embedder = text_embedder or models.text_embedder(embedder, device=device)
+        self.scorer = models.scorer(scorer, device=device) if scorer else None
+        # llama.cpp and local transformers models are not thread-safe: drafts run in turn
+        self.sequential = chat_generator is None and not llm.startswith("openai:")
+        self.pool: dict[str, Any] = {
+            component_key(c): c for c in (self.generator, self.text_embedder, self.scorer) if c is not None
+        }
+        self._warm = False
+
+    def warm_up(self) -> None:
+        """Load the models once."""
+        if not self._warm:
+            for comp in self.pool.values():
+                if hasattr(comp, "warm_up"):
+                    comp.warm_up()
+            self._warm = True
+
+    def pipeline(self, path: str | Path, params: dict[str, Any] | None = None) -> Pipeline:
+        """Build a pipeline file around this runtime's models and store."""
+        data = yaml.safe_load(pipeline_path(path).read_text(encoding="utf-8"))
+        data = self._with_models(data)
+        overrides: dict[str, Any] = {}
+        for key, value in (params or {}).items():
+            comp, param = PARAMETER_TARGETS[key]
+            if value is not None and comp in data["components"]:
+                overrides[f"{comp}.{param}"] = value
+        if self.sequential and "drafter" in data["components"]:
+            overrides["drafter.max_workers"] = 1
+        pipe = pipeline_from_dict(data, overrides=overrides, share_models=False)
+        share_injected_components(pipe, self.pool)
+        for _, comp in pipe.walk():
+            for holder in (comp, getattr(comp, "retriever", None)):
+                if holder is not None and hasattr(holder, "document_store"):
+                    holder.document_store = self.store
+        return pipe
+
+    def _with_models(self, data: Any) -> Any:
+        """The pipeline dict with every chat generator / text embedder / ranker config replaced by ours."""
+        swaps = [("ChatGenerator", self.generator), ("TextEmbedder", self.text_embedder)]
+        if self.scorer is not None:
+            swaps.append(("SimilarityRanker", self.scorer))
+        if isinstance(data, dict):
+            if isinstance(data.get("type"), str) and "init_parameters" in data:
+                for suffix, instance in swaps:
+                    if data["type"].endswith(suffix):
+                        return serialize_component(instance)
+            return {k: self._with_models(v) for k, v in data.items()}
+        if isinstance(data, list):
+            return [self._with_models(v) for v in data]
+        return data
+
+    def ask(self, path: str | Path, question: str, params: dict[str, Any] | None = None) -> Answer:
+        """Run one question through a pipeline file; time each stage and count LLM usage."""
+        self.warm_up()
+        pipe = self.pipeline(path, params)
+        pipe.warm_up()
+        generators = {id(c): c for _, n in pipe.walk() for c in _generators(n)}
+        start = time.perf_counter()
+        with timed_stages() as timer, _count_all(list(generators.values())) as usage:
+            out = pipe.run(pipeline_inputs(pipeline_path(path), query=question))
+        seconds = time.perf_counter() - start
+        answer, trace, docs = _read_outputs(out)
+        return Answer(
+            pipeline=pipeline_path(path).stem,
+            answer=answer,
+            trace=trace,
+            documents=docs,
+            seconds=seconds,
+            stages=dict(timer.seconds),
+            llm=usage,
+        )
+
+
+def _generators(comp: Any) -> list[Any]:
+    found = [comp] if type(comp).__name__.endswith("ChatGenerator") else []
+    for attr in ("chat_generator", "synthesizer"):
+        inner = getattr(comp, attr, None)
+        if inner is not None:
+            found.append(inner)
+    return found
+
+
+class _count_all:  # noqa: N801  (a context manager used like a function)
+    """count_llm_usage over several generator instances, summed into one dict."""
+
+    def __init__(self, generators: list[Any]) -> None:
+        self.managers = [count_llm_usage(g) for g in generators]
+        self.usages: list[Any] = []
+        self.result: dict[str, Any] = {}
+
+    def __enter__(self) -> dict[str, Any]:
+        self.usages = [m.__enter__() for m in self.managers]
+        return self.result
+
+    def __exit__(self, *exc: Any) -> None:
+        for m in self.managers:
+            m.__exit__(*exc)
+        totals = [u.as_dict() for u in self.usages]
+        for key in ("calls", "prompt_tokens", "completion_tokens", "seconds"):
+            self.result[key] = round(sum(t[key] for t in totals), 3) if key == "seconds" else sum(t[key] for t in totals)
+
+
+def _read_outputs(out: dict[str, Any]) -> tuple[str, dict[str, Any] | None, list[dict[str, Any]]]:
+    if "ranker" in out:
+        ranker = out["ranker"]
+        best = ranker["answers"][0] if ranker["answers"] else None
+        return ranker["answer"], ranker["trace"], [_doc_summary(d) for d in (best.documents if best else [])]
+    answers = out.get("answer_builder", {}).get("answers") or []
+    if not answers:
+        return "", None, []
+    return (answers[0].data or "").strip(), None, [_doc_summary(d) for d in answers[0].documents]
+
+
+def _doc_summary(doc: Any) -> dict[str, Any]:
+    return {"id": doc.id, "title": doc.meta.get("title"), "score": doc.score}
