@@ -36,6 +36,8 @@ def _model_options(func: Any) -> Any:
         click.option("--scorer", default=None, help="Cross-encoder for s(q, e) (hub id or folder); default: embedder cosine."),
         click.option("--device", default=None, help="Device for embedders/cross-encoders, e.g. cuda:0."),
         click.option("--max-tokens", default=256, show_default=True, help="Generation limit per LLM call."),
+        click.option("--logprobs", is_flag=True,
+                     help="Ask the LLM for token log-probabilities (φ_conf in the trace); ~1.5× slower with llama.cpp."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -62,7 +64,7 @@ def main() -> None:
 
 
 def _runtime(store_path: Path | None, llm: str, embedder: str, scorer: str | None, device: str | None,
-             max_tokens: int) -> Any:
+             max_tokens: int, logprobs: bool) -> Any:
     from haystack_cfrag.runtime import Runtime  # noqa: PLC0415  (heavy imports only when needed)
     from haystack_cfrag.store import open_store  # noqa: PLC0415
 
@@ -74,7 +76,8 @@ def _runtime(store_path: Path | None, llm: str, embedder: str, scorer: str | Non
         return doc_embedder.run(documents=docs)["documents"]
 
     store = open_store(store_path, embed)
-    runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device, max_tokens=max_tokens)
+    runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device, max_tokens=max_tokens,
+                      logprobs=logprobs)
     runtime.warm_up()
     click.echo(f"[setup] {store.count_documents()} passages, models loaded in {time.perf_counter() - start:.1f} s",
                err=True)
@@ -89,9 +92,9 @@ def _runtime(store_path: Path | None, llm: str, embedder: str, scorer: str | Non
 @_param_options
 @_model_options
 def ask(question: str, pipeline: str, as_json: bool, store_path: Path | None, llm: str, embedder: str,
-        scorer: str | None, device: str | None, max_tokens: int, **params: Any) -> None:
+        scorer: str | None, device: str | None, max_tokens: int, logprobs: bool, **params: Any) -> None:
     """Answer QUESTION and show why: counterfactuals, clusters, drafts, φ scores, Ψ, decision."""
-    runtime = _runtime(store_path, llm, embedder, scorer, device, max_tokens)
+    runtime = _runtime(store_path, llm, embedder, scorer, device, max_tokens, logprobs)
     result = runtime.ask(pipeline, question, params)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
@@ -112,9 +115,9 @@ def ask(question: str, pipeline: str, as_json: bool, store_path: Path | None, ll
 @_param_options
 @_model_options
 def compare(question: str, pipelines: str, as_json: bool, store_path: Path | None, llm: str, embedder: str,
-            scorer: str | None, device: str | None, max_tokens: int, **params: Any) -> None:
+            scorer: str | None, device: str | None, max_tokens: int, logprobs: bool, **params: Any) -> None:
     """Run standard RAG and CF-RAG on the same store and models; show answers, time and LLM usage per stage."""
-    runtime = _runtime(store_path, llm, embedder, scorer, device, max_tokens)
+    runtime = _runtime(store_path, llm, embedder, scorer, device, max_tokens, logprobs)
     results = [runtime.ask(name.strip(), question, params) for name in pipelines.split(",") if name.strip()]
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in results], indent=2, ensure_ascii=False))

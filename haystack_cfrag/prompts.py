@@ -7,22 +7,27 @@ from __future__ import annotations
 
 from haystack import Document
 
-COUNTERFACTUAL_PROMPT = """You generate counterfactual questions for retrieval (CF-RAG).
-A counterfactual question stays on the same topic as the original question but asks for
-something whose answer is DIFFERENT. Use these transformation types:
-- role: ask about another role/relation of the same entity (e.g. villain instead of lead actor)
-- temporal: move to another time (e.g. the previous film, an earlier year)
-- entity: swap the main entity for a related one (e.g. a sequel, a sibling company)
-- categorical: change the category asked for (e.g. director instead of actor)
-- scope: widen or narrow the scope (e.g. the whole trilogy instead of one film)
+COUNTERFACTUAL_PROMPT = """You write counterfactual questions for retrieval (CF-RAG).
+A counterfactual question stays on the topic of the original question but asks for
+something whose answer is DIFFERENT. Transformation types:
+- role: another role or relation of the same thing (the villain instead of the hero)
+- temporal: another time (the previous book, an earlier year)
+- entity: a related entity instead of the main one (a sequel, a sibling company)
+- categorical: another category of answer (the director instead of an actor)
+- scope: a wider or narrower scope (the whole series instead of one book)
+
+Example. Original question: Who wrote the novel Emma?
+{{"original_answer_hint": "Jane Austen",
+  "counterfactuals": [
+    {{"question": "Who is the heroine of the novel Emma?", "type": "role", "answer_hint": "Emma Woodhouse"}},
+    {{"question": "Who published the novel Emma in 1815?", "type": "categorical", "answer_hint": "John Murray"}},
+    {{"question": "Who wrote the novel Jane Eyre?", "type": "entity", "answer_hint": "Charlotte Bronte"}}]}}
 
 Original question: {query}
 
-Give {n_candidates} counterfactual questions. For the original and for each counterfactual,
-give a short expected answer hint (your best guess, a few words).
-Reply with JSON only, in exactly this form:
-{{"original_answer_hint": "...",
-  "counterfactuals": [{{"question": "...", "type": "role", "answer_hint": "..."}}]}}"""
+Give {n_candidates} counterfactual questions in the same JSON form. Each answer_hint is your
+best guess of the short answer: a name, a date or a few words, not a sentence.
+Reply with the JSON only."""
 
 DRAFT_PROMPT = """Answer the question using only the evidence below. Some evidence may be related
 to the topic without answering the question: prefer the passages that answer exactly what is

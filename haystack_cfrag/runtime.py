@@ -87,16 +87,18 @@ class Runtime:
         scorer: str | None = None,
         device: str | None = None,
         max_tokens: int = 256,
+        logprobs: bool = False,
         chat_generator: Any | None = None,
         text_embedder: Any | None = None,
     ) -> None:
         """
         :param store: the store every pipeline reads.
         :param llm, embedder, scorer: model specs (see `haystack_cfrag.models`).
+        :param logprobs: ask the LLM for token log-probabilities (φ_conf); slower with llama.cpp.
         :param chat_generator, text_embedder: ready instances instead of specs (tests, custom models).
         """
         self.store = store
-        self.generator = chat_generator or models.chat_generator(llm, max_tokens=max_tokens)
+        self.generator = chat_generator or models.chat_generator(llm, max_tokens=max_tokens, logprobs=logprobs)
         self.text_embedder = text_embedder or models.text_embedder(embedder, device=device)
         self.scorer = models.scorer(scorer, device=device) if scorer else None
         # llama.cpp and local transformers models are not thread-safe: drafts run in turn

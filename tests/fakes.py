@@ -91,7 +91,11 @@ class KeywordReader:
         counts = {c: surname_hits(c) for c in self.candidates}
         best = max(self.candidates, key=lambda c: (len(counts[c]), -(counts[c][0] if counts[c] else 1e9)))
         n = len(counts[best])
-        return f"Answer: {best}\nRationale: {best} is mentioned {n} times in the evidence."
+        surname = best.split()[-1]
+        passages = re.split(r"\n(?=\[\d+\])", evidence)
+        cited = [m.group(1) for p in passages if surname in p and (m := re.match(r"\s*\[(\d+)\]", p))]
+        return (f"Answer: {best}\nRationale: {best} is mentioned {n} times in the evidence.\n"
+                f"Key evidence: {', '.join(f'[{c}]' for c in cited) or 'none'}")
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, candidates=self.candidates, counterfactual_reply=self.counterfactual_reply)

@@ -81,6 +81,7 @@ class CausalArbitrationRanker:
         coherence_weights: tuple[float, float] | list[float] = (0.5, 0.5),
         synthesizer: Any | None = None,
         synthesis_top: int = 3,
+        evidence: str = "cited",
     ) -> None:
         """
         :param text_embedder: embeds queries and answers (and documents without embeddings).
@@ -93,6 +94,9 @@ class CausalArbitrationRanker:
         :param coherence_weights: (λ1, λ2) of φ_coh, non-negative.
         :param synthesizer: optional ChatGenerator that writes the final answer without consensus.
         :param synthesis_top: drafts shown to the synthesizer (≥ 1).
+        :param evidence: E_j of each draft: "cited" = the passages the draft names as key evidence
+            (App. G), falling back to its whole subset when it names none; "subset" = always the
+            whole subset it was shown.
         """
         check_range("causal_weight", causal_weight, 0.0, 1.0)
         check_range("agreement_threshold", agreement_threshold, 0.0, 1.0, low_open=True)
@@ -108,6 +112,8 @@ class CausalArbitrationRanker:
         lam = tuple(float(x) for x in coherence_weights)
         if len(lam) != 2 or any(x < 0 for x in lam):
             raise ValueError(f"'coherence_weights' must be two non-negative numbers, got {coherence_weights!r}.")
+        if evidence not in ("cited", "subset"):
+            raise ValueError(f"'evidence' must be 'cited' or 'subset', got {evidence!r}.")
         if not isinstance(synthesis_top, int) or synthesis_top < 1:
             raise ValueError(f"'synthesis_top' must be an integer ≥ 1, got {synthesis_top!r}.")
         self.text_embedder = text_embedder
@@ -119,6 +125,7 @@ class CausalArbitrationRanker:
         self.coherence_weights = lam
         self.synthesizer = synthesizer
         self.synthesis_top = synthesis_top
+        self.evidence = evidence
 
     def warm_up(self) -> None:
         """Warm up the injected embedder, scorer and synthesizer."""
@@ -137,6 +144,7 @@ class CausalArbitrationRanker:
             coherence_weights=list(self.coherence_weights),
             synthesizer=serialize_component(self.synthesizer),
             synthesis_top=self.synthesis_top,
+            evidence=self.evidence,
         )
 
     @classmethod
@@ -167,7 +175,7 @@ class CausalArbitrationRanker:
         :param causal_weight: overrides λ for this call.
         :returns: `answers` (best first), `answer` and `trace`.
         """
-        case = _Case.build(query, as_drafts(drafts, answers), counterfactuals, queries)
+        case = _Case.build(query, as_drafts(drafts, answers), counterfactuals, queries, cited=self.evidence == "cited")
         if case.empty:
             return self._no_drafts(case)
         case.relevance = self._relevance(case)
@@ -192,7 +200,7 @@ class CausalArbitrationRanker:
         causal_weight: float | None = None,
     ) -> dict[str, Any]:
         """Async twin of `run`, with the same sockets."""
-        case = _Case.build(query, as_drafts(drafts, answers), counterfactuals, queries)
+        case = _Case.build(query, as_drafts(drafts, answers), counterfactuals, queries, cited=self.evidence == "cited")
         if case.empty:
             return self._no_drafts(case)
         case.relevance = await self._relevance_async(case)
@@ -341,6 +349,7 @@ class _Case:
         failed: list[Draft],
         queries: list[str],
         details: list[dict[str, Any]] | None = None,
+        cited: bool = True,
     ) -> None:
         self.query = query
         self.details = details or []
@@ -353,7 +362,12 @@ class _Case:
                 docs.setdefault(doc.id, doc)
         self.docs = list(docs.values())
         position = {doc_id: i for i, doc_id in enumerate(docs)}
-        self.evidence = [[position[doc.id] for doc in d.documents] for d in drafts]
+        self.evidence = []
+        self.evidence_kind = []
+        for d in drafts:
+            chosen = cited_documents(d) if cited else []
+            self.evidence.append([position[doc.id] for doc in (chosen or d.documents)])
+            self.evidence_kind.append("cited" if chosen else "subset")
         self.relevance: np.ndarray | None = None
         self.answer_emb = np.zeros((len(drafts), 1))
         self.doc_emb = np.zeros((len(self.docs), 1))
@@ -366,6 +380,7 @@ class _Case:
         drafts: list[Draft],
         counterfactuals: list[dict[str, Any]] | None,
         queries: list[str] | None,
+        cited: bool = True,
     ) -> _Case:
         if not isinstance(query, str) or not query.strip():
             raise ValueError("CausalArbitrationRanker: 'query' must be a non-empty string.")
@@ -375,7 +390,7 @@ class _Case:
             cf = list(queries[1:]) if queries else []
         usable = [d for d in drafts if not d.failed]
         details = [dict(c) for c in counterfactuals or [] if isinstance(c, dict)]
-        return cls(query, usable, [d for d in drafts if d.failed], [query] + cf, details)
+        return cls(query, usable, [d for d in drafts if d.failed], [query] + cf, details, cited)
 
     @property
     def empty(self) -> bool:
@@ -451,6 +466,8 @@ class _Case:
                     "answer": draft.answer,
                     "rationale": draft.rationale,
                     "parsed_by": draft.parsed_by,
+                    "evidence_kind": self.evidence_kind[j],
+                    "seen": len(draft.documents),
                     "evidence": evidence,
                     "scores": ranked["scores"][j],
                     "psi": ranked["psi"][j],
@@ -472,6 +489,15 @@ class _Case:
             "decision": ranked["decision"],
             "answer": final,
         }
+
+
+def cited_documents(draft: Draft) -> list[Document]:
+    """The passages a draft names as key evidence (1-based numbers into what it was shown)."""
+    picked = []
+    for n in dict.fromkeys(draft.key_evidence):
+        if 1 <= n <= len(draft.documents):
+            picked.append(draft.documents[n - 1])
+    return picked
 
 
 def as_drafts(

@@ -9,6 +9,7 @@ from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.components._common import (
+    accepts,
     check_int,
     check_range,
     deserialize_init_components,
@@ -74,6 +75,7 @@ class CounterfactualQueryExpander:
         paraphrase_threshold: float = 0.97,
         n_candidates: int | None = None,
         info_weights: tuple[float, float, float] | list[float] = (1 / 3, 1 / 3, 1 / 3),
+        generation_kwargs: dict[str, Any] | None = None,
         raise_on_failure: bool = False,
     ) -> None:
         """
@@ -84,6 +86,9 @@ class CounterfactualQueryExpander:
         :param paraphrase_threshold: cosine at or above which a candidate is a paraphrase, in (0, 1].
         :param n_candidates: candidates asked of the model; default 2N.
         :param info_weights: (α, β, γ) of Info, non-negative, not all zero.
+        :param generation_kwargs: passed to generators that accept them; 2N candidates need more
+            tokens than a short answer (e.g. `{"max_tokens": 512}`): a reply cut off mid-JSON
+            keeps only its complete candidates.
         :param raise_on_failure: raise when the chat call fails instead of degrading to no counterfactuals.
         """
         check_int("n_counterfactuals", n_counterfactuals, 0, 10)
@@ -101,6 +106,7 @@ class CounterfactualQueryExpander:
         self.paraphrase_threshold = paraphrase_threshold
         self.n_candidates = n_candidates
         self.info_weights = weights
+        self.generation_kwargs = generation_kwargs
         self.raise_on_failure = raise_on_failure
 
     def warm_up(self) -> None:
@@ -118,6 +124,7 @@ class CounterfactualQueryExpander:
             paraphrase_threshold=self.paraphrase_threshold,
             n_candidates=self.n_candidates,
             info_weights=list(self.info_weights),
+            generation_kwargs=self.generation_kwargs,
             raise_on_failure=self.raise_on_failure,
         )
 
@@ -138,7 +145,7 @@ class CounterfactualQueryExpander:
         if n == 0:
             return {"queries": [query], "counterfactuals": []}
         try:
-            reply = self.chat_generator.run(messages=[self._prompt(query, n)])["replies"]
+            reply = self.chat_generator.run(**self._call_kwargs(query, n))["replies"]
         except Exception as exc:  # noqa: BLE001  (a failing model call degrades, see class doc)
             return self._failed(query, exc)
         hint, candidates = parse_counterfactual_reply(reply[0].text if reply else "")
@@ -153,7 +160,7 @@ class CounterfactualQueryExpander:
         if n == 0:
             return {"queries": [query], "counterfactuals": []}
         try:
-            result = await run_async_or_thread(self.chat_generator, messages=[self._prompt(query, n)])
+            result = await run_async_or_thread(self.chat_generator, **self._call_kwargs(query, n))
         except Exception as exc:  # noqa: BLE001
             return self._failed(query, exc)
         reply = result["replies"]
@@ -170,9 +177,13 @@ class CounterfactualQueryExpander:
         check_int("n_counterfactuals", n, 0, 10)
         return n
 
-    def _prompt(self, query: str, n: int) -> ChatMessage:
+    def _call_kwargs(self, query: str, n: int) -> dict[str, Any]:
         n_candidates = self.n_candidates or 2 * n
-        return ChatMessage.from_user(COUNTERFACTUAL_PROMPT.format(query=query, n_candidates=n_candidates))
+        prompt = ChatMessage.from_user(COUNTERFACTUAL_PROMPT.format(query=query, n_candidates=n_candidates))
+        kwargs: dict[str, Any] = {"messages": [prompt]}
+        if self.generation_kwargs and accepts(self.chat_generator, "generation_kwargs"):
+            kwargs["generation_kwargs"] = dict(self.generation_kwargs)
+        return kwargs
 
     def _failed(self, query: str, exc: Exception) -> dict[str, Any]:
         if self.raise_on_failure:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from haystack_cfrag.core.text import content_words, normalize_answer, token_iou
+from haystack_cfrag.core.text import answers_agree, content_words, normalize_answer, token_iou
 
 TRANSFORMATION_TYPES = ("role", "temporal", "entity", "categorical", "scope")
 
@@ -26,9 +26,15 @@ def domain_similarity(query: str, candidate: str) -> float:
 
 
 def answer_divergence(hint: str, other_hint: str) -> float:
-    """Div_ans = 1 − token-IoU of two expected-answer hints; 1.0 when either hint is missing."""
+    """Div_ans = 1 − token-IoU of two expected-answer hints; 1.0 when either hint is missing.
+
+    Hints that agree as answers (equal after normalisation, or token F1 ≥ 0.8) diverge by 0:
+    such a candidate asks for the same answer and fails validation.
+    """
     if not normalize_answer(hint) or not normalize_answer(other_hint):
         return 1.0
+    if answers_agree(hint, other_hint):
+        return 0.0
     return 1.0 - token_iou(hint, other_hint)
 
 

@@ -16,28 +16,39 @@ _LABEL = re.compile(
 
 
 def extract_json(text: str) -> Any | None:
-    """The first JSON object or array in a reply (inside ``` fences or bare); None if there is none."""
+    """The top-level JSON object or array of a reply (inside ``` fences or bare); None if it does not parse.
+
+    Only the first opening bracket of each chunk is tried, so a truncated outer object is not
+    mistaken for one of its complete inner objects (see `parse_counterfactual_reply`).
+    """
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     decoder = json.JSONDecoder()
     for chunk in candidates:
-        for start, ch in enumerate(chunk):
-            if ch not in "{[":
-                continue
-            try:
-                value, _ = decoder.raw_decode(chunk[start:])
-            except json.JSONDecodeError:
-                continue
-            return value
+        start = next((i for i, ch in enumerate(chunk) if ch in "{["), None)
+        if start is None:
+            continue
+        try:
+            value, _ = decoder.raw_decode(chunk[start:])
+        except json.JSONDecodeError:
+            continue
+        return value
     return None
 
 
-def parse_counterfactual_reply(text: str) -> tuple[str, list[dict[str, str]]]:
-    """(original answer hint, candidates) from the expander's reply; ([], "") when unusable.
+_OBJECT = re.compile(r"\{[^{}]*\}")
+_HINT = re.compile(r'"original_answer_hint"\s*:\s*"([^"]*)"')
 
-    Accepts the documented object, a bare list of candidates, or a list of strings. Each
-    candidate is {"question", "type", "answer_hint"}; unknown types become "unknown".
+
+def parse_counterfactual_reply(text: str) -> tuple[str, list[dict[str, str]]]:
+    """(original answer hint, candidates) from the expander's reply; ("", []) when unusable.
+
+    Accepts the documented object, a bare list of candidates, or a list of strings. A reply
+    cut off by the token limit still yields its complete candidate objects. Each candidate
+    is {"question", "type", "answer_hint"}; unknown types become "unknown".
     """
     data = extract_json(text or "")
+    if data is None:
+        data = _salvage(text or "")
     hint = ""
     items: list[Any] = []
     if isinstance(data, dict):
@@ -64,6 +75,22 @@ def parse_counterfactual_reply(text: str) -> tuple[str, list[dict[str, str]]]:
             }
         )
     return hint.strip(), out
+
+
+def _salvage(text: str) -> dict[str, Any] | None:
+    """The complete {…} candidate objects of a truncated JSON reply."""
+    items = []
+    for match in _OBJECT.finditer(text):
+        try:
+            value = json.loads(match.group(0))
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and "question" in value:
+            items.append(value)
+    if not items:
+        return None
+    hint = _HINT.search(text)
+    return {"original_answer_hint": hint.group(1) if hint else "", "counterfactuals": items}
 
 
 def parse_draft_reply(text: str) -> dict[str, Any]:

@@ -30,3 +30,18 @@ def test_answer_divergence_and_domain_similarity():
 def test_select_top_keeps_only_valid_best_first():
     assert cf.select_top(np.array([0.1, 0.9, 0.5, 0.7]), np.array([True, False, True, True]), 2) == [3, 2]
     assert cf.select_top(np.array([0.1]), np.array([True]), 0) == []
+
+
+def test_truncated_reply_keeps_complete_candidates():
+    from haystack_cfrag.core.replies import parse_counterfactual_reply
+
+    reply = ('```json\n{"original_answer_hint": "Bale", "counterfactuals": [\n'
+             '{"question": "Who played the villain?", "type": "role", "answer_hint": "Ledger"},\n'
+             '{"question": "Who directed it?", "type": "categorical", "answer_hint": "Nol')
+    hint, items = parse_counterfactual_reply(reply)
+    assert hint == "Bale"
+    assert [i["question"] for i in items] == ["Who played the villain?"]
+
+
+def test_same_answer_hint_fails_validation():
+    assert cf.answer_divergence("The lead actor is Christian Bale", "the lead actor is christian bale.") == 0.0

@@ -69,7 +69,8 @@ def test_verify_with_retriever_adds_counterfactual_evidence():
     given = [d for d in docs if d.id == "cast"]
     out = rag.run(query=dk.QUESTION, documents=given)
     used = {e["id"] for d in out["trace"]["drafts"] for e in d["evidence"]}
-    assert "cast" in used and len(used) > 1
+    assert "cast" in used
+    assert max(d["seen"] for d in out["trace"]["drafts"]) > 1  # the drafts saw retrieved evidence too
 
 
 def test_roundtrip_as_a_component_and_inside_a_yaml_pipeline():

@@ -76,6 +76,29 @@ def test_dark_knight_cf_rag_escapes_the_trap():
     assert trace["clusters"] and trace["decision"] in {"consensus", "best_score", "synthesis"}
     for d in trace["drafts"]:
         assert set(d["scores"]) == {"coherence", "causal", "confidence", "specificity"} and "psi" in d
+    ledger = [d for d in trace["drafts"] if d["answer"] == "Heath Ledger"]
+    bale = [d for d in trace["drafts"] if d["answer"] == "Christian Bale"]
+    assert ledger, "with this seed one draft is written from the loud review cluster"
+    assert all(lg["scores"]["causal"] < 0 < b["scores"]["causal"] for lg in ledger for b in bale)
+    assert all(lg["psi"] < b["psi"] for lg in ledger for b in bale)
+
+
+def test_dark_knight_over_seeds_and_evidence_readings():
+    """How often CF-RAG escapes the trap over 10 sampler seeds, per reading of E_j (standard RAG: never).
+
+    "cited" (default) scores each draft on the passages it cites; "subset" on everything it was
+    shown, which every cluster reaches (n_m ≥ 1), so the loud cluster dilutes every draft.
+    """
+    wins = {}
+    for evidence in ("cited", "subset"):
+        wins[evidence] = sum(
+            ask(cf_rag(**{"stratifier.random_state": seed, "ranker.evidence": evidence}), CF_RAG)["ranker"]["answer"]
+            == "Christian Bale"
+            for seed in range(10)
+        )
+    print(f"\nChristian Bale in {wins['cited']}/10 seeds (cited), {wins['subset']}/10 (subset)")
+    assert wins["cited"] == 10
+    assert wins["subset"] < wins["cited"]
 
 
 @pytest.mark.parametrize(
