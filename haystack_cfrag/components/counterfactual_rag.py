@@ -16,6 +16,15 @@ from haystack_cfrag.components.multi_query_retriever import MultiQueryRetriever
 from haystack_cfrag.components.parallel_draft_generator import ParallelDraftGenerator
 from haystack_cfrag.components.spectral_stratifier import SpectralStratifier
 
+def _pipeline_class() -> type:
+    """Haystack 3's Pipeline runs async itself; on 2.x, SuperComponent.run_async needs an AsyncPipeline."""
+    if hasattr(Pipeline, "run_async"):
+        return Pipeline
+    from haystack import AsyncPipeline  # noqa: PLC0415
+
+    return AsyncPipeline
+
+
 _INJECTED = ("chat_generator", "retriever", "text_embedder", "document_embedder", "scorer", "synthesizer")
 
 
@@ -110,7 +119,7 @@ class CounterfactualRAG:
         self.output_mapping = {"ranker.answers": "answers", "ranker.answer": "answer", "ranker.trace": "trace"}
 
     def _build(self) -> Pipeline:
-        pipe = Pipeline()
+        pipe = _pipeline_class()()
         pipe.add_component(
             "expander",
             CounterfactualQueryExpander(

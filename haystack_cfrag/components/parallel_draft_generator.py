@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import numbers
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -203,8 +204,7 @@ def token_logprobs(meta: dict[str, Any]) -> list[float] | None:
         return None
     out: list[float] = []
     for item in value:
-        if isinstance(item, (int, float)):
-            out.append(float(item))
-        elif isinstance(item, dict) and isinstance(item.get("logprob"), (int, float)):
-            out.append(float(item["logprob"]))
+        number = item.get("logprob") if isinstance(item, dict) else item
+        if isinstance(number, numbers.Real) and not isinstance(number, bool):  # numpy floats included
+            out.append(float(number))
     return out or None

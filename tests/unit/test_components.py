@@ -305,6 +305,8 @@ class TestParallelDraftGenerator:
         assert token_logprobs({"logprobs": [-0.1, -0.2]}) == [-0.1, -0.2]
         assert token_logprobs({"logprobs": {"content": [{"token": "a", "logprob": -0.5}]}}) == [-0.5]
         assert token_logprobs({"token_logprobs": [-1.0]}) == [-1.0]
+        # llama-cpp-python returns numpy float32 values
+        assert token_logprobs({"logprobs": {"content": [{"logprob": np.float32(-0.25)}]}}) == [-0.25]
         assert token_logprobs({}) is None
 
     def test_draft_roundtrip(self):
