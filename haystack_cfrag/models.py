@@ -205,7 +205,7 @@ def scorer(spec: str, device: str | None = None) -> Any:
         SentenceTransformersSimilarityRanker,
     )
 
-    return SentenceTransformersSimilarityRanker(model=resolve_model(spec), scale_score=True, top_k=None, **_device(device))
+    return SentenceTransformersSimilarityRanker(model=resolve_model(spec), scale_score=True, **_device(device))
 
 
 def chat_generator(
@@ -216,6 +216,7 @@ def chat_generator(
     n_threads: int | None = None,
     seed: int = 0,
     logprobs: bool = False,
+    device: str | None = None,
 ) -> Any:
     """A Haystack ChatGenerator for `spec`, greedy decoding (temperature 0).
 
@@ -238,7 +239,7 @@ def chat_generator(
             | ({"logprobs": True} if logprobs else {}),
         )
     if spec.startswith("hf:"):
-        return _transformers_generator(spec[3:], max_tokens)
+        return _transformers_generator(spec[3:], max_tokens, device)
     from haystack_cfrag.components.llama_cpp_logprobs import LlamaCppLogprobsChatGenerator  # noqa: PLC0415
 
     return LlamaCppLogprobsChatGenerator(
@@ -255,15 +256,18 @@ def chat_generator(
     )
 
 
-def _transformers_generator(model: str, max_tokens: int) -> Any:
-    try:
-        from haystack.components.generators.chat import HuggingFaceLocalChatGenerator  # noqa: PLC0415
-    except ImportError:  # Haystack 3 moved it to an integration
+def _transformers_generator(model: str, max_tokens: int, device: str | None) -> Any:
+    try:  # Haystack 3: the transformers-haystack integration
         from haystack_integrations.components.generators.transformers import (  # noqa: PLC0415
-            TransformersChatGenerator as HuggingFaceLocalChatGenerator,
+            TransformersChatGenerator as LocalChatGenerator,
         )
-    return HuggingFaceLocalChatGenerator(
-        model=model, generation_kwargs={"max_new_tokens": max_tokens, "do_sample": False}
+    except ImportError:  # Haystack 2.x ships it in core
+        from haystack.components.generators.chat import HuggingFaceLocalChatGenerator as LocalChatGenerator  # noqa: PLC0415
+    return LocalChatGenerator(
+        model=model,
+        task="text-generation",  # named, so that nothing asks the hub for the task
+        generation_kwargs={"max_new_tokens": max_tokens, "do_sample": False},
+        **_device(device),
     )
 
 

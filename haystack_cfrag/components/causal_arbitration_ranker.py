@@ -9,6 +9,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.dataclasses import ChatMessage, ExtractedAnswer, GeneratedAnswer
 
 from haystack_cfrag.components._common import (
+    accepts,
     check_range,
     deserialize_init_components,
     embed_texts,
@@ -225,13 +226,22 @@ class CausalArbitrationRanker:
     def _relevance(self, case: _Case) -> np.ndarray | None:
         if self.scorer is None:
             return None  # computed from embeddings in case.embed
-        return case.scores_to_matrix([self.scorer.run(query=q, documents=case.docs)["documents"] for q in case.queries])
+        kwargs = self._scorer_kwargs(case)
+        return case.scores_to_matrix([self.scorer.run(query=q, **kwargs)["documents"] for q in case.queries])
 
     async def _relevance_async(self, case: _Case) -> np.ndarray | None:
         if self.scorer is None:
             return None
-        results = [await run_async_or_thread(self.scorer, query=q, documents=case.docs) for q in case.queries]
+        kwargs = self._scorer_kwargs(case)
+        results = [await run_async_or_thread(self.scorer, query=q, **kwargs) for q in case.queries]
         return case.scores_to_matrix([r["documents"] for r in results])
+
+    def _scorer_kwargs(self, case: _Case) -> dict[str, Any]:
+        """Every document must come back scored: ask rankers that take top_k for all of them."""
+        kwargs: dict[str, Any] = {"documents": case.docs}
+        if accepts(self.scorer, "top_k"):
+            kwargs["top_k"] = len(case.docs)
+        return kwargs
 
     # ------------------------------------------------------------------ decision
     def _weights(self, causal_weight: float | None) -> dict[str, float]:
