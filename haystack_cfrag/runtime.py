@@ -90,13 +90,16 @@ class Runtime:
         logprobs: bool = False,
         chat_generator: Any | None = None,
         text_embedder: Any | None = None,
+        allowed_modules: list[str] | None = None,
     ) -> None:
         """
         :param store: the store every pipeline reads.
         :param llm, embedder, scorer: model specs (see `haystack_cfrag.models`).
         :param logprobs: ask the LLM for token log-probabilities (φ_conf); slower with llama.cpp.
         :param chat_generator, text_embedder: ready instances instead of specs (tests, custom models).
+        :param allowed_modules: extra trusted modules for loading pipeline files (your own components).
         """
+        self.allowed_modules = allowed_modules
         self.store = store
         self.generator = chat_generator or models.chat_generator(llm, max_tokens=max_tokens, logprobs=logprobs)
         self.text_embedder = text_embedder or models.text_embedder(embedder, device=device)
@@ -127,7 +130,10 @@ class Runtime:
                 overrides[f"{comp}.{param}"] = value
         if self.sequential and "drafter" in data["components"]:
             overrides["drafter.max_workers"] = 1
-        pipe = pipeline_from_dict(data, overrides=overrides, share_models=False)
+        pipe = pipeline_from_dict(data, overrides=overrides, share_models=False, allowed_modules=self.allowed_modules)
+        # injected models are shared; a pipeline *node* (standard_rag's generator and embedder)
+        # is its own instance of the same configuration (Haystack wires sockets per instance):
+        # llama.cpp maps the GGUF, so a second instance costs a load (~2 s), not a second copy.
         share_injected_components(pipe, self.pool)
         for _, comp in pipe.walk():
             for holder in (comp, getattr(comp, "retriever", None)):
@@ -173,7 +179,9 @@ class Runtime:
 
 
 def _generators(comp: Any) -> list[Any]:
-    found = [comp] if type(comp).__name__.endswith("ChatGenerator") else []
+    outputs = getattr(comp, "__haystack_output__", None)
+    is_generator = outputs is not None and "replies" in outputs._sockets_dict
+    found = [comp] if is_generator else []
     for attr in ("chat_generator", "synthesizer"):
         inner = getattr(comp, attr, None)
         if inner is not None:

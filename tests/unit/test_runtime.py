@@ -1,0 +1,51 @@
+"""Runtime (what `cfrag ask/compare` run) with deterministic fakes: model swap, store, timing, usage."""
+
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+from haystack_cfrag.runtime import Runtime, pipeline_path
+from tests import dark_knight as dk
+from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
+
+
+def runtime():
+    store = InMemoryDocumentStore(embedding_similarity_function="cosine")
+    store.write_documents(HashingDocumentEmbedder().run(dk.documents())["documents"])
+    reader = KeywordReader(candidates=dk.CANDIDATES, counterfactual_reply=dk.COUNTERFACTUAL_REPLY)
+    return Runtime(store=store, chat_generator=reader, text_embedder=HashingTextEmbedder(), allowed_modules=["tests"])
+
+
+def test_compare_standard_and_cf_rag_on_one_runtime():
+    rt = runtime()
+    std = rt.ask("standard_rag", dk.QUESTION)
+    cf = rt.ask("cf_rag", dk.QUESTION, {"random_state": 0})
+    assert std.answer == "Heath Ledger" and std.llm["calls"] == 1 and std.trace is None
+    assert cf.answer in dk.CANDIDATES and cf.trace["drafts"]
+    assert cf.llm["calls"] == 1 + len(cf.trace["drafts"])  # counterfactuals + one call per draft
+    assert set(cf.stages) == {"expander", "retriever", "dedup", "stratifier", "drafter", "ranker"}
+    assert all(v >= 0 for v in cf.stages.values()) and cf.seconds >= sum(cf.stages.values()) * 0.5
+
+
+def test_models_and_store_are_the_runtimes_own():
+    rt = runtime()
+    pipe = rt.pipeline(pipeline_path("cf_rag"))
+    expander, drafter = pipe.get_component("expander"), pipe.get_component("drafter")
+    assert expander.chat_generator is rt.generator and drafter.chat_generator is rt.generator
+    assert pipe.get_component("ranker").text_embedder is rt.text_embedder
+    assert pipe.get_component("retriever").retriever.document_store is rt.store
+
+
+def test_parameters_reach_the_components():
+    rt = runtime()
+    out = rt.ask("cf_rag", dk.QUESTION, {"n_counterfactuals": 0, "n_subsets": 2, "causal_weight": 0.0})
+    assert out.trace["counterfactuals"] == [] and len(out.trace["drafts"]) == 2
+    assert out.trace["weights"]["causal"] == 0.0
+    assert out.llm["calls"] == 2  # N = 0: no counterfactual call
+
+
+
+def test_standard_rag_nodes_take_the_runtime_model_configuration():
+    rt = runtime()
+    pipe = rt.pipeline(pipeline_path("standard_rag"))
+    assert pipe.get_component("generator").to_dict() == rt.generator.to_dict()
+    assert pipe.get_component("query_embedder").to_dict() == rt.text_embedder.to_dict()
+    assert pipe.get_component("retriever").document_store is rt.store
