@@ -11,7 +11,7 @@ from haystack.components.builders import AnswerBuilder, ChatPromptBuilder
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 
 from haystack_cfrag import CounterfactualQueryExpander, MultiQueryRetriever
-from standard_rag import TEMPLATE
+from standard_rag import TEMPLATE, connect_generation
 
 
 def build(store, text_embedder, generator):
@@ -23,10 +23,7 @@ def build(store, text_embedder, generator):
     pipe.add_component("llm", generator)
     pipe.add_component("answer_builder", AnswerBuilder(pattern=r"Answer:\s*(.*)"))
     pipe.connect("expander.queries", "retriever.queries")
-    pipe.connect("retriever.documents", "prompt_builder.documents")
-    pipe.connect("prompt_builder.prompt", "llm.messages")
-    pipe.connect("llm.replies", "answer_builder.replies")
-    pipe.connect("retriever.documents", "answer_builder.documents")
+    connect_generation(pipe)  # prompt → llm → answers, unchanged
     return pipe
 
 

@@ -26,11 +26,16 @@ def build(store, text_embedder, generator):
     pipe.add_component("llm", generator)
     pipe.add_component("answer_builder", AnswerBuilder(pattern=r"Answer:\s*(.*)"))
     pipe.connect("embedder.embedding", "retriever.query_embedding")
+    connect_generation(pipe)
+    return pipe
+
+
+def connect_generation(pipe):
+    """retriever.documents → prompt → llm → answers (example 2 keeps exactly this part)."""
     pipe.connect("retriever.documents", "prompt_builder.documents")
     pipe.connect("prompt_builder.prompt", "llm.messages")
     pipe.connect("llm.replies", "answer_builder.replies")
     pipe.connect("retriever.documents", "answer_builder.documents")
-    return pipe
 
 
 def ask(pipe, question):

@@ -54,7 +54,7 @@ def test_example1_is_a_small_diff_from_standard_rag():
     changed = [ln for ln in difflib.unified_diff(base, ex1, lineterm="", n=0)
                if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
     print("\n".join(changed))
-    assert len(changed) <= 12, changed
+    assert len(changed) <= 10, changed  # the issue asks for about ten lines
 
 
 def test_example2_expands_queries_and_keeps_provenance(parts):
