@@ -73,7 +73,7 @@ def phi_specificity(answer: str) -> float:
     if p.size <= 1:
         return 0.0
     entropy = float(-(p * np.log(p)).sum())
-    return 1.0 - entropy / math.log(p.size)
+    return min(1.0, max(0.0, 1.0 - entropy / math.log(p.size)))  # clipped against round-off
 
 
 def default_weights(causal_weight: float) -> dict[str, float]:

@@ -1,0 +1,81 @@
+"""Property tests of the pure math: random sizes 0–200, duplicates, degenerate vectors."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from haystack_cfrag.core import arbitration as arb
+from haystack_cfrag.core.dedup import greedy_dedup
+from haystack_cfrag.core.stratify import spectral_clusters, stratified_subsets
+from haystack_cfrag.core.vectors import cosine_matrix
+
+finite = st.floats(-10, 10, allow_nan=False, allow_infinity=False, width=32)
+
+
+@st.composite
+def embeddings(draw, max_n=200):
+    n = draw(st.integers(0, max_n))
+    d = draw(st.integers(1, 8))
+    base = draw(arrays(np.float64, (n, d), elements=finite))
+    if n and draw(st.booleans()):  # exact duplicates and all-zero rows
+        k = draw(st.integers(0, n - 1))
+        base[k:] = base[0] if draw(st.booleans()) else 0.0
+    return base
+
+
+@settings(max_examples=60, deadline=None)
+@given(embeddings(), st.floats(0.5, 1.0))
+def test_dedup_keeps_a_valid_increasing_subset(emb, threshold):
+    kept = greedy_dedup(emb, threshold)
+    assert kept == sorted(set(kept)) and all(0 <= i < len(emb) for i in kept)
+    if len(emb):
+        assert kept[0] == 0  # the most relevant document always survives
+        sims = cosine_matrix(emb[kept], emb[kept])
+        off = sims[~np.eye(len(kept), dtype=bool)]
+        assert np.all(off <= threshold + 1e-9)  # no two kept documents are near-duplicates
+
+
+@settings(max_examples=40, deadline=None)
+@given(embeddings(max_n=60), st.integers(1, 6), st.integers(1, 5), st.floats(0.2, 1.0), st.integers(0, 2**16))
+def test_subsets_are_non_empty_and_drawn_from_their_clusters(emb, k, m, rho, seed):
+    labels = spectral_clusters(emb, k, random_state=seed)
+    assert len(labels) == len(emb)
+    if len(emb) == 0:
+        assert stratified_subsets(labels, np.zeros(0), n_subsets=m) == [[] for _ in range(m)]
+        return
+    assert set(labels) == set(range(labels.max() + 1)) and labels.max() < min(k, len(emb))
+    rel = np.linspace(1.0, 0.1, len(emb))
+    subsets = stratified_subsets(labels, rel, n_subsets=m, sampling_ratio=rho, random_state=seed)
+    assert len(subsets) == m
+    for subset in subsets:
+        assert subset and len(subset) == len(set(subset))
+        assert {int(labels[i]) for i in subset} == set(labels.tolist())  # n_m ≥ 1 from every cluster
+    assert subsets == stratified_subsets(labels, rel, n_subsets=m, sampling_ratio=rho, random_state=seed)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 200), st.integers(0, 5), st.integers(1, 20), st.integers(1, 5), st.integers(0, 2**16))
+def test_scores_finite_and_causal_volume_invariant(n_docs, n_cf, n_ev, alpha, seed):
+    rng = np.random.default_rng(seed)
+    rel = rng.uniform(0, 1, size=(1 + n_cf, n_docs))
+    evidence = rng.integers(0, n_docs, size=n_ev).tolist()
+    margins = arb.causal_margins(rel)
+    cos = rng.uniform(-1, 1, size=n_docs)
+    mention = rng.uniform(0, 1, size=n_docs)
+    coh = arb.phi_coherence(cos, rel[0], mention, evidence)
+    assert np.isfinite(coh)
+    if margins is None:
+        assert n_cf == 0
+        return
+    causal = arb.phi_causal(margins, evidence)
+    assert np.isfinite(causal) and -1 <= causal <= 1
+    assert arb.phi_causal(margins, evidence * alpha) == causal  # Lemma 2, exactly
+    assert arb.phi_coherence(cos, rel[0], mention, evidence * alpha) == coh
+    psi = arb.psi({"coherence": coh, "causal": causal}, arb.default_weights(float(rng.uniform())))
+    assert np.isfinite(psi)
+
+
+@given(st.text(max_size=200))
+def test_specificity_in_unit_interval(answer):
+    assert 0.0 <= arb.phi_specificity(answer) <= 1.0 + 1e-12
