@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from haystack import Document
@@ -44,7 +44,7 @@ class Draft:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict (documents as Haystack document dicts)."""
-        data = asdict(self)
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["documents"] = [d.to_dict() for d in self.documents]
         return data
 

@@ -129,12 +129,10 @@ class MultiQueryRetriever:
 
         async def one(query: str) -> list[Document]:
             async with limit:
-                kwargs = self._retriever_kwargs(top_k, filters)
+                embedding = None
                 if self._by_embedding:
-                    emb = (await run_async_or_thread(self.query_embedder, text=query))["embedding"]
-                    kwargs["query_embedding"] = emb
-                else:
-                    kwargs["query"] = query
+                    embedding = (await run_async_or_thread(self.query_embedder, text=query))["embedding"]
+                kwargs = self._retriever_kwargs(query, embedding, top_k, filters)
                 return (await run_async_or_thread(self.retriever, **kwargs))["documents"]
 
         results = await asyncio.gather(*(one(q) for q in queries))
@@ -146,8 +144,10 @@ class MultiQueryRetriever:
         if not queries or not all(isinstance(q, str) and q.strip() for q in queries):
             raise ValueError("MultiQueryRetriever: 'queries' must be a non-empty list of non-empty strings.")
 
-    def _retriever_kwargs(self, top_k: int | None, filters: dict[str, Any] | None) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {}
+    def _retriever_kwargs(
+        self, query: str, embedding: list[float] | None, top_k: int | None, filters: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"query_embedding": embedding} if self._by_embedding else {"query": query}
         k = top_k if top_k is not None else self.top_k
         if k is not None:
             kwargs["top_k"] = k
@@ -158,12 +158,8 @@ class MultiQueryRetriever:
         return kwargs
 
     def _retrieve(self, query: str, top_k: int | None, filters: dict[str, Any] | None) -> list[Document]:
-        kwargs = self._retriever_kwargs(top_k, filters)
-        if self._by_embedding:
-            kwargs["query_embedding"] = self.query_embedder.run(text=query)["embedding"]
-        else:
-            kwargs["query"] = query
-        return self.retriever.run(**kwargs)["documents"]
+        embedding = self.query_embedder.run(text=query)["embedding"] if self._by_embedding else None
+        return self.retriever.run(**self._retriever_kwargs(query, embedding, top_k, filters))["documents"]
 
 
 def union_with_provenance(results: list[list[Document]]) -> list[Document]:
