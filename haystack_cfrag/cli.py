@@ -37,7 +37,7 @@ def _model_options(func: Any) -> Any:
         click.option("--device", default=None, help="Device for embedders/cross-encoders, e.g. cuda:0."),
         click.option("--max-tokens", default=256, show_default=True, help="Generation limit per LLM call."),
         click.option("--logprobs", is_flag=True,
-                     help="Ask the LLM for token log-probabilities (φ_conf in the trace); ~1.5× slower with llama.cpp."),
+                     help="Ask the LLM for token log-probabilities (φ_conf in the trace); 1.5-3× slower with llama.cpp."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -61,6 +61,27 @@ def _param_options(func: Any) -> Any:
 @click.version_option(package_name="haystack-cfrag")
 def main() -> None:
     """CF-RAG: retrieval-augmented generation robust to the Correlation Trap."""
+
+
+def _check_inputs(question: str, pipelines: list[str]) -> None:
+    """Fail fast, before any model loads, on an empty question or an unknown pipeline."""
+    from haystack_cfrag.runtime import pipeline_path  # noqa: PLC0415
+
+    if not question.strip():
+        raise click.BadParameter("the question is empty", param_hint="QUESTION")
+    for name in pipelines:
+        try:
+            pipeline_path(name)
+        except FileNotFoundError as exc:
+            raise click.BadParameter(str(exc), param_hint="--pipeline") from exc
+
+
+def _guarded(func: Any, *args: Any) -> Any:
+    """Run a pipeline; a bad parameter or file becomes a one-line error, not a traceback."""
+    try:
+        return func(*args)
+    except (ValueError, FileNotFoundError, KeyError) as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 def _runtime(store_path: Path | None, llm: str, embedder: str, scorer: str | None, device: str | None,
@@ -94,8 +115,9 @@ def _runtime(store_path: Path | None, llm: str, embedder: str, scorer: str | Non
 def ask(question: str, pipeline: str, as_json: bool, store_path: Path | None, llm: str, embedder: str,
         scorer: str | None, device: str | None, max_tokens: int, logprobs: bool, **params: Any) -> None:
     """Answer QUESTION and show why: counterfactuals, clusters, drafts, φ scores, Ψ, decision."""
+    _check_inputs(question, [pipeline])
     runtime = _runtime(store_path, llm, embedder, scorer, device, max_tokens, logprobs)
-    result = runtime.ask(pipeline, question, params)
+    result = _guarded(runtime.ask, pipeline, question, params)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
         return
@@ -117,8 +139,10 @@ def ask(question: str, pipeline: str, as_json: bool, store_path: Path | None, ll
 def compare(question: str, pipelines: str, as_json: bool, store_path: Path | None, llm: str, embedder: str,
             scorer: str | None, device: str | None, max_tokens: int, logprobs: bool, **params: Any) -> None:
     """Run standard RAG and CF-RAG on the same store and models; show answers, time and LLM usage per stage."""
+    names = [name.strip() for name in pipelines.split(",") if name.strip()]
+    _check_inputs(question, names)
     runtime = _runtime(store_path, llm, embedder, scorer, device, max_tokens, logprobs)
-    results = [runtime.ask(name.strip(), question, params) for name in pipelines.split(",") if name.strip()]
+    results = [_guarded(runtime.ask, name, question, params) for name in names]
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in results], indent=2, ensure_ascii=False))
         return
