@@ -96,7 +96,7 @@ def _runtime(store_path: Path | None, llm: str, embedder: str, scorer: str | Non
         doc_embedder.warm_up()
         return doc_embedder.run(documents=docs)["documents"]
 
-    store = open_store(store_path, embed)
+    store = open_store(store_path, embed, embedder)
     runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device, max_tokens=max_tokens,
                       logprobs=logprobs)
     runtime.warm_up()

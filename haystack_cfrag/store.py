@@ -9,6 +9,7 @@ Stores are only ever written by `index`; pipelines read them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -18,16 +19,17 @@ from haystack import Document, logging
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.document_stores.types import DuplicatePolicy
 
-from haystack_cfrag.models import cache_dir
+from haystack_cfrag.models import EMBEDDED_EMBEDDER, cache_dir
 
 logger = logging.getLogger(__name__)
 
 DEMO_CORPUS = Path(__file__).parent / "data" / "demo_corpus.jsonl"
 
 
-def default_store_path() -> Path:
-    """The cached, embedded demo store."""
-    return cache_dir() / "stores" / "demo_store.json"
+def default_store_path(embedder: str = EMBEDDED_EMBEDDER) -> Path:
+    """The cached demo store embedded with `embedder`: its name changes with the corpus and the model."""
+    key = hashlib.sha256(DEMO_CORPUS.read_bytes() + embedder.encode()).hexdigest()[:12]
+    return cache_dir() / "stores" / f"demo_{key}.json"
 
 
 def read_jsonl(path: Path) -> list[Document]:
@@ -49,12 +51,16 @@ def read_jsonl(path: Path) -> list[Document]:
     return docs
 
 
-def open_store(path: Path | None, embed_documents: Callable[[list[Document]], list[Document]]) -> InMemoryDocumentStore:
-    """Load a saved store; the default path is built from the demo corpus on first use."""
-    path = Path(path) if path else default_store_path()
+def open_store(
+    path: Path | None,
+    embed_documents: Callable[[list[Document]], list[Document]],
+    embedder: str = EMBEDDED_EMBEDDER,
+) -> InMemoryDocumentStore:
+    """Load a saved store; without a path, the demo corpus embedded with `embedder` (built on first use)."""
+    path = Path(path) if path else default_store_path(embedder)
     if path.exists():
         return InMemoryDocumentStore.load_from_disk(str(path))
-    if path != default_store_path():
+    if path != default_store_path(embedder):
         raise FileNotFoundError(f"No store at {path}: create it with `cfrag index FILES --store {path}`.")
     logger.info("Embedding the demo corpus into {path} (first use)", path=str(path))
     store = InMemoryDocumentStore(embedding_similarity_function="cosine")

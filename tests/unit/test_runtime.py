@@ -49,3 +49,22 @@ def test_standard_rag_nodes_take_the_runtime_model_configuration():
     assert pipe.get_component("generator").to_dict() == rt.generator.to_dict()
     assert pipe.get_component("query_embedder").to_dict() == rt.text_embedder.to_dict()
     assert pipe.get_component("retriever").document_store is rt.store
+
+
+def test_demo_store_cache_is_keyed_by_embedder(tmp_path, monkeypatch):
+    from haystack import Document
+
+    from haystack_cfrag.store import default_store_path, open_store
+
+    monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path))
+    assert default_store_path("embedded:all-MiniLM-L6-v2") != default_store_path("BAAI/bge-small-en-v1.5")
+    calls = []
+
+    def embed(docs: list[Document]) -> list[Document]:
+        calls.append(len(docs))
+        return HashingDocumentEmbedder().run(docs)["documents"]
+
+    first = open_store(None, embed, "my-embedder")
+    again = open_store(None, embed, "my-embedder")
+    assert calls == [first.count_documents()] and again.count_documents() == first.count_documents() > 300
+    assert default_store_path("my-embedder").exists()
