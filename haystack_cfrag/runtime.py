@@ -9,6 +9,7 @@ times and LLM usage.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,7 +77,11 @@ class Answer:
 
 
 class Runtime:
-    """Models and a store, shared by every pipeline built from it."""
+    """Models and a store, shared by every pipeline built from it.
+
+    `ask` runs one question at a time (a lock): in-process models (llama.cpp, local
+    transformers) are not thread-safe, and LLM usage is counted by wrapping the generator.
+    """
 
     def __init__(
         self,
@@ -110,6 +115,7 @@ class Runtime:
             component_key(c): c for c in (self.generator, self.text_embedder, self.scorer) if c is not None
         }
         self._warm = False
+        self._lock = threading.Lock()
 
     def warm_up(self) -> None:
         """Load the models once."""
@@ -158,14 +164,15 @@ class Runtime:
 
     def ask(self, path: str | Path, question: str, params: dict[str, Any] | None = None) -> Answer:
         """Run one question through a pipeline file; time each stage and count LLM usage."""
-        self.warm_up()
-        pipe = self.pipeline(path, params)
-        pipe.warm_up()
-        generators = {id(c): c for _, n in pipe.walk() for c in _generators(n)}
-        start = time.perf_counter()
-        with timed_stages() as timer, _count_all(list(generators.values())) as usage:
-            out = pipe.run(pipeline_inputs(pipeline_path(path), query=question))
-        seconds = time.perf_counter() - start
+        with self._lock:
+            self.warm_up()
+            pipe = self.pipeline(path, params)
+            pipe.warm_up()
+            generators = {id(c): c for _, n in pipe.walk() for c in _generators(n)}
+            start = time.perf_counter()
+            with timed_stages() as timer, _count_all(list(generators.values())) as usage:
+                out = pipe.run(pipeline_inputs(pipeline_path(path), query=question))
+            seconds = time.perf_counter() - start
         answer, trace, docs = _read_outputs(out)
         return Answer(
             pipeline=pipeline_path(path).stem,

@@ -68,3 +68,13 @@ def test_demo_store_cache_is_keyed_by_embedder(tmp_path, monkeypatch):
     again = open_store(None, embed, "my-embedder")
     assert calls == [first.count_documents()] and again.count_documents() == first.count_documents() > 300
     assert default_store_path("my-embedder").exists()
+
+
+def test_concurrent_asks_are_serialised_and_counted_separately():
+    from concurrent.futures import ThreadPoolExecutor
+
+    rt = runtime()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda _: rt.ask("standard_rag", dk.QUESTION), range(4)))
+    assert [r.llm["calls"] for r in results] == [1, 1, 1, 1]
+    assert {r.answer for r in results} == {"Heath Ledger"}
