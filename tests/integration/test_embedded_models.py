@@ -68,3 +68,19 @@ def test_fast_pipeline_uses_llama_cpp_token_logprobs(runtime):
     assert conf is not None and 0 < conf <= 1
     assert fast.trace["weights"]["confidence"] == 0.0  # present, but weight 0 by default (Algorithm 1)
     print("\ncf_rag_fast:", fast.answer, "φ_conf", round(conf, 3), fast.seconds)
+
+
+def test_shipped_yaml_runs_as_it_is(runtime):
+    """load_pipeline on the file itself: embedded:… names resolved, models shared, nothing swapped."""
+    from haystack_cfrag import load_pipeline
+    from haystack_cfrag.pipelines import pipeline_inputs
+
+    path = pipeline_path("cf_rag_fast")
+    pipe = load_pipeline(path)
+    expander, drafter = pipe.get_component("expander"), pipe.get_component("drafter")
+    assert expander.chat_generator is drafter.chat_generator  # one llama instance
+    pipe.get_component("retriever").retriever.document_store.write_documents(runtime.store.filter_documents())
+    pipe.warm_up()
+    out = pipe.run(pipeline_inputs(path, query=QUESTION))["ranker"]
+    assert out["answer"].strip() and out["trace"]["drafts"]
+    print("\ncf_rag_fast.yml as shipped:", out["answer"])
