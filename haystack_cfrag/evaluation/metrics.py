@@ -1,0 +1,63 @@
+"""Answer metrics: strict EM and F1 with the official SQuAD/HotpotQA normalisation first,
+the paper-style lenient containment beside them (labelled as such), and paired bootstrap
+confidence intervals for differences between systems.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from haystack_cfrag.core.text import normalize_answer, token_f1
+
+
+def exact_match(prediction: str, golds: Sequence[str]) -> float:
+    """Strict EM: 1.0 if the normalised prediction equals any normalised gold answer."""
+    pred = normalize_answer(prediction)
+    return float(any(pred == normalize_answer(g) for g in golds))
+
+
+def f1(prediction: str, golds: Sequence[str]) -> float:
+    """SQuAD token F1 against the best-matching gold answer.
+
+    As in the official HotpotQA script, yes/no/noanswer only score when both sides say it.
+    """
+    pred = normalize_answer(prediction)
+    best = 0.0
+    for gold in golds:
+        ref = normalize_answer(gold)
+        if (pred in ("yes", "no", "noanswer") or ref in ("yes", "no", "noanswer")) and pred != ref:
+            continue
+        best = max(best, token_f1(prediction, gold))
+    return best
+
+
+def lenient_containment(prediction: str, golds: Sequence[str]) -> float:
+    """Paper-style lenient "EM": 1.0 if a normalised gold answer occurs inside the normalised prediction.
+
+    Not exact match: a long answer that mentions the gold among other names scores 1.
+    """
+    pred = f" {normalize_answer(prediction)} "
+    return float(any(normalize_answer(g) and f" {normalize_answer(g)} " in pred for g in golds))
+
+
+def paired_bootstrap(
+    system: Sequence[float], baseline: Sequence[float], *, n_resamples: int = 10_000, seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, float]:
+    """Mean difference system − baseline over the same questions, with a percentile bootstrap interval."""
+    a, b = np.asarray(system, dtype=float), np.asarray(baseline, dtype=float)
+    if a.shape != b.shape or a.ndim != 1 or a.size == 0:
+        raise ValueError("paired_bootstrap needs two non-empty score lists over the same questions.")
+    diff = a - b
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, diff.size, size=(n_resamples, diff.size))
+    means = diff[idx].mean(axis=1)
+    tail = (1.0 - confidence) / 2.0
+    return {
+        "difference": float(diff.mean()),
+        "low": float(np.quantile(means, tail)),
+        "high": float(np.quantile(means, 1.0 - tail)),
+        "n": int(diff.size),
+    }
