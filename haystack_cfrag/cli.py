@@ -186,6 +186,37 @@ def index(paths: tuple[Path, ...], store_path: Path, embedder: str, device: str 
                f"{store.count_documents()} in {time.perf_counter() - start:.1f} s → {store_path}")
 
 
+@main.command()
+@click.option("--sizes", default="20,60,200", show_default=True, help="Candidate document counts.")
+@click.option("--draft-seconds", type=float, default=None,
+              help="Time of one draft generation to compare with; default: measure one with --llm.")
+@click.option("--llm", default=models.EMBEDDED_LLM, show_default=True)
+def bench(sizes: str, draft_seconds: float | None, llm: str) -> None:
+    """Time the non-generative stages (dedup, stratifier, arbitration) at several candidate counts."""
+    from haystack_cfrag.evaluation.bench import format_rows, run_benchmark  # noqa: PLC0415
+
+    rows = run_benchmark(tuple(int(x) for x in sizes.split(",")))
+    if draft_seconds is None:
+        draft_seconds = _time_one_draft(llm)
+    click.echo(format_rows(rows, draft_seconds))
+
+
+def _time_one_draft(llm: str) -> float:
+    """Seconds of one real draft call (App. G prompt over 8 demo passages)."""
+    from haystack.dataclasses import ChatMessage  # noqa: PLC0415
+
+    from haystack_cfrag.prompts import DRAFT_PROMPT, render_evidence  # noqa: PLC0415
+    from haystack_cfrag.store import DEMO_CORPUS, read_jsonl  # noqa: PLC0415
+
+    generator = models.chat_generator(llm, max_tokens=96)
+    generator.warm_up()
+    prompt = DRAFT_PROMPT.format(query="Who is the lead actor in The Dark Knight?",
+                                 evidence=render_evidence(read_jsonl(DEMO_CORPUS)[:8], 2000))
+    start = time.perf_counter()
+    generator.run(messages=[ChatMessage.from_user(prompt)])
+    return time.perf_counter() - start
+
+
 @main.group("models")
 def models_group() -> None:
     """The embedded default models: pip requirements and an integrity check."""

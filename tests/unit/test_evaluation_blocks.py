@@ -69,3 +69,13 @@ def test_injected_distractors_never_contain_the_answer_on_hotpotqa():
 def test_contains_answer():
     assert contains_answer("Tinted Windows first played in Tulsa, Oklahoma.", ["Tulsa"])
     assert not contains_answer("Tulsans love music.", ["Tulsa"])
+
+
+def test_micro_benchmark_reports_every_stage():
+    from haystack_cfrag.evaluation.bench import format_rows, run_benchmark
+
+    rows = run_benchmark((20, 60), dimension=32, repeats=1)
+    assert [r["documents"] for r in rows] == [20, 60]
+    assert all(r[k] > 0 for r in rows for k in ("dedup", "stratifier", "arbitration"))
+    table = format_rows(rows, draft_seconds=10.0)
+    assert "share of one draft (10.0 s)" in table and "arbitration" in table
