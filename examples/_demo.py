@@ -4,16 +4,14 @@ Replace these three objects with your own store, embedder and generator.
 """
 
 from haystack_cfrag import models
-from haystack_cfrag.store import open_store
+from haystack_cfrag.store import open_model_store
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
 
 
 def demo_components():
     """(store, text_embedder, chat_generator) on the embedded defaults, warmed up."""
-    doc_embedder = models.document_embedder()
-    doc_embedder.warm_up()
-    store = open_store(None, lambda docs: doc_embedder.run(documents=docs)["documents"])
+    store = open_model_store()
     text_embedder = models.text_embedder()
     generator = models.chat_generator(max_tokens=160)
     text_embedder.warm_up()

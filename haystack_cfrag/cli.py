@@ -87,16 +87,10 @@ def _guarded(func: Any, *args: Any) -> Any:
 def _runtime(store_path: Path | None, llm: str, embedder: str, scorer: str | None, device: str | None,
              max_tokens: int, logprobs: bool) -> Any:
     from haystack_cfrag.runtime import Runtime  # noqa: PLC0415  (heavy imports only when needed)
-    from haystack_cfrag.store import open_store  # noqa: PLC0415
+    from haystack_cfrag.store import open_model_store  # noqa: PLC0415
 
     start = time.perf_counter()
-    doc_embedder = models.document_embedder(embedder, device=device, progress_bar=True)
-
-    def embed(docs: list[Any]) -> list[Any]:
-        doc_embedder.warm_up()
-        return doc_embedder.run(documents=docs)["documents"]
-
-    store = open_store(store_path, embed, embedder)
+    store = open_model_store(store_path, embedder, device=device, progress_bar=True)
     runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device, max_tokens=max_tokens,
                       logprobs=logprobs)
     runtime.warm_up()

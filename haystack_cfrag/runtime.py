@@ -116,6 +116,7 @@ class Runtime:
         }
         self._warm = False
         self._lock = threading.Lock()
+        self._built: dict[tuple[str, str], Pipeline] = {}
 
     def warm_up(self) -> None:
         """Load the models once."""
@@ -164,25 +165,34 @@ class Runtime:
 
     def ask(self, path: str | Path, question: str, params: dict[str, Any] | None = None) -> Answer:
         """Run one question through a pipeline file; time each stage and count LLM usage."""
+        file = pipeline_path(path)
         with self._lock:
-            self.warm_up()
-            pipe = self.pipeline(path, params)
-            pipe.warm_up()
-            generators = {id(c): c for _, n in pipe.walk() for c in _generators(n)}
+            pipe = self._pipeline_once(file, params)
+            generators = [c for _, n in pipe.walk() for c in _generators(n)]
             start = time.perf_counter()
-            with timed_stages() as timer, _count_all(list(generators.values())) as usage:
-                out = pipe.run(pipeline_inputs(pipeline_path(path), query=question))
+            with timed_stages() as timer, count_llm_usage(*generators) as usage:
+                out = pipe.run(pipeline_inputs(file, query=question))
             seconds = time.perf_counter() - start
         answer, trace, docs = _read_outputs(out)
         return Answer(
-            pipeline=pipeline_path(path).stem,
+            pipeline=file.stem,
             answer=answer,
             trace=trace,
             documents=docs,
             seconds=seconds,
             stages=dict(timer.seconds),
-            llm=usage,
+            llm=usage.as_dict(),
         )
+
+    def _pipeline_once(self, file: Path, params: dict[str, Any] | None) -> Pipeline:
+        """Build and warm a pipeline the first time a (file, parameters) pair is asked, then reuse it."""
+        key = (str(file.resolve()), repr(sorted((params or {}).items())))
+        if key not in self._built:
+            self.warm_up()
+            pipe = self.pipeline(file, params)
+            pipe.warm_up()
+            self._built[key] = pipe
+        return self._built[key]
 
 
 def _generators(comp: Any) -> list[Any]:
@@ -194,26 +204,6 @@ def _generators(comp: Any) -> list[Any]:
         if inner is not None:
             found.append(inner)
     return found
-
-
-class _count_all:  # noqa: N801  (a context manager used like a function)
-    """count_llm_usage over several generator instances, summed into one dict."""
-
-    def __init__(self, generators: list[Any]) -> None:
-        self.managers = [count_llm_usage(g) for g in generators]
-        self.usages: list[Any] = []
-        self.result: dict[str, Any] = {}
-
-    def __enter__(self) -> dict[str, Any]:
-        self.usages = [m.__enter__() for m in self.managers]
-        return self.result
-
-    def __exit__(self, *exc: Any) -> None:
-        for m in self.managers:
-            m.__exit__(*exc)
-        totals = [u.as_dict() for u in self.usages]
-        for key in ("calls", "prompt_tokens", "completion_tokens", "seconds"):
-            self.result[key] = round(sum(t[key] for t in totals), 3) if key == "seconds" else sum(t[key] for t in totals)
 
 
 def _read_outputs(out: dict[str, Any]) -> tuple[str, dict[str, Any] | None, list[dict[str, Any]]]:

@@ -19,6 +19,7 @@ from haystack import Document, logging
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.document_stores.types import DuplicatePolicy
 
+from haystack_cfrag import models
 from haystack_cfrag.models import EMBEDDED_EMBEDDER, cache_dir
 
 logger = logging.getLogger(__name__)
@@ -67,6 +68,23 @@ def open_store(
     store.write_documents(embed_documents(read_jsonl(DEMO_CORPUS)), policy=DuplicatePolicy.OVERWRITE)
     save_store(store, path)
     return store
+
+
+def open_model_store(
+    path: Path | None = None,
+    embedder: str = EMBEDDED_EMBEDDER,
+    *,
+    device: str | None = None,
+    progress_bar: bool = False,
+) -> InMemoryDocumentStore:
+    """`open_store` with the document embedder of `embedder`, loaded only when the store must be built."""
+
+    def embed(docs: list[Document]) -> list[Document]:
+        doc_embedder = models.document_embedder(embedder, device=device, progress_bar=progress_bar)
+        doc_embedder.warm_up()
+        return doc_embedder.run(documents=docs)["documents"]
+
+    return open_store(path, embed, embedder)
 
 
 def save_store(store: InMemoryDocumentStore, path: Path) -> None:

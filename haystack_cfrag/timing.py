@@ -57,13 +57,12 @@ def timed_stages() -> Iterator[StageTimer]:
 
 @dataclass
 class LLMUsage:
-    """Calls and tokens of one chat generator, as reported in its replies' meta["usage"]."""
+    """Calls and tokens of chat generators, as reported in their replies' meta["usage"]."""
 
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
-    by_caller: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -77,26 +76,34 @@ class LLMUsage:
 
 
 @contextlib.contextmanager
-def count_llm_usage(generator: Any) -> Iterator[LLMUsage]:
-    """Count calls and tokens of a generator instance during the block (its `run` is wrapped, then restored)."""
+def count_llm_usage(*generators: Any) -> Iterator[LLMUsage]:
+    """Count calls and tokens of generator instances during the block, summed into one LLMUsage.
+
+    Each instance's `run` is wrapped for the block and restored after it.
+    """
     usage = LLMUsage()
-    original = generator.run
 
-    def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
-        start = time.perf_counter()
-        result = original(*args, **kwargs)
-        elapsed = time.perf_counter() - start
-        with usage._lock:
-            usage.calls += 1
-            usage.seconds += elapsed
-            for reply in result.get("replies") or []:
-                meta_usage = (reply.meta or {}).get("usage") or {}
-                usage.prompt_tokens += int(meta_usage.get("prompt_tokens") or 0)
-                usage.completion_tokens += int(meta_usage.get("completion_tokens") or 0)
-        return result
+    def wrap(original: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            start = time.perf_counter()
+            result = original(*args, **kwargs)
+            elapsed = time.perf_counter() - start
+            with usage._lock:
+                usage.calls += 1
+                usage.seconds += elapsed
+                for reply in result.get("replies") or []:
+                    meta_usage = (reply.meta or {}).get("usage") or {}
+                    usage.prompt_tokens += int(meta_usage.get("prompt_tokens") or 0)
+                    usage.completion_tokens += int(meta_usage.get("completion_tokens") or 0)
+            return result
 
-    generator.run = counted
+        return counted
+
+    unique = list({id(g): g for g in generators}.values())
+    for generator in unique:
+        generator.run = wrap(generator.run)
     try:
         yield usage
     finally:
-        del generator.run  # back to the class method
+        for generator in unique:
+            del generator.run  # back to the class method

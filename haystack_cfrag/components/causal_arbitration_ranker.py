@@ -180,7 +180,7 @@ class CausalArbitrationRanker:
         if case.empty:
             return self._no_drafts(case)
         case.relevance = self._relevance(case)
-        case.embed(self._embed(case.texts_to_embed()) if self.text_embedder is not None else None)
+        case.embed(embed_texts(self.text_embedder, case.texts_to_embed()) if self.text_embedder is not None else None)
         ranked = self._arbitrate(case, causal_weight)
         synthesis = None
         if ranked["decision"] == "synthesis":
@@ -205,10 +205,8 @@ class CausalArbitrationRanker:
         if case.empty:
             return self._no_drafts(case)
         case.relevance = await self._relevance_async(case)
-        if self.text_embedder is not None:
-            case.embed(await embed_texts_async(self.text_embedder, case.texts_to_embed()))
-        else:
-            case.embed(None)
+        embedded = await embed_texts_async(self.text_embedder, case.texts_to_embed()) if self.text_embedder else None
+        case.embed(embedded)
         ranked = self._arbitrate(case, causal_weight)
         synthesis = None
         if ranked["decision"] == "synthesis":
@@ -220,9 +218,6 @@ class CausalArbitrationRanker:
         return self._finish(case, ranked, synthesis)
 
     # ------------------------------------------------------------------ relevance s(q, e)
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        return embed_texts(self.text_embedder, texts)
-
     def _relevance(self, case: _Case) -> np.ndarray | None:
         if self.scorer is None:
             return None  # computed from embeddings in case.embed

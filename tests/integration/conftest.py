@@ -21,13 +21,9 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def runtime():
     """The embedded models over the demo store (embedded and cached on first use)."""
-    from haystack_cfrag import models
     from haystack_cfrag.runtime import Runtime
-    from haystack_cfrag.store import open_store
+    from haystack_cfrag.store import open_model_store
 
-    doc_embedder = models.document_embedder()
-    doc_embedder.warm_up()
-    store = open_store(None, lambda docs: doc_embedder.run(documents=docs)["documents"])
-    rt = Runtime(store=store, max_tokens=160)
+    rt = Runtime(store=open_model_store(), max_tokens=160)
     rt.warm_up()
     return rt

@@ -78,3 +78,12 @@ def test_concurrent_asks_are_serialised_and_counted_separately():
         results = list(pool.map(lambda _: rt.ask("standard_rag", dk.QUESTION), range(4)))
     assert [r.llm["calls"] for r in results] == [1, 1, 1, 1]
     assert {r.answer for r in results} == {"Heath Ledger"}
+
+
+def test_a_pipeline_is_built_once_per_file_and_parameters():
+    rt = runtime()
+    first = rt.ask("cf_rag", dk.QUESTION, {"random_state": 0})
+    second = rt.ask("cf_rag", dk.QUESTION, {"random_state": 0})
+    rt.ask("cf_rag", dk.QUESTION, {"random_state": 1})
+    assert len(rt._built) == 2
+    assert first.trace == second.trace and second.llm["calls"] == first.llm["calls"]
