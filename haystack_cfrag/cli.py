@@ -270,5 +270,14 @@ def format_cost(result: Any, indent: str = "") -> str:
             f"completion tokens, {llm['seconds']:.2f} s")
 
 
+def _register_subcommands() -> None:
+    """Commands kept in their own modules (evaluation, serving)."""
+    from haystack_cfrag.cli_eval import eval_command  # noqa: PLC0415
+
+    main.add_command(eval_command)
+
+
+_register_subcommands()
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

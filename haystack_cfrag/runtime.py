@@ -142,11 +142,20 @@ class Runtime:
         # is its own instance of the same configuration (Haystack wires sockets per instance):
         # llama.cpp maps the GGUF, so a second instance costs a load (~2 s), not a second copy.
         share_injected_components(pipe, self.pool)
+        self._point_at_store(pipe)
+        return pipe
+
+    def use_store(self, store: InMemoryDocumentStore) -> None:
+        """Read `store` from now on, in every pipeline built so far and later (the evaluation's per-question stores)."""
+        self.store = store
+        for pipe in self._built.values():
+            self._point_at_store(pipe)
+
+    def _point_at_store(self, pipe: Pipeline) -> None:
         for _, comp in pipe.walk():
             for holder in (comp, getattr(comp, "retriever", None)):
                 if holder is not None and hasattr(holder, "document_store"):
                     holder.document_store = self.store
-        return pipe
 
     def _with_models(self, data: Any) -> Any:
         """The pipeline dict with every chat generator / text embedder / ranker config replaced by ours."""
