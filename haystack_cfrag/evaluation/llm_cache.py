@@ -31,6 +31,28 @@ from haystack.dataclasses import ChatMessage
 from haystack_cfrag.components._common import deserialize_component, serialize_component
 
 
+class _CacheState:
+    """Entries and hit counters of one cache file."""
+
+    def __init__(self, path: str | None) -> None:
+        self.lock = threading.Lock()
+        self.hits = 0
+        self.hit_seconds = 0.0
+        self.entries: dict[str, dict[str, Any]] = {}
+        if path and Path(path).exists():
+            with Path(path).open(encoding="utf-8") as fh:
+                for line in fh:
+                    try:
+                        entry = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue  # a line cut by an interrupted run
+                    self.entries[entry["key"]] = entry
+
+
+_STATES: dict[str, _CacheState] = {}
+_STATES_LOCK = threading.Lock()
+
+
 @component
 class CachingChatGenerator:
     """Wraps a chat generator; replies to identical (messages, generation_kwargs) come from the cache.
@@ -42,16 +64,23 @@ class CachingChatGenerator:
     def __init__(self, *, generator: Any, path: str | None = None) -> None:
         self.generator = generator
         self.path = path
-        self.hits = 0
-        self.hit_seconds = 0.0
-        self._lock = threading.Lock()
-        self._cache: dict[str, dict[str, Any]] = {}
-        if path and Path(path).exists():
-            with Path(path).open(encoding="utf-8") as fh:
-                for line in fh:
-                    if line.strip():
-                        entry = json.loads(line)
-                        self._cache[entry["key"]] = entry
+        # instances with the same file share one cache and one set of counters: a pipeline
+        # built from YAML holds its own copy of the generator, and its hits must count too
+        key = str(Path(path).resolve()) if path else f"instance-{id(self)}"
+        with _STATES_LOCK:
+            if key not in _STATES:
+                _STATES[key] = _CacheState(path)
+            self._state = _STATES[key]
+
+    @property
+    def hits(self) -> int:
+        """Calls answered from the cache since the last `reset_counters`."""
+        return self._state.hits
+
+    @property
+    def hit_seconds(self) -> float:
+        """Seconds the cached calls took when they were made."""
+        return self._state.hit_seconds
 
     def warm_up(self) -> None:
         """Warm the wrapped generator."""
@@ -60,8 +89,8 @@ class CachingChatGenerator:
 
     def reset_counters(self) -> None:
         """Zero the hit counters (the evaluation does it before each question)."""
-        with self._lock:
-            self.hits, self.hit_seconds = 0, 0.0
+        with self._state.lock:
+            self._state.hits, self._state.hit_seconds = 0, 0.0
 
     def _key(self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None) -> str:
         payload = json.dumps(
@@ -75,19 +104,20 @@ class CachingChatGenerator:
     def run(self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
         """Reply from the cache, or call the wrapped generator and remember its replies."""
         key = self._key(messages, generation_kwargs)
-        with self._lock:
-            entry = self._cache.get(key)
+        state = self._state
+        with state.lock:
+            entry = state.entries.get(key)
             if entry is not None:
-                self.hits += 1
-                self.hit_seconds += entry["seconds"]
+                state.hits += 1
+                state.hit_seconds += entry["seconds"]
                 return {"replies": [ChatMessage.from_dict(r) for r in entry["replies"]]}
         start = time.perf_counter()
         kwargs = {"generation_kwargs": generation_kwargs} if generation_kwargs else {}
         result = self.generator.run(messages=messages, **kwargs)
         entry = {"key": key, "seconds": time.perf_counter() - start,
                  "replies": [r.to_dict() for r in result["replies"]]}
-        with self._lock:
-            self._cache[key] = entry
+        with state.lock:
+            state.entries[key] = entry
             if self.path:
                 with Path(self.path).open("a", encoding="utf-8") as fh:
                     fh.write(json.dumps(entry, default=str) + "\n")

@@ -243,3 +243,13 @@ def test_cli_eval_report_only_and_bad_options(tmp_path):
     assert bad.exit_code == 2 and "PARAM=V1,V2" in bad.output
     bad = CliRunner().invoke(main, ["eval", str(HOTPOT), "--out", str(tmp_path), "--inject", "2,x"])
     assert bad.exit_code == 2 and "integers" in bad.output
+
+
+def test_instances_on_one_file_share_entries_and_counters(tmp_path):
+    path = str(tmp_path / "shared.jsonl")
+    a = CachingChatGenerator(generator=KeywordReader(candidates=["Ann"]), path=path)
+    b = CachingChatGenerator.from_dict(a.to_dict())  # what a pipeline built from YAML holds
+    a.reset_counters()
+    a.run(messages=[ChatMessage.from_user("Question: who? Evidence: Ann")])
+    b.run(messages=[ChatMessage.from_user("Question: who? Evidence: Ann")])
+    assert a.hits == b.hits == 1
