@@ -347,6 +347,10 @@ class CausalArbitrationRanker:
             parsed = parse_draft_reply(text or "")
             if parsed["answer"]:
                 final = parsed["answer"]
+                if parsed["parsed_by"] == "first_line":
+                    case.degradations.append(
+                        degradation("synthesis", "reply without an 'Answer:' label; its first line was taken")
+                    )
                 answers.insert(
                     0,
                     GeneratedAnswer(

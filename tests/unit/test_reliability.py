@@ -429,3 +429,28 @@ def test_many_runs_including_failing_ones_leave_the_store_untouched():
                 gen.release()
         with raises_cause(RuntimeError, "injected fault"):
             full_rag(faulty("exception"), store, raise_on_failure=True).run(query=dk.QUESTION)
+
+
+@pytest.mark.parametrize("mode", ["exception", "empty", "no_replies"])
+def test_a_failed_synthesis_falls_back_to_the_best_draft(mode):
+    from haystack_cfrag import Draft
+
+    docs = {d.id: d for d in embedded_docs()}
+    drafts = [Draft(index=0, answer="Heath Ledger", documents=[docs["review-0"]]),
+              Draft(index=1, answer="Christian Bale", documents=[docs["cast"]])]
+    ranker = CausalArbitrationRanker(synthesizer=faulty(mode))
+    out = ranker.run(query=dk.QUESTION, drafts=drafts, counterfactuals=[{"text": "Who played the villain?"}])
+    assert out["trace"]["decision"] == "best_score" and out["answer"] == out["answers"][0].data
+    assert stages(out["trace"], "synthesis")
+
+
+def test_an_unlabelled_synthesis_is_used_and_recorded():
+    from haystack_cfrag import Draft
+
+    docs = {d.id: d for d in embedded_docs()}
+    drafts = [Draft(index=0, answer="Heath Ledger", documents=[docs["review-0"]]),
+              Draft(index=1, answer="Christian Bale", documents=[docs["cast"]])]
+    out = CausalArbitrationRanker(synthesizer=faulty("garbled")).run(
+        query=dk.QUESTION, drafts=drafts, counterfactuals=[{"text": "Who played the villain?"}])
+    assert out["trace"]["decision"] == "synthesis"
+    assert "'Answer:' label" in stages(out["trace"], "synthesis")[0]["reason"]
