@@ -73,7 +73,9 @@ def prepare_query(query: Any, component: str, max_chars: int | None, *, required
     if not text:
         if not required:
             return None
-        raise ValueError(f"{component}: 'query' must be a non-empty string (it is empty or only white space/control characters).")
+        raise ValueError(
+            f"{component}: 'query' must be a non-empty string (it is empty or only white space/control characters)."
+        )
     if max_chars is not None and len(text) > max_chars:
         logger.warning(
             "{component}: the query has {n} characters; truncated to max_query_chars={limit}",

@@ -454,3 +454,11 @@ def test_an_unlabelled_synthesis_is_used_and_recorded():
         query=dk.QUESTION, drafts=drafts, counterfactuals=[{"text": "Who played the villain?"}])
     assert out["trace"]["decision"] == "synthesis"
     assert "'Answer:' label" in stages(out["trace"], "synthesis")[0]["reason"]
+
+
+def test_cfrag_ask_shows_the_degradations():
+    from haystack_cfrag.cli import format_trace
+
+    out = verify_rag(faulty("exception", on="counterfactual")).run(query=dk.QUESTION, documents=embedded_docs())
+    text = format_trace(out["trace"])
+    assert "Degraded: counterfactuals: generator failed (error RuntimeError(" in text
