@@ -154,6 +154,8 @@ class FaultyChatGenerator:
         self.reader = KeywordReader(candidates=candidates or [], counterfactual_reply=counterfactual_reply)
         self.seen = 0
         self.faults = 0
+        self.active = 0
+        self.max_active = 0  # the most calls that ran at the same time
         self._lock = threading.Lock()
         self._release = threading.Event()
 
@@ -163,6 +165,16 @@ class FaultyChatGenerator:
 
     @component.output_types(replies=list[ChatMessage])
     def run(self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+        with self._lock:
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        try:
+            return self._run(messages)
+        finally:
+            with self._lock:
+                self.active -= 1
+
+    def _run(self, messages: list[ChatMessage]) -> dict[str, Any]:
         prompt = messages[-1].text or ""
         kind = "counterfactual" if "counterfactual questions" in prompt else "draft"
         with self._lock:

@@ -14,7 +14,8 @@ import math
 import threading
 import time
 from dataclasses import replace
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from typing import Any
 
 import numpy as np
@@ -100,37 +101,39 @@ def remaining(deadline: float | None, timeout_s: float | None) -> float | None:
     return left if timeout_s is None else min(left, timeout_s)
 
 
-def call_with_timeout(comp: Any, timeout_s: float | None, **kwargs: Any) -> dict[str, Any]:
+_EXCLUSIVE: dict[int, threading.Lock] = {}
+_EXCLUSIVE_GUARD = threading.Lock()
+
+
+def _exclusive_lock(comp: Any) -> threading.Lock:
+    with _EXCLUSIVE_GUARD:
+        return _EXCLUSIVE.setdefault(id(comp), threading.Lock())
+
+
+def call_with_timeout(comp: Any, timeout_s: float | None, *, exclusive: bool = False, **kwargs: Any) -> dict[str, Any]:
     """`comp.run(**kwargs)`, abandoned with CallTimeoutError after `timeout_s` seconds (None = no limit).
 
     The call runs in a daemon thread: a stalled call cannot be killed, but the caller moves
-    on and the process can still exit.
+    on and the process can still exit. `exclusive=True` (for models that are not
+    thread-safe) holds a per-component lock for the whole call, so an abandoned call that is
+    still running is never overlapped by the next exclusive call; time spent waiting for
+    the lock counts against `timeout_s`.
     """
     if timeout_s is None:
         return comp.run(**kwargs)
     if timeout_s <= 0:
         raise CallTimeoutError("no time left in the time budget")
-    box: dict[str, Any] = {}
-    done = threading.Event()
-    context = contextvars.copy_context()
-
-    def target() -> None:
-        try:
-            box["result"] = context.run(comp.run, **kwargs)
-        except BaseException as exc:  # noqa: BLE001  (re-raised in the caller's thread)
-            box["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=target, daemon=True, name="cfrag-call").start()
-    if not done.wait(timeout_s):
-        raise CallTimeoutError(f"no reply within {timeout_s:.3g} s; the call was abandoned")
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
+    future = _daemon_future(comp, kwargs, exclusive)
+    try:
+        return future.result(timeout=timeout_s)
+    except FutureTimeoutError as exc:
+        future.cancel()  # not started yet (waiting for the lock): it never will
+        raise CallTimeoutError(f"no reply within {timeout_s:.3g} s; the call was abandoned") from exc
 
 
-async def call_async_with_timeout(comp: Any, timeout_s: float | None, **kwargs: Any) -> dict[str, Any]:
+async def call_async_with_timeout(
+    comp: Any, timeout_s: float | None, *, exclusive: bool = False, **kwargs: Any
+) -> dict[str, Any]:
     """Async twin of `call_with_timeout`: `run_async` under `asyncio.wait_for`, or `run` in a daemon thread."""
     if timeout_s is None:
         return await run_async_or_thread(comp, **kwargs)
@@ -140,28 +143,28 @@ async def call_async_with_timeout(comp: Any, timeout_s: float | None, **kwargs: 
     if run_async is not None and inspect.iscoroutinefunction(run_async):
         awaitable: Any = run_async(**kwargs)
     else:
-        awaitable = asyncio.wrap_future(_daemon_future(comp, kwargs))
+        awaitable = asyncio.wrap_future(_daemon_future(comp, kwargs, exclusive))
     try:
         return await asyncio.wait_for(awaitable, timeout_s)
     except asyncio.TimeoutError as exc:
         raise CallTimeoutError(f"no reply within {timeout_s:.3g} s; the call was abandoned") from exc
 
 
-def _daemon_future(comp: Any, kwargs: dict[str, Any]) -> Any:
-    """A concurrent Future for `comp.run(**kwargs)` run in a daemon thread (not the loop's executor,
-    which the event loop would wait for on shutdown)."""
+def _daemon_future(comp: Any, kwargs: dict[str, Any], exclusive: bool) -> Future:
+    """A Future for `comp.run(**kwargs)` run in a daemon thread (not an executor, whose threads
+    the interpreter and the event loop wait for on shutdown)."""
     future: Future = Future()
     context = contextvars.copy_context()
+    lock = _exclusive_lock(comp) if exclusive else contextlib.nullcontext()
 
     def target() -> None:
-        try:
-            result = context.run(comp.run, **kwargs)
-        except BaseException as exc:  # noqa: BLE001
-            outcome, value = future.set_exception, exc
-        else:
-            outcome, value = future.set_result, result
-        with contextlib.suppress(InvalidStateError):  # cancelled: the caller gave up waiting
-            outcome(value)
+        with lock:
+            if not future.set_running_or_notify_cancel():
+                return  # the caller gave up while waiting for the lock
+            try:
+                future.set_result(context.run(comp.run, **kwargs))
+            except BaseException as exc:  # noqa: BLE001  (re-raised in the caller)
+                future.set_exception(exc)
 
     threading.Thread(target=target, daemon=True, name="cfrag-call").start()
     return future

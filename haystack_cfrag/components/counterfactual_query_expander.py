@@ -166,7 +166,9 @@ class CounterfactualQueryExpander:
         if n == 0:
             return _output(query, [], [])
         try:
-            reply = call_with_timeout(self.chat_generator, self.timeout_s, **self._call_kwargs(query, n)).get("replies")
+            reply = call_with_timeout(
+                self.chat_generator, self.timeout_s, exclusive=True, **self._call_kwargs(query, n)
+            ).get("replies")
             reply = reply or []
         except Exception as exc:  # noqa: BLE001  (a failing model call degrades, see class doc)
             return self._failed(query, exc)
@@ -184,7 +186,9 @@ class CounterfactualQueryExpander:
         if n == 0:
             return _output(query, [], [])
         try:
-            result = await call_async_with_timeout(self.chat_generator, self.timeout_s, **self._call_kwargs(query, n))
+            result = await call_async_with_timeout(
+                self.chat_generator, self.timeout_s, exclusive=True, **self._call_kwargs(query, n)
+            )
         except Exception as exc:  # noqa: BLE001
             return self._failed(query, exc)
         reply = result.get("replies") or []

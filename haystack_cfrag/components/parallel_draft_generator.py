@@ -46,7 +46,9 @@ class ParallelDraftGenerator:
     failed call gives a draft with `error` set and a warning, or raises with
     `raise_on_failure=True`. `timeout_s` abandons a call that does not answer in time and
     `time_budget_s` bounds all drafts together (calls not finished in it fail with a
-    timeout); an empty subset makes no call and gives a draft failed with "no evidence".
+    timeout); with `max_workers=1` an abandoned call that still runs is never overlapped by
+    the next one (the generator is assumed not thread-safe). An empty subset makes no call
+    and gives a draft failed with "no evidence".
 
     ### Usage example
     ```python
@@ -151,7 +153,10 @@ class ParallelDraftGenerator:
             async with limit:
                 try:
                     result = await call_async_with_timeout(
-                        self.chat_generator, remaining(deadline, self.timeout_s), **self._call_kwargs(query, docs)
+                        self.chat_generator,
+                        remaining(deadline, self.timeout_s),
+                        exclusive=self.max_workers == 1,
+                        **self._call_kwargs(query, docs),
                     )
                 except Exception as exc:  # noqa: BLE001  (recorded on the draft, see class doc)
                     return self._failed(index, docs, exc)
@@ -181,7 +186,10 @@ class ParallelDraftGenerator:
             return self._no_evidence(index)
         try:
             result = call_with_timeout(
-                self.chat_generator, remaining(deadline, self.timeout_s), **self._call_kwargs(query, docs)
+                self.chat_generator,
+                remaining(deadline, self.timeout_s),
+                exclusive=self.max_workers == 1,
+                **self._call_kwargs(query, docs),
             )
         except Exception as exc:  # noqa: BLE001  (recorded on the draft, see class doc)
             return self._failed(index, docs, exc)

@@ -462,3 +462,19 @@ def test_cfrag_ask_shows_the_degradations():
     out = verify_rag(faulty("exception", on="counterfactual")).run(query=dk.QUESTION, documents=embedded_docs())
     text = format_trace(out["trace"])
     assert "Degraded: counterfactuals: generator failed (error RuntimeError(" in text
+
+
+@pytest.mark.parametrize("run_async", [False, True], ids=["run", "run_async"])
+def test_an_abandoned_call_is_never_overlapped_on_a_single_worker_generator(run_async):
+    # max_workers=1 means "not thread-safe" (llama.cpp in-process): the next call must wait
+    # for the abandoned one to return instead of running beside it
+    gen = faulty("stall", on="draft", calls=[0], stall_s=0.6)
+    drafter = ParallelDraftGenerator(chat_generator=gen, max_workers=1, timeout_s=0.4)
+    subsets = [[d] for d in embedded_docs()[:3]]
+    if run_async:
+        drafts = asyncio.run(drafter.run_async(query=dk.QUESTION, subsets=subsets))["drafts"]
+    else:
+        drafts = drafter.run(query=dk.QUESTION, subsets=subsets)["drafts"]
+    time.sleep(0.7)  # let every abandoned call finish before counting
+    assert "no reply within" in drafts[0].error
+    assert gen.max_active == 1
