@@ -49,6 +49,7 @@ def build(store, text_embedder, generator):
     pipe.add_component("ranker", CausalArbitrationRanker(text_embedder=text_embedder))
     pipe.connect("joiner.answers", "ranker.answers")
     pipe.connect("expander.counterfactuals", "ranker.counterfactuals")
+    pipe.connect("expander.degradations", "ranker.degradations")  # shown in trace["degradations"]
     return pipe
 
 
