@@ -270,5 +270,9 @@ def format_cost(result: Any, indent: str = "") -> str:
             f"completion tokens, {llm['seconds']:.2f} s")
 
 
+from haystack_cfrag.cli_serve import serve  # noqa: E402  (serving lives in its own module)
+
+main.add_command(serve)
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
