@@ -160,7 +160,20 @@ def question_from_messages(messages: Any) -> str:
 class CFRAGService:
     """Models, store and built pipelines of one served process."""
 
-    def __init__(self, config: ServingConfig, *, store: Any | None = None) -> None:
+    def __init__(
+        self,
+        config: ServingConfig,
+        *,
+        store: Any | None = None,
+        chat_generator: Any | None = None,
+        text_embedder: Any | None = None,
+        allowed_modules: list[str] | None = None,
+    ) -> None:
+        """
+        :param config: models, store and generator (see `ServingConfig.from_env`).
+        :param store, chat_generator, text_embedder: ready instances instead of the config's (tests).
+        :param allowed_modules: extra trusted modules for the pipeline files (your own components).
+        """
         from haystack.document_stores.in_memory import InMemoryDocumentStore  # noqa: PLC0415
         from haystack.document_stores.types import DuplicatePolicy  # noqa: PLC0415
 
@@ -176,7 +189,7 @@ class CFRAGService:
             # (`cfrag serve --yaml`) read the same documents through `index: <store_index>`
             store = InMemoryDocumentStore(index=config.store_index, embedding_similarity_function="cosine")
             store.write_documents(loaded.filter_documents(), policy=DuplicatePolicy.OVERWRITE)
-        generator = config.mock_generator() if config.generator == "mock" else None
+        generator = chat_generator or (config.mock_generator() if config.generator == "mock" else None)
         self.runtime = Runtime(
             store=store,
             llm=config.llm,
@@ -185,6 +198,8 @@ class CFRAGService:
             device=config.device,
             max_tokens=config.max_tokens,
             chat_generator=generator,
+            text_embedder=text_embedder,
+            allowed_modules=allowed_modules,
         )
         self.runtime.warm_up()
         # in-process models are not thread-safe; the mock and servers (openai:) are
@@ -231,11 +246,12 @@ class CFRAGService:
                 with self._run_lock:
                     out = pipe.run(data)
         except Exception as exc:  # a model or component failure the components did not absorb
-            logger.warning("CF-RAG service: pipeline {name} failed: {error}", name=name, error=repr(exc))
+            logger.warning("CF-RAG service: pipeline {pipeline} failed: {error}", pipeline=name, error=repr(exc))
             raise PipelineFailedError(f"The pipeline '{name}' failed: {exc}") from exc
         seconds = time.perf_counter() - start
         answer, trace, documents = _read_outputs(out)
-        return build_response(name, question, answer, trace, documents, out, seconds)
+        wanted_counterfactuals = checked.get("n_counterfactuals") != 0
+        return build_response(name, question, answer, trace, documents, out, seconds, wanted_counterfactuals)
 
 
 def build_response(
@@ -246,6 +262,7 @@ def build_response(
     documents: list[dict[str, Any]],
     out: dict[str, Any],
     seconds: float,
+    wanted_counterfactuals: bool = True,
 ) -> dict[str, Any]:
     """The JSON answer: the answer, ranked alternatives, the trace, and whether it is degraded."""
     alternatives = []
@@ -268,8 +285,7 @@ def build_response(
         failed = [d for d in trace.get("drafts", []) if d.get("error")]
         if failed:
             warnings.append(f"{len(failed)} of {len(trace.get('drafts', []))} drafts failed")
-        details = trace.get("counterfactual_details")
-        if name != "standard_rag" and not trace.get("counterfactuals") and details is not None:
+        if wanted_counterfactuals and not trace.get("counterfactuals"):
             warnings.append("no counterfactual was generated: arbitration ran on the original question only")
     return {
         "pipeline": name,
