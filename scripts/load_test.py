@@ -6,11 +6,11 @@ threads, then prints throughput, p50/p95 latency, counts by HTTP status, degrade
 and the server's resident memory before and after (from /proc of the hayhooks process).
 
     # start a server itself (cfrag serve ARGS), mock generator: the framework ceiling
-    python scripts/load_test.py --serve "--mock" --requests 200 --concurrency 1,4,16
+    python scripts/load_test.py --serve="--mock" --requests 200 --concurrency 1,4,16
     # 10% injected model failures, 500 requests at concurrency 16
-    python scripts/load_test.py --serve "--mock --mock-failure-rate 0.1" --requests 500 --concurrency 16
+    python scripts/load_test.py --serve="--mock --mock-failure-rate 0.1" --requests 500 --concurrency 16
     # the real embedded models, a few requests
-    python scripts/load_test.py --serve "--pipeline cf_rag_fast" --pipeline cf_rag_fast --requests 4 --concurrency 1,4
+    python scripts/load_test.py --serve="--pipeline cf_rag_fast" --pipeline cf_rag_fast --requests 4 --concurrency 1,4
     # or an already running server (RSS needs its pid)
     python scripts/load_test.py --url http://127.0.0.1:1416 --pid 12345 --requests 100
 """
@@ -21,7 +21,6 @@ import argparse
 import contextlib
 import json
 import shlex
-import statistics
 import sys
 import threading
 import time
@@ -127,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--url", help="A running server, e.g. http://127.0.0.1:1416.")
-    source.add_argument("--serve", help="Start `cfrag serve` with these arguments (quoted), e.g. \"--mock\".")
+    source.add_argument("--serve", help="Start `cfrag serve` with these arguments, written --serve=\"--mock ...\".")
     parser.add_argument("--pid", type=int, default=None, help="The server's pid, for RSS (with --url).")
     parser.add_argument("--pipeline", default="cf_rag")
     parser.add_argument("--requests", default="100", help="Requests per level, or one number per level: 4,4.")

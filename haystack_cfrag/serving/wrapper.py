@@ -14,10 +14,10 @@ from collections.abc import Generator
 from typing import Annotated, Any
 
 from fastapi import HTTPException
+from hayhooks import BasePipelineWrapper
 from haystack.dataclasses import StreamingChunk
 from pydantic import AfterValidator, Field
 
-from hayhooks import BasePipelineWrapper
 from haystack_cfrag.serving.service import (
     MAX_QUESTION_CHARS,
     PipelineFailedError,

@@ -171,7 +171,7 @@ def reply_for(prompt: str) -> str:
     if "counterfactual questions" in prompt:
         return _counterfactual_reply(prompt)
     if "Drafts (best score first):" in prompt:
-        first = re.search(r"^\s*1\.\s*Answer:\s*(.*?)\s*\|", prompt, flags=re.M)
+        first = re.search(r"^\s*1\.\s*Answer:\s*(.*?)\s*\|", prompt, flags=re.MULTILINE)
         answer = first.group(1) if first else "unknown"
         return f"Answer: {answer}\nRationale: the highest-scoring draft."
     answer, cited = _answer_from_evidence(prompt)

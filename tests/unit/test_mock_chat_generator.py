@@ -10,7 +10,13 @@ from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
 from haystack_cfrag.core.replies import parse_draft_reply
-from haystack_cfrag.prompts import COUNTERFACTUAL_PROMPT, DRAFT_PROMPT, SYNTHESIS_PROMPT, render_drafts, render_evidence
+from haystack_cfrag.prompts import (
+    COUNTERFACTUAL_PROMPT,
+    DRAFT_PROMPT,
+    SYNTHESIS_PROMPT,
+    render_drafts,
+    render_evidence,
+)
 from haystack_cfrag.testing import MockChatGenerator
 from haystack_cfrag.testing.mock_chat_generator import InjectedFailureError
 
