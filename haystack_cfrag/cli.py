@@ -276,8 +276,10 @@ def format_cost(result: Any, indent: str = "") -> str:
 def _register_subcommands() -> None:
     """Commands kept in their own modules (evaluation, serving)."""
     from haystack_cfrag.cli_eval import eval_command  # noqa: PLC0415
+    from haystack_cfrag.cli_serve import serve  # noqa: PLC0415
 
     main.add_command(eval_command)
+    main.add_command(serve)
 
 
 _register_subcommands()

@@ -1,0 +1,13 @@
+"""Serving CF-RAG over HTTP with Hayhooks (REST, OpenAI-compatible chat, MCP).
+
+- `service`: the process-wide `CFRAGService` (models and store from `CFRAG_*` environment
+  variables, one pipeline per file, request validation, degraded answers).
+- `wrapper`: `CFRAGPipelineWrapper`, the Hayhooks `BasePipelineWrapper` behind
+  `/<pipeline>/run`, `/v1/chat/completions` and the MCP tool.
+- `pipelines/`: a Hayhooks pipelines directory (`hayhooks run --pipelines-dir …`), one
+  wrapper folder per shipped pipeline.
+- `deploy`: writes a deploy directory for `cfrag serve` (wrappers, and the shipped YAML files
+  made deployable as Hayhooks YAML pipelines).
+
+See docs/serving.md.
+"""

@@ -1,0 +1,320 @@
+"""The CF-RAG service behind the Hayhooks wrappers: configuration, validation, answers.
+
+One `CFRAGService` per process (`get_service()`), configured from environment variables
+(`ServingConfig.from_env`), holds a `haystack_cfrag.runtime.Runtime` (models loaded once,
+shared by every pipeline) and builds each pipeline file once. The per-request parameters
+N, K, M and λ are run-time inputs of the components, so they never rebuild a pipeline.
+
+In-process models (llama.cpp, local transformers) are not thread-safe: requests then run one
+at a time (a lock). The mock generator and OpenAI-compatible servers run requests concurrently.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from haystack import logging
+
+from haystack_cfrag import models
+
+logger = logging.getLogger(__name__)
+
+PIPELINES = ("cf_rag", "cf_rag_fast", "standard_rag")
+MAX_QUESTION_CHARS = 2000
+
+# request parameter → (component, run-time socket), with its allowed range
+RUN_PARAMETERS: dict[str, tuple[str, str]] = {
+    "n_counterfactuals": ("expander", "n_counterfactuals"),
+    "n_clusters": ("stratifier", "n_clusters"),
+    "n_subsets": ("stratifier", "n_subsets"),
+    "causal_weight": ("ranker", "causal_weight"),
+}
+RANGES: dict[str, tuple[type, float, float]] = {
+    "n_counterfactuals": (int, 0, 10),
+    "n_clusters": (int, 1, 20),
+    "n_subsets": (int, 1, 20),
+    "causal_weight": (float, 0.0, 1.0),
+}
+
+
+class RequestError(ValueError):
+    """A request the service refuses (the caller's mistake): HTTP 422."""
+
+
+class PipelineFailedError(RuntimeError):
+    """The pipeline raised while answering: HTTP 503 with the reason."""
+
+
+def _env_float(env: dict[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number, got {raw!r}.") from exc
+
+
+@dataclass(frozen=True)
+class ServingConfig:
+    """What the served process runs; every field has an environment variable (see `from_env`)."""
+
+    llm: str = models.EMBEDDED_LLM
+    embedder: str = models.EMBEDDED_EMBEDDER
+    scorer: str | None = None
+    store: str | None = None
+    generator: str = "model"  # "model" (the llm spec) or "mock" (MockChatGenerator)
+    mock_failure_rate: float = 0.0
+    mock_delay_s: float = 0.0
+    mock_seed: int = 0
+    max_tokens: int = 256
+    device: str | None = None
+    store_index: str = "cfrag"
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> ServingConfig:
+        """CFRAG_LLM, CFRAG_EMBEDDER, CFRAG_SCORER, CFRAG_STORE, CFRAG_GENERATOR (model|mock),
+        CFRAG_MOCK_FAILURE_RATE, CFRAG_MOCK_DELAY_S, CFRAG_MOCK_SEED, CFRAG_MAX_TOKENS, CFRAG_DEVICE,
+        CFRAG_STORE_INDEX."""
+        env = dict(os.environ if env is None else env)
+        generator = env.get("CFRAG_GENERATOR", "model").strip().lower() or "model"
+        if generator not in ("model", "mock"):
+            raise ValueError(f"CFRAG_GENERATOR must be 'model' or 'mock', got {generator!r}.")
+        return cls(
+            llm=env.get("CFRAG_LLM") or models.EMBEDDED_LLM,
+            embedder=env.get("CFRAG_EMBEDDER") or models.EMBEDDED_EMBEDDER,
+            scorer=env.get("CFRAG_SCORER") or None,
+            store=env.get("CFRAG_STORE") or None,
+            generator=generator,
+            mock_failure_rate=_env_float(env, "CFRAG_MOCK_FAILURE_RATE", 0.0),
+            mock_delay_s=_env_float(env, "CFRAG_MOCK_DELAY_S", 0.0),
+            mock_seed=int(_env_float(env, "CFRAG_MOCK_SEED", 0)),
+            max_tokens=int(_env_float(env, "CFRAG_MAX_TOKENS", 256)),
+            device=env.get("CFRAG_DEVICE") or None,
+            store_index=env.get("CFRAG_STORE_INDEX") or "cfrag",
+        )
+
+    def mock_generator(self) -> Any:
+        """The MockChatGenerator this configuration asks for."""
+        from haystack_cfrag.testing import MockChatGenerator  # noqa: PLC0415
+
+        return MockChatGenerator(
+            failure_rate=self.mock_failure_rate, delay_s=self.mock_delay_s, seed=self.mock_seed
+        )
+
+
+# ---------------------------------------------------------------- validation
+def validate_question(question: Any) -> str:
+    """The question, stripped; RequestError when it is not a non-empty string of at most 2000 characters."""
+    if not isinstance(question, str):
+        raise RequestError(f"'question' must be a string, got {type(question).__name__}.")
+    text = question.strip()
+    if not text:
+        raise RequestError("'question' is empty.")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise RequestError(f"'question' is longer than {MAX_QUESTION_CHARS} characters ({len(text)}).")
+    return text
+
+
+def validate_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters that are set, checked against RANGES; RequestError names the first bad one."""
+    out: dict[str, Any] = {}
+    for name, value in params.items():
+        if name not in RANGES:
+            raise RequestError(f"Unknown parameter '{name}' (known: {', '.join(RANGES)}).")
+        if value is None:
+            continue
+        kind, low, high = RANGES[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise RequestError(f"'{name}' must be a number, got {type(value).__name__}.")
+        if kind is int and (isinstance(value, float) and not value.is_integer()):
+            raise RequestError(f"'{name}' must be an integer, got {value!r}.")
+        if not math.isfinite(value) or not low <= value <= high:
+            raise RequestError(f"'{name}' must be in [{low}, {high}], got {value!r}.")
+        out[name] = int(value) if kind is int else float(value)
+    return out
+
+
+def question_from_messages(messages: Any) -> str:
+    """The text of the last user message of an OpenAI-style message list (RequestError if there is none)."""
+    if not isinstance(messages, list) or not messages:
+        raise RequestError("'messages' must be a non-empty list.")
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):  # content parts: [{"type": "text", "text": "…"}, …]
+                content = " ".join(
+                    str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text"
+                )
+            return validate_question(content)
+    raise RequestError("'messages' holds no user message.")
+
+
+# ---------------------------------------------------------------- the service
+class CFRAGService:
+    """Models, store and built pipelines of one served process."""
+
+    def __init__(
+        self,
+        config: ServingConfig,
+        *,
+        store: Any | None = None,
+        chat_generator: Any | None = None,
+        text_embedder: Any | None = None,
+        allowed_modules: list[str] | None = None,
+    ) -> None:
+        """
+        :param config: models, store and generator (see `ServingConfig.from_env`).
+        :param store, chat_generator, text_embedder: ready instances instead of the config's (tests).
+        :param allowed_modules: extra trusted modules for the pipeline files (your own components).
+        """
+        from haystack.document_stores.in_memory import InMemoryDocumentStore  # noqa: PLC0415
+        from haystack.document_stores.types import DuplicatePolicy  # noqa: PLC0415
+
+        from haystack_cfrag.runtime import Runtime  # noqa: PLC0415
+        from haystack_cfrag.store import open_model_store  # noqa: PLC0415
+
+        self.config = config
+        start = time.perf_counter()
+        if store is None:
+            loaded = open_model_store(Path(config.store) if config.store else None, config.embedder,
+                                      device=config.device)
+            # one named in-memory index: YAML pipelines deployed in the same process
+            # (`cfrag serve --yaml`) read the same documents through `index: <store_index>`
+            store = InMemoryDocumentStore(index=config.store_index, embedding_similarity_function="cosine")
+            store.write_documents(loaded.filter_documents(), policy=DuplicatePolicy.OVERWRITE)
+        generator = chat_generator or (config.mock_generator() if config.generator == "mock" else None)
+        self.runtime = Runtime(
+            store=store,
+            llm=config.llm,
+            embedder=config.embedder,
+            scorer=config.scorer,
+            device=config.device,
+            max_tokens=config.max_tokens,
+            chat_generator=generator,
+            text_embedder=text_embedder,
+            allowed_modules=allowed_modules,
+        )
+        self.runtime.warm_up()
+        # in-process models are not thread-safe; the mock and servers (openai:) are
+        self._run_lock: threading.Lock | None = threading.Lock() if self.runtime.sequential else None
+        self._build_lock = threading.Lock()
+        self._pipelines: dict[str, Any] = {}
+        logger.info(
+            "CF-RAG service ready: {n} documents, generator {gen}, in {s:.1f} s",
+            n=store.count_documents(),
+            gen="mock" if generator is not None else config.llm,
+            s=time.perf_counter() - start,
+        )
+
+    def pipeline(self, name: str) -> Any:
+        """The warmed pipeline of a shipped pipeline name, built on first use."""
+        if name not in PIPELINES:
+            raise RequestError(f"Unknown pipeline '{name}' (served: {', '.join(PIPELINES)}).")
+        with self._build_lock:
+            if name not in self._pipelines:
+                pipe = self.runtime.pipeline(name)
+                pipe.warm_up()
+                self._pipelines[name] = pipe
+            return self._pipelines[name]
+
+    def answer(self, name: str, question: Any, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Answer one question; RequestError for bad input, PipelineFailedError when the pipeline raises."""
+        from haystack_cfrag.pipelines import pipeline_inputs  # noqa: PLC0415
+        from haystack_cfrag.runtime import _read_outputs, pipeline_path  # noqa: PLC0415
+
+        question = validate_question(question)
+        checked = validate_params(dict(params or {}))
+        pipe = self.pipeline(name)
+        data = pipeline_inputs(pipeline_path(name), query=question)
+        components = {n for n, _ in pipe.walk()}
+        for key, value in checked.items():
+            comp, socket = RUN_PARAMETERS[key]
+            if comp in components:
+                data.setdefault(comp, {})[socket] = value
+        start = time.perf_counter()
+        try:
+            if self._run_lock is None:
+                out = pipe.run(data)
+            else:
+                with self._run_lock:
+                    out = pipe.run(data)
+        except Exception as exc:  # a model or component failure the components did not absorb
+            logger.warning("CF-RAG service: pipeline {pipeline} failed: {error}", pipeline=name, error=repr(exc))
+            raise PipelineFailedError(f"The pipeline '{name}' failed: {exc}") from exc
+        seconds = time.perf_counter() - start
+        answer, trace, documents = _read_outputs(out)
+        wanted_counterfactuals = checked.get("n_counterfactuals") != 0
+        return build_response(name, question, answer, trace, documents, out, seconds, wanted_counterfactuals)
+
+
+def build_response(
+    name: str,
+    question: str,
+    answer: str,
+    trace: dict[str, Any] | None,
+    documents: list[dict[str, Any]],
+    out: dict[str, Any],
+    seconds: float,
+    wanted_counterfactuals: bool = True,
+) -> dict[str, Any]:
+    """The JSON answer: the answer, ranked alternatives, the trace, and whether it is degraded."""
+    alternatives = []
+    for ans in (out.get("ranker") or {}).get("answers") or []:
+        scores = ans.meta.get("cfrag_scores") or {}
+        alternatives.append(
+            {
+                "answer": ans.data,
+                "psi": scores.get("psi"),
+                "draft": ans.meta.get("cfrag_draft_index"),
+                "decision": ans.meta.get("cfrag_decision"),
+                "rationale": ans.meta.get("rationale"),
+                "documents": [d.id for d in ans.documents or []],
+            }
+        )
+    warnings = []
+    if not answer:
+        warnings.append("no answer: every draft failed or no evidence was found")
+    if trace:
+        failed = [d for d in trace.get("drafts", []) if d.get("error")]
+        if failed:
+            warnings.append(f"{len(failed)} of {len(trace.get('drafts', []))} drafts failed")
+        if wanted_counterfactuals and not trace.get("counterfactuals"):
+            warnings.append("no counterfactual was generated: arbitration ran on the original question only")
+    return {
+        "pipeline": name,
+        "question": question,
+        "answer": answer,
+        "degraded": bool(warnings),
+        "warnings": warnings,
+        "alternatives": alternatives,
+        "documents": documents,
+        "seconds": round(seconds, 3),
+        "trace": trace,
+    }
+
+
+_SERVICE: CFRAGService | None = None
+_SERVICE_LOCK = threading.Lock()
+
+
+def get_service() -> CFRAGService:
+    """The process-wide service (built from the environment on first call; wrappers share it)."""
+    global _SERVICE  # noqa: PLW0603
+    with _SERVICE_LOCK:
+        if _SERVICE is None:
+            _SERVICE = CFRAGService(ServingConfig.from_env())
+        return _SERVICE
+
+
+def reset_service() -> None:
+    """Forget the process-wide service (tests)."""
+    global _SERVICE  # noqa: PLW0603
+    with _SERVICE_LOCK:
+        _SERVICE = None

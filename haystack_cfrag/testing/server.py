@@ -1,0 +1,142 @@
+"""Start `cfrag serve` as a child process for tests and load runs, wait until it is ready, always stop it.
+
+```python
+from haystack_cfrag.testing.server import served
+with served(["--mock"], expect=["cf_rag"]) as server:
+    print(server.url, server.rss())
+```
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Server:
+    """A running `cfrag serve`."""
+
+    url: str
+    process: subprocess.Popen
+    log: Path
+    mcp_url: str | None = None
+
+    def status(self) -> dict:
+        """GET /status."""
+        with urllib.request.urlopen(f"{self.url}/status", timeout=5) as response:  # noqa: S310  (local URL)
+            return json.load(response)
+
+    def hayhooks_pid(self) -> int | None:
+        """The pid of the hayhooks server process (a child of `cfrag serve`)."""
+        try:
+            import psutil  # noqa: PLC0415
+        except ImportError:
+            return None
+        for child in psutil.Process(self.process.pid).children(recursive=True):
+            if "hayhooks_cli" in " ".join(child.cmdline()) and " mcp " not in " ".join(child.cmdline()):
+                return child.pid
+        return None
+
+    def rss(self) -> int | None:
+        """Resident memory of the hayhooks server process in bytes (from /proc), or None."""
+        pid = self.hayhooks_pid()
+        if pid is None:
+            return None
+        with open(f"/proc/{pid}/status", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return None
+
+
+@contextlib.contextmanager
+def served(
+    args: list[str],
+    *,
+    expect: list[str],
+    port: int | None = None,
+    mcp_port: int | None = None,
+    timeout: float = 300.0,
+    log: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[Server]:
+    """Run `cfrag serve ARGS` on 127.0.0.1 until every pipeline in `expect` is deployed; stop it on exit.
+
+    The server runs in its own process group, which is terminated (then killed) on exit, so no
+    hayhooks process outlives the block, even when the block raises.
+    """
+    port = port or free_port()
+    command = [sys.executable, "-m", "haystack_cfrag.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
+    if mcp_port:
+        command += ["--mcp", "--mcp-port", str(mcp_port)]
+    log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"cfrag-serve-{port}.log"
+    child_env = {**os.environ, "HAYSTACK_TELEMETRY_ENABLED": "False", **(env or {})}
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=child_env,  # noqa: S603
+                                   start_new_session=True)
+    server = Server(url=f"http://127.0.0.1:{port}", process=process, log=log,
+                    mcp_url=f"http://127.0.0.1:{mcp_port}" if mcp_port else None)
+    try:
+        _wait_ready(server, expect, timeout)
+        yield server
+    finally:
+        _stop(process)
+
+
+def _wait_ready(server: Server, expect: list[str], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"cfrag serve exited with {server.process.returncode}:\n{_tail(server.log)}")
+        try:
+            deployed = set(server.status().get("pipelines", []))
+        except OSError:
+            deployed = set()
+        if set(expect) <= deployed:
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"cfrag serve was not ready in {timeout:.0f} s:\n{_tail(server.log)}")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """SIGTERM the process group (cfrag serve stops its hayhooks children), then SIGKILL what is left."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=20)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(process.pid, 0)  # is any process of the group left?
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=5)
+
+
+def _tail(path: Path, n: int = 4000) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[-n:]
+    except OSError:
+        return ""
