@@ -41,6 +41,8 @@ def _rewrite(data: Any, config: ServingConfig, generator: dict[str, Any] | None)
         if kind and "init_parameters" in data:
             if generator is not None and kind.endswith("ChatGenerator"):
                 return generator
+            if kind.endswith("TextEmbedder") and "model" in data["init_parameters"]:
+                return {**data, "init_parameters": {**data["init_parameters"], "model": config.embedder}}
             if kind.endswith("InMemoryDocumentStore"):
                 params = {**data["init_parameters"], "index": config.store_index}
                 return {**data, "init_parameters": params}

@@ -164,7 +164,7 @@ def wrapper(svc, name="cf_rag"):
 
 
 def test_wrapper_run_api_and_http_errors(mock_service):
-    from fastapi import HTTPException
+    HTTPException = pytest.importorskip("fastapi").HTTPException  # the serve extra
 
     w = wrapper(mock_service)
     assert w.run_api(question=dk.QUESTION, n_subsets=2)["answer"]
@@ -178,7 +178,7 @@ def test_wrapper_run_api_and_http_errors(mock_service):
 
 
 def test_wrapper_chat_completion_plain_and_streamed(mock_service):
-    from fastapi import HTTPException
+    HTTPException = pytest.importorskip("fastapi").HTTPException  # the serve extra
 
     w = wrapper(mock_service)
     messages = [{"role": "user", "content": dk.QUESTION}]
