@@ -39,7 +39,7 @@ Evidence:
 Question: {query}
 
 Reply in this format:
-Answer: <the short answer only: a name, a date, a number, yes/no or a short phrase>
+Answer: <the short answer only>
 Rationale: <one or two sentences on why>
 Key evidence: <the numbers of the passages you used, e.g. [1], [3]>
 Conflicts: <any evidence that disagrees, or "none">"""
