@@ -154,6 +154,21 @@ def save_document_store(store: Any, spec: str | os.PathLike[str] | StoreSpec) ->
             os.replace(tmp.with_suffix(suffix), base.with_suffix(suffix))
 
 
+def close_document_store(store: Any) -> None:
+    """Release what a store holds open: a Qdrant client (local mode locks its folder), a Postgres connection."""
+    client = getattr(store, "_client", None)  # qdrant-haystack
+    if client is not None and hasattr(client, "close"):
+        client.close()
+        store._client = None
+    conn = getattr(store, "_connection", None)  # pgvector-haystack (sync connection)
+    if conn is not None:
+        try:
+            conn.close()
+        except Exception:  # noqa: BLE001  (closing is best effort)
+            logger.debug("Could not close the store's connection")
+        store._connection = None
+
+
 def _open_memory(path: Path, create: bool) -> Any:
     from haystack.document_stores.in_memory import InMemoryDocumentStore  # noqa: PLC0415
 
@@ -214,8 +229,8 @@ def _open_pgvector(s: StoreSpec, embedding_dim: int | None, create: bool) -> Any
 
     secret = pg_secret(s.location)
     if not create and not _pg_table_exists(secret.resolve_value(), s.name):
-        raise FileNotFoundError(f"No table '{s.name}' in {_redact(secret.resolve_value())}: create it with "
-                                f"`cfrag index FILES --store {_redact(str(s))}`.")
+        raise FileNotFoundError(f"No table '{s.name}' in {redact(secret.resolve_value())}: create it with "
+                                f"`cfrag index FILES --store {redact(str(s))}`.")
     if create and embedding_dim is None:
         raise ValueError("A new pgvector table needs embedding_dim.")
     return PgvectorDocumentStore(
@@ -278,6 +293,6 @@ def _qdrant_dim(where: dict[str, Any], name: str) -> int | None:
         client.close()
 
 
-def _redact(text: str) -> str:
+def redact(text: str) -> str:
     """A URL with its password replaced by ***."""
     return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", text)
