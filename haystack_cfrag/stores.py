@@ -216,25 +216,38 @@ def pg_secret(url: str) -> Any:
     return Secret.from_env_var(var)
 
 
-def _pg_table_exists(url: str, table: str) -> bool:
+def _pg_table_dim(url: str, table: str) -> int | None:
+    """The `embedding` column's dimension of an existing table; None when the table does not exist."""
     import psycopg  # noqa: PLC0415
 
     with psycopg.connect(url) as conn:
-        row = conn.execute("SELECT to_regclass(%s)", (f"public.{table}",)).fetchone()
-    return row is not None and row[0] is not None
+        row = conn.execute("SELECT to_regclass(%s)::text", (f"public.{table}",)).fetchone()
+        if row is None or row[0] is None:
+            return None
+        dim = conn.execute(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = 'embedding'",
+            (f"public.{table}",),
+        ).fetchone()
+    return int(dim[0]) if dim and dim[0] and dim[0] > 0 else 0
 
 
 def _open_pgvector(s: StoreSpec, embedding_dim: int | None, create: bool) -> Any:
     from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore  # noqa: PLC0415
 
     secret = pg_secret(s.location)
-    if not create and not _pg_table_exists(secret.resolve_value(), s.name):
-        raise FileNotFoundError(f"No table '{s.name}' in {redact(secret.resolve_value())}: create it with "
+    url = secret.resolve_value()
+    existing = _pg_table_dim(url, s.name)
+    if existing is None and not create:
+        raise FileNotFoundError(f"No table '{s.name}' in {redact(url)}: create it with "
                                 f"`cfrag index FILES --store {redact(str(s))}`.")
-    if create and embedding_dim is None:
+    if existing:
+        if embedding_dim and embedding_dim != existing:
+            raise ValueError(f"Table '{s.name}' holds {existing}-dimensional embeddings, not {embedding_dim}.")
+        embedding_dim = existing
+    if embedding_dim is None:
         raise ValueError("A new pgvector table needs embedding_dim.")
     return PgvectorDocumentStore(
-        connection_string=secret, table_name=s.name, embedding_dimension=embedding_dim or 768,
+        connection_string=secret, table_name=s.name, embedding_dimension=embedding_dim,
         vector_function="cosine_similarity", create_extension=create,
     )
 
