@@ -36,6 +36,7 @@ PARAMETER_TARGETS = {
     "random_state": ("stratifier", "random_state"),
     "causal_weight": ("ranker", "causal_weight"),
     "top_k": ("retriever", "top_k"),
+    "draft_workers": ("drafter", "max_workers"),  # > 1 only with a model server (ignored in-process)
 }
 
 
