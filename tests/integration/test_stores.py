@@ -1,5 +1,7 @@
 """Store specs over real FAISS and Qdrant (local mode) stores, with the deterministic fake models.
 
+Integration, not unit: they need the `stores` extra (the Haystack 2.x unit-test venv has only `test`).
+
 pgvector needs a server: tests/integration/test_pgvector.py starts one.
 """
 
