@@ -252,3 +252,17 @@ def test_cli_index_and_ask_take_store_specs(tmp_path, monkeypatch):
             assert f"store has {len(dk.documents())}" in result.output
     result = runner.invoke(main, ["ask", dk.QUESTION, "--store", f"faiss:{tmp_path / 'missing'}"])
     assert result.exit_code != 0 and "cfrag index" in result.output
+
+
+def test_example4_runs_cf_rag_over_faiss_and_qdrant(tmp_path):
+    from tests.unit.test_examples import load
+
+    mod = load("04_stores.py")
+    docs = embedded_docs()
+    for spec in (f"faiss:{tmp_path / 'demo'}", f"qdrant:{tmp_path / 'q'}#demo"):
+        store = mod.copy_into(spec, docs)
+        answer, trace = mod.ask(mod.build(store, HashingTextEmbedder(), reader(), "cf_rag",
+                                          allowed_modules=["tests"]), dk.QUESTION)
+        assert answer == "Christian Bale" and trace["drafts"]
+        assert store.count_documents() == len(docs)
+        close_document_store(store)
