@@ -249,6 +249,8 @@ def _open_pgvector(s: StoreSpec, embedding_dim: int | None, create: bool) -> Any
     return PgvectorDocumentStore(
         connection_string=secret, table_name=s.name, embedding_dimension=embedding_dim,
         vector_function="cosine_similarity", create_extension=create,
+        # index names are per schema: name them after the table so that tables can share a database
+        keyword_index_name=f"{s.name}_keyword_index", hnsw_index_name=f"{s.name}_hnsw_index",
     )
 
 

@@ -66,6 +66,8 @@ def main() -> None:
     parser.add_argument("--synthetic", type=int, default=20000)
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument("--qdrant-url", default=None, help="Also time a Qdrant server (e.g. http://localhost:6333).")
+    parser.add_argument("--only", default="", help="Comma-separated store labels to time (memory,faiss,pgvector,qdrant).")
+    parser.add_argument("--no-demo", action="store_true", help="Skip the demo corpus (time only the synthetic one).")
     args = parser.parse_args()
 
     import pgserver  # noqa: PLC0415
@@ -89,7 +91,7 @@ def main() -> None:
         print(f"query embedding (all-MiniLM-L6-v2, CPU): {ms(embed_s)} ms per query\n")
 
         rng = np.random.default_rng(0)
-        corpora = [("demo", demo, vectors)]
+        corpora = [] if args.no_demo else [("demo", demo, vectors)]
         if args.synthetic:
             mat = rng.standard_normal((args.synthetic, 384)).astype("float32")
             mat /= np.linalg.norm(mat, axis=1, keepdims=True)
@@ -104,8 +106,10 @@ def main() -> None:
             if args.qdrant_url:
                 specs.append(f"qdrant:{args.qdrant_url}#{tag}")
             for spec in specs:
-                write, per_query, kind = time_store(spec, docs, qs)
                 label = spec.split(":")[0] if ":" in spec else "memory"
+                if args.only and label not in args.only.split(","):
+                    continue
+                write, per_query, kind = time_store(spec, docs, qs)
                 label += " HNSW32" if spec.endswith("#HNSW32") else ""
                 print(f"| {name} | {label} ({kind}) | {len(docs)} | {write} | {per_query} |", flush=True)
     finally:

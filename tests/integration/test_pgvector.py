@@ -63,3 +63,12 @@ def test_load_pipeline_override_serialises_the_url_by_name_only(pg_url):
                     "drafter": {"query": dk.QUESTION}, "ranker": {"query": dk.QUESTION}})
     assert out["ranker"]["answer"] == "Christian Bale"
     assert all(d.embedding is not None for a in out["ranker"]["answers"] for d in a.documents)
+
+
+def test_two_tables_share_one_database(pg_url):
+    index(pg_url, "first")
+    index(pg_url, "second")  # the default index names would collide ("haystack_keyword_index")
+    for table in ("first", "second"):
+        store = open_document_store(f"pgvector:{pg_url}#{table}")
+        assert store.count_documents() == len(dk.documents())
+        close_document_store(store)
