@@ -21,7 +21,7 @@ def build(store, text_embedder, generator):
         retriever=InMemoryEmbeddingRetriever(document_store=store), query_embedder=text_embedder, top_k=3))
     pipe.add_component("prompt_builder", ChatPromptBuilder(template=TEMPLATE, required_variables=["query", "documents"]))
     pipe.add_component("llm", generator)
-    pipe.add_component("answer_builder", AnswerBuilder(pattern=r"Answer:\s*(.*)"))
+    pipe.add_component("answer_builder", AnswerBuilder(pattern=r"(?s)(?:.*?Answer:\s*)?([^\n]+)"))
     pipe.connect("expander.queries", "retriever.queries")
     connect_generation(pipe)  # prompt → llm → answers, unchanged
     return pipe

@@ -37,7 +37,7 @@ def build(store, text_embedder, generator):
     for branch in ("bm25", "dense"):
         pipe.add_component(f"prompt_{branch}", ChatPromptBuilder(template=TEMPLATE, required_variables="*"))
         pipe.add_component(f"llm_{branch}", SharedGenerator(generator))
-        pipe.add_component(f"answers_{branch}", AnswerBuilder(pattern=r"Answer:\s*(.*)"))
+        pipe.add_component(f"answers_{branch}", AnswerBuilder(pattern=r"(?s)(?:.*?Answer:\s*)?([^\n]+)"))
         pipe.connect(f"{branch}.documents", f"prompt_{branch}.documents")
         pipe.connect(f"prompt_{branch}.prompt", f"llm_{branch}.messages")
         pipe.connect(f"llm_{branch}.replies", f"answers_{branch}.replies")
@@ -49,6 +49,7 @@ def build(store, text_embedder, generator):
     pipe.add_component("ranker", CausalArbitrationRanker(text_embedder=text_embedder))
     pipe.connect("joiner.answers", "ranker.answers")
     pipe.connect("expander.counterfactuals", "ranker.counterfactuals")
+    pipe.connect("expander.degradations", "ranker.degradations")  # shown in trace["degradations"]
     return pipe
 
 

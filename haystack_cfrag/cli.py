@@ -285,6 +285,9 @@ def format_trace(trace: dict[str, Any]) -> str:
             margin = "" if e["causal_margin"] is None else f"  margin {e['causal_margin']:+.3f}"
             lines.append(f"       · {e.get('title') or e['id']} (cluster {e.get('cluster')}, s {e['relevance']:.3f}{margin})")
     lines.append(f"Decision: {trace.get('decision')} (agreement {trace.get('agreement', 0):.2f}) → {trace.get('answer')!r}")
+    for d in trace.get("degradations") or []:
+        details = ", ".join(f"{k} {v}" for k, v in d.items() if k not in ("stage", "reason"))
+        lines.append(f"Degraded: {d['stage']}: {d['reason']}" + (f" ({details})" if details else ""))
     return "\n".join(lines)
 
 
@@ -296,6 +299,15 @@ def format_cost(result: Any, indent: str = "") -> str:
             f"{indent}LLM: {llm['calls']} calls, {llm['prompt_tokens']} prompt + {llm['completion_tokens']} "
             f"completion tokens, {llm['seconds']:.2f} s")
 
+
+def _register_subcommands() -> None:
+    """Commands kept in their own modules (evaluation, serving)."""
+    from haystack_cfrag.cli_eval import eval_command  # noqa: PLC0415
+
+    main.add_command(eval_command)
+
+
+_register_subcommands()
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

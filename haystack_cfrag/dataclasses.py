@@ -8,6 +8,10 @@ from typing import Any
 from haystack import Document
 
 
+NO_EVIDENCE = "no evidence"
+"""`Draft.error` of a draft that was not written because its evidence subset was empty."""
+
+
 @dataclass(frozen=True)
 class Draft:
     """One answer drafted from one evidence subset.

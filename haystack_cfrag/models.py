@@ -289,3 +289,21 @@ def _device(device: str | None) -> dict[str, Any]:
 
     return {"device": ComponentDevice.from_str(device)}
 
+
+def model_sha256(spec: str | None) -> str | None:
+    """A fingerprint of a model for results: the file's sha256, or a sha256 over a folder's files
+    (names and contents); None for servers and hub ids that are not on disk."""
+    if not spec or spec.startswith("openai:"):
+        return None
+    if spec in GGUF_MODELS:
+        return GGUF_MODELS[spec].sha256
+    path = Path(resolve_model(spec[3:] if spec.startswith("hf:") else spec))
+    if path.is_file():
+        return sha256_of(path)
+    if path.is_dir():
+        digest = hashlib.sha256()
+        for file in sorted(p for p in path.rglob("*") if p.is_file()):
+            digest.update(str(file.relative_to(path)).encode())
+            digest.update(sha256_of(file).encode())
+        return digest.hexdigest()
+    return None

@@ -115,28 +115,43 @@ def component_key(comp: Any) -> str:
     return yaml.safe_dump(comp.to_dict(), sort_keys=True)
 
 
+CALLABLE_KEYS = ("streaming_callback", "callback", "function", "callable")
+
+
 def check_classes(data: Any, allowed: tuple[str, ...]) -> None:
-    """Raise PipelineRefusedError if any component dict names a class outside `allowed` module prefixes."""
-    for type_name in _component_types(data):
+    """Raise PipelineRefusedError if the data names a class or callable outside `allowed` module prefixes.
+
+    Checked, at any depth: every `type` that is a dotted path (a component, a nested
+    component, a tool — with or without `init_parameters`), and every string under a key that
+    Haystack deserialises into a callable (`streaming_callback`, a tool's `function`, …).
+    Plain tags such as a Secret's `{"type": "env_var"}` have no dot and are not class names.
+    """
+    for type_name in _class_references(data):
         module = type_name.rsplit(".", 1)[0]
         if not any(module == p or module.startswith(p + ".") for p in allowed):
             raise PipelineRefusedError(
-                f"Refusing to load class '{type_name}': module '{module}' is not on the allowlist "
+                f"Refusing to load '{type_name}': module '{module}' is not on the allowlist "
                 f"({', '.join(allowed)}). If you trust it, pass allowed_modules=['{module.split('.')[0]}']."
             )
 
 
-def _component_types(data: Any) -> list[str]:
+def _class_references(data: Any) -> list[str]:
     found: list[str] = []
     if isinstance(data, dict):
-        if isinstance(data.get("type"), str) and "init_parameters" in data:
+        if isinstance(data.get("type"), str) and "." in data["type"]:
             found.append(data["type"])
-        for value in data.values():
-            found.extend(_component_types(value))
+        for key, value in data.items():
+            if _is_callable_key(key) and isinstance(value, str) and value:
+                found.append(value if "." in value else f"builtins.{value}")
+            found.extend(_class_references(value))
     elif isinstance(data, list):
         for value in data:
-            found.extend(_component_types(value))
+            found.extend(_class_references(value))
     return found
+
+
+def _is_callable_key(key: Any) -> bool:
+    return isinstance(key, str) and (key in CALLABLE_KEYS or key.endswith("_callback"))
 
 
 def _apply_override(data: dict[str, Any], key: str, value: Any) -> None:

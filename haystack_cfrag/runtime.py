@@ -149,12 +149,21 @@ class Runtime:
         # is its own instance of the same configuration (Haystack wires sockets per instance):
         # llama.cpp maps the GGUF, so a second instance costs a load (~2 s), not a second copy.
         share_injected_components(pipe, self.pool)
+        self._point_at_store(pipe)
+        return pipe
+
+    def use_store(self, store: InMemoryDocumentStore) -> None:
+        """Read `store` from now on, in every pipeline built so far and later (the evaluation's per-question stores)."""
+        self.store = store
+        for pipe in self._built.values():
+            self._point_at_store(pipe)
+
+    def _point_at_store(self, pipe: Pipeline) -> None:
         for _, comp in pipe.walk():
             for holder in (comp, getattr(comp, "retriever", None)):
                 for attr in ("document_store", "_document_store"):  # qdrant-haystack keeps `_document_store`
                     if attr in getattr(holder, "__dict__", {}):
                         setattr(holder, attr, self.store)
-        return pipe
 
     def _retriever_overrides(self, data: dict[str, Any]) -> dict[str, Any]:
         """Put this runtime's retriever where the file has an embedding retriever (its top_k kept).

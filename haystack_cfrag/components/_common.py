@@ -7,15 +7,22 @@ component would otherwise repeat.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
 import math
+import threading
+import time
 from dataclasses import replace
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from typing import Any
 
 import numpy as np
 from haystack import Document, logging
 from haystack.core.serialization import component_from_dict, component_to_dict, import_class_by_name
 
+from haystack_cfrag.core.text import clean_query, truncate_text
 from haystack_cfrag.core.vectors import as_matrix, valid_embedding_mask
 
 logger = logging.getLogger(__name__)
@@ -41,6 +48,131 @@ def check_int(name: str, value: int, minimum: int, maximum: int | None = None) -
     ):
         bound = f"an integer ≥ {minimum}" if maximum is None else f"an integer in [{minimum}, {maximum}]"
         raise ValueError(f"'{name}' must be {bound}, got {value!r}.")
+
+
+def check_optional_seconds(name: str, value: float | None) -> None:
+    """Raise ValueError unless `value` is None or a finite number of seconds > 0."""
+    if value is not None:
+        check_range(name, value, 0.0, 86400.0, low_open=True)
+
+
+# ---------------------------------------------------------------- queries
+DEFAULT_MAX_QUERY_CHARS = 2000
+
+
+def prepare_query(query: Any, component: str, max_chars: int | None, *, required: bool = True) -> str | None:
+    """The query cleaned (`clean_query`) and cut to `max_chars` with a warning.
+
+    Raises ValueError naming the component when a required query is not a string or is empty
+    after cleaning (an optional one gives None).
+    """
+    if query is None and not required:
+        return None
+    if not isinstance(query, str):
+        raise ValueError(f"{component}: 'query' must be a non-empty string, got {type(query).__name__}.")
+    text = clean_query(query)
+    if not text:
+        if not required:
+            return None
+        raise ValueError(
+            f"{component}: 'query' must be a non-empty string (it is empty or only white space/control characters)."
+        )
+    if max_chars is not None and len(text) > max_chars:
+        logger.warning(
+            "{component}: the query has {n} characters; truncated to max_query_chars={limit}",
+            component=component,
+            n=len(text),
+            limit=max_chars,
+        )
+        text = truncate_text(text, max_chars)
+    return text
+
+
+# ---------------------------------------------------------------- calls with a time limit
+class CallTimeoutError(TimeoutError):
+    """An injected component did not answer within its time limit (the call was abandoned)."""
+
+
+def remaining(deadline: float | None, timeout_s: float | None) -> float | None:
+    """Seconds a call may take: the smaller of `timeout_s` and the time left before `deadline` (monotonic)."""
+    left = None if deadline is None else deadline - time.monotonic()
+    if left is None:
+        return timeout_s
+    return left if timeout_s is None else min(left, timeout_s)
+
+
+_EXCLUSIVE: dict[int, threading.Lock] = {}
+_EXCLUSIVE_GUARD = threading.Lock()
+
+
+def _exclusive_lock(comp: Any) -> threading.Lock:
+    with _EXCLUSIVE_GUARD:
+        return _EXCLUSIVE.setdefault(id(comp), threading.Lock())
+
+
+def call_with_timeout(comp: Any, timeout_s: float | None, *, exclusive: bool = False, **kwargs: Any) -> dict[str, Any]:
+    """`comp.run(**kwargs)`, abandoned with CallTimeoutError after `timeout_s` seconds (None = no limit).
+
+    The call runs in a daemon thread: a stalled call cannot be killed, but the caller moves
+    on and the process can still exit. `exclusive=True` (for models that are not
+    thread-safe) holds a per-component lock for the whole call, so an abandoned call that is
+    still running is never overlapped by the next exclusive call; time spent waiting for
+    the lock counts against `timeout_s`.
+    """
+    if timeout_s is None:
+        return comp.run(**kwargs)
+    if timeout_s <= 0:
+        raise CallTimeoutError("no time left in the time budget")
+    future = _daemon_future(comp, kwargs, exclusive)
+    try:
+        return future.result(timeout=timeout_s)
+    except FutureTimeoutError as exc:
+        future.cancel()  # not started yet (waiting for the lock): it never will
+        raise CallTimeoutError(f"no reply within {timeout_s:.3g} s; the call was abandoned") from exc
+
+
+async def call_async_with_timeout(
+    comp: Any, timeout_s: float | None, *, exclusive: bool = False, **kwargs: Any
+) -> dict[str, Any]:
+    """Async twin of `call_with_timeout`: `run_async` under `asyncio.wait_for`, or `run` in a daemon thread."""
+    if timeout_s is None:
+        return await run_async_or_thread(comp, **kwargs)
+    if timeout_s <= 0:
+        raise CallTimeoutError("no time left in the time budget")
+    run_async = getattr(comp, "run_async", None)
+    if run_async is not None and inspect.iscoroutinefunction(run_async):
+        awaitable: Any = run_async(**kwargs)
+    else:
+        awaitable = asyncio.wrap_future(_daemon_future(comp, kwargs, exclusive))
+    try:
+        return await asyncio.wait_for(awaitable, timeout_s)
+    except asyncio.TimeoutError as exc:
+        raise CallTimeoutError(f"no reply within {timeout_s:.3g} s; the call was abandoned") from exc
+
+
+def _daemon_future(comp: Any, kwargs: dict[str, Any], exclusive: bool) -> Future:
+    """A Future for `comp.run(**kwargs)` run in a daemon thread (not an executor, whose threads
+    the interpreter and the event loop wait for on shutdown)."""
+    future: Future = Future()
+    context = contextvars.copy_context()
+    lock = _exclusive_lock(comp) if exclusive else contextlib.nullcontext()
+
+    def target() -> None:
+        with lock:
+            if not future.set_running_or_notify_cancel():
+                return  # the caller gave up while waiting for the lock
+            try:
+                future.set_result(context.run(comp.run, **kwargs))
+            except BaseException as exc:  # noqa: BLE001  (re-raised in the caller)
+                future.set_exception(exc)
+
+    threading.Thread(target=target, daemon=True, name="cfrag-call").start()
+    return future
+
+
+def degradation(stage: str, reason: str, **details: Any) -> dict[str, Any]:
+    """One entry of `trace["degradations"]`: what stage gave less than asked, and why."""
+    return {"stage": stage, "reason": reason, **details}
 
 
 # ---------------------------------------------------------------- injected components

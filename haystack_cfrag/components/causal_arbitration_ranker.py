@@ -9,11 +9,15 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.dataclasses import ChatMessage, ExtractedAnswer, GeneratedAnswer
 
 from haystack_cfrag.components._common import (
+    DEFAULT_MAX_QUERY_CHARS,
     accepts,
+    check_int,
     check_range,
+    degradation,
     deserialize_init_components,
     embed_texts,
     embed_texts_async,
+    prepare_query,
     run_async_or_thread,
     serialize_component,
     warm_up_all,
@@ -22,7 +26,7 @@ from haystack_cfrag.core import arbitration as arb
 from haystack_cfrag.core.replies import parse_draft_reply
 from haystack_cfrag.core.text import bag_of_words_matrix, mention_matrix
 from haystack_cfrag.core.vectors import as_matrix, cosine_matrix, cosine_to_relevance, valid_embedding_mask
-from haystack_cfrag.dataclasses import Draft
+from haystack_cfrag.dataclasses import NO_EVIDENCE, Draft
 from haystack_cfrag.prompts import SYNTHESIS_PROMPT, render_drafts
 
 logger = logging.getLogger(__name__)
@@ -53,11 +57,17 @@ class CausalArbitrationRanker:
     draft wins ("best_score"). Outputs `answers` (GeneratedAnswer per draft, best first, with
     `meta["cfrag_scores"]`), `answer` and a JSON-serialisable `trace`.
 
+    `trace["degradations"]` lists what gave less than asked — the upstream `degradations`
+    (e.g. the expander's), failed or timed-out drafts, replies without an "Answer:" label,
+    a failed synthesis — as {"stage", "reason", …}. When no draft is usable the answer is ""
+    and `trace["decision"]` says why: "no_evidence" (nothing was retrieved), "all_drafts_failed"
+    or "no_drafts".
+
     ### Usage example
     ```python
     from haystack import Document
     from haystack_cfrag import CausalArbitrationRanker
-    from haystack_cfrag.dataclasses import Draft
+    from haystack_cfrag.dataclasses import NO_EVIDENCE, Draft
 
     bale = Document(content="The Dark Knight stars Christian Bale as Bruce Wayne, the lead role.")
     joker = Document(content="Heath Ledger's Joker dominates The Dark Knight; the villain steals every scene.")
@@ -83,6 +93,7 @@ class CausalArbitrationRanker:
         synthesizer: Any | None = None,
         synthesis_top: int = 3,
         evidence: str = "cited",
+        max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
     ) -> None:
         """
         :param text_embedder: embeds queries and answers (and documents without embeddings).
@@ -98,6 +109,7 @@ class CausalArbitrationRanker:
         :param evidence: E_j of each draft: "cited" = the passages the draft names as key evidence
             (App. G), falling back to its whole subset when it names none; "subset" = always the
             whole subset it was shown.
+        :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
         """
         check_range("causal_weight", causal_weight, 0.0, 1.0)
         check_range("agreement_threshold", agreement_threshold, 0.0, 1.0, low_open=True)
@@ -117,6 +129,8 @@ class CausalArbitrationRanker:
             raise ValueError(f"'evidence' must be 'cited' or 'subset', got {evidence!r}.")
         if not isinstance(synthesis_top, int) or synthesis_top < 1:
             raise ValueError(f"'synthesis_top' must be an integer ≥ 1, got {synthesis_top!r}.")
+        if max_query_chars is not None:
+            check_int("max_query_chars", max_query_chars, 1)
         self.text_embedder = text_embedder
         self.scorer = scorer
         self.causal_weight = causal_weight
@@ -127,6 +141,7 @@ class CausalArbitrationRanker:
         self.synthesizer = synthesizer
         self.synthesis_top = synthesis_top
         self.evidence = evidence
+        self.max_query_chars = max_query_chars
 
     def warm_up(self) -> None:
         """Warm up the injected embedder, scorer and synthesizer."""
@@ -146,6 +161,7 @@ class CausalArbitrationRanker:
             synthesizer=serialize_component(self.synthesizer),
             synthesis_top=self.synthesis_top,
             evidence=self.evidence,
+            max_query_chars=self.max_query_chars,
         )
 
     @classmethod
@@ -165,6 +181,7 @@ class CausalArbitrationRanker:
         answers: list[GeneratedAnswer | ExtractedAnswer] | None = None,
         queries: list[str] | None = None,
         causal_weight: float | None = None,
+        degradations: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """
         :param query: the original question.
@@ -174,9 +191,10 @@ class CausalArbitrationRanker:
         :param counterfactuals: the expander's counterfactuals (their "text" is used) …
         :param queries: … or its `queries` (original first); one of the two is enough.
         :param causal_weight: overrides λ for this call.
+        :param degradations: what upstream stages gave up (the expander's `degradations`), copied into the trace.
         :returns: `answers` (best first), `answer` and `trace`.
         """
-        case = _Case.build(query, as_drafts(drafts, answers), counterfactuals, queries, cited=self.evidence == "cited")
+        case = self._case(query, drafts, answers, counterfactuals, queries, degradations)
         if case.empty:
             return self._no_drafts(case)
         case.relevance = self._relevance(case)
@@ -199,9 +217,10 @@ class CausalArbitrationRanker:
         answers: list[GeneratedAnswer | ExtractedAnswer] | None = None,
         queries: list[str] | None = None,
         causal_weight: float | None = None,
+        degradations: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """Async twin of `run`, with the same sockets."""
-        case = _Case.build(query, as_drafts(drafts, answers), counterfactuals, queries, cited=self.evidence == "cited")
+        case = self._case(query, drafts, answers, counterfactuals, queries, degradations)
         if case.empty:
             return self._no_drafts(case)
         case.relevance = await self._relevance_async(case)
@@ -216,6 +235,20 @@ class CausalArbitrationRanker:
             except Exception as exc:  # noqa: BLE001
                 synthesis = self._synthesis_failed(exc)
         return self._finish(case, ranked, synthesis)
+
+    def _case(
+        self,
+        query: str,
+        drafts: list[Draft] | None,
+        answers: list[GeneratedAnswer | ExtractedAnswer] | None,
+        counterfactuals: list[dict[str, Any]] | None,
+        queries: list[str] | None,
+        degradations: list[dict[str, Any]] | None,
+    ) -> _Case:
+        query = prepare_query(query, "CausalArbitrationRanker", self.max_query_chars)
+        case = _Case.build(query, as_drafts(drafts, answers), counterfactuals, queries, cited=self.evidence == "cited")
+        case.degradations = [dict(d) for d in degradations or []] + draft_degradations(case.drafts, case.failed)
+        return case
 
     # ------------------------------------------------------------------ relevance s(q, e)
     def _relevance(self, case: _Case) -> np.ndarray | None:
@@ -314,6 +347,10 @@ class CausalArbitrationRanker:
             parsed = parse_draft_reply(text or "")
             if parsed["answer"]:
                 final = parsed["answer"]
+                if parsed["parsed_by"] == "first_line":
+                    case.degradations.append(
+                        degradation("synthesis", "reply without an 'Answer:' label; its first line was taken")
+                    )
                 answers.insert(
                     0,
                     GeneratedAnswer(
@@ -326,11 +363,19 @@ class CausalArbitrationRanker:
             else:
                 logger.warning("CausalArbitrationRanker: no usable synthesis; the best-scoring draft wins")
                 ranked["decision"] = "best_score"
+                case.degradations.append(degradation("synthesis", "no usable synthesis; the best-scoring draft won"))
         trace = case.trace(ranked, final)
         return {"answers": answers, "answer": final, "trace": trace}
 
     def _no_drafts(self, case: _Case) -> dict[str, Any]:
-        decision = "all_drafts_failed" if case.failed else "no_drafts"
+        if case.failed and all(d.error == NO_EVIDENCE for d in case.failed):
+            decision = "no_evidence"
+        else:
+            decision = "all_drafts_failed" if case.failed else "no_drafts"
+        if case.failed:
+            case.degradations.append(
+                degradation("drafts", f"every draft failed ({len(case.failed)} of {len(case.failed)})")
+            )
         logger.warning("CausalArbitrationRanker: no usable draft ({decision})", decision=decision)
         trace = {
             "query": case.query,
@@ -340,6 +385,7 @@ class CausalArbitrationRanker:
             "agreement": 0.0,
             "decision": decision,
             "answer": "",
+            "degradations": case.degradations,
         }
         return {"answers": [], "answer": "", "trace": trace}
 
@@ -373,6 +419,7 @@ class _Case:
             chosen = cited_documents(d) if cited else []
             self.evidence.append([position[doc.id] for doc in (chosen or d.documents)])
             self.evidence_kind.append("cited" if chosen else "subset")
+        self.degradations: list[dict[str, Any]] = []
         self.relevance: np.ndarray | None = None
         self.answer_emb = np.zeros((len(drafts), 1))
         self.doc_emb = np.zeros((len(self.docs), 1))
@@ -387,8 +434,6 @@ class _Case:
         queries: list[str] | None,
         cited: bool = True,
     ) -> _Case:
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("CausalArbitrationRanker: 'query' must be a non-empty string.")
         if counterfactuals:
             cf = [str(c["text"]) if isinstance(c, dict) else str(c) for c in counterfactuals]
         else:
@@ -493,6 +538,7 @@ class _Case:
             "agreement": ranked["agreements"][best],
             "decision": ranked["decision"],
             "answer": final,
+            "degradations": self.degradations,
         }
 
 
@@ -524,6 +570,17 @@ def as_drafts(
                 meta={k: v for k, v in ans.meta.items() if k != "rationale"},
             )
         )
+    return out
+
+
+def draft_degradations(usable: list[Draft], failed: list[Draft]) -> list[dict[str, Any]]:
+    """Trace entries for failed drafts and for replies that had no "Answer:" label."""
+    out = [degradation("drafts", draft.error or "empty answer", index=draft.index) for draft in failed]
+    out += [
+        degradation("drafts", "reply without an 'Answer:' label; its first line was taken", index=draft.index)
+        for draft in usable
+        if draft.parsed_by == "first_line"
+    ]
     return out
 
 

@@ -9,13 +9,18 @@ from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.components._common import (
+    DEFAULT_MAX_QUERY_CHARS,
     accepts,
+    call_async_with_timeout,
+    call_with_timeout,
     check_int,
+    check_optional_seconds,
     check_range,
+    degradation,
     deserialize_init_components,
     embed_texts,
     embed_texts_async,
-    run_async_or_thread,
+    prepare_query,
     serialize_component,
     warm_up_all,
 )
@@ -47,8 +52,11 @@ class CounterfactualQueryExpander:
     counterfactuals with a warning; N = 0 makes no call (the "w/o counterfactual" ablation).
 
     Outputs `queries` (the original first, then the counterfactuals: what Haystack's
-    multi-query retrievers accept) and `counterfactuals` (dicts: text, type, answer_hint,
-    similarity, info).
+    multi-query retrievers accept), `counterfactuals` (dicts: text, type, answer_hint,
+    similarity, info) and `degradations` (why fewer than N were kept, for the ranker's trace).
+    The query is cleaned (control characters removed, NFKC) and cut to `max_query_chars`;
+    `timeout_s` abandons a chat call that does not answer in time (a degradation like any
+    other failure).
 
     ### Usage example
     ```python
@@ -77,6 +85,8 @@ class CounterfactualQueryExpander:
         info_weights: tuple[float, float, float] | list[float] = (1 / 3, 1 / 3, 1 / 3),
         generation_kwargs: dict[str, Any] | None = None,
         raise_on_failure: bool = False,
+        timeout_s: float | None = None,
+        max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
     ) -> None:
         """
         :param chat_generator: any Haystack ChatGenerator instance (writes the candidates).
@@ -90,6 +100,8 @@ class CounterfactualQueryExpander:
             tokens than a short answer (e.g. `{"max_tokens": 512}`): a reply cut off mid-JSON
             keeps only its complete candidates.
         :param raise_on_failure: raise when the chat call fails instead of degrading to no counterfactuals.
+        :param timeout_s: seconds the chat call may take before it is abandoned (None = no limit).
+        :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
         """
         check_int("n_counterfactuals", n_counterfactuals, 0, 10)
         check_range("similarity_threshold", similarity_threshold, 0.0, 1.0, low_open=True)
@@ -99,6 +111,9 @@ class CounterfactualQueryExpander:
         weights = tuple(float(w) for w in info_weights)
         if len(weights) != 3 or any(w < 0 for w in weights) or sum(weights) == 0:
             raise ValueError(f"'info_weights' must be three non-negative numbers, not all zero, got {info_weights!r}.")
+        check_optional_seconds("timeout_s", timeout_s)
+        if max_query_chars is not None:
+            check_int("max_query_chars", max_query_chars, 1)
         self.chat_generator = chat_generator
         self.text_embedder = text_embedder
         self.n_counterfactuals = n_counterfactuals
@@ -108,6 +123,8 @@ class CounterfactualQueryExpander:
         self.info_weights = weights
         self.generation_kwargs = generation_kwargs
         self.raise_on_failure = raise_on_failure
+        self.timeout_s = timeout_s
+        self.max_query_chars = max_query_chars
 
     def warm_up(self) -> None:
         """Warm up the injected generator and embedder."""
@@ -126,6 +143,8 @@ class CounterfactualQueryExpander:
             info_weights=list(self.info_weights),
             generation_kwargs=self.generation_kwargs,
             raise_on_failure=self.raise_on_failure,
+            timeout_s=self.timeout_s,
+            max_query_chars=self.max_query_chars,
         )
 
     @classmethod
@@ -134,18 +153,23 @@ class CounterfactualQueryExpander:
         return default_from_dict(cls, deserialize_init_components(data, ("chat_generator", "text_embedder")))
 
     # ------------------------------------------------------------------ run
-    @component.output_types(queries=list[str], counterfactuals=list[dict[str, Any]])
+    @component.output_types(
+        queries=list[str], counterfactuals=list[dict[str, Any]], degradations=list[dict[str, Any]]
+    )
     def run(self, query: str, n_counterfactuals: int | None = None) -> dict[str, Any]:
         """
         :param query: the user's question.
         :param n_counterfactuals: overrides N for this call.
-        :returns: `queries` (original first) and `counterfactuals`.
+        :returns: `queries` (original first), `counterfactuals` and `degradations`.
         """
-        n = self._n(query, n_counterfactuals)
+        query, n = self._n(query, n_counterfactuals)
         if n == 0:
-            return {"queries": [query], "counterfactuals": []}
+            return _output(query, [], [])
         try:
-            reply = self.chat_generator.run(**self._call_kwargs(query, n))["replies"]
+            reply = call_with_timeout(
+                self.chat_generator, self.timeout_s, exclusive=True, **self._call_kwargs(query, n)
+            ).get("replies")
+            reply = reply or []
         except Exception as exc:  # noqa: BLE001  (a failing model call degrades, see class doc)
             return self._failed(query, exc)
         hint, candidates = parse_counterfactual_reply(reply[0].text if reply else "")
@@ -153,29 +177,32 @@ class CounterfactualQueryExpander:
         emb = embed_texts(self.text_embedder, texts) if self.text_embedder and candidates else None
         return self._select(query, hint, candidates, emb, n)
 
-    @component.output_types(queries=list[str], counterfactuals=list[dict[str, Any]])
+    @component.output_types(
+        queries=list[str], counterfactuals=list[dict[str, Any]], degradations=list[dict[str, Any]]
+    )
     async def run_async(self, query: str, n_counterfactuals: int | None = None) -> dict[str, Any]:
         """Async twin of `run`, with the same sockets."""
-        n = self._n(query, n_counterfactuals)
+        query, n = self._n(query, n_counterfactuals)
         if n == 0:
-            return {"queries": [query], "counterfactuals": []}
+            return _output(query, [], [])
         try:
-            result = await run_async_or_thread(self.chat_generator, **self._call_kwargs(query, n))
+            result = await call_async_with_timeout(
+                self.chat_generator, self.timeout_s, exclusive=True, **self._call_kwargs(query, n)
+            )
         except Exception as exc:  # noqa: BLE001
             return self._failed(query, exc)
-        reply = result["replies"]
+        reply = result.get("replies") or []
         hint, candidates = parse_counterfactual_reply(reply[0].text if reply else "")
         texts = [query] + [c["question"] for c in candidates]
         emb = await embed_texts_async(self.text_embedder, texts) if self.text_embedder and candidates else None
         return self._select(query, hint, candidates, emb, n)
 
     # ------------------------------------------------------------------ steps
-    def _n(self, query: str, override: int | None) -> int:
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("CounterfactualQueryExpander: 'query' must be a non-empty string.")
+    def _n(self, query: str, override: int | None) -> tuple[str, int]:
+        query = prepare_query(query, "CounterfactualQueryExpander", self.max_query_chars)
         n = self.n_counterfactuals if override is None else override
         check_int("n_counterfactuals", n, 0, 10)
-        return n
+        return query, n
 
     def _call_kwargs(self, query: str, n: int) -> dict[str, Any]:
         n_candidates = self.n_candidates or 2 * n
@@ -192,7 +219,7 @@ class CounterfactualQueryExpander:
             "CounterfactualQueryExpander: the chat generator failed ({error}); continuing without counterfactuals",
             error=repr(exc),
         )
-        return {"queries": [query], "counterfactuals": []}
+        return _output(query, [], [degradation("counterfactuals", "generator failed", error=repr(exc))])
 
     def _select(
         self,
@@ -207,7 +234,7 @@ class CounterfactualQueryExpander:
                 "CounterfactualQueryExpander: the model's reply held no usable counterfactual; "
                 "continuing with the original query only"
             )
-            return {"queries": [query], "counterfactuals": []}
+            return _output(query, [], [degradation("counterfactuals", "reply held no usable counterfactual")])
         texts = [query] + [c["question"] for c in candidates]
         if embeddings is None:
             embeddings = bag_of_words_matrix(texts)
@@ -224,7 +251,14 @@ class CounterfactualQueryExpander:
         )
         info = info_scores(sims, div, dom, self.info_weights)
         chosen = select_top(info, valid, n)
+        degradations = []
         if len(chosen) < n:
+            degradations.append(
+                degradation(
+                    "counterfactuals", "too few candidates passed validation", kept=len(chosen), asked=n,
+                    candidates=len(candidates),
+                )
+            )
             logger.warning(
                 "CounterfactualQueryExpander: {kept} of {n} counterfactuals passed validation ({total} candidates)",
                 kept=len(chosen),
@@ -241,4 +275,12 @@ class CounterfactualQueryExpander:
             }
             for i in chosen
         ]
-        return {"queries": [query] + [c["text"] for c in counterfactuals], "counterfactuals": counterfactuals}
+        return _output(query, counterfactuals, degradations)
+
+
+def _output(query: str, counterfactuals: list[dict[str, Any]], degradations: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "queries": [query] + [c["text"] for c in counterfactuals],
+        "counterfactuals": counterfactuals,
+        "degradations": degradations,
+    }

@@ -8,7 +8,11 @@ from haystack import Document, Pipeline, default_from_dict, default_to_dict, sup
 from haystack.components.joiners import DocumentJoiner
 from haystack.dataclasses import GeneratedAnswer
 
-from haystack_cfrag.components._common import deserialize_init_components, serialize_component
+from haystack_cfrag.components._common import (
+    DEFAULT_MAX_QUERY_CHARS,
+    deserialize_init_components,
+    serialize_component,
+)
 from haystack_cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
 from haystack_cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
 from haystack_cfrag.components.embedding_deduplicator import EmbeddingDeduplicator
@@ -82,6 +86,10 @@ class CounterfactualRAG:
         agreement_threshold: float = 0.8,
         max_workers: int = 4,
         random_state: int | None = None,
+        timeout_s: float | None = None,
+        time_budget_s: float | None = None,
+        max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
+        raise_on_failure: bool = False,
     ) -> None:
         """
         :param chat_generator: writes counterfactuals and drafts (any Haystack ChatGenerator).
@@ -91,6 +99,11 @@ class CounterfactualRAG:
         :param scorer: a ranker (e.g. cross-encoder) for s(q, e); None = embedding cosine.
         :param synthesizer: ChatGenerator for the final answer when drafts disagree.
         :param max_workers: concurrent retrievals and drafts (1 for in-process models that are not thread-safe).
+        :param timeout_s: seconds one LLM call (counterfactuals, each draft) may take before it is abandoned.
+        :param time_budget_s: seconds for all drafts together; drafts not done in time are dropped.
+        :param max_query_chars: longer queries are cut to this many characters, with a warning.
+        :param raise_on_failure: raise on a failed LLM call instead of degrading (fewer counterfactuals
+            or drafts, recorded in `trace["degradations"]`).
         Other parameters: see the six components (N, θ_sim, θ_dedup, K, M, ρ, λ, θ_agree).
         """
         self.chat_generator = chat_generator
@@ -111,6 +124,10 @@ class CounterfactualRAG:
         self.agreement_threshold = agreement_threshold
         self.max_workers = max_workers
         self.random_state = random_state
+        self.timeout_s = timeout_s
+        self.time_budget_s = time_budget_s
+        self.max_query_chars = max_query_chars
+        self.raise_on_failure = raise_on_failure
         self.pipeline = self._build()
         self.input_mapping = {
             "query": ["expander.query", "stratifier.query", "drafter.query", "ranker.query"],
@@ -127,6 +144,9 @@ class CounterfactualRAG:
                 text_embedder=self.text_embedder,
                 n_counterfactuals=self.n_counterfactuals,
                 similarity_threshold=self.similarity_threshold,
+                timeout_s=self.timeout_s,
+                max_query_chars=self.max_query_chars,
+                raise_on_failure=self.raise_on_failure,
             ),
         )
         pipe.add_component("joiner", DocumentJoiner(join_mode="concatenate", sort_by_score=False))
@@ -143,10 +163,19 @@ class CounterfactualRAG:
                 random_state=self.random_state,
                 text_embedder=self.text_embedder,
                 document_embedder=self.document_embedder,
+                max_query_chars=self.max_query_chars,
             ),
         )
         pipe.add_component(
-            "drafter", ParallelDraftGenerator(chat_generator=self.chat_generator, max_workers=self.max_workers)
+            "drafter",
+            ParallelDraftGenerator(
+                chat_generator=self.chat_generator,
+                max_workers=self.max_workers,
+                timeout_s=self.timeout_s,
+                time_budget_s=self.time_budget_s,
+                max_query_chars=self.max_query_chars,
+                raise_on_failure=self.raise_on_failure,
+            ),
         )
         pipe.add_component(
             "ranker",
@@ -156,6 +185,7 @@ class CounterfactualRAG:
                 causal_weight=self.causal_weight,
                 agreement_threshold=self.agreement_threshold,
                 synthesizer=self.synthesizer,
+                max_query_chars=self.max_query_chars,
             ),
         )
         if self.retriever is not None:
@@ -176,6 +206,7 @@ class CounterfactualRAG:
         pipe.connect("stratifier.subsets", "drafter.subsets")
         pipe.connect("drafter.drafts", "ranker.drafts")
         pipe.connect("expander.counterfactuals", "ranker.counterfactuals")
+        pipe.connect("expander.degradations", "ranker.degradations")
         return pipe
 
     if TYPE_CHECKING:
@@ -205,6 +236,10 @@ class CounterfactualRAG:
             agreement_threshold=self.agreement_threshold,
             max_workers=self.max_workers,
             random_state=self.random_state,
+            timeout_s=self.timeout_s,
+            time_budget_s=self.time_budget_s,
+            max_query_chars=self.max_query_chars,
+            raise_on_failure=self.raise_on_failure,
         )
 
     @classmethod

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import numbers
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -11,15 +12,20 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.components._common import (
+    DEFAULT_MAX_QUERY_CHARS,
     accepts,
+    call_async_with_timeout,
+    call_with_timeout,
     check_int,
+    check_optional_seconds,
     deserialize_init_components,
-    run_async_or_thread,
+    prepare_query,
+    remaining,
     serialize_component,
     warm_up_all,
 )
 from haystack_cfrag.core.replies import parse_draft_reply
-from haystack_cfrag.dataclasses import Draft
+from haystack_cfrag.dataclasses import NO_EVIDENCE, Draft
 from haystack_cfrag.prompts import DRAFT_PROMPT, render_evidence
 
 logger = logging.getLogger(__name__)
@@ -38,7 +44,11 @@ class ParallelDraftGenerator:
     ask for log-probabilities there (e.g. `{"logprobs": True}` for OpenAI-compatible
     servers); token log-probabilities found in the reply's meta are kept on the draft. A
     failed call gives a draft with `error` set and a warning, or raises with
-    `raise_on_failure=True`.
+    `raise_on_failure=True`. `timeout_s` abandons a call that does not answer in time and
+    `time_budget_s` bounds all drafts together (calls not finished in it fail with a
+    timeout); with `max_workers=1` an abandoned call that still runs is never overlapped by
+    the next one (the generator is assumed not thread-safe). An empty subset makes no call
+    and gives a draft failed with "no evidence".
 
     ### Usage example
     ```python
@@ -60,6 +70,9 @@ class ParallelDraftGenerator:
         generation_kwargs: dict[str, Any] | None = None,
         max_evidence_chars: int | None = 2000,
         raise_on_failure: bool = False,
+        timeout_s: float | None = None,
+        time_budget_s: float | None = None,
+        max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
     ) -> None:
         """
         :param chat_generator: any Haystack ChatGenerator instance.
@@ -67,15 +80,25 @@ class ParallelDraftGenerator:
         :param generation_kwargs: passed to the generator's `run` when it accepts `generation_kwargs`.
         :param max_evidence_chars: each passage is cut to this many characters in the prompt (None = whole).
         :param raise_on_failure: raise when a generation fails instead of recording a failed draft.
+        :param timeout_s: seconds one generator call may take before it is abandoned (None = no limit).
+        :param time_budget_s: seconds for all drafts of one run together (None = no limit).
+        :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
         """
         check_int("max_workers", max_workers, 1)
         if max_evidence_chars is not None:
             check_int("max_evidence_chars", max_evidence_chars, 1)
+        check_optional_seconds("timeout_s", timeout_s)
+        check_optional_seconds("time_budget_s", time_budget_s)
+        if max_query_chars is not None:
+            check_int("max_query_chars", max_query_chars, 1)
         self.chat_generator = chat_generator
         self.max_workers = max_workers
         self.generation_kwargs = generation_kwargs
         self.max_evidence_chars = max_evidence_chars
         self.raise_on_failure = raise_on_failure
+        self.timeout_s = timeout_s
+        self.time_budget_s = time_budget_s
+        self.max_query_chars = max_query_chars
 
     def warm_up(self) -> None:
         """Warm up the injected generator."""
@@ -90,6 +113,9 @@ class ParallelDraftGenerator:
             generation_kwargs=self.generation_kwargs,
             max_evidence_chars=self.max_evidence_chars,
             raise_on_failure=self.raise_on_failure,
+            timeout_s=self.timeout_s,
+            time_budget_s=self.time_budget_s,
+            max_query_chars=self.max_query_chars,
         )
 
     @classmethod
@@ -104,25 +130,34 @@ class ParallelDraftGenerator:
         :param subsets: one evidence list per draft (SpectralStratifier's `subsets`).
         :returns: `drafts`, in subset order (failed ones carry `error`).
         """
-        self._check(query, subsets)
+        query = self._check(query, subsets)
+        deadline = self._deadline()
         jobs = list(enumerate(subsets))
         if self.max_workers == 1 or len(jobs) <= 1:
-            drafts = [self._draft(i, query, docs) for i, docs in jobs]
+            drafts = [self._draft(i, query, docs, deadline) for i, docs in jobs]
         else:
             with ThreadPoolExecutor(max_workers=min(self.max_workers, len(jobs))) as pool:
-                drafts = list(pool.map(lambda job: self._draft(job[0], query, job[1]), jobs))
+                drafts = list(pool.map(lambda job: self._draft(job[0], query, job[1], deadline), jobs))
         return {"drafts": self._report(drafts)}
 
     @component.output_types(drafts=list[Draft])
     async def run_async(self, query: str, subsets: list[list[Document]]) -> dict[str, list[Draft]]:
         """Async twin of `run`, with the same sockets; drafts run as tasks up to `max_workers`."""
-        self._check(query, subsets)
+        query = self._check(query, subsets)
+        deadline = self._deadline()
         limit = asyncio.Semaphore(self.max_workers)
 
         async def one(index: int, docs: list[Document]) -> Draft:
+            if not docs:
+                return self._no_evidence(index)
             async with limit:
                 try:
-                    result = await run_async_or_thread(self.chat_generator, **self._call_kwargs(query, docs))
+                    result = await call_async_with_timeout(
+                        self.chat_generator,
+                        remaining(deadline, self.timeout_s),
+                        exclusive=self.max_workers == 1,
+                        **self._call_kwargs(query, docs),
+                    )
                 except Exception as exc:  # noqa: BLE001  (recorded on the draft, see class doc)
                     return self._failed(index, docs, exc)
                 return self._parse(index, docs, result)
@@ -131,12 +166,13 @@ class ParallelDraftGenerator:
         return {"drafts": self._report(list(drafts))}
 
     # ------------------------------------------------------------------ steps
-    @staticmethod
-    def _check(query: str, subsets: list[list[Document]]) -> None:
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("ParallelDraftGenerator: 'query' must be a non-empty string.")
+    def _check(self, query: str, subsets: list[list[Document]]) -> str:
         if not isinstance(subsets, list) or not all(isinstance(s, list) for s in subsets):
             raise ValueError("ParallelDraftGenerator: 'subsets' must be a list of lists of documents.")
+        return prepare_query(query, "ParallelDraftGenerator", self.max_query_chars)
+
+    def _deadline(self) -> float | None:
+        return None if self.time_budget_s is None else time.monotonic() + self.time_budget_s
 
     def _call_kwargs(self, query: str, docs: list[Document]) -> dict[str, Any]:
         prompt = DRAFT_PROMPT.format(query=query, evidence=render_evidence(docs, self.max_evidence_chars))
@@ -145,12 +181,24 @@ class ParallelDraftGenerator:
             kwargs["generation_kwargs"] = dict(self.generation_kwargs)
         return kwargs
 
-    def _draft(self, index: int, query: str, docs: list[Document]) -> Draft:
+    def _draft(self, index: int, query: str, docs: list[Document], deadline: float | None) -> Draft:
+        if not docs:
+            return self._no_evidence(index)
         try:
-            result = self.chat_generator.run(**self._call_kwargs(query, docs))
+            result = call_with_timeout(
+                self.chat_generator,
+                remaining(deadline, self.timeout_s),
+                exclusive=self.max_workers == 1,
+                **self._call_kwargs(query, docs),
+            )
         except Exception as exc:  # noqa: BLE001  (recorded on the draft, see class doc)
             return self._failed(index, docs, exc)
         return self._parse(index, docs, result)
+
+    @staticmethod
+    def _no_evidence(index: int) -> Draft:
+        logger.warning("ParallelDraftGenerator: subset {index} is empty; no draft written", index=index)
+        return Draft(index=index, answer="", error=NO_EVIDENCE)
 
     def _failed(self, index: int, docs: list[Document], exc: Exception) -> Draft:
         if self.raise_on_failure:

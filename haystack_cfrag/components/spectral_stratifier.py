@@ -8,6 +8,7 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from haystack_cfrag.components._common import (
+    DEFAULT_MAX_QUERY_CHARS,
     check_int,
     check_range,
     deserialize_init_components,
@@ -15,6 +16,7 @@ from haystack_cfrag.components._common import (
     embed_texts_async,
     ensure_embeddings,
     ensure_embeddings_async,
+    prepare_query,
     serialize_component,
     split_by_embedding,
     warm_up_all,
@@ -70,6 +72,7 @@ class SpectralStratifier:
         random_state: int | None = None,
         text_embedder: Any | None = None,
         document_embedder: Any | None = None,
+        max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
     ) -> None:
         """
         :param n_clusters: K, evidence clusters (1–20; 1 = ablation "w/o evidence division").
@@ -81,6 +84,7 @@ class SpectralStratifier:
         :param random_state: seed of the sampler and k-means; None = fresh randomness.
         :param text_embedder: embeds the query for relevance.
         :param document_embedder: embeds documents that arrive without an embedding.
+        :param max_query_chars: longer queries are cut to this many characters before embedding (None = whole).
         """
         check_int("n_clusters", n_clusters, 1, 20)
         check_int("n_subsets", n_subsets, 1, 20)
@@ -91,6 +95,8 @@ class SpectralStratifier:
         check_int("anchors", anchors, 0)
         if random_state is not None:
             check_int("random_state", random_state, 0)
+        if max_query_chars is not None:
+            check_int("max_query_chars", max_query_chars, 1)
         self.n_clusters = n_clusters
         self.n_subsets = n_subsets
         self.sampling_ratio = sampling_ratio
@@ -100,6 +106,7 @@ class SpectralStratifier:
         self.random_state = random_state
         self.text_embedder = text_embedder
         self.document_embedder = document_embedder
+        self.max_query_chars = max_query_chars
 
     def warm_up(self) -> None:
         """Warm up the injected embedders."""
@@ -118,6 +125,7 @@ class SpectralStratifier:
             random_state=self.random_state,
             text_embedder=serialize_component(self.text_embedder),
             document_embedder=serialize_component(self.document_embedder),
+            max_query_chars=self.max_query_chars,
         )
 
     @classmethod
@@ -141,7 +149,8 @@ class SpectralStratifier:
         :returns: `subsets` and the labelled `documents`.
         """
         docs, _ = split_by_embedding(ensure_embeddings(documents, self.document_embedder), "SpectralStratifier")
-        q_emb = embed_texts(self.text_embedder, [query]) if self._query_relevance(query, docs) else None
+        query = self._query_relevance(query, docs)
+        q_emb = embed_texts(self.text_embedder, [query]) if query else None
         return self._stratify(docs, q_emb, n_clusters, n_subsets)
 
     @component.output_types(subsets=list[list[Document]], documents=list[Document])
@@ -155,12 +164,16 @@ class SpectralStratifier:
         """Async twin of `run`, with the same sockets."""
         embedded = await ensure_embeddings_async(documents, self.document_embedder)
         docs, _ = split_by_embedding(embedded, "SpectralStratifier")
-        q_emb = await embed_texts_async(self.text_embedder, [query]) if self._query_relevance(query, docs) else None
+        query = self._query_relevance(query, docs)
+        q_emb = await embed_texts_async(self.text_embedder, [query]) if query else None
         return self._stratify(docs, q_emb, n_clusters, n_subsets)
 
     # ------------------------------------------------------------------ steps
-    def _query_relevance(self, query: str | None, docs: list[Document]) -> bool:
-        return self.text_embedder is not None and bool(query) and bool(docs)
+    def _query_relevance(self, query: str | None, docs: list[Document]) -> str | None:
+        """The cleaned query when it is to be embedded for relevance, else None."""
+        if self.text_embedder is None or not docs:
+            return None
+        return prepare_query(query, "SpectralStratifier", self.max_query_chars, required=False)
 
     def _stratify(
         self,

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from haystack_cfrag.core.counterfactuals import TRANSFORMATION_TYPES
+from haystack_cfrag.core.text import truncate_text
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _LABEL = re.compile(
@@ -93,8 +94,23 @@ def _salvage(text: str) -> dict[str, Any] | None:
     return {"original_answer_hint": hint.group(1) if hint else "", "counterfactuals": items}
 
 
+MAX_ANSWER_CHARS = 500
+MAX_RATIONALE_CHARS = 2000
+
+
 def parse_draft_reply(text: str) -> dict[str, Any]:
-    """{"answer", "rationale", "key_evidence" (1-based ints), "conflicts", "parsed_by"} from a draft."""
+    """{"answer", "rationale", "key_evidence" (1-based ints), "conflicts", "parsed_by"} from a draft.
+
+    A runaway reply cannot make a runaway answer: the answer is cut to `MAX_ANSWER_CHARS`
+    and the rationale to `MAX_RATIONALE_CHARS`.
+    """
+    parsed = _parse_draft_reply(text)
+    parsed["answer"] = truncate_text(parsed["answer"], MAX_ANSWER_CHARS)
+    parsed["rationale"] = truncate_text(parsed["rationale"], MAX_RATIONALE_CHARS)
+    return parsed
+
+
+def _parse_draft_reply(text: str) -> dict[str, Any]:
     text = (text or "").strip()
     data = extract_json(text) if text.startswith(("{", "```")) else None
     if isinstance(data, dict) and str(data.get("answer") or "").strip():

@@ -111,10 +111,11 @@ def stratified_subsets(
 
     `anchors` > 0 adds the `anchors` most relevant rows to every subset (an option against
     splitting passages that are only useful together; 0 is the paper's behaviour). Each
-    subset is returned sorted by descending relevance, without repeats.
+    subset is returned sorted by descending relevance, without repeats. Non-finite relevance
+    counts as 0 (NaN, −inf) or 1 (+inf).
     """
     labels = np.asarray(labels, dtype=int)
-    rel = np.asarray(relevance, dtype=float)
+    rel = np.nan_to_num(np.asarray(relevance, dtype=float), nan=0.0, posinf=1.0, neginf=0.0)
     if labels.size == 0:
         return [[] for _ in range(n_subsets)]
     rng = np.random.default_rng(random_state)

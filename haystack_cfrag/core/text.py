@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from collections import Counter
 
 import numpy as np
@@ -142,3 +143,25 @@ def bag_of_words_matrix(texts: list[str], vocabulary: dict[str, int] | None = No
                 mat[i, vocabulary[w]] += 1.0
     norms = np.linalg.norm(mat, axis=1, keepdims=True)
     return np.divide(mat, norms, out=np.zeros_like(mat), where=norms > 0)
+
+
+def clean_query(text: str) -> str:
+    """A query fit for prompts and encoders: NFKC-normalised, control/format characters removed, spaces folded.
+
+    NFKC folds full-width and compatibility forms (so mixed scripts compare as users expect);
+    characters of Unicode category C (control, format such as zero-width or bidi overrides,
+    private use, unassigned) become spaces; runs of white space become one space. Letters of
+    every script are kept.
+    """
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(" " if unicodedata.category(ch).startswith("C") else ch for ch in text)
+    return " ".join(text.split())
+
+
+def truncate_text(text: str, max_chars: int) -> str:
+    """`text` cut to at most `max_chars` characters, at the last space when there is one in the last 10 %."""
+    if len(text) <= max_chars:
+        return text
+    cut = text[:max_chars]
+    space = cut.rfind(" ")
+    return cut[:space] if space >= max_chars * 0.9 else cut

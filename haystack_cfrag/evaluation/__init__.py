@@ -1,5 +1,16 @@
-"""Evaluation building blocks (the `cfrag eval` runner comes with the evaluation issue).
+"""Evaluation: `cfrag eval` and its Python API.
 
+- `datasets`   HotpotQA, PopQA (CRAG passages), Correlation-Trap and generic JSONL rows → `EvalItem`
+- `corpus`     pooled / per-question stores, adversarial injection (distractor, near-duplicate, conflicting)
+- `systems`    closed-book, standard RAG, CF-RAG full/fast, ablations, sweeps, any YAML path
+- `runner`     `EvalConfig` + `run_eval`: resumable per-question records, LLM reply cache
+- `summary`    results.json, Markdown report, plots; paired bootstrap against standard RAG
 - `metrics`    strict EM/F1 (SQuAD/HotpotQA normalisation), lenient containment, paired bootstrap
-- `injection`  adversarial distractors that never contain the answer (paper 6.6)
+- `injection`  distractors that never contain the answer (paper 6.6)
+- `bench`      micro-benchmark of the non-generative stages
 """
+
+from haystack_cfrag.evaluation.runner import EvalConfig, run_eval
+from haystack_cfrag.evaluation.summary import summarize, write_outputs
+
+__all__ = ["EvalConfig", "run_eval", "summarize", "write_outputs"]

@@ -68,7 +68,7 @@ class TestCounterfactualQueryExpander:
     def test_n_zero_makes_no_call(self):
         gen = reader()
         out = CounterfactualQueryExpander(chat_generator=gen, n_counterfactuals=0).run(query=dk.QUESTION)
-        assert out == {"queries": [dk.QUESTION], "counterfactuals": []}
+        assert out == {"queries": [dk.QUESTION], "counterfactuals": [], "degradations": []}
         assert gen.prompts == []
 
     @pytest.mark.parametrize("reply", ["", "no json here", '{"counterfactuals": "nope"}', "[1, 2"])

@@ -171,3 +171,19 @@ def test_module_outside_the_allowlist_is_refused(tmp_path):
 def test_unknown_override_target():
     with pytest.raises(KeyError, match="nope"):
         load_pipeline(CF_RAG, overrides={"nope.chat_generator": 1})
+
+
+@pytest.mark.parametrize("name", ["standard_rag", "closed_book"])
+@pytest.mark.parametrize(("reply", "expected"), [
+    ("Answer: Tulsa\nRationale: the band's page says so", "Tulsa"),
+    ("Tulsa", "Tulsa"),  # small models often leave the label out: the baseline must not score that as empty
+    ("\nRationale: first\nAnswer: Tulsa", "Tulsa"),
+])
+def test_baseline_answer_builders_read_labelled_and_bare_replies(name, reply, expected):
+    from haystack.components.builders import AnswerBuilder
+    from haystack.dataclasses import ChatMessage
+
+    params = yaml.safe_load((ROOT / "pipelines" / f"{name}.yml").read_text())["components"]["answer_builder"]
+    builder = AnswerBuilder(**params["init_parameters"])
+    out = builder.run(query="q", replies=[ChatMessage.from_assistant(reply)])
+    assert out["answers"][0].data == expected

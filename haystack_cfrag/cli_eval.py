@@ -1,0 +1,79 @@
+"""`cfrag eval`: the evaluation harness from the command line (see `haystack_cfrag.evaluation`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from haystack_cfrag import models
+from haystack_cfrag.evaluation.corpus import CORPUS_MODES, INJECTION_VARIANTS
+from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, SWEEP_PARAMETERS
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError as exc:
+        raise click.BadParameter(f"'{text}' is not a comma-separated list of integers.") from exc
+
+
+def _sweep_systems(sweeps: tuple[str, ...]) -> list[str]:
+    """`lambda=0,0.2` → ["cf_rag[lambda=0]", "cf_rag[lambda=0.2]"]."""
+    names = []
+    for sweep in sweeps:
+        param, sep, values = sweep.partition("=")
+        if not sep or param not in SWEEP_PARAMETERS or not values:
+            raise click.BadParameter(f"'{sweep}': use PARAM=V1,V2,… with PARAM in {sorted(SWEEP_PARAMETERS)}.")
+        names += [f"cf_rag[{param}={v.strip()}]" for v in values.split(",") if v.strip()]
+    return names
+
+
+@click.command("eval")
+@click.argument("data", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", default="auto", show_default=True,
+              type=click.Choice(["auto", "hotpotqa", "popqa", "trap", "generic"]))
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True, help="Questions (file order).")
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--corpus", type=click.Choice(CORPUS_MODES), default="pooled", show_default=True,
+              help="pooled: every question's passages in one store; per-question: each its own.")
+@click.option("--systems", default=",".join(DEFAULT_SYSTEMS), show_default=True,
+              help="Comma-separated: names, YAML paths, NAME[param=value,…].")
+@click.option("--sweep", "sweeps", multiple=True, metavar="PARAM=V1,V2",
+              help="Add cf_rag with one parameter swept (lambda, N, K or M); repeatable.")
+@click.option("--inject", "inject_levels", default="", help="N_inject levels, e.g. 0,2,4,8,16 (per-question corpus).")
+@click.option("--inject-variants", default="distractor", show_default=True,
+              help=f"Comma-separated among {', '.join(INJECTION_VARIANTS)}.")
+@click.option("--inject-systems", default="standard_rag,cf_rag_fast,cf_rag", show_default=True)
+@click.option("--inject-limit", type=click.IntRange(min=1), default=None, help="Questions per injection level.")
+@click.option("--skip-main", is_flag=True, help="Only the injection levels.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("eval-results"), show_default=True)
+@click.option("--llm", default=models.EMBEDDED_LLM, show_default=True)
+@click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True)
+@click.option("--scorer", default=None, help="Cross-encoder for s(q, e).")
+@click.option("--device", default=None, help="Device for embedders/cross-encoders, e.g. cuda:0.")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--report-only", is_flag=True, help="Rebuild results.json, report.md and plots from the records.")
+@click.option("--no-plots", is_flag=True)
+def eval_command(data: Path, fmt: str, limit: int, offset: int, corpus: str, systems: str, sweeps: tuple[str, ...],
+                 inject_levels: str, inject_variants: str, inject_systems: str, inject_limit: int | None,
+                 skip_main: bool, out: Path, llm: str, embedder: str, scorer: str | None, device: str | None,
+                 max_tokens: int, report_only: bool, no_plots: bool) -> None:
+    """Evaluate systems side by side on DATA; results resume from --out."""
+    from haystack_cfrag.evaluation import EvalConfig, run_eval, write_outputs  # noqa: PLC0415
+
+    if not report_only:
+        try:
+            config = EvalConfig(
+                data=str(data), format=fmt, limit=limit, offset=offset, corpus=corpus,
+                systems=[s for s in [systems] if s] + _sweep_systems(sweeps),
+                inject_levels=_ints(inject_levels), inject_variants=[v for v in inject_variants.split(",") if v],
+                inject_systems=[inject_systems], inject_limit=inject_limit, skip_main=skip_main, out=str(out),
+                llm=llm, embedder=embedder, scorer=scorer, device=device, max_tokens=max_tokens,
+            )
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from exc
+        run_eval(config)
+    results = write_outputs(out, with_plots=not no_plots)
+    click.echo(f"{sum(len(c['systems']) for c in results['conditions'].values())} system results → "
+               f"{out / 'results.json'}, {out / 'report.md'}")

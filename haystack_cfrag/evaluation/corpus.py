@@ -1,0 +1,147 @@
+"""Stores for an evaluation: passages embedded once, then a pooled store or one store per
+question, with adversarial passages injected on demand (paper 6.6).
+
+Corpus modes:
+- `pooled`: every passage of every sampled question in one store (the realistic default: the
+  retriever must find a question's paragraphs among everybody's);
+- `per-question`: each question's own passages only (what the paper's code did).
+
+Injection variants (per question, `n` passages added to its own passages):
+- `distractor`: the `n` passages most similar to the question among other questions' passages
+  that contain none of its answers;
+- `near_duplicate`: `n` near-copies (one word dropped each) of the most similar such distractor;
+- `conflicting`: copies of the question's gold passages with the answer swapped for another
+  question's answer (answer-swapped conflicts); none where no gold passage names the answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from haystack import Document
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+from haystack_cfrag.core.text import normalize_answer
+from haystack_cfrag.evaluation.datasets import EvalItem, Passage
+from haystack_cfrag.evaluation.injection import select_distractors
+
+CORPUS_MODES = ("pooled", "per-question")
+INJECTION_VARIANTS = ("distractor", "near_duplicate", "conflicting")
+
+
+def near_copies(text: str, n: int) -> list[str]:
+    """`n` near-duplicates of `text`, each with a different single word removed."""
+    words = text.split()
+    if len(words) < 2:
+        return [text] * n
+    return [" ".join(words[:j] + words[j + 1 :]) for j in ((i * 7 + 3) % len(words) for i in range(n))]
+
+
+def swap_answer(text: str, answer: str, replacement: str) -> str | None:
+    """`text` with every occurrence of `answer` (case-insensitive, whole words) replaced; None if absent."""
+    pattern = re.compile(rf"(?<!\w){re.escape(answer)}(?!\w)", re.IGNORECASE)
+    swapped, count = pattern.subn(replacement, text)
+    return swapped if count else None
+
+
+class Corpus:
+    """The passages of the sampled questions, embedded once.
+
+    :param items: the questions.
+    :param embed_documents: Haystack documents → the same documents with embeddings.
+    :param embed_query: a question → its embedding.
+    """
+
+    def __init__(
+        self,
+        items: Sequence[EvalItem],
+        embed_documents: Callable[[list[Document]], list[Document]],
+        embed_query: Callable[[str], list[float]],
+    ) -> None:
+        self.items = list(items)
+        self.passages: dict[str, Passage] = {}
+        self.owners: dict[str, str] = {}
+        for item in self.items:
+            for p in item.passages:
+                self.passages.setdefault(p.id, p)
+                self.owners.setdefault(p.id, item.id)
+        self._embed_documents = embed_documents
+        self._embed_query = embed_query
+        self.embeddings: dict[str, list[float]] = self._embed(list(self.passages.values()))
+        self.question_embeddings = {item.id: embed_query(item.question) for item in self.items}
+        self._ids = list(self.passages)
+        self._matrix = np.asarray([self.embeddings[i] for i in self._ids])
+
+    def _embed(self, passages: list[Passage]) -> dict[str, list[float]]:
+        docs = [Document(id=p.id, content=p.content, meta={"title": p.title}) for p in passages]
+        return {d.id: d.embedding for d in self._embed_documents(docs)} if docs else {}
+
+    def documents(self, passages: Sequence[Passage], injected: Sequence[Passage] = ()) -> list[Document]:
+        """Haystack documents with their embeddings; injected ones are marked in meta."""
+        missing = [p for p in injected if p.id not in self.embeddings]
+        self.embeddings.update(self._embed(missing))
+        docs, seen = [], set()
+        for p, is_injected in [(p, False) for p in passages] + [(p, True) for p in injected]:
+            if p.id in seen:
+                continue
+            seen.add(p.id)
+            meta = {"title": p.title} | ({"cfrag_eval_injected": True} if is_injected else {})
+            docs.append(Document(id=p.id, content=p.content, meta=meta, embedding=self.embeddings[p.id]))
+        return docs
+
+    def pooled_store(self) -> InMemoryDocumentStore:
+        """One store with every passage of every question."""
+        return _store(self.documents(list(self.passages.values())))
+
+    def item_store(self, item: EvalItem, injected: Sequence[Passage] = ()) -> InMemoryDocumentStore:
+        """A store with the question's own passages and the injected ones."""
+        return _store(self.documents(item.passages, injected))
+
+    def inject(self, item: EvalItem, n: int, variant: str = "distractor") -> list[Passage]:
+        """The passages to add to `item`'s own for an injection level (see the module doc)."""
+        if variant not in INJECTION_VARIANTS:
+            raise ValueError(f"variant must be one of {INJECTION_VARIANTS}, got '{variant}'.")
+        if n <= 0:
+            return []
+        if variant == "conflicting":
+            return self._conflicting(item, n)
+        picked = select_distractors(
+            self.question_embeddings[item.id], item.answers, [self.passages[i].content for i in self._ids],
+            self._matrix, [self.owners[i] for i in self._ids], item.id, n if variant == "distractor" else 1,
+        )
+        found = [self.passages[self._ids[i]] for i in picked]
+        if variant == "distractor" or not found:
+            return found
+        return [Passage(found[0].title, text) for text in near_copies(found[0].content, n)]
+
+    def _conflicting(self, item: EvalItem, n: int) -> list[Passage]:
+        answer = item.answers[0]
+        if normalize_answer(answer) in ("yes", "no", ""):
+            return []
+        others = [o.answers[0] for o in self.items
+                  if o.id != item.id and normalize_answer(o.answers[0]) not in ("yes", "no", normalize_answer(answer))]
+        gold = [p for p in item.passages if p.title in item.gold_titles] or list(item.passages)
+        out: list[Passage] = []
+        for k in range(len(others)):
+            for p in gold:
+                swapped = swap_answer(p.content, answer, others[(k + hash_index(item.id)) % len(others)])
+                if swapped is not None:
+                    out.append(Passage(p.title, swapped))
+                if len(out) == n:
+                    return out
+            if not out:
+                return []
+        return out
+
+
+def hash_index(text: str) -> int:
+    """A small stable integer from a string (Python's hash() changes between runs)."""
+    return sum(ord(c) * (i + 1) for i, c in enumerate(text)) % 9973
+
+
+def _store(docs: list[Document]) -> InMemoryDocumentStore:
+    store = InMemoryDocumentStore(embedding_similarity_function="cosine")
+    store.write_documents(docs)
+    return store

@@ -1,0 +1,142 @@
+"""A chat generator wrapper that answers a repeated prompt from a cache (evaluation only).
+
+With greedy decoding the same messages give the same reply, so systems that differ only after
+generation (the λ sweep, the λ=0 ablation) and resumed runs reuse replies instead of paying for
+them again. Every hit is counted with the seconds the original call took, so that reports can
+show latency as if the call had been made.
+
+Usage:
+    >>> from haystack.dataclasses import ChatMessage
+    >>> from haystack_cfrag.evaluation.llm_cache import CachingChatGenerator
+    >>> from tests.fakes import KeywordReader
+    >>> cached = CachingChatGenerator(generator=KeywordReader(candidates=["Ann", "Bob"]))
+    >>> first = cached.run(messages=[ChatMessage.from_user("Question: Ann or Bob? Evidence: Ann")])
+    >>> again = cached.run(messages=[ChatMessage.from_user("Question: Ann or Bob? Evidence: Ann")])
+    >>> cached.hits, again["replies"][0].text == first["replies"][0].text
+    (1, True)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from haystack import component, default_to_dict
+from haystack.dataclasses import ChatMessage
+
+from haystack_cfrag.components._common import deserialize_component, serialize_component
+
+
+class _CacheState:
+    """Entries and hit counters of one cache file."""
+
+    def __init__(self, path: str | None) -> None:
+        self.lock = threading.Lock()
+        self.hits = 0
+        self.hit_seconds = 0.0
+        self.entries: dict[str, dict[str, Any]] = {}
+        if path and Path(path).exists():
+            with Path(path).open(encoding="utf-8") as fh:
+                for line in fh:
+                    try:
+                        entry = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue  # a line cut by an interrupted run
+                    self.entries[entry["key"]] = entry
+
+
+_STATES: dict[str, _CacheState] = {}
+_STATES_LOCK = threading.Lock()
+
+
+@component
+class CachingChatGenerator:
+    """Wraps a chat generator; replies to identical (messages, generation_kwargs) come from the cache.
+
+    :param generator: the generator to wrap (named so that usage counters do not count it twice).
+    :param path: a JSONL file that keeps the cache across runs (appended, never rewritten).
+    """
+
+    def __init__(self, *, generator: Any, path: str | None = None) -> None:
+        self.generator = generator
+        self.path = path
+        # instances with the same file share one cache and one set of counters: a pipeline
+        # built from YAML holds its own copy of the generator, and its hits must count too
+        key = str(Path(path).resolve()) if path else f"instance-{id(self)}"
+        with _STATES_LOCK:
+            if key not in _STATES:
+                _STATES[key] = _CacheState(path)
+            self._state = _STATES[key]
+
+    @property
+    def hits(self) -> int:
+        """Calls answered from the cache since the last `reset_counters`."""
+        return self._state.hits
+
+    @property
+    def hit_seconds(self) -> float:
+        """Seconds the cached calls took when they were made."""
+        return self._state.hit_seconds
+
+    def warm_up(self) -> None:
+        """Warm the wrapped generator."""
+        if hasattr(self.generator, "warm_up"):
+            self.generator.warm_up()
+
+    def reset_counters(self) -> None:
+        """Zero the hit counters (the evaluation does it before each question)."""
+        with self._state.lock:
+            self._state.hits, self._state.hit_seconds = 0, 0.0
+
+    def _key(self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None) -> str:
+        payload = json.dumps(
+            {"messages": [m.to_dict() for m in messages], "kwargs": generation_kwargs or {},
+             "generator": serialize_component(self.generator)},
+            sort_keys=True, default=str,
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Reply from the cache, or call the wrapped generator and remember its replies."""
+        key = self._key(messages, generation_kwargs)
+        state = self._state
+        with state.lock:
+            entry = state.entries.get(key)
+            if entry is not None:
+                state.hits += 1
+                state.hit_seconds += entry["seconds"]
+                return {"replies": [ChatMessage.from_dict(r) for r in entry["replies"]]}
+        start = time.perf_counter()
+        kwargs = {"generation_kwargs": generation_kwargs} if generation_kwargs else {}
+        result = self.generator.run(messages=messages, **kwargs)
+        entry = {"key": key, "seconds": time.perf_counter() - start,
+                 "replies": [r.to_dict() for r in result["replies"]]}
+        with state.lock:
+            state.entries[key] = entry
+            if self.path:
+                with Path(self.path).open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(entry, default=str) + "\n")
+        return result
+
+    @component.output_types(replies=list[ChatMessage])
+    async def run_async(
+        self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Same as `run` (the evaluation runs one question at a time)."""
+        return self.run(messages=messages, generation_kwargs=generation_kwargs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise with the wrapped generator."""
+        return default_to_dict(self, generator=serialize_component(self.generator), path=self.path)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CachingChatGenerator:
+        """Deserialise with the wrapped generator."""
+        params = dict(data.get("init_parameters", {}))
+        params["generator"] = deserialize_component(params["generator"])
+        return cls(**params)

@@ -1,0 +1,278 @@
+"""`cfrag eval`: systems side by side on one store with the same models, scored per question.
+
+Every (condition, system, question) result is appended to `records.jsonl` in the output folder
+as soon as it exists; a second run with the same folder skips what is there (resume). LLM
+replies are cached too (`llm_cache.jsonl`, see `llm_cache.py`). `summary.py` turns the records
+into `results.json`, `report.md` and plots.
+
+Usage (the fakes stand in for the models):
+    >>> import tempfile
+    >>> from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
+    >>> out = tempfile.mkdtemp()
+    >>> config = EvalConfig(data="tests/data/hotpotqa_dev_a_30.jsonl", limit=2, systems=["standard_rag", "cf_rag_fast"],
+    ...                     out=out, progress=False, allowed_modules=["tests"])
+    >>> records = run_eval(config, chat_generator=KeywordReader(candidates=["Tulsa"]), text_embedder=HashingTextEmbedder(),
+    ...                    document_embedder=HashingDocumentEmbedder())
+    >>> len(records), sorted({r["system"] for r in records})
+    (4, ['cf_rag_fast', 'standard_rag'])
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from haystack import logging
+
+from haystack_cfrag import models
+from haystack_cfrag.core.text import normalize_answer
+from haystack_cfrag.evaluation.corpus import CORPUS_MODES, INJECTION_VARIANTS, Corpus
+from haystack_cfrag.evaluation.datasets import EvalItem, load_items
+from haystack_cfrag.evaluation.llm_cache import CachingChatGenerator
+from haystack_cfrag.evaluation.metrics import exact_match, f1, lenient_containment
+from haystack_cfrag.evaluation.summary import read_records
+from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, System, parse_systems
+from haystack_cfrag.runtime import Runtime
+
+logger = logging.getLogger(__name__)
+
+INJECTION_SYSTEMS = ("standard_rag", "cf_rag_fast", "cf_rag")
+
+
+@dataclass
+class EvalConfig:
+    """What to evaluate (every field is also a `cfrag eval` option).
+
+    :param data: a JSONL file in one of the formats of `datasets.py`.
+    :param limit, offset: the rows used (the file's order).
+    :param corpus: `pooled` or `per-question` for the main comparison.
+    :param systems: system names for the main comparison (see `systems.py`).
+    :param inject_levels: N_inject levels; each runs in per-question mode with the injected passages.
+    :param inject_variants: `distractor`, `near_duplicate`, `conflicting`.
+    :param inject_systems: systems run at each injection level.
+    :param inject_limit: questions per injection level (default: all of `limit`).
+    :param out: the output folder (records, cache, results, report, plots).
+    :param allowed_modules: extra trusted modules for pipeline files given by path (your components).
+    """
+
+    data: str
+    format: str = "auto"
+    limit: int | None = 100
+    offset: int = 0
+    corpus: str = "pooled"
+    systems: list[str] = field(default_factory=lambda: list(DEFAULT_SYSTEMS))
+    inject_levels: list[int] = field(default_factory=list)
+    inject_variants: list[str] = field(default_factory=lambda: ["distractor"])
+    inject_systems: list[str] = field(default_factory=lambda: list(INJECTION_SYSTEMS))
+    inject_limit: int | None = None
+    skip_main: bool = False
+    out: str = "eval-results"
+    llm: str = models.EMBEDDED_LLM
+    embedder: str = models.EMBEDDED_EMBEDDER
+    scorer: str | None = None
+    device: str | None = None
+    max_tokens: int = 256
+    allowed_modules: list[str] | None = None
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.corpus not in CORPUS_MODES:
+            raise ValueError(f"corpus must be one of {CORPUS_MODES}, got '{self.corpus}'.")
+        bad = [v for v in self.inject_variants if v not in INJECTION_VARIANTS]
+        if bad:
+            raise ValueError(f"inject_variants must be among {INJECTION_VARIANTS}, got {bad}.")
+        if any(n < 0 for n in self.inject_levels):
+            raise ValueError("inject_levels must be >= 0.")
+        if self.max_tokens < 1:
+            raise ValueError("max_tokens must be >= 1.")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A corpus setting: the main comparison or one injection level of one variant."""
+
+    name: str
+    corpus: str
+    inject: int
+    variant: str | None
+    systems: tuple[System, ...]
+    items: tuple[EvalItem, ...]
+
+
+def conditions(config: EvalConfig, items: list[EvalItem]) -> list[Condition]:
+    """The main comparison first, then each injection variant and level."""
+    out = []
+    if not config.skip_main:
+        out.append(Condition(config.corpus, config.corpus, 0, None, tuple(parse_systems(",".join(config.systems))),
+                             tuple(items)))
+    inject_items = tuple(items[: config.inject_limit] if config.inject_limit else items)
+    inject_systems = tuple(parse_systems(",".join(config.inject_systems))) if config.inject_levels else ()
+    if 0 in config.inject_levels:  # no injection: the same for every variant, run once
+        out.append(Condition("per-question", "per-question", 0, None, inject_systems, inject_items))
+    for variant in config.inject_variants if config.inject_levels else []:
+        for level in sorted(set(config.inject_levels) - {0}):
+            out.append(Condition(f"inject:{variant}:{level}", "per-question", level, variant, inject_systems,
+                                 inject_items))
+    return out
+
+
+def score(item: EvalItem, answer: str, evidence_titles: list[str]) -> dict[str, Any]:
+    """Strict EM/F1, lenient containment, gold-passage recall and the trap answer, for one answer."""
+    recall = None
+    if item.gold_titles:
+        recall = len(set(item.gold_titles) & set(evidence_titles)) / len(set(item.gold_titles))
+    trapped = None
+    if item.trap_answer:
+        trapped = bool(lenient_containment(answer, [item.trap_answer])) and not exact_match(answer, item.answers)
+    return {
+        "em": exact_match(answer, item.answers),
+        "f1": f1(answer, item.answers),
+        "lenient": lenient_containment(answer, item.answers),
+        "support_recall": recall,
+        "trapped": trapped,
+    }
+
+
+def _record_key(condition: str, system: System, qid: str) -> str:
+    return f"{condition}|{system.key()}|{qid}"
+
+
+def metadata(config: EvalConfig, injected: list[Any] | None = None) -> dict[str, Any]:
+    """Versions, model identities and seeds, recorded with every run (`injected`: instances used instead of specs)."""
+    import haystack  # noqa: PLC0415
+
+    from haystack_cfrag import __version__  # noqa: PLC0415
+
+    data_sha = hashlib.sha256(Path(config.data).read_bytes()).hexdigest()
+    return {
+        "haystack_cfrag": __version__,
+        "haystack_ai": haystack.__version__,
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPUs",
+        "data": {"path": str(config.data), "sha256": data_sha},
+        "models": {"llm": config.llm, "llm_sha256": models.model_sha256(config.llm),
+                   "embedder": config.embedder, "embedder_sha256": models.model_sha256(config.embedder),
+                   "scorer": config.scorer}
+        if not injected else {"llm": type(injected[0]).__name__, "llm_sha256": None,
+                              "embedder": type(injected[1]).__name__, "embedder_sha256": None, "scorer": config.scorer},
+        "seeds": {"llm": 0, "stratifier": "random_state from the pipeline file (0)", "bootstrap": 0},
+        "decoding": "greedy (temperature 0)",
+        "config": asdict(config),
+    }
+
+
+def run_eval(
+    config: EvalConfig,
+    *,
+    chat_generator: Any | None = None,
+    text_embedder: Any | None = None,
+    document_embedder: Any | None = None,
+) -> list[dict[str, Any]]:
+    """Run every condition, system and question not yet in the output folder; return all records.
+
+    `chat_generator`/`text_embedder`/`document_embedder`: ready instances instead of the config's
+    model specs (tests). Each question's LLM calls are cached in `out/llm_cache.jsonl`.
+    """
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    items = load_items(config.data, config.format, limit=config.limit, offset=config.offset)
+    conds = conditions(config, items)
+    if not conds:
+        raise ValueError("Nothing to run: no main comparison (skip_main) and no injection levels.")
+    injected = [chat_generator, text_embedder] if chat_generator is not None and text_embedder is not None else None
+    (out / "metadata.json").write_text(json.dumps(metadata(config, injected), indent=2, default=str), encoding="utf-8")
+
+    generator = chat_generator or models.chat_generator(config.llm, max_tokens=config.max_tokens)
+    cached = CachingChatGenerator(generator=generator, path=str(out / "llm_cache.jsonl"))
+    query_embedder = text_embedder or models.text_embedder(config.embedder, device=config.device)
+    if (text_embedder is None) != (document_embedder is None):
+        raise ValueError("Pass both text_embedder and document_embedder (the same model), or neither.")
+    doc_embedder = document_embedder or models.document_embedder(config.embedder, device=config.device)
+    runtime = Runtime(store=_empty_store(), chat_generator=cached, text_embedder=query_embedder,
+                      scorer=config.scorer, device=config.device, allowed_modules=config.allowed_modules)
+    runtime.warm_up()
+    if hasattr(doc_embedder, "warm_up"):
+        doc_embedder.warm_up()
+    corpus = Corpus(items, lambda docs: doc_embedder.run(documents=docs)["documents"],
+                    lambda text: query_embedder.run(text=text)["embedding"])
+
+    done = {r["key"] for r in read_records(out)}
+    todo = []
+    for c in conds:
+        for item in c.items:
+            for s in c.systems:
+                key = _record_key(c.name, s, item.id)
+                if key not in done:
+                    done.add(key)
+                    todo.append((c, item, s))
+    logger.info("{n} results to compute, {d} already in {out}", n=len(todo), d=len(done) - len(todo), out=str(out))
+    pooled = corpus.pooled_store() if any(c.corpus == "pooled" for c in conds) else None
+    current: tuple[str, str] | None = None
+    injected: list[Any] = []
+    with (out / "records.jsonl").open("a", encoding="utf-8") as fh:
+        for cond, item, system in _progress(todo, config.progress):
+            if cond.corpus == "pooled":
+                runtime.use_store(pooled)
+            elif current != (cond.name, item.id):  # one store per question and condition, built once
+                current = (cond.name, item.id)
+                injected = corpus.inject(item, cond.inject, cond.variant) if cond.variant else []
+                runtime.use_store(corpus.item_store(item, injected))
+            record = _run_one(runtime, cached, cond, item, system, len(injected))
+            fh.write(json.dumps(record, default=str) + "\n")
+            fh.flush()
+    return read_records(out)
+
+
+def _run_one(runtime: Runtime, cached: CachingChatGenerator, cond: Condition, item: EvalItem,
+             system: System, n_injected: int) -> dict[str, Any]:
+    cached.reset_counters()
+    record: dict[str, Any] = {
+        "key": _record_key(cond.name, system, item.id), "condition": cond.name, "inject": cond.inject,
+        "variant": cond.variant, "system": system.name, "pipeline": system.pipeline, "params": system.params,
+        "qid": item.id, "question": item.question, "answers": item.answers, "qtype": item.qtype,
+        "failure_mode": item.failure_mode, "trap_answer": item.trap_answer,
+    }
+    if cond.variant:
+        record["injected"] = n_injected
+    start = time.perf_counter()
+    try:
+        result = runtime.ask(system.pipeline, item.question, system.params)
+    except Exception as exc:  # noqa: BLE001 — a failed question is a result, not the end of the run
+        logger.warning("{system} failed on {qid}: {error}", system=system.name, qid=item.id, error=repr(exc))
+        record.update(answer="", error=repr(exc), seconds=time.perf_counter() - start, stages={}, llm={},
+                      evidence=[], cache_hits=cached.hits, seconds_equivalent=time.perf_counter() - start,
+                      **score(item, "", []))
+        return record
+    titles = [d.get("title") or "" for d in result.documents]
+    trace = result.trace or {}
+    record.update(
+        answer=result.answer, error=None, seconds=result.seconds, stages=result.stages, llm=result.llm,
+        evidence=titles, cache_hits=cached.hits, seconds_equivalent=result.seconds + cached.hit_seconds,
+        decision=trace.get("decision"), n_counterfactuals=len(trace.get("counterfactuals") or []),
+        answer_normalized=normalize_answer(result.answer), **score(item, result.answer, titles),
+    )
+    return record
+
+
+def _progress(todo: list[Any], enabled: bool) -> Iterator[Any]:
+    if not enabled:
+        yield from todo
+        return
+    from tqdm import tqdm  # noqa: PLC0415 — haystack-ai depends on tqdm
+
+    with tqdm(todo, unit="run", dynamic_ncols=True) as bar:
+        for cond, item, system in bar:
+            bar.set_description(f"{cond.name} {system.name}"[:40])
+            yield cond, item, system
+
+
+def _empty_store() -> Any:
+    from haystack.document_stores.in_memory import InMemoryDocumentStore  # noqa: PLC0415
+
+    return InMemoryDocumentStore(embedding_similarity_function="cosine")

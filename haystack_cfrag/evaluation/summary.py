@@ -1,0 +1,310 @@
+"""From per-question records to `results.json`, a Markdown report and PNG plots.
+
+Scores are fractions in `results.json` and percentages in the report. Differences against the
+baseline (standard RAG) are paired over the questions both systems answered, with a 95%
+percentile bootstrap interval. Latency is wall time per question; where a system's replies came
+from the LLM cache (the λ sweep reuses cf_rag's drafts), `latency_equivalent` adds back the
+seconds those calls took when they were made.
+
+Usage:
+    >>> recs = [{"condition": "pooled", "system": s, "qid": q, "em": e, "f1": e, "lenient": e,
+    ...          "support_recall": None, "seconds": 1.0, "seconds_equivalent": 1.0, "stages": {},
+    ...          "llm": {"calls": 1}, "cache_hits": 0, "error": None, "qtype": "bridge", "params": {},
+    ...          "pipeline": s, "inject": 0, "variant": None}
+    ...         for s, q, e in [("standard_rag", "a", 0.0), ("standard_rag", "b", 1.0), ("cf_rag", "a", 1.0), ("cf_rag", "b", 1.0)]]
+    >>> res = summarize(recs)
+    >>> res["conditions"]["pooled"]["systems"]["cf_rag"]["vs_baseline"]["em"]["difference"]
+    0.5
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from haystack import logging
+
+from haystack_cfrag.evaluation.metrics import paired_bootstrap
+from haystack_cfrag.evaluation.systems import BASELINE
+
+logger = logging.getLogger(__name__)
+
+METRICS = ("em", "f1", "lenient")
+
+
+def read_records(out: Path) -> list[dict[str, Any]]:
+    """Every record of an output folder (an unfinished last line is skipped with a warning)."""
+    path = Path(out) / "records.jsonl"
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            logger.warning("Skipping an unreadable line in {path}", path=str(path))
+    return records
+
+
+def write_outputs(out: Path, *, with_plots: bool = True) -> dict[str, Any]:
+    """`results.json`, `report.md` and the plots of an output folder, from its records and metadata."""
+    out = Path(out)
+    records = read_records(out)
+    if not records:
+        raise ValueError(f"No records in {out}: run `cfrag eval` first.")
+    meta_path = out / "metadata.json"
+    metadata = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else None
+    results = {"metadata": metadata, **summarize(records)}
+    (out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+    report = markdown(results, metadata)
+    if with_plots:
+        images = plots(results, out)
+        report += "\n## Plots\n\n" + "\n".join(f"![{p.stem}]({p.name})" for p in images) + "\n"
+    (out / "report.md").write_text(report, encoding="utf-8")
+    return results
+
+
+def _mean(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None]
+    return float(np.mean(values)) if values else None
+
+
+def _system_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
+    seconds = [r["seconds"] for r in recs]
+    equivalent = [r.get("seconds_equivalent", r["seconds"]) for r in recs]
+    stages: dict[str, list[float]] = defaultdict(list)
+    for r in recs:
+        for stage, value in (r.get("stages") or {}).items():
+            stages[stage].append(value)
+    by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_mode: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in recs:
+        if r.get("qtype"):
+            by_type[r["qtype"]].append(r)
+        if r.get("failure_mode"):
+            by_mode[r["failure_mode"]].append(r)
+    em = _mean([r["em"] for r in recs]) or 0.0
+    latency = float(np.mean(equivalent))
+    return {
+        "n": len(recs),
+        **{m: _mean([r[m] for r in recs]) for m in METRICS},
+        "support_recall": _mean([r.get("support_recall") for r in recs]),
+        "errors": sum(1 for r in recs if r.get("error")),
+        "by_type": {t: {"n": len(rs), **{m: _mean([r[m] for r in rs]) for m in METRICS}} for t, rs in sorted(by_type.items())},
+        "by_failure_mode": {
+            mode: {"n": len(rs), "error_rate": 1.0 - (_mean([r["em"] for r in rs]) or 0.0),
+                   "lenient_error_rate": 1.0 - (_mean([r["lenient"] for r in rs]) or 0.0),
+                   "trap_rate": _mean([float(bool(r.get("trapped"))) for r in rs])}
+            for mode, rs in sorted(by_mode.items())
+        },
+        "latency": {"mean": float(np.mean(seconds)), "p50": float(np.median(seconds)),
+                    "p95": float(np.quantile(seconds, 0.95)), "mean_equivalent": latency},
+        "stages": {k: float(np.mean(v)) for k, v in sorted(stages.items())},
+        "llm": {k: _mean([(r.get("llm") or {}).get(k, 0) for r in recs]) for k in ("calls", "prompt_tokens", "completion_tokens")},
+        "cache_hits": _mean([r.get("cache_hits", 0) for r in recs]),
+        "em_efficiency": em / latency if latency > 0 else None,
+    }
+
+
+def _paired(recs_a: list[dict[str, Any]], recs_b: list[dict[str, Any]], metric: str) -> dict[str, float] | None:
+    a = {r["qid"]: r[metric] for r in recs_a}
+    b = {r["qid"]: r[metric] for r in recs_b}
+    common = sorted(set(a) & set(b))
+    if not common:
+        return None
+    return paired_bootstrap([a[q] for q in common], [b[q] for q in common])
+
+
+def summarize(records: list[dict[str, Any]], baseline: str = BASELINE) -> dict[str, Any]:
+    """Aggregate records by condition and system (see the module doc)."""
+    grouped: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        grouped[r["condition"]][r["system"]].append(r)
+    conditions: dict[str, Any] = {}
+    for cond, systems in grouped.items():
+        out: dict[str, Any] = {}
+        base = systems.get(baseline)
+        base_latency = _system_summary(base)["latency"]["mean_equivalent"] if base else None
+        for name, recs in systems.items():
+            s = _system_summary(recs)
+            if base and name != baseline:
+                s["vs_baseline"] = {m: _paired(recs, base, m) for m in METRICS}
+            if base_latency:
+                s["overhead_vs_baseline"] = s["latency"]["mean_equivalent"] / base_latency
+            out[name] = s
+        first = next(iter(systems.values()))
+        conditions[cond] = {"inject": first[0].get("inject", 0), "variant": first[0].get("variant"),
+                            "n_questions": len({r["qid"] for rs in systems.values() for r in rs}), "systems": out}
+    return {"baseline": baseline, "conditions": conditions, "injection": _injection(conditions),
+            "sweeps": _sweeps(records)}
+
+
+def _injection(conditions: dict[str, Any]) -> dict[str, Any]:
+    """variant → system → level → scores, from the `inject:*` conditions."""
+    table: dict[str, Any] = defaultdict(lambda: defaultdict(dict))
+    for cond in conditions.values():
+        if cond["variant"]:
+            for name, s in cond["systems"].items():
+                table[cond["variant"]][name][cond["inject"]] = {"n": s["n"], **{m: s[m] for m in METRICS}}
+    base = conditions.get("per-question")  # N_inject = 0 is shared by every variant
+    for systems in table.values():
+        for name, by_level in systems.items():
+            if base and name in base["systems"]:
+                s = base["systems"][name]
+                by_level[0] = {"n": s["n"], **{m: s[m] for m in METRICS}}
+    return {v: {s: dict(sorted(levels.items())) for s, levels in systems.items()} for v, systems in table.items()}
+
+
+_DEFAULTS = {"causal_weight": 0.4, "n_counterfactuals": 3, "n_clusters": 4, "n_subsets": 3}
+
+
+def _sweeps(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """parameter → value → scores over the non-injection conditions' cf_rag variants with one parameter changed."""
+    table: dict[str, dict[Any, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        if r.get("variant") or r.get("pipeline") != "cf_rag":
+            continue
+        params = r.get("params") or {}
+        if len(params) == 1:
+            (key, value), = params.items()
+            if key in _DEFAULTS:
+                table[key][value].append(r)
+    for key, default in _DEFAULTS.items():
+        if key in table:
+            table[key][default] += [r for r in records if r.get("pipeline") == "cf_rag" and not r.get("params")
+                                    and not r.get("variant")]
+    return {key: {str(v): {"n": len(rs), **{m: _mean([r[m] for r in rs]) for m in METRICS},
+                           "latency_equivalent": _mean([r.get("seconds_equivalent", r["seconds"]) for r in rs])}
+                  for v, rs in sorted(values.items())} for key, values in table.items()}
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def _ci(b: dict[str, float] | None) -> str:
+    if not b:
+        return "–"
+    return f"{100 * b['difference']:+.1f} [{100 * b['low']:+.1f}, {100 * b['high']:+.1f}]"
+
+
+def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) -> str:
+    """The report: one table of answers and one of cost per condition, then injection and sweeps."""
+    lines = ["# CF-RAG evaluation report", ""]
+    if metadata:
+        m = metadata["models"]
+        lines += [f"- data: `{metadata['data']['path']}` (sha256 {metadata['data']['sha256'][:12]}…)",
+                  f"- models: LLM `{m['llm']}` ({(m['llm_sha256'] or '')[:12]}…), embedder `{m['embedder']}`"
+                  f" ({(m['embedder_sha256'] or '')[:12]}…), greedy decoding",
+                  f"- haystack-cfrag {metadata['haystack_cfrag']}, haystack-ai {metadata['haystack_ai']}, "
+                  f"Python {metadata['python']}, {metadata['machine']}", ""]
+    lines += ["EM and F1 are strict (SQuAD/HotpotQA normalisation); *lenient* is the paper-style containment "
+              "(a gold answer inside the prediction), not exact match. Δ columns: difference to "
+              f"`{results['baseline']}` in points, paired over the same questions, 95% bootstrap interval.", ""]
+    for name, cond in results["conditions"].items():
+        lines += [f"## Condition `{name}` ({cond['n_questions']} questions)", "",
+                  "| system | n | EM | F1 | lenient | ΔEM [95% CI] | ΔF1 [95% CI] | gold recall | errors |",
+                  "|---|---:|---:|---:|---:|---|---|---:|---:|"]
+        for sys_name, s in cond["systems"].items():
+            vs = s.get("vs_baseline") or {}
+            lines.append(f"| {sys_name} | {s['n']} | {_pct(s['em'])} | {_pct(s['f1'])} | {_pct(s['lenient'])} | "
+                         f"{_ci(vs.get('em'))} | {_ci(vs.get('f1'))} | {_pct(s['support_recall'])} | {s['errors']} |")
+        lines += ["", "| system | latency mean / p50 / p95 (s) | overhead × | LLM calls | prompt tok | completion tok "
+                  "| cached calls | EM-efficiency (1/s) |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for sys_name, s in cond["systems"].items():
+            lat, llm = s["latency"], s["llm"]
+            eq = "" if abs(lat["mean_equivalent"] - lat["mean"]) < 1e-6 else f" (≡ {lat['mean_equivalent']:.1f} uncached)"
+            over = "–" if s.get("overhead_vs_baseline") is None else f"{s['overhead_vs_baseline']:.2f}"
+            eff = "–" if s["em_efficiency"] is None else f"{s['em_efficiency']:.4f}"
+            lines.append(
+                f"| {sys_name} | {lat['mean']:.1f} / {lat['p50']:.1f} / {lat['p95']:.1f}{eq} | {over} | "
+                f"{llm['calls'] or 0:.1f} | {llm['prompt_tokens'] or 0:.0f} | {llm['completion_tokens'] or 0:.0f} | "
+                f"{s['cache_hits'] or 0:.1f} | {eff} |")
+        types = sorted({t for s in cond["systems"].values() for t in s["by_type"]})
+        if types:
+            lines += ["", "EM by question type: " + "; ".join(
+                f"{sys_name} " + ", ".join(f"{t} {_pct(s['by_type'][t]['em'])} (n={s['by_type'][t]['n']})"
+                                          for t in types if t in s["by_type"]) for sys_name, s in cond["systems"].items())]
+        modes = sorted({m for s in cond["systems"].values() for m in s["by_failure_mode"]})
+        if modes:
+            lines += ["", "| system | " + " | ".join(f"{m} error / trap" for m in modes) + " |",
+                      "|---|" + "---|" * len(modes)]
+            for sys_name, s in cond["systems"].items():
+                cells = [f"{_pct(s['by_failure_mode'][m]['error_rate'])} / {_pct(s['by_failure_mode'][m]['trap_rate'])}"
+                         if m in s["by_failure_mode"] else "–" for m in modes]
+                lines.append(f"| {sys_name} | " + " | ".join(cells) + " |")
+        lines.append("")
+    for variant, systems in results["injection"].items():
+        levels = sorted({lv for s in systems.values() for lv in s})
+        lines += [f"## Injection `{variant}`: EM / F1 by N_inject", "",
+                  "| system | " + " | ".join(f"N={lv}" for lv in levels) + " |", "|---|" + "---|" * len(levels)]
+        for sys_name, by_level in systems.items():
+            cells = [f"{_pct(by_level[lv]['em'])} / {_pct(by_level[lv]['f1'])} (n={by_level[lv]['n']})"
+                     if lv in by_level else "–" for lv in levels]
+            lines.append(f"| {sys_name} | " + " | ".join(cells) + " |")
+        lines.append("")
+    for param, values in results["sweeps"].items():
+        lines += [f"## Sweep of `{param}` (cf_rag, other parameters at their defaults)", "",
+                  "| value | n | EM | F1 | lenient | latency (s, uncached) |", "|---|---:|---:|---:|---:|---:|"]
+        for value, s in values.items():
+            lines.append(f"| {value} | {s['n']} | {_pct(s['em'])} | {_pct(s['f1'])} | {_pct(s['lenient'])} | "
+                         f"{s['latency_equivalent']:.1f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plots(results: dict[str, Any], out: Path) -> list[Path]:
+    """accuracy vs N_inject, λ sensitivity and stacked latency per stage, as PNG files."""
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    written = []
+    for variant, systems in results["injection"].items():
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for name, by_level in systems.items():
+            levels = sorted(by_level)
+            ax.plot(levels, [100 * (by_level[lv]["f1"] or 0) for lv in levels], marker="o", label=name)
+        ax.set(xlabel="injected passages (N_inject)", ylabel="F1 (%)", title=f"F1 vs N_inject ({variant})")
+        ax.legend()
+        written.append(_save(fig, out / f"injection_{variant}.png", plt))
+    if "causal_weight" in results["sweeps"]:
+        values = results["sweeps"]["causal_weight"]
+        xs = [float(v) for v in values]
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for metric in METRICS:
+            ax.plot(xs, [100 * (values[v][metric] or 0) for v in values], marker="o", label=metric)
+        ax.set(xlabel="λ (causal weight)", ylabel="score (%)", title="λ sensitivity (cf_rag)")
+        ax.legend()
+        written.append(_save(fig, out / "lambda_sensitivity.png", plt))
+    for name, cond in results["conditions"].items():
+        if cond["variant"]:
+            continue
+        systems = cond["systems"]
+        stages = sorted({st for s in systems.values() for st in s["stages"]})
+        fig, ax = plt.subplots(figsize=(8, 4))
+        bottom = np.zeros(len(systems))
+        for stage in stages:
+            heights = np.array([s["stages"].get(stage, 0.0) for s in systems.values()])
+            ax.bar(list(systems), heights, bottom=bottom, label=stage)
+            bottom += heights
+        replayed = np.array([s["latency"]["mean_equivalent"] - s["latency"]["mean"] for s in systems.values()])
+        if replayed.any():
+            ax.bar(list(systems), replayed, bottom=bottom, label="cached LLM calls (replayed)", hatch="//", alpha=0.5)
+        ax.set(ylabel="seconds per question", title=f"Latency per stage ({name})")
+        ax.tick_params(axis="x", rotation=30)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        written.append(_save(fig, out / f"latency_{name}.png", plt))
+    return written
+
+
+def _save(fig: Any, path: Path, plt: Any) -> Path:
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

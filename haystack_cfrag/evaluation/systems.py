@@ -1,0 +1,97 @@
+"""The systems an evaluation compares: a pipeline file plus parameter overrides.
+
+Names: `closed_book`, `standard_rag`, `cf_rag`, `cf_rag_fast`, the ablations `cf_rag_n0` (no
+counterfactuals), `cf_rag_k1` (one cluster), `cf_rag_lambda0` (no causal term), any YAML path,
+and any of these with overrides in brackets: `cf_rag[causal_weight=0.2,n_subsets=2]`
+(parameters: see `haystack_cfrag.runtime.PARAMETER_TARGETS`).
+
+Usage:
+    >>> [s.name for s in parse_systems("standard_rag,cf_rag[causal_weight=0.2]")]
+    ['standard_rag', 'cf_rag[causal_weight=0.2]']
+    >>> parse_systems("cf_rag_k1")[0].params
+    {'n_clusters': 1}
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from haystack_cfrag.runtime import PARAMETER_TARGETS
+
+BASELINE = "standard_rag"
+DEFAULT_SYSTEMS = ("closed_book", "standard_rag", "cf_rag_fast", "cf_rag", "cf_rag_lambda0", "cf_rag_n0", "cf_rag_k1")
+ABLATIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    "cf_rag_n0": ("cf_rag", {"n_counterfactuals": 0}),
+    "cf_rag_k1": ("cf_rag", {"n_clusters": 1}),
+    "cf_rag_lambda0": ("cf_rag", {"causal_weight": 0.0}),
+}
+SWEEP_PARAMETERS = {"lambda": "causal_weight", "N": "n_counterfactuals", "K": "n_clusters", "M": "n_subsets"}
+
+
+@dataclass(frozen=True)
+class System:
+    """A named pipeline with parameter overrides."""
+
+    name: str
+    pipeline: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def key(self) -> str:
+        """What identifies the system's configuration in cached results."""
+        return f"{self.pipeline}{sorted(self.params.items())}"
+
+
+def _value(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_system(spec: str) -> System:
+    """One system from its name (see the module doc)."""
+    spec = spec.strip()
+    match = re.fullmatch(r"([^\[\]]+)(?:\[(.*)\])?", spec)
+    if not match or not match.group(1).strip():
+        raise ValueError(f"Cannot read the system '{spec}': use NAME or NAME[param=value,...].")
+    base, overrides = match.group(1).strip(), match.group(2)
+    pipeline, params = ABLATIONS.get(base, (base, {}))
+    params = dict(params)
+    for part in (overrides or "").split(","):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        key = SWEEP_PARAMETERS.get(key.strip(), key.strip())
+        if not sep or key not in PARAMETER_TARGETS:
+            raise ValueError(f"System '{spec}': '{part}' is not param=value with param in {sorted(PARAMETER_TARGETS)}.")
+        params[key] = _value(value.strip())
+    return System(spec, pipeline, params)
+
+
+def parse_systems(specs: str) -> list[System]:
+    """Comma-separated systems; commas inside brackets belong to the overrides."""
+    parts, depth, current = [], 0, ""
+    for ch in specs:
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    systems = [parse_system(p) for p in parts if p.strip()]
+    if not systems:
+        raise ValueError("No systems given.")
+    return systems
+
+
+def sweep_systems(parameter: str, values: list[Any], base: str = "cf_rag") -> list[System]:
+    """`base` with one parameter (lambda, N, K or M) at each value, the others at their defaults."""
+    if parameter not in SWEEP_PARAMETERS:
+        raise ValueError(f"Sweep parameter must be one of {sorted(SWEEP_PARAMETERS)}, got '{parameter}'.")
+    return [parse_system(f"{base}[{parameter}={v}]") for v in values]

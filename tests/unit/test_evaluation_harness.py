@@ -1,0 +1,255 @@
+"""The evaluation harness (`cfrag eval`): formats, corpus modes, injection variants, systems,
+resumable records, the LLM reply cache and the report — with fake models."""
+
+import doctest
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from haystack.dataclasses import ChatMessage
+
+from haystack_cfrag.cli import main
+from haystack_cfrag.evaluation import EvalConfig, run_eval, summarize, write_outputs
+from haystack_cfrag.evaluation import datasets, llm_cache, runner, summary, systems
+from haystack_cfrag.evaluation.corpus import Corpus, near_copies, swap_answer
+from haystack_cfrag.evaluation.datasets import load_items, parse_row
+from haystack_cfrag.evaluation.injection import contains_answer
+from haystack_cfrag.evaluation.llm_cache import CachingChatGenerator
+from haystack_cfrag.evaluation.systems import parse_system, parse_systems, sweep_systems
+from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader, hashed_bow
+
+ROOT = Path(__file__).resolve().parents[2]
+HOTPOT = ROOT / "tests" / "data" / "hotpotqa_dev_a_30.jsonl"
+SHARED = ROOT.parent / "shared" / "data"
+
+
+@pytest.mark.parametrize("module", [datasets, systems, llm_cache, runner, summary], ids=lambda m: m.__name__)
+def test_module_usage_examples_run(module, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_hotpotqa_rows_keep_ten_paragraphs_and_gold_titles():
+    items = load_items(HOTPOT, limit=3)
+    assert len(items) == 3
+    for item in items:
+        assert len(item.passages) == 10
+        assert item.gold_titles and set(item.gold_titles) <= {p.title for p in item.passages}
+        assert item.qtype in ("bridge", "comparison")
+
+
+def test_offset_and_limit_follow_the_file_order():
+    all_rows = load_items(HOTPOT, limit=5)
+    assert [i.id for i in load_items(HOTPOT, offset=2, limit=2)] == [i.id for i in all_rows[2:4]]
+
+
+def test_trap_popqa_and_generic_rows_parse():
+    trap = parse_row({"id": "t", "question": "Who leads?", "answer": "Bale", "aliases": ["C. Bale"],
+                      "failure_mode": "spurious_correlation", "axis": "role", "trap_answer": "Ledger",
+                      "gold_docs": [{"title": "G", "content": "Bale leads."}],
+                      "spurious_docs": [{"title": "S", "content": "Ledger shines."}]}, "trap", 1)
+    assert trap.answers == ["Bale", "C. Bale"] and trap.gold_titles == ["G"] and trap.trap_answer == "Ledger"
+    assert [p.title for p in trap.passages] == ["G", "S"]
+    popqa = parse_row({"id": 7, "question": "What is X's job?", "answers": ["politician"], "s_wiki_title": "X",
+                       "crag_internal_knowledge": "word " * 250, "crag_web_knowledge": "X: a politician ; Y: other"},
+                      "popqa", 1)
+    assert len(popqa.passages) == 3 + 2 and popqa.gold_titles == ["X"]
+    with pytest.raises(ValueError, match="answers"):
+        parse_row({"question": "q", "documents": []}, "generic", 3)
+    with pytest.raises(ValueError, match="Unknown evaluation row format"):
+        datasets.detect_format({"question": "q"})
+
+
+@pytest.mark.skipif(not (SHARED / "trap_dev.jsonl").exists(), reason="shared data not present")
+def test_shared_files_parse_in_every_format():
+    assert len(load_items(SHARED / "trap_dev.jsonl")) == 24
+    assert load_items(SHARED / "popqa_longtail_crag_knowledge_first700.jsonl", limit=5)[0].passages
+
+
+def _corpus(n=8):
+    items = load_items(HOTPOT, limit=n)
+    embed_docs = HashingDocumentEmbedder()
+    return items, Corpus(items, lambda docs: embed_docs.run(documents=docs)["documents"],
+                         lambda text: hashed_bow(text, 512))
+
+
+def test_pooled_store_holds_every_passage_once_and_item_store_its_own():
+    items, corpus = _corpus()
+    pooled = corpus.pooled_store()
+    assert pooled.count_documents() == len({p.id for i in items for p in i.passages})
+    own = corpus.item_store(items[0])
+    assert {d.id for d in own.filter_documents()} == {p.id for p in items[0].passages}
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_injected_distractors_come_from_other_questions_and_never_hold_the_answer(n):
+    items, corpus = _corpus()
+    for item in items:
+        injected = corpus.inject(item, n, "distractor")
+        assert len(injected) == n
+        own = {p.id for p in item.passages}
+        real = [a for a in item.answers if a.lower() not in ("yes", "no")]
+        for p in injected:
+            assert p.id not in own
+            assert not contains_answer(p.content, real)
+        store = corpus.item_store(item, injected)
+        marked = [d for d in store.filter_documents() if d.meta.get("cfrag_eval_injected")]
+        assert len(marked) == n
+
+
+def test_near_duplicates_are_one_word_apart_and_conflicts_swap_the_answer():
+    copies = near_copies("one two three four five six", 3)
+    assert len(copies) == 3 and all(len(c.split()) == 5 for c in copies) and len(set(copies)) == 3
+    assert swap_answer("Tulsa is in Oklahoma; tulsa.", "Tulsa", "Paris") == "Paris is in Oklahoma; Paris."
+    assert swap_answer("no mention", "Tulsa", "Paris") is None
+    items, corpus = _corpus()
+    item = next(i for i in items if i.answers[0].lower() not in ("yes", "no")
+                and any(i.answers[0] in p.content for p in i.passages if p.title in i.gold_titles))
+    conflicts = corpus.inject(item, 2, "conflicting")
+    assert len(conflicts) == 2
+    for p in conflicts:
+        assert p.title in item.gold_titles and item.answers[0] not in p.content
+    dups = corpus.inject(item, 3, "near_duplicate")
+    assert len(dups) == 3 and len({p.title for p in dups}) == 1
+
+
+def test_system_names_ablations_and_sweeps():
+    assert parse_system("cf_rag_n0").params == {"n_counterfactuals": 0}
+    assert parse_system("cf_rag_lambda0").pipeline == "cf_rag"
+    assert parse_system("cf_rag[lambda=0.2,M=2]").params == {"causal_weight": 0.2, "n_subsets": 2}
+    assert [s.name for s in parse_systems("standard_rag, cf_rag[K=2,M=1], my/pipe.yml")] == [
+        "standard_rag", "cf_rag[K=2,M=1]", "my/pipe.yml"]
+    assert [s.params["n_clusters"] for s in sweep_systems("K", [1, 2, 4])] == [1, 2, 4]
+    with pytest.raises(ValueError, match="param=value"):
+        parse_system("cf_rag[colour=red]")
+    with pytest.raises(ValueError, match="Sweep parameter"):
+        sweep_systems("top", [1])
+
+
+class CountingReader(KeywordReader):
+    """KeywordReader that counts its real calls."""
+
+    calls = 0
+
+    def run(self, messages, generation_kwargs=None):
+        CountingReader.calls += 1
+        return super().run(messages=messages)
+
+
+def _fakes(items):
+    return {"chat_generator": CountingReader(candidates=[i.answers[0] for i in items]),
+            "text_embedder": HashingTextEmbedder(), "document_embedder": HashingDocumentEmbedder()}
+
+
+def test_run_resumes_from_records_and_reuses_cached_replies(tmp_path):
+    items = load_items(HOTPOT, limit=3)
+    config = EvalConfig(data=str(HOTPOT), limit=3, out=str(tmp_path), progress=False, allowed_modules=["tests"],
+                        systems=["closed_book", "standard_rag", "cf_rag", "cf_rag_lambda0", "cf_rag[lambda=1.0]"])
+    CountingReader.calls = 0
+    records = run_eval(config, **_fakes(items))
+    assert len(records) == 3 * 5 and not any(r["error"] for r in records)
+    first_calls = CountingReader.calls
+    by_system = {(r["system"], r["qid"]): r for r in records}
+    for item in items:  # λ variants reuse cf_rag's drafts: every call is a cache hit
+        full, lam0 = by_system[("cf_rag", item.id)], by_system[("cf_rag_lambda0", item.id)]
+        assert full["cache_hits"] < full["llm"]["calls"]  # (identical subsets may hit within one run)
+        assert lam0["cache_hits"] == lam0["llm"]["calls"] > 0
+        assert lam0["seconds_equivalent"] >= lam0["seconds"]
+    # a second run computes nothing new
+    again = run_eval(config, **_fakes(items))
+    assert len(again) == len(records) and CountingReader.calls == first_calls
+    # one more system: only its records are added
+    config.systems.append("cf_rag_fast")
+    more = run_eval(config, **_fakes(items))
+    assert len(more) == len(records) + 3
+
+
+def test_a_failing_system_is_recorded_not_fatal(tmp_path):
+    items = load_items(HOTPOT, limit=2)
+    config = EvalConfig(data=str(HOTPOT), limit=2, out=str(tmp_path), progress=False, allowed_modules=["tests"],
+                        systems=["standard_rag", str(tmp_path / "missing.yml")])
+    records = run_eval(config, **_fakes(items))
+    errors = [r for r in records if r["error"]]
+    assert len(errors) == 2 and all("missing.yml" in r["error"] and r["em"] == 0.0 for r in errors)
+
+
+def test_injection_levels_share_level_zero_and_report_every_variant(tmp_path):
+    items = load_items(HOTPOT, limit=3)
+    config = EvalConfig(data=str(HOTPOT), limit=3, out=str(tmp_path), progress=False, allowed_modules=["tests"],
+                        skip_main=True, inject_levels=[0, 2], inject_variants=["distractor", "conflicting"],
+                        inject_systems=["standard_rag"])
+    records = run_eval(config, **_fakes(items))
+    assert sorted({r["condition"] for r in records}) == ["inject:conflicting:2", "inject:distractor:2", "per-question"]
+    assert all(r["injected"] == 2 for r in records if r["condition"] == "inject:distractor:2")
+    results = write_outputs(tmp_path)
+    for variant in ("distractor", "conflicting"):
+        assert set(results["injection"][variant]["standard_rag"]) == {0, 2}
+    report = (tmp_path / "report.md").read_text()
+    assert "Injection `distractor`" in report and (tmp_path / "injection_distractor.png").stat().st_size > 0
+    assert json.loads((tmp_path / "results.json").read_text())["metadata"]["models"]["llm"] == "CountingReader"
+
+
+def _rec(system, qid, em, seconds=1.0, **extra):
+    return {"condition": "pooled", "system": system, "qid": qid, "em": em, "f1": em, "lenient": em,
+            "support_recall": 0.5, "seconds": seconds, "seconds_equivalent": seconds, "stages": {"generator": seconds},
+            "llm": {"calls": 1, "prompt_tokens": 10, "completion_tokens": 2}, "cache_hits": 0, "error": None,
+            "qtype": "bridge", "params": {}, "pipeline": system, "inject": 0, "variant": None, **extra}
+
+
+def test_summary_pairs_questions_and_computes_cost_ratios():
+    recs = [_rec("standard_rag", q, e, 2.0) for q, e in [("a", 0.0), ("b", 1.0), ("c", 0.0)]]
+    recs += [_rec("cf_rag", q, e, 6.0) for q, e in [("a", 1.0), ("b", 1.0)]]  # c not answered by cf_rag
+    s = summarize(recs)["conditions"]["pooled"]["systems"]
+    assert s["cf_rag"]["vs_baseline"]["em"]["n"] == 2
+    assert s["cf_rag"]["vs_baseline"]["em"]["difference"] == pytest.approx(0.5)
+    assert s["cf_rag"]["overhead_vs_baseline"] == pytest.approx(3.0)
+    assert s["cf_rag"]["em_efficiency"] == pytest.approx(1.0 / 6.0)
+    assert s["standard_rag"]["em_efficiency"] == pytest.approx((1 / 3) / 2.0)
+
+
+def test_trap_error_and_trap_rate_per_failure_mode():
+    recs = [_rec("standard_rag", "1", 0.0, failure_mode="spurious", trapped=True),
+            _rec("standard_rag", "2", 1.0, failure_mode="spurious", trapped=False),
+            _rec("cf_rag", "1", 1.0, failure_mode="spurious", trapped=False),
+            _rec("cf_rag", "2", 1.0, failure_mode="spurious", trapped=False)]
+    s = summarize(recs)["conditions"]["pooled"]["systems"]
+    assert s["standard_rag"]["by_failure_mode"]["spurious"] == pytest.approx(
+        {"n": 2, "error_rate": 0.5, "lenient_error_rate": 0.5, "trap_rate": 0.5})
+    assert s["cf_rag"]["by_failure_mode"]["spurious"]["trap_rate"] == 0.0
+    assert runner.score(load_items(HOTPOT, limit=1)[0], "Tulsa", ["Tinted Windows (band)"])["support_recall"] == 0.5
+
+
+def test_cache_keys_on_messages_and_kwargs(tmp_path):
+    inner = KeywordReader(candidates=["Ann", "Bob"])
+    path = tmp_path / "cache.jsonl"
+    cached = CachingChatGenerator(generator=inner, path=str(path))
+    cached.run(messages=[ChatMessage.from_user("Question: Ann or Bob? Evidence: Ann")])
+    cached.run(messages=[ChatMessage.from_user("Question: Ann or Bob? Evidence: Ann")], generation_kwargs={"max_tokens": 5})
+    assert cached.hits == 0
+    reloaded = CachingChatGenerator(generator=inner, path=str(path))  # persisted across runs
+    reloaded.run(messages=[ChatMessage.from_user("Question: Ann or Bob? Evidence: Ann")])
+    assert reloaded.hits == 1
+    assert CachingChatGenerator.from_dict(reloaded.to_dict()).path == str(path)
+
+
+def test_cli_eval_report_only_and_bad_options(tmp_path):
+    (tmp_path / "records.jsonl").write_text("\n".join(json.dumps(_rec("standard_rag", q, 1.0)) for q in "ab") + "\n")
+    result = CliRunner().invoke(main, ["eval", str(HOTPOT), "--out", str(tmp_path), "--report-only", "--no-plots"])
+    assert result.exit_code == 0, result.output
+    assert "standard_rag" in (tmp_path / "report.md").read_text()
+    bad = CliRunner().invoke(main, ["eval", str(HOTPOT), "--out", str(tmp_path), "--sweep", "colour=1"])
+    assert bad.exit_code == 2 and "PARAM=V1,V2" in bad.output
+    bad = CliRunner().invoke(main, ["eval", str(HOTPOT), "--out", str(tmp_path), "--inject", "2,x"])
+    assert bad.exit_code == 2 and "integers" in bad.output
+
+
+def test_instances_on_one_file_share_entries_and_counters(tmp_path):
+    path = str(tmp_path / "shared.jsonl")
+    a = CachingChatGenerator(generator=KeywordReader(candidates=["Ann"]), path=path)
+    b = CachingChatGenerator.from_dict(a.to_dict())  # what a pipeline built from YAML holds
+    a.reset_counters()
+    a.run(messages=[ChatMessage.from_user("Question: who? Evidence: Ann")])
+    b.run(messages=[ChatMessage.from_user("Question: who? Evidence: Ann")])
+    assert a.hits == b.hits == 1
