@@ -5,17 +5,14 @@ listens on a Unix socket in a temporary folder (no port, nothing shared with oth
 and is stopped at the end of the session. Fixtures (registered in conftest.py):
 
 - `pg_server`: the session's server (a `pgserver.PostgresServer`), started once;
-- `pg_url`: a connection URL to a fresh, empty database of that server, per test;
-- `store_fingerprint(store)`: a sha256 over every document's id, content, meta and embedding,
-  to assert that a pipeline left a store exactly as it found it.
+- `pg_url`: a connection URL to a fresh, empty database of that server, per test.
+
+To prove that a pipeline leaves the store alone, use `tests.store_integrity.unchanged(store)`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import uuid
-from typing import Any
 
 import pytest
 
@@ -38,12 +35,3 @@ def pg_url(pg_server):
     url = pg_server.get_uri(name)
     yield url
     pg_server.psql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE);")
-
-
-def store_fingerprint(store: Any) -> str:
-    """sha256 of every document (id, content, meta, embedding rounded to 6 digits), in id order."""
-    digest = hashlib.sha256()
-    for doc in sorted(store.filter_documents(), key=lambda d: d.id):
-        embedding = None if doc.embedding is None else [round(float(x), 6) for x in doc.embedding]
-        digest.update(json.dumps([doc.id, doc.content, doc.meta, embedding], sort_keys=True, default=str).encode())
-    return digest.hexdigest()
