@@ -126,14 +126,23 @@ class GpuFAISSDocumentStore(FAISSDocumentStore):  # type: ignore[misc,valid-type
         return default_from_dict(cls, data)
 
 
-@component
-class GpuFAISSEmbeddingRetriever(FAISSEmbeddingRetriever):  # type: ignore[misc,valid-type]
-    """`FAISSEmbeddingRetriever` whose `from_dict` rebuilds a `GpuFAISSDocumentStore` (everything else is the base's)."""
+if faiss_import.is_successful():
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GpuFAISSEmbeddingRetriever:
-        """Deserialise, with the GPU-capable store."""
-        data = {**data, "init_parameters": dict(data["init_parameters"])}
-        data["init_parameters"]["document_store"] = GpuFAISSDocumentStore.from_dict(
-            data["init_parameters"]["document_store"])
-        return default_from_dict(cls, data)
+    @component
+    class GpuFAISSEmbeddingRetriever(FAISSEmbeddingRetriever):  # type: ignore[misc,valid-type]
+        """`FAISSEmbeddingRetriever` whose `from_dict` rebuilds a `GpuFAISSDocumentStore` (everything else is the base's)."""
+
+        @classmethod
+        def from_dict(cls, data: dict[str, Any]) -> GpuFAISSEmbeddingRetriever:
+            """Deserialise, with the GPU-capable store."""
+            data = {**data, "init_parameters": dict(data["init_parameters"])}
+            data["init_parameters"]["document_store"] = GpuFAISSDocumentStore.from_dict(
+                data["init_parameters"]["document_store"])
+            return default_from_dict(cls, data)
+else:
+
+    class GpuFAISSEmbeddingRetriever:  # type: ignore[no-redef]
+        """Needs faiss-haystack."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            faiss_import.check()
