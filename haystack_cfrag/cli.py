@@ -4,6 +4,7 @@
     cfrag ask QUESTION --json | --pipeline FILE | -N 2 -K 3 -M 3 --lambda 0.6
     cfrag compare QUESTION
     cfrag index docs/*.md notes.pdf passages.jsonl --store my_store.json
+    cfrag index passages.jsonl --store faiss:stores/demo      (or pgvector:postgresql://…, qdrant:PATH|URL)
 
 Models default to the embedded ones (no keys, no hub); `--llm`, `--embedder` and `--scorer`
 take any spec of `haystack_cfrag.models` (a GGUF path, openai:URL, a hub id or folder).
@@ -27,8 +28,9 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 def _model_options(func: Any) -> Any:
     options = [
-        click.option("--store", "store_path", type=click.Path(path_type=Path), default=None,
-                     help="Saved document store (JSON). Default: the embedded demo corpus, cached."),
+        click.option("--store", "store_path", default=None,
+                     help="Store spec: PATH.json | faiss:PATH | pgvector:postgresql://…[#TABLE] | "
+                          "qdrant:PATH|URL[#COLLECTION] (docs/deployment.md). Default: the embedded demo corpus."),
         click.option("--llm", default=models.EMBEDDED_LLM, show_default=True,
                      help="Chat model: embedded:…, a .gguf path, openai:http://host:port/v1[#model], hf:<id or dir>."),
         click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True,
@@ -84,13 +86,21 @@ def _guarded(func: Any, *args: Any) -> Any:
         raise click.ClickException(str(exc)) from exc
 
 
-def _runtime(store_path: Path | None, llm: str, embedder: str, scorer: str | None, device: str | None,
+def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None, device: str | None,
              max_tokens: int, logprobs: bool) -> Any:
     from haystack_cfrag.runtime import Runtime  # noqa: PLC0415  (heavy imports only when needed)
     from haystack_cfrag.store import open_model_store  # noqa: PLC0415
+    from haystack_cfrag.stores import open_document_store, parse_store_spec  # noqa: PLC0415
 
     start = time.perf_counter()
-    store = open_model_store(store_path, embedder, device=device, progress_bar=True)
+    spec = parse_store_spec(store_path) if store_path else None
+    if spec is None or spec.kind == "memory":
+        store = open_model_store(Path(spec.location) if spec else None, embedder, device=device, progress_bar=True)
+    else:
+        try:
+            store = open_document_store(spec)
+        except FileNotFoundError as exc:
+            raise click.ClickException(str(exc)) from exc
     runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device, max_tokens=max_tokens,
                       logprobs=logprobs)
     runtime.warm_up()
@@ -106,7 +116,7 @@ def _runtime(store_path: Path | None, llm: str, embedder: str, scorer: str | Non
 @click.option("--json", "as_json", is_flag=True, help="Print the answer and trace as JSON.")
 @_param_options
 @_model_options
-def ask(question: str, pipeline: str, as_json: bool, store_path: Path | None, llm: str, embedder: str,
+def ask(question: str, pipeline: str, as_json: bool, store_path: str | None, llm: str, embedder: str,
         scorer: str | None, device: str | None, max_tokens: int, logprobs: bool, **params: Any) -> None:
     """Answer QUESTION and show why: counterfactuals, clusters, drafts, φ scores, Ψ, decision."""
     _check_inputs(question, [pipeline])
@@ -130,7 +140,7 @@ def ask(question: str, pipeline: str, as_json: bool, store_path: Path | None, ll
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @_param_options
 @_model_options
-def compare(question: str, pipelines: str, as_json: bool, store_path: Path | None, llm: str, embedder: str,
+def compare(question: str, pipelines: str, as_json: bool, store_path: str | None, llm: str, embedder: str,
             scorer: str | None, device: str | None, max_tokens: int, logprobs: bool, **params: Any) -> None:
     """Run standard RAG and CF-RAG on the same store and models; show answers, time and LLM usage per stage."""
     names = [name.strip() for name in pipelines.split(",") if name.strip()]
@@ -152,19 +162,31 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: Path | Non
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("--store", "store_path", type=click.Path(path_type=Path), required=True,
-              help="Store file to create or extend (JSON).")
+@click.option("--store", "store_path", required=True,
+              help="Store to create or extend: PATH.json | faiss:PATH[#INDEX] | pgvector:postgresql://…[#TABLE] | "
+                   "qdrant:PATH|URL[#COLLECTION].")
 @click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True)
 @click.option("--device", default=None)
 @click.option("--words", default=190, show_default=True, help="Words per passage (≈ 250 tokens).")
 @click.option("--overlap", default=30, show_default=True, help="Words shared by consecutive passages.")
-def index(paths: tuple[Path, ...], store_path: Path, embedder: str, device: str | None, words: int,
+def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str | None, words: int,
           overlap: int) -> None:
     """Split text, Markdown, PDF or JSONL files into passages, embed them and write them to a store."""
-    from haystack.document_stores.in_memory import InMemoryDocumentStore  # noqa: PLC0415
     from haystack.document_stores.types import DuplicatePolicy  # noqa: PLC0415
 
-    from haystack_cfrag.store import convert_files, save_store, split_documents  # noqa: PLC0415
+    from haystack_cfrag.store import convert_files, split_documents  # noqa: PLC0415
+    from haystack_cfrag.stores import (  # noqa: PLC0415
+        close_document_store,
+        open_document_store,
+        parse_store_spec,
+        redact,
+        save_document_store,
+    )
+
+    try:
+        spec = parse_store_spec(store_path)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--store") from exc
 
     files = [f for p in paths for f in (sorted(x for x in p.rglob("*") if x.is_file()) if p.is_dir() else [p])]
     start = time.perf_counter()
@@ -172,12 +194,17 @@ def index(paths: tuple[Path, ...], store_path: Path, embedder: str, device: str 
     doc_embedder = models.document_embedder(embedder, device=device, progress_bar=True)
     doc_embedder.warm_up()
     embedded = doc_embedder.run(documents=passages)["documents"]
-    store = (InMemoryDocumentStore.load_from_disk(str(store_path)) if store_path.exists()
-             else InMemoryDocumentStore(embedding_similarity_function="cosine"))
-    written = store.write_documents(embedded, policy=DuplicatePolicy.OVERWRITE)
-    save_store(store, store_path)
+    dim = len(embedded[0].embedding) if embedded and embedded[0].embedding is not None else None
+    store = open_document_store(spec, embedding_dim=dim, create=True)
+    try:
+        written = store.write_documents(embedded, policy=DuplicatePolicy.OVERWRITE)
+        save_document_store(store, spec)
+        count = store.count_documents()
+    finally:
+        close_document_store(store)
+    where = spec.location if spec.kind == "memory" else redact(str(spec))
     click.echo(f"{len(files)} files → {len(passages)} passages, {written} written; store has "
-               f"{store.count_documents()} in {time.perf_counter() - start:.1f} s → {store_path}")
+               f"{count} in {time.perf_counter() - start:.1f} s → {where}")
 
 
 @main.command()

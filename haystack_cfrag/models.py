@@ -232,9 +232,9 @@ def chat_generator(
         return OpenAIChatGenerator(
             api_base_url=url,
             model=model or "local-model",
-            api_key=Secret.from_env_var("CFRAG_LLM_API_KEY", strict=False)
-            if os.environ.get("CFRAG_LLM_API_KEY")
-            else Secret.from_token("not-needed"),
+            api_key=Secret.from_env_var("CFRAG_LLM_API_KEY") if os.environ.get("CFRAG_LLM_API_KEY") else _no_key(),
+            # a busy server queues concurrent drafts: the OpenAI client's 30 s default is too short
+            timeout=float(os.environ.get("OPENAI_TIMEOUT", "300")),
             generation_kwargs={"temperature": 0.0, "max_tokens": max_tokens, "seed": seed}
             | ({"logprobs": True} if logprobs else {}),
         )
@@ -254,6 +254,17 @@ def chat_generator(
         generation_kwargs={"max_tokens": max_tokens, "temperature": 0.0}
         | ({"logprobs": True, "top_logprobs": 1} if logprobs else {}),
     )
+
+
+def _no_key() -> Any:
+    """A placeholder key for servers that need none, as an env-var Secret so that the generator serialises.
+
+    (A token Secret cannot be serialised, and the Runtime and Hayhooks serialise pipelines.)
+    """
+    from haystack.utils import Secret  # noqa: PLC0415
+
+    os.environ.setdefault("CFRAG_LLM_NO_API_KEY", "not-needed")
+    return Secret.from_env_var("CFRAG_LLM_NO_API_KEY")
 
 
 def _transformers_generator(model: str, max_tokens: int, device: str | None) -> Any:

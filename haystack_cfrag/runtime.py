@@ -36,6 +36,7 @@ PARAMETER_TARGETS = {
     "random_state": ("stratifier", "random_state"),
     "causal_weight": ("ranker", "causal_weight"),
     "top_k": ("retriever", "top_k"),
+    "draft_workers": ("drafter", "max_workers"),  # > 1 only with a model server (ignored in-process)
 }
 
 
@@ -86,7 +87,8 @@ class Runtime:
     def __init__(
         self,
         *,
-        store: InMemoryDocumentStore,
+        store: Any,
+        retriever: Any | None = None,
         llm: str = models.EMBEDDED_LLM,
         embedder: str = models.EMBEDDED_EMBEDDER,
         scorer: str | None = None,
@@ -98,7 +100,11 @@ class Runtime:
         allowed_modules: list[str] | None = None,
     ) -> None:
         """
-        :param store: the store every pipeline reads.
+        :param store: the store every pipeline reads: in memory, FAISS, pgvector, Qdrant (see
+            `haystack_cfrag.stores`), or any store with an embedding retriever.
+        :param retriever: the embedding retriever for `store`; default: the matching one from
+            `haystack_cfrag.stores.embedding_retriever`. It replaces every embedding retriever
+            of the pipeline files (keeping their `top_k`).
         :param llm, embedder, scorer: model specs (see `haystack_cfrag.models`).
         :param logprobs: ask the LLM for token log-probabilities (φ_conf); slower with llama.cpp.
         :param chat_generator, text_embedder: ready instances instead of specs (tests, custom models).
@@ -106,6 +112,7 @@ class Runtime:
         """
         self.allowed_modules = allowed_modules
         self.store = store
+        self.retriever = retriever if retriever is not None else _default_retriever(store)
         self.generator = chat_generator or models.chat_generator(llm, max_tokens=max_tokens, logprobs=logprobs)
         self.text_embedder = text_embedder or models.text_embedder(embedder, device=device)
         self.scorer = models.scorer(scorer, device=device) if scorer else None
@@ -130,7 +137,7 @@ class Runtime:
         """Build a pipeline file around this runtime's models and store."""
         data = yaml.safe_load(pipeline_path(path).read_text(encoding="utf-8"))
         data = self._with_models(data)
-        overrides: dict[str, Any] = {}
+        overrides: dict[str, Any] = self._retriever_overrides(data)
         for key, value in (params or {}).items():
             comp, param = PARAMETER_TARGETS[key]
             if value is not None and comp in data["components"]:
@@ -154,8 +161,27 @@ class Runtime:
     def _point_at_store(self, pipe: Pipeline) -> None:
         for _, comp in pipe.walk():
             for holder in (comp, getattr(comp, "retriever", None)):
-                if holder is not None and hasattr(holder, "document_store"):
-                    holder.document_store = self.store
+                for attr in ("document_store", "_document_store"):  # qdrant-haystack keeps `_document_store`
+                    if attr in getattr(holder, "__dict__", {}):
+                        setattr(holder, attr, self.store)
+
+    def _retriever_overrides(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Put this runtime's retriever where the file has an embedding retriever (its top_k kept).
+
+        The store inside the serialised retriever is only a placeholder: `pipeline` points every
+        retriever at the runtime's own store instance once built (a store is never opened twice).
+        """
+        if self.retriever is None:
+            return {}
+        overrides: dict[str, Any] = {}
+        for name, comp in data["components"].items():
+            for key, node in ((name, comp), (f"{name}.retriever", comp.get("init_parameters", {}).get("retriever"))):
+                if isinstance(node, dict) and str(node.get("type", "")).endswith("EmbeddingRetriever"):
+                    new = serialize_component(self.retriever)
+                    if "top_k" in node.get("init_parameters", {}):
+                        new["init_parameters"]["top_k"] = node["init_parameters"]["top_k"]
+                    overrides[key] = new
+        return overrides
 
     def _with_models(self, data: Any) -> Any:
         """The pipeline dict with every chat generator / text embedder / ranker config replaced by ours."""
@@ -202,6 +228,15 @@ class Runtime:
             pipe.warm_up()
             self._built[key] = pipe
         return self._built[key]
+
+
+def _default_retriever(store: Any) -> Any | None:
+    """None for an in-memory store (the pipeline files' own retriever reads it), else the matching one."""
+    if isinstance(store, InMemoryDocumentStore):
+        return None
+    from haystack_cfrag.stores import embedding_retriever  # noqa: PLC0415
+
+    return embedding_retriever(store)
 
 
 def _generators(comp: Any) -> list[Any]:

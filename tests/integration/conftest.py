@@ -27,3 +27,6 @@ def runtime():
     rt = Runtime(store=open_model_store(), max_tokens=160)
     rt.warm_up()
     return rt
+
+
+from tests.integration.pg import pg_server, pg_url  # noqa: E402,F401  (fixtures: a real Postgres + pgvector)

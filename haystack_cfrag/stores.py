@@ -1,0 +1,313 @@
+"""Store specs: one string names a document store and the embedding retriever that reads it.
+
+Specs (`cfrag index/ask/compare --store SPEC`, `Runtime(store=…, retriever=…)`):
+
+- ``memory:PATH.json`` or a bare path — Haystack's `InMemoryDocumentStore`, saved as JSON (cosine);
+- ``faiss:PATH[#INDEX]`` — faiss-haystack's `FAISSDocumentStore`, saved as ``PATH.faiss`` +
+  ``PATH.json``; INDEX is a faiss factory string (default ``Flat``, exact; e.g. ``HNSW32``).
+  L2 on normalised embeddings, so its ranks are cosine ranks (see `faiss_cosine`); searches run
+  on a GPU when faiss reports one (`haystack_cfrag.faiss_gpu`);
+- ``pgvector:postgresql://USER:PASSWORD@HOST:PORT/DB[#TABLE]`` — pgvector-haystack, cosine
+  (``pgvector:#TABLE`` or ``pgvector:`` reads the URL from ``PG_CONN_STR``);
+- ``qdrant:PATH[#COLLECTION]`` (local mode, a folder), ``qdrant:http://HOST:6333[#COLLECTION]``
+  (a server) or ``qdrant::memory:`` — qdrant-haystack, cosine.
+
+Opening a store to *read* (`ask`) never creates or changes anything: a missing FAISS file,
+table or collection is an error. Only `cfrag index` (``create=True``) creates and writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from haystack import logging
+
+logger = logging.getLogger(__name__)
+
+KINDS = ("memory", "faiss", "pgvector", "qdrant")
+DEFAULT_TABLE = "haystack_documents"
+DEFAULT_COLLECTION = "cfrag"
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """A parsed store spec: `kind`, `location` (path or URL, "" for the default) and `name` (table, collection, index)."""
+
+    kind: str
+    location: str
+    name: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.location}" + (f"#{self.name}" if self.name else "")
+
+
+def parse_store_spec(spec: str | os.PathLike[str]) -> StoreSpec:
+    """Parse a store spec (see the module doc); a bare path is a saved in-memory store.
+
+    :raises ValueError: an unknown kind, or a spec missing its required path.
+    """
+    text = os.fspath(spec).strip()
+    kind, sep, rest = text.partition(":")
+    if not sep or kind not in KINDS or re.fullmatch(r"[A-Za-z]", kind):  # "C:\\…" is a path
+        return StoreSpec("memory", text)
+    location, _, name = rest.rpartition("#") if "#" in rest else (rest, "", "")
+    if kind == "memory":
+        if not location or name:
+            raise ValueError(f"Store spec '{text}': use memory:PATH.json.")
+    elif kind == "faiss":
+        if not location:
+            raise ValueError(f"Store spec '{text}': use faiss:PATH[#INDEX], e.g. faiss:stores/demo#Flat.")
+        name = name or "Flat"
+    elif kind == "pgvector":
+        if location and not location.startswith(("postgresql://", "postgres://")):
+            raise ValueError(f"Store spec '{text}': use pgvector:postgresql://USER:PASSWORD@HOST:PORT/DB[#TABLE].")
+        name = name or DEFAULT_TABLE
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError(f"Store spec '{text}': table name '{name}' must be a plain SQL identifier.")
+    elif kind == "qdrant":
+        if not location:
+            raise ValueError(f"Store spec '{text}': use qdrant:PATH, qdrant:http://HOST:6333 or qdrant::memory:.")
+        name = name or DEFAULT_COLLECTION
+    return StoreSpec(kind, location, name)
+
+
+# ---------------------------------------------------------------- FAISS scores
+def faiss_cosine(score: float, index_string: str = "Flat") -> float:
+    """Cosine similarity from a FAISS score, for unit-length embeddings.
+
+    faiss returns the *squared* L2 distance D = |q - x|² = 2 - 2·cos for unit vectors;
+    faiss-haystack reports 1 / (1 + D) for "Flat" indexes and D itself for the others, so
+    cos = 1 - D / 2.
+    """
+    distance = (1.0 / score - 1.0) if index_string == "Flat" else score
+    return 1.0 - distance / 2.0
+
+
+# ---------------------------------------------------------------- opening
+def open_document_store(spec: str | os.PathLike[str] | StoreSpec, *, embedding_dim: int | None = None,
+                        create: bool = False, faiss_device: int | None = None) -> Any:
+    """The document store a spec names.
+
+    :param embedding_dim: needed to create a FAISS index, a table or a collection.
+    :param create: create it when missing (indexing); otherwise a missing store is an error and
+        nothing is created or changed.
+    :param faiss_device: GPU for FAISS searches (None: GPU 0 when faiss has one; -1: CPU).
+    :raises FileNotFoundError: the store does not exist and `create` is False.
+    """
+    s = spec if isinstance(spec, StoreSpec) else parse_store_spec(spec)
+    if s.kind == "memory":
+        return _open_memory(Path(s.location), create)
+    if s.kind == "faiss":
+        return _open_faiss(s, embedding_dim, create, faiss_device)
+    if s.kind == "pgvector":
+        return _open_pgvector(s, embedding_dim, create)
+    return _open_qdrant(s, embedding_dim, create)
+
+
+def embedding_retriever(store: Any, *, top_k: int = 5) -> Any:
+    """The embedding retriever that reads `store` (any of the four kinds)."""
+    name = type(store).__name__
+    if name == "InMemoryDocumentStore":
+        from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever  # noqa: PLC0415
+
+        return InMemoryEmbeddingRetriever(document_store=store, top_k=top_k)
+    if name == "GpuFAISSDocumentStore":
+        from haystack_cfrag.faiss_gpu import GpuFAISSEmbeddingRetriever  # noqa: PLC0415
+
+        return GpuFAISSEmbeddingRetriever(document_store=store, top_k=top_k)
+    if name == "FAISSDocumentStore":
+        from haystack_integrations.components.retrievers.faiss import FAISSEmbeddingRetriever  # noqa: PLC0415
+
+        return FAISSEmbeddingRetriever(document_store=store, top_k=top_k)
+    if name == "PgvectorDocumentStore":
+        from haystack_integrations.components.retrievers.pgvector import PgvectorEmbeddingRetriever  # noqa: PLC0415
+
+        return PgvectorEmbeddingRetriever(document_store=store, top_k=top_k)
+    if name == "QdrantDocumentStore":
+        from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRetriever  # noqa: PLC0415
+
+        return QdrantEmbeddingRetriever(document_store=store, top_k=top_k, return_embedding=True)
+    raise TypeError(f"No embedding retriever known for {name}; pass your own retriever instead.")
+
+
+def save_document_store(store: Any, spec: str | os.PathLike[str] | StoreSpec) -> None:
+    """Persist what needs persisting: the JSON of a memory store, the files of a FAISS store (atomically).
+
+    pgvector and Qdrant write through at once; nothing to do.
+    """
+    s = spec if isinstance(spec, StoreSpec) else parse_store_spec(spec)
+    if s.kind == "memory":
+        from haystack_cfrag.store import save_store  # noqa: PLC0415
+
+        save_store(store, Path(s.location))
+    elif s.kind == "faiss":
+        base = Path(s.location)
+        base.parent.mkdir(parents=True, exist_ok=True)
+        tmp = base.with_name(base.name + ".tmp")
+        store.save(tmp)  # writes tmp.faiss and tmp.json
+        for suffix in (".json", ".faiss"):  # the index last: a reader keys on .faiss
+            os.replace(tmp.with_suffix(suffix), base.with_suffix(suffix))
+
+
+def close_document_store(store: Any) -> None:
+    """Release what a store holds open: a Qdrant client (local mode locks its folder), a Postgres connection."""
+    client = getattr(store, "_client", None)  # qdrant-haystack
+    if client is not None and hasattr(client, "close"):
+        client.close()
+        store._client = None
+    conn = getattr(store, "_connection", None)  # pgvector-haystack (sync connection)
+    if conn is not None:
+        try:
+            conn.close()
+        except Exception:  # noqa: BLE001  (closing is best effort)
+            logger.debug("Could not close the store's connection")
+        store._connection = None
+
+
+def _open_memory(path: Path, create: bool) -> Any:
+    from haystack.document_stores.in_memory import InMemoryDocumentStore  # noqa: PLC0415
+
+    if path.exists():
+        return InMemoryDocumentStore.load_from_disk(str(path))
+    if not create:
+        raise FileNotFoundError(f"No store at {path}: create it with `cfrag index FILES --store {path}`.")
+    return InMemoryDocumentStore(embedding_similarity_function="cosine")
+
+
+def _open_faiss(s: StoreSpec, embedding_dim: int | None, create: bool, device: int | None) -> Any:
+    from haystack_cfrag.faiss_gpu import GpuFAISSDocumentStore, faiss_import, gpu_device  # noqa: PLC0415
+
+    faiss_import.check()
+    import faiss  # noqa: PLC0415
+
+    base = Path(s.location)
+    exists = base.with_suffix(".faiss").exists()
+    if not exists and not create:
+        raise FileNotFoundError(f"No FAISS store at {base.with_suffix('.faiss')}: create it with "
+                                f"`cfrag index FILES --store {s}`.")
+    if not exists and embedding_dim is None:
+        raise ValueError("A new FAISS store needs embedding_dim.")
+    kwargs = {"index_path": str(base), "index_string": s.name, "embedding_dim": embedding_dim or 768}
+    if device is not None or gpu_device(None, faiss.get_num_gpus()) is not None:
+        return GpuFAISSDocumentStore(**kwargs, device=device)
+    from haystack_integrations.document_stores.faiss import FAISSDocumentStore  # noqa: PLC0415
+
+    return FAISSDocumentStore(**kwargs)
+
+
+def pg_secret(url: str) -> Any:
+    """A Haystack Secret for a Postgres URL that serialises by *name*, never by value.
+
+    An empty URL is Haystack's default, ``PG_CONN_STR``. A given URL is put in this process's
+    environment under a name derived from it, so a pipeline's YAML holds the variable's name
+    and never the password.
+    """
+    from haystack.utils import Secret  # noqa: PLC0415
+
+    if not url:
+        return Secret.from_env_var("PG_CONN_STR")
+    var = "CFRAG_PG_CONN_STR_" + hashlib.sha256(url.encode()).hexdigest()[:10].upper()
+    os.environ[var] = url
+    return Secret.from_env_var(var)
+
+
+def _pg_table_dim(url: str, table: str) -> int | None:
+    """The `embedding` column's dimension of an existing table; None when the table does not exist."""
+    import psycopg  # noqa: PLC0415
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT to_regclass(%s)::text", (f"public.{table}",)).fetchone()
+        if row is None or row[0] is None:
+            return None
+        dim = conn.execute(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = 'embedding'",
+            (f"public.{table}",),
+        ).fetchone()
+    return int(dim[0]) if dim and dim[0] and dim[0] > 0 else 0
+
+
+def _open_pgvector(s: StoreSpec, embedding_dim: int | None, create: bool) -> Any:
+    from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore  # noqa: PLC0415
+
+    secret = pg_secret(s.location)
+    url = secret.resolve_value()
+    existing = _pg_table_dim(url, s.name)
+    if existing is None and not create:
+        raise FileNotFoundError(f"No table '{s.name}' in {redact(url)}: create it with "
+                                f"`cfrag index FILES --store {redact(str(s))}`.")
+    if existing:
+        if embedding_dim and embedding_dim != existing:
+            raise ValueError(f"Table '{s.name}' holds {existing}-dimensional embeddings, not {embedding_dim}.")
+        embedding_dim = existing
+    if embedding_dim is None:
+        raise ValueError("A new pgvector table needs embedding_dim.")
+    return PgvectorDocumentStore(
+        connection_string=secret, table_name=s.name, embedding_dimension=embedding_dim,
+        vector_function="cosine_similarity", create_extension=create,
+        # index names are per schema: name them after the table so that tables can share a database
+        keyword_index_name=f"{s.name}_keyword_index", hnsw_index_name=f"{s.name}_hnsw_index",
+    )
+
+
+def _open_qdrant(s: StoreSpec, embedding_dim: int | None, create: bool) -> Any:
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore  # noqa: PLC0415
+
+    where: dict[str, Any]
+    if s.location == ":memory:":
+        where = {"location": ":memory:"}
+    elif s.location.startswith(("http://", "https://")):
+        where = {"url": s.location}
+    else:
+        where = {"path": s.location}
+    if not create:
+        if not _qdrant_collection_exists(where, s.name):
+            raise FileNotFoundError(f"No Qdrant collection '{s.name}' at {s.location}: create it with "
+                                    f"`cfrag index FILES --store {s}`.")
+        if embedding_dim is None:
+            embedding_dim = _qdrant_dim(where, s.name)
+    elif embedding_dim is None:
+        raise ValueError("A new Qdrant collection needs embedding_dim.")
+    return QdrantDocumentStore(**where, index=s.name, embedding_dim=embedding_dim or 768, similarity="cosine",
+                               return_embedding=True, recreate_index=False)
+
+
+def _qdrant_collection_exists(where: dict[str, Any], name: str) -> bool:
+    if "path" in where:  # local mode locks its folder: look at the files, open no client
+        return (Path(where["path"]) / "collection" / name).is_dir()
+    if where.get("location") == ":memory:":
+        return False
+    from qdrant_client import QdrantClient  # noqa: PLC0415
+
+    client = QdrantClient(url=where["url"])
+    try:
+        return bool(client.collection_exists(name))
+    finally:
+        client.close()
+
+
+def _qdrant_dim(where: dict[str, Any], name: str) -> int | None:
+    if "path" in where:  # local mode keeps the collections' configuration in meta.json
+        import json  # noqa: PLC0415
+
+        meta = json.loads((Path(where["path"]) / "meta.json").read_text(encoding="utf-8"))
+        return meta["collections"][name]["vectors"]["size"]
+    if "url" not in where:
+        return None
+    from qdrant_client import QdrantClient  # noqa: PLC0415
+
+    client = QdrantClient(url=where["url"])
+    try:
+        vectors = client.get_collection(name).config.params.vectors
+        return getattr(vectors, "size", None)
+    finally:
+        client.close()
+
+
+def redact(text: str) -> str:
+    """A URL with its password replaced by ***."""
+    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", text)

@@ -1,0 +1,55 @@
+"""`--device` reaches every local model: embedders, cross-encoder, transformers generator (CPU here).
+
+A GPU spec (cuda:0) is checked up to the component's parameters and serialisation; loading
+happens on the CPU, where this machine's models run.
+"""
+
+import pytest
+from haystack.utils import ComponentDevice
+
+from haystack_cfrag import models
+from haystack_cfrag.runtime import Runtime
+from tests.integration.tiny_models import tiny_chat_model, tiny_cross_encoder
+
+
+def device_of(component):
+    data = component.to_dict()["init_parameters"]
+    return ComponentDevice.from_dict(data["device"]) if data.get("device") else None
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny")
+    return {"ce": str(tiny_cross_encoder(root / "ce")), "lm": str(tiny_chat_model(root / "lm"))}
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda:0"])
+def test_device_reaches_each_factory_and_its_serialisation(device, tiny):
+    wanted = ComponentDevice.from_str(device)
+    built = [models.text_embedder(device=device), models.document_embedder(device=device),
+             models.scorer(tiny["ce"], device=device)]
+    for comp in built:
+        assert device_of(comp) == wanted, type(comp).__name__
+        again = type(comp).from_dict(comp.to_dict())
+        assert device_of(again) == wanted
+    gen = models.chat_generator(f"hf:{tiny['lm']}", max_tokens=4, device=device)
+    assert gen.huggingface_pipeline_kwargs["device"] == wanted.to_hf()
+    default = ComponentDevice.resolve_device(None)  # no --device: Haystack's own choice (cpu here)
+    assert all(device_of(c) == default for c in (models.text_embedder(), models.scorer(tiny["ce"])))
+
+
+def test_cpu_device_is_where_the_models_load(tiny):
+    emb = models.text_embedder(device="cpu")
+    emb.warm_up()
+    assert str(emb.embedding_backend.model.device) == "cpu"
+    gen = models.chat_generator(f"hf:{tiny['lm']}", max_tokens=4, device="cpu")
+    gen.warm_up()
+    assert str(gen.pipeline.model.device) == "cpu"
+
+
+def test_runtime_passes_the_device_to_embedder_and_scorer(tiny):
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    rt = Runtime(store=InMemoryDocumentStore(), llm=f"hf:{tiny['lm']}", scorer=tiny["ce"], device="cpu")
+    cpu = ComponentDevice.from_str("cpu")
+    assert device_of(rt.text_embedder) == cpu and device_of(rt.scorer) == cpu

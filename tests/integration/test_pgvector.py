@@ -1,0 +1,73 @@
+"""pgvector: a real Postgres server (started by the tests), indexed through the store specs, read by cf_rag."""
+
+import yaml
+from haystack.document_stores.types import DuplicatePolicy
+
+from haystack_cfrag import load_pipeline
+from haystack_cfrag.runtime import Runtime, pipeline_path
+from haystack_cfrag.stores import close_document_store, embedding_retriever, open_document_store
+from tests import dark_knight as dk
+from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
+from tests.store_integrity import unchanged
+
+
+def reader():
+    return KeywordReader(candidates=dk.CANDIDATES, counterfactual_reply=dk.COUNTERFACTUAL_REPLY)
+
+
+def index(url, table="docs"):
+    store = open_document_store(f"pgvector:{url}#{table}", embedding_dim=512, create=True)
+    store.write_documents(HashingDocumentEmbedder().run(dk.documents())["documents"], policy=DuplicatePolicy.OVERWRITE)
+    close_document_store(store)
+
+
+def test_cf_rag_reads_a_pgvector_store_and_leaves_it_unchanged(pg_url):
+    index(pg_url)
+    store = open_document_store(f"pgvector:{pg_url}#docs")
+    assert store.count_documents() == len(dk.documents())
+    rt = Runtime(store=store, chat_generator=reader(), text_embedder=HashingTextEmbedder(), allowed_modules=["tests"])
+    with unchanged(store):  # ids, contents, meta and embeddings hashed before and after
+        std = rt.ask("standard_rag", dk.QUESTION)
+        cf = rt.ask("cf_rag", dk.QUESTION, {"random_state": 0})
+    assert std.answer == "Heath Ledger" and std.documents[0]["id"] == "cast"
+    assert 0.0 < std.documents[0]["score"] <= 1.0  # cosine similarity
+    assert cf.answer == "Christian Bale" and len(cf.trace["drafts"]) == 3
+    assert type(rt.pipeline(pipeline_path("cf_rag")).get_component("retriever").retriever).__name__ == \
+        "PgvectorEmbeddingRetriever"
+    close_document_store(store)
+
+
+def test_reading_a_missing_table_creates_nothing(pg_url):
+    import psycopg
+    import pytest
+
+    with pytest.raises(FileNotFoundError, match="No table 'nothing'"):
+        open_document_store(f"pgvector:{pg_url}#nothing")
+    with psycopg.connect(pg_url) as conn:
+        tables = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()
+    assert tables == []
+
+
+def test_load_pipeline_override_serialises_the_url_by_name_only(pg_url):
+    index(pg_url, "wiki")
+    retriever = embedding_retriever(open_document_store(f"pgvector:{pg_url}#wiki"), top_k=5)
+    text = yaml.safe_dump(retriever.to_dict())
+    assert "postgresql://" not in text and "CFRAG_PG_CONN_STR_" in text  # the YAML names a variable
+    emb, gen = HashingTextEmbedder(), reader()
+    pipe = load_pipeline(pipeline_path("cf_rag"), allowed_modules=["tests"], overrides={
+        "retriever.retriever": retriever, "retriever.query_embedder": emb, "expander.text_embedder": emb,
+        "stratifier.text_embedder": emb, "ranker.text_embedder": emb, "expander.chat_generator": gen,
+        "drafter.chat_generator": gen})
+    out = pipe.run({"expander": {"query": dk.QUESTION}, "stratifier": {"query": dk.QUESTION},
+                    "drafter": {"query": dk.QUESTION}, "ranker": {"query": dk.QUESTION}})
+    assert out["ranker"]["answer"] == "Christian Bale"
+    assert all(d.embedding is not None for a in out["ranker"]["answers"] for d in a.documents)
+
+
+def test_two_tables_share_one_database(pg_url):
+    index(pg_url, "first")
+    index(pg_url, "second")  # the default index names would collide ("haystack_keyword_index")
+    for table in ("first", "second"):
+        store = open_document_store(f"pgvector:{pg_url}#{table}")
+        assert store.count_documents() == len(dk.documents())
+        close_document_store(store)
