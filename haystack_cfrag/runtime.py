@@ -152,7 +152,7 @@ class Runtime:
         self._point_at_store(pipe)
         return pipe
 
-    def use_store(self, store: InMemoryDocumentStore) -> None:
+    def use_store(self, store: Any) -> None:
         """Read `store` from now on, in every pipeline built so far and later (the evaluation's per-question stores)."""
         self.store = store
         for pipe in self._built.values():
