@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import time
 from collections.abc import Iterator
@@ -154,7 +155,7 @@ def metadata(config: EvalConfig, injected: list[Any] | None = None) -> dict[str,
         "haystack_cfrag": __version__,
         "haystack_ai": haystack.__version__,
         "python": platform.python_version(),
-        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPUs",
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
         "data": {"path": str(config.data), "sha256": data_sha},
         "models": {"llm": config.llm, "llm_sha256": models.model_sha256(config.llm),
                    "embedder": config.embedder, "embedder_sha256": models.model_sha256(config.embedder),

@@ -126,16 +126,14 @@ def summarize(records: list[dict[str, Any]], baseline: str = BASELINE) -> dict[s
         grouped[r["condition"]][r["system"]].append(r)
     conditions: dict[str, Any] = {}
     for cond, systems in grouped.items():
-        out: dict[str, Any] = {}
+        out = {name: _system_summary(recs) for name, recs in systems.items()}
         base = systems.get(baseline)
-        base_latency = _system_summary(base)["latency"]["mean_equivalent"] if base else None
-        for name, recs in systems.items():
-            s = _system_summary(recs)
+        base_latency = out[baseline]["latency"]["mean_equivalent"] if base else None
+        for name, s in out.items():
             if base and name != baseline:
-                s["vs_baseline"] = {m: _paired(recs, base, m) for m in METRICS}
+                s["vs_baseline"] = {m: _paired(systems[name], base, m) for m in METRICS}
             if base_latency:
                 s["overhead_vs_baseline"] = s["latency"]["mean_equivalent"] / base_latency
-            out[name] = s
         first = next(iter(systems.values()))
         conditions[cond] = {"inject": first[0].get("inject", 0), "variant": first[0].get("variant"),
                             "n_questions": len({r["qid"] for rs in systems.values() for r in rs}), "systems": out}

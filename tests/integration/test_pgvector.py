@@ -3,16 +3,12 @@
 import yaml
 from haystack.document_stores.types import DuplicatePolicy
 
-from haystack_cfrag import load_pipeline
 from haystack_cfrag.runtime import Runtime, pipeline_path
 from haystack_cfrag.stores import close_document_store, embedding_retriever, open_document_store
 from tests import dark_knight as dk
-from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
+from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder
+from tests.integration.fake_cf_rag import reader, run_cf_rag_over
 from tests.store_integrity import unchanged
-
-
-def reader():
-    return KeywordReader(candidates=dk.CANDIDATES, counterfactual_reply=dk.COUNTERFACTUAL_REPLY)
 
 
 def index(url, table="docs"):
@@ -53,13 +49,7 @@ def test_load_pipeline_override_serialises_the_url_by_name_only(pg_url):
     retriever = embedding_retriever(open_document_store(f"pgvector:{pg_url}#wiki"), top_k=5)
     text = yaml.safe_dump(retriever.to_dict())
     assert "postgresql://" not in text and "CFRAG_PG_CONN_STR_" in text  # the YAML names a variable
-    emb, gen = HashingTextEmbedder(), reader()
-    pipe = load_pipeline(pipeline_path("cf_rag"), allowed_modules=["tests"], overrides={
-        "retriever.retriever": retriever, "retriever.query_embedder": emb, "expander.text_embedder": emb,
-        "stratifier.text_embedder": emb, "ranker.text_embedder": emb, "expander.chat_generator": gen,
-        "drafter.chat_generator": gen})
-    out = pipe.run({"expander": {"query": dk.QUESTION}, "stratifier": {"query": dk.QUESTION},
-                    "drafter": {"query": dk.QUESTION}, "ranker": {"query": dk.QUESTION}})
+    pipe, out = run_cf_rag_over(retriever)
     assert out["ranker"]["answer"] == "Christian Bale"
     assert all(d.embedding is not None for a in out["ranker"]["answers"] for d in a.documents)
 

@@ -11,10 +11,8 @@ import types
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from haystack import Document
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from haystack_cfrag import load_pipeline
 from haystack_cfrag.runtime import Runtime, pipeline_path
 from haystack_cfrag.stores import (
     StoreSpec,
@@ -27,7 +25,8 @@ from haystack_cfrag.stores import (
     save_document_store,
 )
 from tests import dark_knight as dk
-from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
+from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder
+from tests.integration.fake_cf_rag import reader, run_cf_rag_over
 
 DIM = 512  # HashingTextEmbedder's default
 
@@ -35,9 +34,6 @@ DIM = 512  # HashingTextEmbedder's default
 def embedded_docs():
     return HashingDocumentEmbedder().run(dk.documents())["documents"]
 
-
-def reader():
-    return KeywordReader(candidates=dk.CANDIDATES, counterfactual_reply=dk.COUNTERFACTUAL_REPLY)
 
 
 def build(spec, docs=None):
@@ -221,13 +217,7 @@ def test_load_pipeline_with_a_faiss_retriever_override(tmp_path):
     spec = f"faiss:{tmp_path / 'f'}"
     build(spec)
     retriever = embedding_retriever(open_document_store(spec), top_k=5)
-    emb, gen = HashingTextEmbedder(), reader()
-    pipe = load_pipeline(pipeline_path("cf_rag"), allowed_modules=["tests"], overrides={
-        "retriever.retriever": retriever, "retriever.query_embedder": emb, "expander.text_embedder": emb,
-        "stratifier.text_embedder": emb, "ranker.text_embedder": emb, "expander.chat_generator": gen,
-        "drafter.chat_generator": gen})
-    out = pipe.run({"expander": {"query": dk.QUESTION}, "stratifier": {"query": dk.QUESTION},
-                    "drafter": {"query": dk.QUESTION}, "ranker": {"query": dk.QUESTION}})
+    pipe, out = run_cf_rag_over(retriever)
     assert out["ranker"]["answer"] == "Christian Bale"
     assert type(pipe.get_component("retriever").retriever).__name__ == "FAISSEmbeddingRetriever"
 
