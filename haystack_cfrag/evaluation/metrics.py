@@ -46,7 +46,11 @@ def paired_bootstrap(
     system: Sequence[float], baseline: Sequence[float], *, n_resamples: int = 10_000, seed: int = 0,
     confidence: float = 0.95,
 ) -> dict[str, float]:
-    """Mean difference system − baseline over the same questions, with a percentile bootstrap interval."""
+    """Mean difference system − baseline over the same questions, with a percentile bootstrap interval.
+
+    Also counts the questions where the system scored higher (``wins``) and lower (``losses``) than the
+    baseline: with 0/1 scores such as EM, only these discordant questions move the difference.
+    """
     a, b = np.asarray(system, dtype=float), np.asarray(baseline, dtype=float)
     if a.shape != b.shape or a.ndim != 1 or a.size == 0:
         raise ValueError("paired_bootstrap needs two non-empty score lists over the same questions.")
@@ -60,4 +64,6 @@ def paired_bootstrap(
         "low": float(np.quantile(means, tail)),
         "high": float(np.quantile(means, 1.0 - tail)),
         "n": int(diff.size),
+        "wins": int((diff > 0).sum()),
+        "losses": int((diff < 0).sum()),
     }

@@ -187,7 +187,8 @@ def _pct(value: float | None) -> str:
 def _ci(b: dict[str, float] | None) -> str:
     if not b:
         return "–"
-    return f"{100 * b['difference']:+.1f} [{100 * b['low']:+.1f}, {100 * b['high']:+.1f}]"
+    counts = f" ({b['wins']}↑ {b['losses']}↓)" if "wins" in b else ""
+    return f"{100 * b['difference']:+.1f} [{100 * b['low']:+.1f}, {100 * b['high']:+.1f}]{counts}"
 
 
 def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) -> str:
@@ -202,7 +203,8 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
                   f"Python {metadata['python']}, {metadata['machine']}", ""]
     lines += ["EM and F1 are strict (SQuAD/HotpotQA normalisation); *lenient* is the paper-style containment "
               "(a gold answer inside the prediction), not exact match. Δ columns: difference to "
-              f"`{results['baseline']}` in points, paired over the same questions, 95% bootstrap interval.", ""]
+              f"`{results['baseline']}` in points, paired over the same questions, 95% bootstrap interval; "
+              "↑/↓ count the questions where the system scored higher/lower than the baseline.", ""]
     for name, cond in results["conditions"].items():
         lines += [f"## Condition `{name}` ({cond['n_questions']} questions)", "",
                   "| system | n | EM | F1 | lenient | ΔEM [95% CI] | ΔF1 [95% CI] | gold recall | errors |",

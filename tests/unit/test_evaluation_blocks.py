@@ -45,6 +45,12 @@ def test_paired_bootstrap_interval_covers_the_difference():
         paired_bootstrap([1.0], [1.0, 0.0])
 
 
+def test_paired_bootstrap_counts_the_discordant_questions():
+    out = paired_bootstrap([1, 1, 0, 0, 1], [0, 1, 1, 0, 0], n_resamples=500)
+    assert (out["wins"], out["losses"], out["n"]) == (2, 1, 5)
+    assert out["difference"] == pytest.approx(0.2)
+
+
 def test_injected_distractors_never_contain_the_answer_on_hotpotqa():
     data = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_dev_a_30.jsonl"
     rows = [json.loads(line) for line in data.open()]
