@@ -1,0 +1,38 @@
+"""Paired comparison of any two systems in an eval run's records (the report pairs against standard RAG only).
+
+    python scripts/paired_compare.py docs/results/hotpotqa_a_pooled "cf_rag[anchors=2]" cf_rag
+
+Prints, for EM, F1, lenient containment and gold recall, the mean difference A − B over the questions both
+answered, its 95% paired bootstrap interval, and how many questions A scored higher (↑) or lower (↓) than B.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from haystack_cfrag.evaluation.metrics import paired_bootstrap
+from haystack_cfrag.evaluation.summary import read_records
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path, help="an eval output folder (holds records.jsonl)")
+    parser.add_argument("system_a")
+    parser.add_argument("system_b")
+    parser.add_argument("--condition", default="pooled")
+    args = parser.parse_args()
+    records = [r for r in read_records(args.out) if r["condition"] == args.condition]
+    a = {r["qid"]: r for r in records if r["system"] == args.system_a}
+    b = {r["qid"]: r for r in records if r["system"] == args.system_b}
+    common = sorted(set(a) & set(b))
+    if not common:
+        raise SystemExit(f"No question answered by both '{args.system_a}' and '{args.system_b}' in {args.out}.")
+    for metric in ("em", "f1", "lenient", "support_recall"):
+        o = paired_bootstrap([a[q][metric] for q in common], [b[q][metric] for q in common])
+        print(f"{metric:15s} n={o['n']}  {100 * o['difference']:+.1f} [{100 * o['low']:+.1f}, {100 * o['high']:+.1f}]"
+              f"  ({o['wins']}↑ {o['losses']}↓)")
+
+
+if __name__ == "__main__":
+    main()
