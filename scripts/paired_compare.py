@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from haystack_cfrag.evaluation.metrics import paired_bootstrap
-from haystack_cfrag.evaluation.summary import read_records
+from haystack_cfrag.evaluation.summary import METRICS, paired, read_records
 
 
 def main() -> None:
@@ -23,13 +22,12 @@ def main() -> None:
     parser.add_argument("--condition", default="pooled")
     args = parser.parse_args()
     records = [r for r in read_records(args.out) if r["condition"] == args.condition]
-    a = {r["qid"]: r for r in records if r["system"] == args.system_a}
-    b = {r["qid"]: r for r in records if r["system"] == args.system_b}
-    common = sorted(set(a) & set(b))
-    if not common:
-        raise SystemExit(f"No question answered by both '{args.system_a}' and '{args.system_b}' in {args.out}.")
-    for metric in ("em", "f1", "lenient", "support_recall"):
-        o = paired_bootstrap([a[q][metric] for q in common], [b[q][metric] for q in common])
+    a = [r for r in records if r["system"] == args.system_a]
+    b = [r for r in records if r["system"] == args.system_b]
+    for metric in (*METRICS, "support_recall"):
+        o = paired(a, b, metric)
+        if o is None:
+            raise SystemExit(f"No question answered by both '{args.system_a}' and '{args.system_b}' in {args.out}.")
         print(f"{metric:15s} n={o['n']}  {100 * o['difference']:+.1f} [{100 * o['low']:+.1f}, {100 * o['high']:+.1f}]"
               f"  ({o['wins']}↑ {o['losses']}↓)")
 

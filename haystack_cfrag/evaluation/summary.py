@@ -110,7 +110,8 @@ def _system_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _paired(recs_a: list[dict[str, Any]], recs_b: list[dict[str, Any]], metric: str) -> dict[str, float] | None:
+def paired(recs_a: list[dict[str, Any]], recs_b: list[dict[str, Any]], metric: str) -> dict[str, float] | None:
+    """`metric` of system A's records against system B's over the questions both answered (None if none)."""
     a = {r["qid"]: r[metric] for r in recs_a}
     b = {r["qid"]: r[metric] for r in recs_b}
     common = sorted(set(a) & set(b))
@@ -131,7 +132,7 @@ def summarize(records: list[dict[str, Any]], baseline: str = BASELINE) -> dict[s
         base_latency = out[baseline]["latency"]["mean_equivalent"] if base else None
         for name, s in out.items():
             if base and name != baseline:
-                s["vs_baseline"] = {m: _paired(systems[name], base, m) for m in METRICS}
+                s["vs_baseline"] = {m: paired(systems[name], base, m) for m in METRICS}
             if base_latency:
                 s["overhead_vs_baseline"] = s["latency"]["mean_equivalent"] / base_latency
         first = next(iter(systems.values()))

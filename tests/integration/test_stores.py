@@ -35,7 +35,6 @@ def embedded_docs():
     return HashingDocumentEmbedder().run(dk.documents())["documents"]
 
 
-
 def build(spec, docs=None):
     store = open_document_store(spec, embedding_dim=DIM, create=True)
     store.write_documents(docs or embedded_docs())
