@@ -35,6 +35,8 @@ def _sweep_systems(sweeps: tuple[str, ...]) -> list[str]:
               type=click.Choice(["auto", "hotpotqa", "popqa", "trap", "generic"]))
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True, help="Questions (file order).")
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--main-limit", type=click.IntRange(min=1), default=None,
+              help="Questions of the main comparison (default: all of --limit; the pooled store keeps all of --limit).")
 @click.option("--corpus", type=click.Choice(CORPUS_MODES), default="pooled", show_default=True,
               help="pooled: every question's passages in one store; per-question: each its own.")
 @click.option("--systems", default=",".join(DEFAULT_SYSTEMS), show_default=True,
@@ -55,17 +57,18 @@ def _sweep_systems(sweeps: tuple[str, ...]) -> list[str]:
 @click.option("--max-tokens", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--report-only", is_flag=True, help="Rebuild results.json, report.md and plots from the records.")
 @click.option("--no-plots", is_flag=True)
-def eval_command(data: Path, fmt: str, limit: int, offset: int, corpus: str, systems: str, sweeps: tuple[str, ...],
+def eval_command(data: Path, fmt: str, limit: int, offset: int, main_limit: int | None, corpus: str, systems: str, sweeps: tuple[str, ...],
                  inject_levels: str, inject_variants: str, inject_systems: str, inject_limit: int | None,
                  skip_main: bool, out: Path, llm: str, embedder: str, scorer: str | None, device: str | None,
                  max_tokens: int, report_only: bool, no_plots: bool) -> None:
     """Evaluate systems side by side on DATA; results resume from --out."""
     from haystack_cfrag.evaluation import EvalConfig, run_eval, write_outputs  # noqa: PLC0415
+    from haystack_cfrag.evaluation.provenance import ResumeMismatchError  # noqa: PLC0415
 
     if not report_only:
         try:
             config = EvalConfig(
-                data=str(data), format=fmt, limit=limit, offset=offset, corpus=corpus,
+                data=str(data), format=fmt, limit=limit, offset=offset, main_limit=main_limit, corpus=corpus,
                 systems=[s for s in [systems] if s] + _sweep_systems(sweeps),
                 inject_levels=_ints(inject_levels), inject_variants=[v for v in inject_variants.split(",") if v],
                 inject_systems=[inject_systems], inject_limit=inject_limit, skip_main=skip_main, out=str(out),
@@ -73,7 +76,10 @@ def eval_command(data: Path, fmt: str, limit: int, offset: int, corpus: str, sys
             )
         except ValueError as exc:
             raise click.UsageError(str(exc)) from exc
-        run_eval(config)
+        try:
+            run_eval(config)
+        except ResumeMismatchError as exc:  # a folder of another run: say what differs, touch nothing
+            raise click.ClickException(str(exc)) from exc
     results = write_outputs(out, with_plots=not no_plots)
     click.echo(f"{sum(len(c['systems']) for c in results['conditions'].values())} system results → "
                f"{out / 'results.json'}, {out / 'report.md'}")

@@ -4,6 +4,7 @@
 - `corpus`     pooled / per-question stores, adversarial injection (distractor, near-duplicate, conflicting)
 - `systems`    closed-book, standard RAG, CF-RAG full/fast, ablations, sweeps, any YAML path
 - `runner`     `EvalConfig` + `run_eval`: resumable per-question records, LLM reply cache
+- `provenance` `metadata.json`; refuses to resume a folder over another corpus or other models
 - `summary`    results.json, Markdown report, plots; paired bootstrap against standard RAG
 - `metrics`    strict EM/F1 (SQuAD/HotpotQA normalisation), lenient containment, paired bootstrap
 - `injection`  distractors that never contain the answer (paper 6.6)

@@ -19,13 +19,10 @@ Usage (the fakes stand in for the models):
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import platform
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +30,7 @@ from haystack import logging
 
 from haystack_cfrag import models
 from haystack_cfrag.core.text import normalize_answer
+from haystack_cfrag.evaluation import provenance
 from haystack_cfrag.evaluation.corpus import CORPUS_MODES, INJECTION_VARIANTS, Corpus
 from haystack_cfrag.evaluation.datasets import EvalItem, load_items
 from haystack_cfrag.evaluation.llm_cache import CachingChatGenerator
@@ -51,7 +49,10 @@ class EvalConfig:
     """What to evaluate (every field is also a `cfrag eval` option).
 
     :param data: a JSONL file in one of the formats of `datasets.py`.
-    :param limit, offset: the rows used (the file's order).
+    :param limit, offset: the rows read (the file's order). The pooled store holds all their passages and the
+        injected distractors come from all of them.
+    :param main_limit: questions of the main comparison (default: all of `limit`), e.g. 50 for the ablations
+        over the same pooled store as a 100-question run.
     :param corpus: `pooled` or `per-question` for the main comparison.
     :param systems: system names for the main comparison (see `systems.py`).
     :param inject_levels: N_inject levels; each runs in per-question mode with the injected passages.
@@ -66,6 +67,7 @@ class EvalConfig:
     format: str = "auto"
     limit: int | None = 100
     offset: int = 0
+    main_limit: int | None = None
     corpus: str = "pooled"
     systems: list[str] = field(default_factory=lambda: list(DEFAULT_SYSTEMS))
     inject_levels: list[int] = field(default_factory=list)
@@ -90,6 +92,9 @@ class EvalConfig:
             raise ValueError(f"inject_variants must be among {INJECTION_VARIANTS}, got {bad}.")
         if any(n < 0 for n in self.inject_levels):
             raise ValueError("inject_levels must be >= 0.")
+        for name in ("limit", "main_limit", "inject_limit"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1.")
         if self.max_tokens < 1:
             raise ValueError("max_tokens must be >= 1.")
 
@@ -111,7 +116,7 @@ def conditions(config: EvalConfig, items: list[EvalItem]) -> list[Condition]:
     out = []
     if not config.skip_main:
         out.append(Condition(config.corpus, config.corpus, 0, None, tuple(parse_systems(",".join(config.systems))),
-                             tuple(items)))
+                             tuple(items[: config.main_limit] if config.main_limit else items)))
     inject_items = tuple(items[: config.inject_limit] if config.inject_limit else items)
     inject_systems = tuple(parse_systems(",".join(config.inject_systems))) if config.inject_levels else ()
     if 0 in config.inject_levels:  # no injection: the same for every variant, run once
@@ -144,30 +149,6 @@ def _record_key(condition: str, system: System, qid: str) -> str:
     return f"{condition}|{system.key()}|{qid}"
 
 
-def metadata(config: EvalConfig, injected: list[Any] | None = None) -> dict[str, Any]:
-    """Versions, model identities and seeds, recorded with every run (`injected`: instances used instead of specs)."""
-    import haystack  # noqa: PLC0415
-
-    from haystack_cfrag import __version__  # noqa: PLC0415
-
-    data_sha = hashlib.sha256(Path(config.data).read_bytes()).hexdigest()
-    return {
-        "haystack_cfrag": __version__,
-        "haystack_ai": haystack.__version__,
-        "python": platform.python_version(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-        "data": {"path": str(config.data), "sha256": data_sha},
-        "models": {"llm": config.llm, "llm_sha256": models.model_sha256(config.llm),
-                   "embedder": config.embedder, "embedder_sha256": models.model_sha256(config.embedder),
-                   "scorer": config.scorer}
-        if not injected else {"llm": type(injected[0]).__name__, "llm_sha256": None,
-                              "embedder": type(injected[1]).__name__, "embedder_sha256": None, "scorer": config.scorer},
-        "seeds": {"llm": 0, "stratifier": "random_state from the pipeline file (0)", "bootstrap": 0},
-        "decoding": "greedy (temperature 0)",
-        "config": asdict(config),
-    }
-
-
 def run_eval(
     config: EvalConfig,
     *,
@@ -187,7 +168,10 @@ def run_eval(
     if not conds:
         raise ValueError("Nothing to run: no main comparison (skip_main) and no injection levels.")
     injected = [chat_generator, text_embedder] if chat_generator is not None and text_embedder is not None else None
-    (out / "metadata.json").write_text(json.dumps(metadata(config, injected), indent=2, default=str), encoding="utf-8")
+    meta = provenance.metadata(config, injected)
+    previous = read_records(out)
+    provenance.check_resumable(out, meta, {r["condition"] for r in previous})
+    provenance.write_metadata(out, meta)
 
     generator = chat_generator or models.chat_generator(config.llm, max_tokens=config.max_tokens)
     cached = CachingChatGenerator(generator=generator, path=str(out / "llm_cache.jsonl"))
@@ -203,7 +187,7 @@ def run_eval(
     corpus = Corpus(items, lambda docs: doc_embedder.run(documents=docs)["documents"],
                     lambda text: query_embedder.run(text=text)["embedding"])
 
-    done = {r["key"] for r in read_records(out)}
+    done = {r["key"] for r in previous}
     todo = []
     for c in conds:
         for item in c.items:

@@ -11,7 +11,7 @@ from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cli import main
 from haystack_cfrag.evaluation import EvalConfig, run_eval, summarize, write_outputs
-from haystack_cfrag.evaluation import datasets, llm_cache, runner, summary, systems
+from haystack_cfrag.evaluation import datasets, llm_cache, provenance, runner, summary, systems
 from haystack_cfrag.evaluation.corpus import Corpus, near_copies, swap_answer
 from haystack_cfrag.evaluation.datasets import load_items, parse_row
 from haystack_cfrag.evaluation.injection import contains_answer
@@ -24,7 +24,8 @@ HOTPOT = ROOT / "tests" / "data" / "hotpotqa_dev_a_30.jsonl"
 SHARED = ROOT.parent / "shared" / "data"
 
 
-@pytest.mark.parametrize("module", [datasets, systems, llm_cache, runner, summary], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [datasets, systems, llm_cache, provenance, runner, summary],
+                         ids=lambda m: m.__name__)
 def test_module_usage_examples_run(module, monkeypatch):
     monkeypatch.chdir(ROOT)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
@@ -164,6 +165,52 @@ def test_run_resumes_from_records_and_reuses_cached_replies(tmp_path):
     config.systems.append("cf_rag_fast")
     more = run_eval(config, **_fakes(items))
     assert len(more) == len(records) + 3
+
+
+def _folder_hashes(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.suffix in (".jsonl", ".json")}
+
+
+def test_resume_refuses_records_of_another_pool_or_model_and_changes_nothing(tmp_path, monkeypatch):
+    items = load_items(HOTPOT, limit=3)
+    base = {"data": str(HOTPOT), "out": str(tmp_path), "progress": False, "systems": ["standard_rag"],
+            "allowed_modules": ["tests"]}
+    assert not any(r["error"] for r in run_eval(EvalConfig(limit=2, **base), **_fakes(items)))
+    before = _folder_hashes(tmp_path)
+    # 3 rows read: the pooled store would hold 30 passages, not the 20 the 2 records were computed over
+    with pytest.raises(provenance.ResumeMismatchError, match=r"rows read .*auto, 0, 2 in the folder, auto, 0, 3"):
+        run_eval(EvalConfig(limit=3, **base), **_fakes(items))
+    other_model = {**_fakes(items), "chat_generator": KeywordReader(candidates=["Tulsa"])}
+    with pytest.raises(provenance.ResumeMismatchError, match="models: .*CountingReader.*KeywordReader"):
+        run_eval(EvalConfig(limit=2, **base), **other_model)
+    with pytest.raises(provenance.ResumeMismatchError, match="max_tokens: 256 in the folder, 64"):
+        run_eval(EvalConfig(limit=2, max_tokens=64, **base), **_fakes(items))
+    assert _folder_hashes(tmp_path) == before  # refused before anything is written
+    monkeypatch.setattr(provenance.models, "model_sha256", lambda spec: None)  # no model files needed to refuse
+    result = CliRunner().invoke(main, ["eval", str(HOTPOT), "--limit", "3", "--systems", "standard_rag",
+                                       "--out", str(tmp_path), "--no-plots"])
+    assert result.exit_code == 1 and "rows read" in result.output and "--main-limit" in result.output
+    assert _folder_hashes(tmp_path) == before
+
+
+def test_main_limit_evaluates_fewer_questions_over_the_same_pool(tmp_path):
+    items = load_items(HOTPOT, limit=3)
+    base = {"data": str(HOTPOT), "limit": 3, "out": str(tmp_path), "progress": False, "allowed_modules": ["tests"]}
+    run_eval(EvalConfig(systems=["standard_rag"], **base), **_fakes(items))
+    records = run_eval(EvalConfig(systems=["standard_rag", "cf_rag_k1"], main_limit=2, **base), **_fakes(items))
+    assert sorted(r["qid"] for r in records if r["system"] == "cf_rag_k1") == sorted(i.id for i in items[:2])
+    assert len([r for r in records if r["system"] == "standard_rag"]) == 3
+    invocations = json.loads((tmp_path / "metadata.json").read_text())["invocations"]
+    assert [i["config"]["main_limit"] for i in invocations] == [None, 2]
+    # per-question records do not depend on the other rows: reading more rows may resume them
+    pq = tmp_path / "pq"
+    run_eval(EvalConfig(**{**base, "out": str(pq), "limit": 2}, corpus="per-question", systems=["standard_rag"]),
+             **_fakes(items))
+    more = run_eval(EvalConfig(**{**base, "out": str(pq)}, corpus="per-question", systems=["standard_rag"]),
+                    **_fakes(items))
+    assert len(more) == 3
+    with pytest.raises(ValueError, match="main_limit must be >= 1"):
+        EvalConfig(data=str(HOTPOT), main_limit=0)
 
 
 def test_a_failing_system_is_recorded_not_fatal(tmp_path):

@@ -1,0 +1,113 @@
+"""What a run's records depend on: written to `metadata.json`, checked before a run resumes.
+
+A record's key is (condition, system, question), so a second run into the same folder would
+otherwise keep old records that were computed over another corpus or with other models and
+pair them with new ones. `check_resumable` refuses that, naming what differs:
+
+- the data file (sha256), the models and their hashes, the scorer and `max_tokens`, always;
+- the rows read (`format`, `offset`, `limit`), when the folder holds records whose store is
+  built from every row read: the pooled main comparison (its store is all questions'
+  passages) and the injection levels (their distractors come from the other questions).
+  Use `main_limit` / `inject_limit` to evaluate fewer questions over the same corpus.
+
+Usage:
+    >>> config = {"format": "auto", "offset": 0, "limit": 100, "max_tokens": 256, "scorer": None}
+    >>> old = {"data": {"sha256": "ab"}, "models": {"llm": "m"}, "config": config}
+    >>> new = {**old, "config": {**old["config"], "limit": 50}}
+    >>> differences(old, new, {"per-question"})
+    []
+    >>> differences(old, new, {"pooled"})
+    ['rows read (format, offset, limit): auto, 0, 100 in the folder, auto, 0, 50 in this run']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from haystack_cfrag import models
+
+
+class ResumeMismatchError(ValueError):
+    """The output folder holds records that this run's configuration would not reproduce."""
+
+
+def row_dependent(condition: str) -> bool:
+    """Whether a condition's store depends on every row read (pooled corpus, injection sources)."""
+    return condition == "pooled" or condition.startswith("inject:")
+
+
+def metadata(config: Any, injected: list[Any] | None = None) -> dict[str, Any]:
+    """Versions, model identities and seeds of a run (`injected`: model instances used instead of specs)."""
+    import haystack  # noqa: PLC0415
+
+    from haystack_cfrag import __version__  # noqa: PLC0415
+
+    data_sha = hashlib.sha256(Path(config.data).read_bytes()).hexdigest()
+    return {
+        "haystack_cfrag": __version__,
+        "haystack_ai": haystack.__version__,
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        "data": {"path": str(config.data), "sha256": data_sha},
+        "models": {"llm": config.llm, "llm_sha256": models.model_sha256(config.llm),
+                   "embedder": config.embedder, "embedder_sha256": models.model_sha256(config.embedder),
+                   "scorer": config.scorer}
+        if not injected else {"llm": type(injected[0]).__name__, "llm_sha256": None,
+                              "embedder": type(injected[1]).__name__, "embedder_sha256": None, "scorer": config.scorer},
+        "seeds": {"llm": 0, "stratifier": "random_state from the pipeline file (0)", "bootstrap": 0},
+        "decoding": "greedy (temperature 0)",
+        "config": asdict(config),
+    }
+
+
+def _show(values: list[Any]) -> str:
+    return ", ".join(str(v) for v in values)
+
+
+def differences(old: dict[str, Any], new: dict[str, Any], conditions: set[str]) -> list[str]:
+    """What differs between the folder's metadata (`old`) and this run's (`new`) that its records depend on."""
+    out = []
+    if old["data"]["sha256"] != new["data"]["sha256"]:
+        out.append(f"data file sha256: {old['data']['sha256'][:12]}… in the folder, "
+                   f"{new['data']['sha256'][:12]}… in this run")
+    if old["models"] != new["models"]:
+        out.append(f"models: {old['models']} in the folder, {new['models']} in this run")
+    for name in ("max_tokens", "scorer"):
+        if old["config"].get(name) != new["config"].get(name):
+            out.append(f"{name}: {old['config'].get(name)} in the folder, {new['config'].get(name)} in this run")
+    rows = ("format", "offset", "limit")
+    old_rows, new_rows = [old["config"].get(k) for k in rows], [new["config"].get(k) for k in rows]
+    if old_rows != new_rows and any(row_dependent(c) for c in conditions):
+        out.append(f"rows read ({_show(list(rows))}): {_show(old_rows)} in the folder, {_show(new_rows)} in this run")
+    return out
+
+
+def check_resumable(out: Path, new: dict[str, Any], conditions: set[str]) -> None:
+    """Raise `ResumeMismatchError` when `out` holds records (of `conditions`) this run would not reproduce."""
+    path = out / "metadata.json"
+    if not conditions or not path.exists():
+        return
+    found = differences(json.loads(path.read_text(encoding="utf-8")), new, conditions)
+    if found:
+        raise ResumeMismatchError(
+            f"{out} holds records computed with other settings; adding to them would mix the two:\n- "
+            + "\n- ".join(found)
+            + "\nUse a fresh --out, or keep --limit/--offset and evaluate fewer questions with --main-limit or "
+            "--inject-limit.")
+
+
+def write_metadata(out: Path, new: dict[str, Any]) -> None:
+    """Write this run's metadata, keeping the earlier invocations' configurations under `invocations`."""
+    path = out / "metadata.json"
+    old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    earlier = old.get("invocations") or ([{"config": old["config"]}] if "config" in old else [])
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    meta = {**new, "invocations": [*earlier, {"started": started, "config": new["config"]}]}
+    path.write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
