@@ -74,19 +74,30 @@ def _show(values: list[Any]) -> str:
 def differences(old: dict[str, Any], new: dict[str, Any], conditions: set[str]) -> list[str]:
     """What differs between the folder's metadata (`old`) and this run's (`new`) that its records depend on."""
     out = []
-    if old["data"]["sha256"] != new["data"]["sha256"]:
-        out.append(f"data file sha256: {old['data']['sha256'][:12]}… in the folder, "
-                   f"{new['data']['sha256'][:12]}… in this run")
-    if old["models"] != new["models"]:
-        out.append(f"models: {old['models']} in the folder, {new['models']} in this run")
+    old_data, new_data = old.get("data") or {}, new.get("data") or {}
+    if old_data.get("sha256") != new_data.get("sha256"):
+        out.append(f"data file sha256: {str(old_data.get('sha256'))[:12]}… in the folder, "
+                   f"{str(new_data.get('sha256'))[:12]}… in this run")
+    if old.get("models") != new.get("models"):
+        out.append(f"models: {old.get('models')} in the folder, {new.get('models')} in this run")
+    old_config, new_config = old.get("config") or {}, new.get("config") or {}
     for name in ("max_tokens", "scorer"):
-        if old["config"].get(name) != new["config"].get(name):
-            out.append(f"{name}: {old['config'].get(name)} in the folder, {new['config'].get(name)} in this run")
+        if old_config.get(name) != new_config.get(name):
+            out.append(f"{name}: {old_config.get(name)} in the folder, {new_config.get(name)} in this run")
     rows = ("format", "offset", "limit")
-    old_rows, new_rows = [old["config"].get(k) for k in rows], [new["config"].get(k) for k in rows]
+    old_rows, new_rows = [old_config.get(k) for k in rows], [new_config.get(k) for k in rows]
     if old_rows != new_rows and any(row_dependent(c) for c in conditions):
         out.append(f"rows read ({_show(list(rows))}): {_show(old_rows)} in the folder, {_show(new_rows)} in this run")
     return out
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    """The metadata in `path`, or None when it is missing or not a JSON object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def check_resumable(out: Path, new: dict[str, Any], conditions: set[str]) -> None:
@@ -94,7 +105,11 @@ def check_resumable(out: Path, new: dict[str, Any], conditions: set[str]) -> Non
     path = out / "metadata.json"
     if not conditions or not path.exists():
         return
-    found = differences(json.loads(path.read_text(encoding="utf-8")), new, conditions)
+    old = _read(path)
+    if old is None:
+        raise ResumeMismatchError(f"{path} is not readable JSON, so what {out}'s records were computed with is "
+                                  "unknown. Use a fresh --out, or restore the file.")
+    found = differences(old, new, conditions)
     if found:
         raise ResumeMismatchError(
             f"{out} holds records computed with other settings; adding to them would mix the two:\n- "
@@ -106,7 +121,7 @@ def check_resumable(out: Path, new: dict[str, Any], conditions: set[str]) -> Non
 def write_metadata(out: Path, new: dict[str, Any]) -> None:
     """Write this run's metadata, keeping the earlier invocations' configurations under `invocations`."""
     path = out / "metadata.json"
-    old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    old = _read(path) or {}
     earlier = old.get("invocations") or ([{"config": old["config"]}] if "config" in old else [])
     started = datetime.now(UTC).isoformat(timespec="seconds")
     meta = {**new, "invocations": [*earlier, {"started": started, "config": new["config"]}]}

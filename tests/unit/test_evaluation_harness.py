@@ -186,11 +186,15 @@ def test_resume_refuses_records_of_another_pool_or_model_and_changes_nothing(tmp
     with pytest.raises(provenance.ResumeMismatchError, match="max_tokens: 256 in the folder, 64"):
         run_eval(EvalConfig(limit=2, max_tokens=64, **base), **_fakes(items))
     assert _folder_hashes(tmp_path) == before  # refused before anything is written
+    assert provenance.differences({}, {"data": {"sha256": "ab"}, "config": {}}, {"pooled"})[0].startswith("data file")
     monkeypatch.setattr(provenance.models, "model_sha256", lambda spec: None)  # no model files needed to refuse
     result = CliRunner().invoke(main, ["eval", str(HOTPOT), "--limit", "3", "--systems", "standard_rag",
                                        "--out", str(tmp_path), "--no-plots"])
     assert result.exit_code == 1 and "rows read" in result.output and "--main-limit" in result.output
     assert _folder_hashes(tmp_path) == before
+    (tmp_path / "metadata.json").write_text("{not json")
+    with pytest.raises(provenance.ResumeMismatchError, match="not readable JSON"):
+        run_eval(EvalConfig(limit=2, **base), **_fakes(items))
 
 
 def test_main_limit_evaluates_fewer_questions_over_the_same_pool(tmp_path):
