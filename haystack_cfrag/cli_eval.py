@@ -57,10 +57,10 @@ def _sweep_systems(sweeps: tuple[str, ...]) -> list[str]:
 @click.option("--max-tokens", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--report-only", is_flag=True, help="Rebuild results.json, report.md and plots from the records.")
 @click.option("--no-plots", is_flag=True)
-def eval_command(data: Path, fmt: str, limit: int, offset: int, main_limit: int | None, corpus: str, systems: str, sweeps: tuple[str, ...],
-                 inject_levels: str, inject_variants: str, inject_systems: str, inject_limit: int | None,
-                 skip_main: bool, out: Path, llm: str, embedder: str, scorer: str | None, device: str | None,
-                 max_tokens: int, report_only: bool, no_plots: bool) -> None:
+def eval_command(data: Path, fmt: str, limit: int, offset: int, main_limit: int | None, corpus: str, systems: str,
+                 sweeps: tuple[str, ...], inject_levels: str, inject_variants: str, inject_systems: str,
+                 inject_limit: int | None, skip_main: bool, out: Path, llm: str, embedder: str, scorer: str | None,
+                 device: str | None, max_tokens: int, report_only: bool, no_plots: bool) -> None:
     """Evaluate systems side by side on DATA; results resume from --out."""
     from haystack_cfrag.evaluation import EvalConfig, run_eval, write_outputs  # noqa: PLC0415
     from haystack_cfrag.evaluation.provenance import ResumeMismatchError  # noqa: PLC0415

@@ -2,7 +2,7 @@
 
 A record's key is (condition, system, question), so a second run into the same folder would
 otherwise keep old records that were computed over another corpus or with other models and
-pair them with new ones. `check_resumable` refuses that, naming what differs:
+pair them with new ones. `record_run` refuses that, naming what differs:
 
 - the data file (sha256), the models and their hashes, the scorer and `max_tokens`, always;
 - the rows read (`format`, `offset`, `limit`), when the folder holds records whose store is
@@ -100,28 +100,25 @@ def _read(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def check_resumable(out: Path, new: dict[str, Any], conditions: set[str]) -> None:
-    """Raise `ResumeMismatchError` when `out` holds records (of `conditions`) this run would not reproduce."""
+def record_run(out: Path, new: dict[str, Any], conditions: set[str]) -> None:
+    """Check that `out`'s records (of `conditions`) match this run, then write this run's metadata.
+
+    Raises `ResumeMismatchError`, before writing anything, when the folder holds records this run
+    would not reproduce. The earlier invocations' configurations are kept under `invocations`.
+    """
     path = out / "metadata.json"
-    if not conditions or not path.exists():
-        return
-    old = _read(path)
-    if old is None:
+    old = _read(path) if path.exists() else {}
+    if conditions and old is None:
         raise ResumeMismatchError(f"{path} is not readable JSON, so what {out}'s records were computed with is "
                                   "unknown. Use a fresh --out, or restore the file.")
-    found = differences(old, new, conditions)
+    found = differences(old, new, conditions) if conditions and old else []
     if found:
         raise ResumeMismatchError(
             f"{out} holds records computed with other settings; adding to them would mix the two:\n- "
             + "\n- ".join(found)
             + "\nUse a fresh --out, or keep --limit/--offset and evaluate fewer questions with --main-limit or "
             "--inject-limit.")
-
-
-def write_metadata(out: Path, new: dict[str, Any]) -> None:
-    """Write this run's metadata, keeping the earlier invocations' configurations under `invocations`."""
-    path = out / "metadata.json"
-    old = _read(path) or {}
+    old = old or {}
     earlier = old.get("invocations") or ([{"config": old["config"]}] if "config" in old else [])
     started = datetime.now(UTC).isoformat(timespec="seconds")
     meta = {**new, "invocations": [*earlier, {"started": started, "config": new["config"]}]}

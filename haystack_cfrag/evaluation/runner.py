@@ -116,8 +116,8 @@ def conditions(config: EvalConfig, items: list[EvalItem]) -> list[Condition]:
     out = []
     if not config.skip_main:
         out.append(Condition(config.corpus, config.corpus, 0, None, tuple(parse_systems(",".join(config.systems))),
-                             tuple(items[: config.main_limit] if config.main_limit else items)))
-    inject_items = tuple(items[: config.inject_limit] if config.inject_limit else items)
+                             tuple(items[: config.main_limit])))
+    inject_items = tuple(items[: config.inject_limit])
     inject_systems = tuple(parse_systems(",".join(config.inject_systems))) if config.inject_levels else ()
     if 0 in config.inject_levels:  # no injection: the same for every variant, run once
         out.append(Condition("per-question", "per-question", 0, None, inject_systems, inject_items))
@@ -170,8 +170,7 @@ def run_eval(
     injected = [chat_generator, text_embedder] if chat_generator is not None and text_embedder is not None else None
     meta = provenance.metadata(config, injected)
     previous = read_records(out)
-    provenance.check_resumable(out, meta, {r["condition"] for r in previous})
-    provenance.write_metadata(out, meta)
+    provenance.record_run(out, meta, {r["condition"] for r in previous})
 
     generator = chat_generator or models.chat_generator(config.llm, max_tokens=config.max_tokens)
     cached = CachingChatGenerator(generator=generator, path=str(out / "llm_cache.jsonl"))
