@@ -107,11 +107,11 @@ def record_run(out: Path, new: dict[str, Any], conditions: set[str]) -> None:
     would not reproduce. The earlier invocations' configurations are kept under `invocations`.
     """
     path = out / "metadata.json"
-    old = _read(path) if path.exists() else {}
+    old = _read(path)
     if conditions and old is None:
-        raise ResumeMismatchError(f"{path} is not readable JSON, so what {out}'s records were computed with is "
-                                  "unknown. Use a fresh --out, or restore the file.")
-    found = differences(old, new, conditions) if conditions and old else []
+        raise ResumeMismatchError(f"{path} is missing or not readable JSON, so what {out}'s records were computed "
+                                  "with is unknown. Use a fresh --out, or restore the file.")
+    found = differences(old, new, conditions) if conditions else []
     if found:
         raise ResumeMismatchError(
             f"{out} holds records computed with other settings; adding to them would mix the two:\n- "

@@ -195,6 +195,9 @@ def test_resume_refuses_records_of_another_pool_or_model_and_changes_nothing(tmp
     (tmp_path / "metadata.json").write_text("{not json")
     with pytest.raises(provenance.ResumeMismatchError, match="not readable JSON"):
         run_eval(EvalConfig(limit=2, **base), **_fakes(items))
+    (tmp_path / "metadata.json").unlink()  # records whose settings are unknown: refused as well
+    with pytest.raises(provenance.ResumeMismatchError, match="missing or not readable JSON"):
+        run_eval(EvalConfig(limit=2, **base), **_fakes(items))
 
 
 def test_main_limit_evaluates_fewer_questions_over_the_same_pool(tmp_path):
