@@ -128,6 +128,23 @@ def conditions(config: EvalConfig, items: list[EvalItem]) -> list[Condition]:
     return out
 
 
+def run_order(conds: list[Condition], *, main: int) -> list[tuple[Condition, EvalItem]]:
+    """(condition, question) pairs in run order: the first `main` conditions question by question,
+    then the injection conditions interleaved per question (question 1 at every level, then
+    question 2, ...), so that a run stopped early leaves every level with the same questions.
+
+    >>> a, b = EvalItem("a", "?", ["x"], []), EvalItem("b", "?", ["y"], [])
+    >>> conds = [Condition(f"inject:distractor:{n}", "per-question", n, "distractor", (), (a, b)) for n in (2, 4)]
+    >>> [(c.inject, item.id) for c, item in run_order(conds, main=0)]
+    [(2, 'a'), (4, 'a'), (2, 'b'), (4, 'b')]
+    """
+    head, levels = conds[:main], conds[main:]
+    order = [(c, item) for c in head for item in c.items]
+    for i in range(max((len(c.items) for c in levels), default=0)):
+        order.extend((c, c.items[i]) for c in levels if i < len(c.items))
+    return order
+
+
 def score(item: EvalItem, answer: str, evidence_titles: list[str]) -> dict[str, Any]:
     """Strict EM/F1, lenient containment, gold-passage recall and the trap answer, for one answer."""
     recall = None
@@ -188,13 +205,12 @@ def run_eval(
 
     done = {r["key"] for r in previous}
     todo = []
-    for c in conds:
-        for item in c.items:
-            for s in c.systems:
-                key = _record_key(c.name, s, item.id)
-                if key not in done:
-                    done.add(key)
-                    todo.append((c, item, s))
+    for c, item in run_order(conds, main=0 if config.skip_main else 1):
+        for s in c.systems:
+            key = _record_key(c.name, s, item.id)
+            if key not in done:
+                done.add(key)
+                todo.append((c, item, s))
     logger.info("{n} results to compute, {d} already in {out}", n=len(todo), d=len(done) - len(todo), out=str(out))
     pooled = corpus.pooled_store() if any(c.corpus == "pooled" for c in conds) else None
     current: tuple[str, str] | None = None

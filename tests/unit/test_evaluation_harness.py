@@ -237,6 +237,8 @@ def test_injection_levels_share_level_zero_and_report_every_variant(tmp_path):
     records = run_eval(config, **_fakes(items))
     assert sorted({r["condition"] for r in records}) == ["inject:conflicting:2", "inject:distractor:2", "per-question"]
     assert all(r["injected"] == 2 for r in records if r["condition"] == "inject:distractor:2")
+    # question by question across the levels: a run stopped early leaves every level the same questions
+    assert [r["qid"] for r in records] == [i.id for i in items for _ in range(3)]
     results = write_outputs(tmp_path)
     for variant in ("distractor", "conflicting"):
         assert set(results["injection"][variant]["standard_rag"]) == {0, 2}
