@@ -162,7 +162,11 @@ _DEFAULTS = {"causal_weight": 0.4, "n_counterfactuals": 3, "n_clusters": 4, "n_s
 
 
 def _sweeps(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """parameter → value → scores over the non-injection conditions' cf_rag variants with one parameter changed."""
+    """parameter → value → scores over the non-injection conditions' cf_rag variants with one parameter changed.
+
+    Each parameter's values are compared over the questions that every value answered (an ablation run on
+    the first 50 questions is not set against the default's 100), with ΔEM against the default, paired.
+    """
     table: dict[str, dict[Any, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
         if r.get("variant") or r.get("pipeline") != "cf_rag":
@@ -176,13 +180,33 @@ def _sweeps(records: list[dict[str, Any]]) -> dict[str, Any]:
         if key in table:
             table[key][default] += [r for r in records if r.get("pipeline") == "cf_rag" and not r.get("params")
                                     and not r.get("variant")]
-    return {key: {str(v): {"n": len(rs), **{m: _mean([r[m] for r in rs]) for m in METRICS},
-                           "latency_equivalent": _mean([r.get("seconds_equivalent", r["seconds"]) for r in rs])}
-                  for v, rs in sorted(values.items())} for key, values in table.items()}
+    return {key: _sweep(values, _DEFAULTS[key]) for key, values in table.items()}
+
+
+def _sweep(values: dict[Any, list[dict[str, Any]]], default: Any) -> dict[str, Any]:
+    """One parameter's values, restricted to their common questions, with ΔEM against `default`."""
+    def by_question(rs: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+        return {(r["condition"], r["qid"]): r for r in rs}
+
+    indexed = {v: by_question(rs) for v, rs in values.items()}
+    common = sorted(set.intersection(*(set(i) for i in indexed.values())))
+    base = [indexed[default][q]["em"] for q in common] if default in indexed and common else None
+    out = {}
+    for v, index in sorted(indexed.items()):
+        rs = [index[q] for q in common]
+        out[str(v)] = {"n": len(rs), **{m: _mean([r[m] for r in rs]) for m in METRICS},
+                       "latency_equivalent": _mean([r.get("seconds_equivalent", r["seconds"]) for r in rs]),
+                       "em_vs_default": paired_bootstrap([r["em"] for r in rs], base)
+                       if base is not None and v != default else None}
+    return out
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
 
 
 def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
+    return _num(None if value is None else 100 * value)
 
 
 def _ci(b: dict[str, float] | None) -> str:
@@ -250,10 +274,12 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
         lines.append("")
     for param, values in results["sweeps"].items():
         lines += [f"## Sweep of `{param}` (cf_rag, other parameters at their defaults)", "",
-                  "| value | n | EM | F1 | lenient | latency (s, uncached) |", "|---|---:|---:|---:|---:|---:|"]
+                  f"Over the questions every value answered; ΔEM against the default ({_DEFAULTS[param]}), paired.", "",
+                  "| value | n | EM | F1 | lenient | ΔEM vs default [95% CI] | latency (s, uncached) |",
+                  "|---|---:|---:|---:|---:|---|---:|"]
         for value, s in values.items():
             lines.append(f"| {value} | {s['n']} | {_pct(s['em'])} | {_pct(s['f1'])} | {_pct(s['lenient'])} | "
-                         f"{s['latency_equivalent']:.1f} |")
+                         f"{_ci(s.get('em_vs_default'))} | {_num(s['latency_equivalent'])} |")
         lines.append("")
     return "\n".join(lines)
 

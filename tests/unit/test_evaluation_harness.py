@@ -265,6 +265,15 @@ def test_summary_pairs_questions_and_computes_cost_ratios():
     assert s["standard_rag"]["em_efficiency"] == pytest.approx((1 / 3) / 2.0)
 
 
+def test_sweeps_compare_values_over_their_common_questions():
+    recs = [_rec("cf_rag", q, e, pipeline="cf_rag") for q, e in [("a", 0.0), ("b", 0.0), ("c", 1.0)]]
+    recs += [_rec("cf_rag_n0", q, 1.0, pipeline="cf_rag", params={"n_counterfactuals": 0}) for q in ("a", "b")]
+    sweep = summarize(recs)["sweeps"]["n_counterfactuals"]
+    assert sweep["3"]["n"] == sweep["0"]["n"] == 2 and sweep["3"]["em"] == 0.0  # "c" has no N=0 answer
+    assert sweep["0"]["em_vs_default"]["difference"] == pytest.approx(1.0) and sweep["3"]["em_vs_default"] is None
+    assert "| 0 | 2 | 100.0 |" in summary.markdown(summarize(recs))
+
+
 def test_trap_error_and_trap_rate_per_failure_mode():
     recs = [_rec("standard_rag", "1", 0.0, failure_mode="spurious", trapped=True),
             _rec("standard_rag", "2", 1.0, failure_mode="spurious", trapped=False),
