@@ -112,8 +112,8 @@ def _system_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def paired(recs_a: list[dict[str, Any]], recs_b: list[dict[str, Any]], metric: str) -> dict[str, float] | None:
     """`metric` of system A's records against system B's over the questions both answered (None if none)."""
-    a = {r["qid"]: r[metric] for r in recs_a}
-    b = {r["qid"]: r[metric] for r in recs_b}
+    a = {(r["condition"], r["qid"]): r[metric] for r in recs_a}
+    b = {(r["condition"], r["qid"]): r[metric] for r in recs_b}
     common = sorted(set(a) & set(b))
     if not common:
         return None
@@ -185,20 +185,12 @@ def _sweeps(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _sweep(values: dict[Any, list[dict[str, Any]]], default: Any) -> dict[str, Any]:
     """One parameter's values, restricted to their common questions, with ΔEM against `default`."""
-    def by_question(rs: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-        return {(r["condition"], r["qid"]): r for r in rs}
-
-    indexed = {v: by_question(rs) for v, rs in values.items()}
-    common = sorted(set.intersection(*(set(i) for i in indexed.values())))
-    base = [indexed[default][q]["em"] for q in common] if default in indexed and common else None
-    out = {}
-    for v, index in sorted(indexed.items()):
-        rs = [index[q] for q in common]
-        out[str(v)] = {"n": len(rs), **{m: _mean([r[m] for r in rs]) for m in METRICS},
-                       "latency_equivalent": _mean([r.get("seconds_equivalent", r["seconds"]) for r in rs]),
-                       "em_vs_default": paired_bootstrap([r["em"] for r in rs], base)
-                       if base is not None and v != default else None}
-    return out
+    common = set.intersection(*({(r["condition"], r["qid"]) for r in rs} for rs in values.values()))
+    kept = {v: [r for r in rs if (r["condition"], r["qid"]) in common] for v, rs in sorted(values.items())}
+    return {str(v): {"n": len(rs), **{m: _mean([r[m] for r in rs]) for m in METRICS},
+                     "latency_equivalent": _mean([r.get("seconds_equivalent", r["seconds"]) for r in rs]),
+                     "em_vs_default": paired(rs, kept[default], "em") if default in kept and v != default else None}
+            for v, rs in kept.items()}
 
 
 def _num(value: float | None) -> str:
