@@ -3,6 +3,9 @@ resumable records, the LLM reply cache and the report — with fake models."""
 
 import doctest
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -245,6 +248,16 @@ def test_injection_levels_share_level_zero_and_report_every_variant(tmp_path):
     report = (tmp_path / "report.md").read_text()
     assert "Injection `distractor`" in report and (tmp_path / "injection_distractor.png").stat().st_size > 0
     assert json.loads((tmp_path / "results.json").read_text())["metadata"]["models"]["llm"] == "CountingReader"
+    # scripts/injection_evidence.py counts the other questions' passages that reached the evidence
+    script = [sys.executable, str(ROOT / "scripts" / "injection_evidence.py"), str(HOTPOT), str(tmp_path)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([*script, "--limit", "3"], capture_output=True, text=True, env=env, check=True)
+    rows = {(f[0], int(f[1])): f for f in (line.split() for line in done.stdout.splitlines()[1:])}
+    assert set(rows) == {("standard_rag", 0), ("standard_rag", 2)}
+    assert rows[("standard_rag", 0)][2:6] == ["3", "5.0", "0.00", "0/3"]  # no injection: nothing foreign
+    assert rows[("standard_rag", 2)][2] == "3" and 0 <= float(rows[("standard_rag", 2)][4]) <= 2
+    refused = subprocess.run([*script, "--limit", "1"], capture_output=True, text=True, env=env)
+    assert refused.returncode != 0 and "not in the first 1 rows" in refused.stderr
 
 
 def _rec(system, qid, em, seconds=1.0, **extra):
