@@ -138,24 +138,39 @@ def summarize(records: list[dict[str, Any]], baseline: str = BASELINE) -> dict[s
         first = next(iter(systems.values()))
         conditions[cond] = {"inject": first[0].get("inject", 0), "variant": first[0].get("variant"),
                             "n_questions": len({r["qid"] for rs in systems.values() for r in rs}), "systems": out}
-    return {"baseline": baseline, "conditions": conditions, "injection": _injection(conditions),
+    return {"baseline": baseline, "conditions": conditions, "injection": _injection(records),
             "sweeps": _sweeps(records)}
 
 
-def _injection(conditions: dict[str, Any]) -> dict[str, Any]:
-    """variant → system → level → scores, from the `inject:*` conditions."""
-    table: dict[str, Any] = defaultdict(lambda: defaultdict(dict))
-    for cond in conditions.values():
-        if cond["variant"]:
-            for name, s in cond["systems"].items():
-                table[cond["variant"]][name][cond["inject"]] = {"n": s["n"], **{m: s[m] for m in METRICS}}
-    base = conditions.get("per-question")  # N_inject = 0 is shared by every variant
-    for systems in table.values():
-        for name, by_level in systems.items():
-            if base and name in base["systems"]:
-                s = base["systems"][name]
-                by_level[0] = {"n": s["n"], **{m: s[m] for m in METRICS}}
-    return {v: {s: dict(sorted(levels.items())) for s, levels in systems.items()} for v, systems in table.items()}
+def _injection(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """variant → system → level → scores, from the `inject:*` conditions and `per-question` as N_inject = 0.
+
+    A variant's table covers only the questions that every level and system of it answered, so a run stopped
+    part-way does not set 30 questions at N=0 against 11 at N=16; `em_vs_0` is ΔEM against N=0, paired.
+    """
+    table: dict[str, Any] = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))  # → level → qid → record
+    for r in records:
+        if r.get("variant") and r["condition"].startswith("inject:"):
+            table[r["variant"]][r["system"]][r["inject"]][r["qid"]] = r
+    for r in records:  # N_inject = 0 is shared by every variant
+        if r["condition"] == "per-question":
+            for systems in table.values():
+                if r["system"] in systems:
+                    systems[r["system"]][0][r["qid"]] = r
+    out: dict[str, Any] = {}
+    for variant, systems in table.items():
+        common = sorted(set.intersection(*(set(by_q) for levels in systems.values() for by_q in levels.values())))
+        out[variant] = {name: {level: _level(levels[level], levels.get(0) if level else None, common)
+                               for level in sorted(levels)}
+                        for name, levels in systems.items()}
+    return out
+
+
+def _level(by_q: dict[str, dict[str, Any]], zero: dict[str, dict[str, Any]] | None, qids: list[str]) -> dict[str, Any]:
+    """One system at one injection level over `qids`, with ΔEM against the same questions at N=0."""
+    recs = [by_q[q] for q in qids]
+    vs_0 = paired_bootstrap([r["em"] for r in recs], [zero[q]["em"] for q in qids]) if zero and qids else None
+    return {"n": len(recs), **{m: _mean([r[m] for r in recs]) for m in METRICS}, "em_vs_0": vs_0}
 
 
 _DEFAULTS = {"causal_weight": 0.4, "n_counterfactuals": 3, "n_clusters": 4, "n_subsets": 3}
@@ -257,11 +272,17 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
         lines.append("")
     for variant, systems in results["injection"].items():
         levels = sorted({lv for s in systems.values() for lv in s})
+        n = max((s["n"] for by_level in systems.values() for s in by_level.values()), default=0)
+        header = ["| system | " + " | ".join(f"N={lv}" for lv in levels) + " |", "|---|" + "---|" * len(levels)]
         lines += [f"## Injection `{variant}`: EM / F1 by N_inject", "",
-                  "| system | " + " | ".join(f"N={lv}" for lv in levels) + " |", "|---|" + "---|" * len(levels)]
+                  f"Over the {n} questions that every level and system answered.", "", *header]
         for sys_name, by_level in systems.items():
-            cells = [f"{_pct(by_level[lv]['em'])} / {_pct(by_level[lv]['f1'])} (n={by_level[lv]['n']})"
-                     if lv in by_level else "–" for lv in levels]
+            cells = [f"{_pct(by_level[lv]['em'])} / {_pct(by_level[lv]['f1'])}" if lv in by_level else "–"
+                     for lv in levels]
+            lines.append(f"| {sys_name} | " + " | ".join(cells) + " |")
+        lines += ["", "ΔEM against N=0 (same questions, paired) [95% CI]:", "", *header]
+        for sys_name, by_level in systems.items():
+            cells = [_ci(by_level[lv]["em_vs_0"]) if lv in by_level and lv else "–" for lv in levels]
             lines.append(f"| {sys_name} | " + " | ".join(cells) + " |")
         lines.append("")
     for param, values in results["sweeps"].items():

@@ -287,6 +287,26 @@ def test_sweeps_compare_values_over_their_common_questions():
     assert "| 0 | 2 | 100.0 |" in summary.markdown(summarize(recs))
 
 
+def test_injection_tables_compare_levels_over_their_common_questions():
+    def rec(system, qid, em, level, variant="distractor"):
+        cond = f"inject:{variant}:{level}" if level else "per-question"
+        return _rec(system, qid, em, condition=cond, inject=level, variant=variant if level else None)
+
+    recs = [rec(s, q, 1.0, 0) for s in ("standard_rag", "cf_rag") for q in "abc"]  # N=0: three questions
+    recs += [rec(s, q, 0.0, 2) for s in ("standard_rag", "cf_rag") for q in "ab"]  # N=2: stopped after two
+    recs += [rec("standard_rag", q, 1.0, 2, "conflicting") for q in "abc"]
+    injection = summarize(recs)["injection"]
+    distractor = injection["distractor"]["cf_rag"]
+    assert distractor[0]["n"] == distractor[2]["n"] == 2 and distractor[0]["em"] == 1.0  # "c" left out at N=0
+    assert distractor[2]["em_vs_0"]["difference"] == pytest.approx(-1.0) and distractor[0]["em_vs_0"] is None
+    conflicting = injection["conflicting"]
+    assert set(conflicting) == {"standard_rag"} and conflicting["standard_rag"][2]["n"] == 3
+    assert conflicting["standard_rag"][2]["em_vs_0"]["difference"] == 0.0
+    report = summary.markdown(summarize(recs))
+    assert "Over the 2 questions that every level and system answered." in report
+    assert "| cf_rag | – | -100.0 [-100.0, -100.0] (0↑ 2↓) |" in report
+
+
 def test_trap_error_and_trap_rate_per_failure_mode():
     recs = [_rec("standard_rag", "1", 0.0, failure_mode="spurious", trapped=True),
             _rec("standard_rag", "2", 1.0, failure_mode="spurious", trapped=False),
