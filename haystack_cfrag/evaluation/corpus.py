@@ -10,8 +10,9 @@ Injection variants (per question, `n` passages added to its own passages):
 - `distractor`: the `n` passages most similar to the question among other questions' passages
   that contain none of its answers;
 - `near_duplicate`: `n` near-copies (one word dropped each) of the most similar such distractor;
-- `conflicting`: copies of the question's gold passages with the answer swapped for another
-  question's answer (answer-swapped conflicts); none where no gold passage names the answer.
+- `conflicting`: `n` forged copies of the question's gold passages that all name the same wrong
+  answer (another question's answer swapped in); near-copies (one word dropped) where the gold
+  passages naming the answer are fewer than `n`; none where no gold passage names the answer.
 """
 
 from __future__ import annotations
@@ -31,12 +32,18 @@ CORPUS_MODES = ("pooled", "per-question")
 INJECTION_VARIANTS = ("distractor", "near_duplicate", "conflicting")
 
 
-def near_copies(text: str, n: int) -> list[str]:
-    """`n` near-duplicates of `text`, each with a different single word removed."""
+def near_copies(text: str, n: int, keep: str = "") -> list[str]:
+    """`n` near-duplicates of `text`, each with a different single word removed (never a word of `keep`).
+
+    >>> near_copies("Paris is the capital of France", 2, keep="Paris")
+    ['Paris is the capital France', 'Paris the capital of France']
+    """
     words = text.split()
-    if len(words) < 2:
+    kept = {w.lower() for w in keep.split()}
+    positions = [j for j, w in enumerate(words) if not any(k in w.lower() for k in kept)]
+    if len(words) < 2 or not positions:
         return [text] * n
-    return [" ".join(words[:j] + words[j + 1 :]) for j in ((i * 7 + 3) % len(words) for i in range(n))]
+    return [" ".join(words[:j] + words[j + 1 :]) for j in (positions[(i * 7 + 3) % len(positions)] for i in range(n))]
 
 
 def swap_answer(text: str, answer: str, replacement: str) -> str | None:
@@ -117,23 +124,34 @@ class Corpus:
         return [Passage(found[0].title, text) for text in near_copies(found[0].content, n)]
 
     def _conflicting(self, item: EvalItem, n: int) -> list[Passage]:
+        """`n` forged gold passages that all name the same wrong answer: the Correlation Trap's pile.
+
+        The wrong answer is another question's (picked by a stable hash of this question's id);
+        the swapped gold passages are repeated as near-copies when there are fewer than `n`.
+        """
         answer = item.answers[0]
         if normalize_answer(answer) in ("yes", "no", ""):
             return []
         others = [o.answers[0] for o in self.items
                   if o.id != item.id and normalize_answer(o.answers[0]) not in ("yes", "no", normalize_answer(answer))]
         gold = [p for p in item.passages if p.title in item.gold_titles] or list(item.passages)
-        out: list[Passage] = []
+        start = hash_index(item.id)
         for k in range(len(others)):
-            for p in gold:
-                swapped = swap_answer(p.content, answer, others[(k + hash_index(item.id)) % len(others)])
-                if swapped is not None:
-                    out.append(Passage(p.title, swapped))
-                if len(out) == n:
-                    return out
-            if not out:
-                return []
-        return out
+            wrong = others[(start + k) % len(others)]
+            forged = [Passage(p.title, text) for p in gold if (text := swap_answer(p.content, answer, wrong)) is not None]
+            if forged:
+                return [Passage(f.title, text) for f, text in _spread(forged, n, keep=wrong)]
+        return []
+
+
+def _spread(passages: list[Passage], n: int, keep: str) -> list[tuple[Passage, str]]:
+    """`n` texts taken round-robin from `passages`: the originals first, then near-copies that keep `keep`."""
+    copies = [near_copies(p.content, n, keep) for p in passages]
+    out = [(p, p.content) for p in passages][:n]
+    for i in range(n - len(out)):
+        j = i % len(passages)
+        out.append((passages[j], copies[j][i // len(passages)]))
+    return out
 
 
 def hash_index(text: str) -> int:

@@ -14,6 +14,7 @@ from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cli import main
 from haystack_cfrag.evaluation import EvalConfig, run_eval, summarize, write_outputs
+from haystack_cfrag.evaluation import corpus as corpus_module
 from haystack_cfrag.evaluation import datasets, llm_cache, provenance, runner, summary, systems
 from haystack_cfrag.evaluation.corpus import Corpus, near_copies, swap_answer
 from haystack_cfrag.evaluation.datasets import load_items, parse_row
@@ -27,7 +28,7 @@ HOTPOT = ROOT / "tests" / "data" / "hotpotqa_dev_a_30.jsonl"
 SHARED = ROOT.parent / "shared" / "data"
 
 
-@pytest.mark.parametrize("module", [datasets, systems, llm_cache, provenance, runner, summary],
+@pytest.mark.parametrize("module", [corpus_module, datasets, systems, llm_cache, provenance, runner, summary],
                          ids=lambda m: m.__name__)
 def test_module_usage_examples_run(module, monkeypatch):
     monkeypatch.chdir(ROOT)
@@ -111,10 +112,16 @@ def test_near_duplicates_are_one_word_apart_and_conflicts_swap_the_answer():
     items, corpus = _corpus()
     item = next(i for i in items if i.answers[0].lower() not in ("yes", "no")
                 and any(i.answers[0] in p.content for p in i.passages if p.title in i.gold_titles))
-    conflicts = corpus.inject(item, 2, "conflicting")
-    assert len(conflicts) == 2
+    conflicts = corpus.inject(item, 4, "conflicting")  # more than the gold passages: near-copies fill up
+    assert len(conflicts) == 4 and len({p.content for p in conflicts}) == 4
     for p in conflicts:
         assert p.title in item.gold_titles and item.answers[0] not in p.content
+    # every forged copy names the same wrong answer (a pile that agrees, not four different lies)
+    gold_text = " ".join(p.content for p in item.passages if p.title in item.gold_titles)
+    wrong = {o.answers[0] for o in items if o.id != item.id and o.answers[0] not in gold_text
+             and all(o.answers[0] in p.content for p in conflicts)}
+    assert len(wrong) == 1
+    assert corpus.inject(item, 4, "conflicting") == conflicts  # stable across calls
     dups = corpus.inject(item, 3, "near_duplicate")
     assert len(dups) == 3 and len({p.title for p in dups}) == 1
 
