@@ -140,18 +140,16 @@ class Corpus:
             wrong = others[(start + k) % len(others)]
             forged = [Passage(p.title, text) for p in gold if (text := swap_answer(p.content, answer, wrong)) is not None]
             if forged:
-                return [Passage(f.title, text) for f, text in _spread(forged, n, keep=wrong)]
+                return _spread(forged, n, keep=wrong)
         return []
 
 
-def _spread(passages: list[Passage], n: int, keep: str) -> list[tuple[Passage, str]]:
-    """`n` texts taken round-robin from `passages`: the originals first, then near-copies that keep `keep`."""
+def _spread(passages: list[Passage], n: int, keep: str) -> list[Passage]:
+    """`n` passages: `passages` first, then near-copies of them in turn, none dropping a word of `keep`."""
     copies = [near_copies(p.content, n, keep) for p in passages]
-    out = [(p, p.content) for p in passages][:n]
-    for i in range(n - len(out)):
-        j = i % len(passages)
-        out.append((passages[j], copies[j][i // len(passages)]))
-    return out
+    extra = [Passage(passages[i % len(passages)].title, copies[i % len(passages)][i // len(passages)])
+             for i in range(max(0, n - len(passages)))]
+    return passages[:n] + extra
 
 
 def hash_index(text: str) -> int:
