@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 from collections import defaultdict
@@ -84,6 +85,7 @@ def count_llm_usage(*generators: Any) -> Iterator[LLMUsage]:
     usage = LLMUsage()
 
     def wrap(original: Any) -> Any:
+        @functools.wraps(original)
         def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
             start = time.perf_counter()
             result = original(*args, **kwargs)

@@ -209,11 +209,26 @@ def warm_up_all(*components: Any) -> None:
 
 
 def accepts(comp: Any, parameter: str) -> bool:
-    """Whether the component's run accepts a keyword `parameter`."""
+    """Whether the component's run accepts a keyword `parameter`.
+
+    Reads the signature of the *class's* `run` (after `functools.wraps` chains), so that an
+    instance whose `run` was wrapped for counting or caching with `(*args, **kwargs)` still
+    reports the parameters of the method it wraps. Only named parameters count (`**kwargs` does not).
+
+    >>> class Gen:
+    ...     def run(self, messages, generation_kwargs=None): ...
+    >>> gen = Gen()
+    >>> gen.run = lambda *args, **kwargs: None     # an instance-level wrapper, as usage counters do
+    >>> accepts(gen, "generation_kwargs"), accepts(gen, "top_k")
+    (True, False)
+    """
+    method = getattr(type(comp), "run", None)
+    target = method if callable(method) else getattr(comp, "run", None)
     try:
-        return parameter in inspect.signature(comp.run).parameters
+        params = inspect.signature(inspect.unwrap(target)).parameters
     except (TypeError, ValueError):
         return False
+    return parameter in params and params[parameter].kind is not inspect.Parameter.VAR_POSITIONAL
 
 
 async def run_async_or_thread(comp: Any, **kwargs: Any) -> dict[str, Any]:

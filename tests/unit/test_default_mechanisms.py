@@ -1,0 +1,279 @@
+"""The default configuration's mechanisms (docs/method.md), each with deterministic fakes.
+
+- generation arguments reach a generator whose `run` was wrapped (the usage counter's bug);
+- the compact expander (one question per line, N asked, repeats and near-paraphrases dropped);
+- strata of the original query's passages, whole clusters, decisive-first;
+- the answer-only draft prompt is standard RAG's prompt;
+- the baseline with a conservative override, and consensus that needs causal support;
+- the shipped cf_rag.yml on the Dark Knight corpus.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from haystack import Document, component
+from haystack.components.builders import ChatPromptBuilder
+from haystack.dataclasses import ChatMessage, GeneratedAnswer
+
+from haystack_cfrag import load_pipeline
+from haystack_cfrag.components._common import accepts
+from haystack_cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
+from haystack_cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
+from haystack_cfrag.components.multi_query_retriever import PROVENANCE_KEY
+from haystack_cfrag.components.parallel_draft_generator import ParallelDraftGenerator
+from haystack_cfrag.components.spectral_stratifier import MARGIN_KEY, SpectralStratifier
+from haystack_cfrag.core import arbitration as arb
+from haystack_cfrag.dataclasses import Draft
+from haystack_cfrag.pipelines import pipeline_inputs
+from haystack_cfrag.prompts import STANDARD_RAG_TEMPLATE
+from haystack_cfrag.timing import count_llm_usage
+from tests import dark_knight as dk
+from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
+
+ROOT = Path(__file__).resolve().parents[2]
+CF_RAG = ROOT / "pipelines" / "cf_rag.yml"
+CF_RAG_FAST = ROOT / "pipelines" / "cf_rag_fast.yml"
+
+
+@component
+class RecordingGenerator:
+    """Replies `reply` and records the generation_kwargs of every call."""
+
+    def __init__(self, reply: str = "Answer: x") -> None:
+        self.reply = reply
+        self.kwargs: list[Any] = []
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.kwargs.append(generation_kwargs)
+        return {"replies": [ChatMessage.from_assistant(self.reply)]}
+
+
+# ---------------------------------------------------------------- wrapped generators
+def test_generation_kwargs_reach_a_generator_wrapped_by_the_usage_counter():
+    gen = RecordingGenerator(reply="Who played the villain in The Dark Knight?")
+    expander = CounterfactualQueryExpander(chat_generator=gen, n_counterfactuals=1, prompt_style="lines",
+                                           similarity_threshold=0.1, generation_kwargs={"max_tokens": 512})
+    drafter = ParallelDraftGenerator(chat_generator=gen, generation_kwargs={"max_tokens": 64})
+    with count_llm_usage(gen) as usage:
+        assert accepts(gen, "generation_kwargs")
+        expander.run(query=dk.QUESTION)
+        drafter.run(query=dk.QUESTION, subsets=[[Document(content=dk.CAST)]])
+    assert gen.kwargs == [{"max_tokens": 512}, {"max_tokens": 64}]
+    assert usage.calls == 2
+
+
+def test_every_signature_check_sees_through_an_instance_wrapper():
+    """accepts() is the one place that inspects a component's run; an instance wrapper must not hide it."""
+
+    class Scorer:
+        def run(self, query: str, documents: list, top_k: int | None = None) -> dict: ...
+
+    class Retriever:
+        def run(self, query_embedding: list, top_k: int = 5, return_embedding: bool = False) -> dict: ...
+
+    scorer, retriever = Scorer(), Retriever()
+    scorer.run = lambda *a, **k: None
+    retriever.run = lambda *a, **k: None
+    assert accepts(scorer, "top_k") and not accepts(scorer, "generation_kwargs")
+    assert accepts(retriever, "query_embedding") and accepts(retriever, "return_embedding")
+
+
+# ---------------------------------------------------------------- compact expander
+def test_lines_expander_asks_n_and_drops_repeats_and_paraphrases():
+    reply = ("1. Who played the villain in The Dark Knight?\n"
+             "2. Who played the villain of The Dark Knight?\n"           # a near-copy of a kept one
+             "3. Who is the lead actor of The Dark Knight?\n"            # a paraphrase of the question
+             "4. Who directed The Dark Knight?\n"
+             "5. Who directed The Dark Knight?")                         # a repeat
+    gen = KeywordReader(candidates=dk.CANDIDATES, counterfactual_reply=reply)
+    expander = CounterfactualQueryExpander(chat_generator=gen, text_embedder=HashingTextEmbedder(),
+                                           n_counterfactuals=3, prompt_style="lines", similarity_threshold=0.2,
+                                           paraphrase_threshold=0.9)
+    out = expander.run(query=dk.QUESTION)
+    assert "Write 3 questions" in gen.prompts[0] and "JSON" not in gen.prompts[0]
+    kept = [c["text"] for c in out["counterfactuals"]]
+    assert sorted(kept) == ["Who directed The Dark Knight?", "Who played the villain in The Dark Knight?"]
+    assert out["degradations"] and out["degradations"][0]["kept"] == 2
+    assert CounterfactualQueryExpander.from_dict(expander.to_dict()).prompt_style == "lines"
+
+
+# ---------------------------------------------------------------- strata
+def _prov(doc: Document, *query_indices: int) -> Document:
+    return Document(id=doc.id, content=doc.content, embedding=doc.embedding, meta={
+        **doc.meta, PROVENANCE_KEY: [{"query_index": q, "rank": 0, "score": 1.0} for q in query_indices]})
+
+
+def test_original_pool_whole_clusters_decisive_first():
+    docs = HashingDocumentEmbedder().run(dk.documents())["documents"]
+    by_id = {d.id: d for d in docs}
+    original = [_prov(by_id[i], 0) for i in ("review-0", "review-1", "review-2", "cast", "review-3")]
+    cf_only = [_prov(by_id["interview"], 2), _prov(by_id["filler-0"], 3)]
+    stratifier = SpectralStratifier(n_clusters=2, n_subsets=2, pool="original", selection="clusters",
+                                    order="causal", random_state=0, text_embedder=HashingTextEmbedder())
+    queries = [dk.QUESTION, "Who played the villain in The Dark Knight?", "Who directed The Dark Knight?"]
+    out = stratifier.run(documents=original + cf_only, query=dk.QUESTION, queries=queries)
+    subsets = out["subsets"]
+    drafted = {d.id for s in subsets for d in s}
+    assert drafted == {d.id for d in original}              # counterfactual-only passages are not drafted from
+    assert len(subsets) == 2 and not {d.id for d in subsets[0]} & {d.id for d in subsets[1]}
+    margins = {d.id: d.meta[MARGIN_KEY] for d in out["documents"]}
+    assert margins["cast"] > max(margins[i] for i in margins if i.startswith("review"))
+    assert subsets[0][0].id == "cast"                        # the decisive cluster first, decisive passage first
+    for s in subsets:
+        assert [margins[d.id] for d in s] == sorted((margins[d.id] for d in s), reverse=True)
+    # the paper's sampler over the whole pool still reaches counterfactual-only passages
+    paper = SpectralStratifier(n_clusters=2, n_subsets=3, random_state=0, text_embedder=HashingTextEmbedder())
+    assert {d.id for s in paper.run(documents=original + cf_only, query=dk.QUESTION)["subsets"] for d in s} & {
+        "interview", "filler-0"}
+
+
+# ---------------------------------------------------------------- the draft prompt
+def test_short_draft_prompt_is_standard_rags_prompt():
+    docs = [Document(content=t) for t in dk.REVIEWS[:2] + [dk.CAST]]
+    gen = KeywordReader(candidates=dk.CANDIDATES)
+    ParallelDraftGenerator(chat_generator=gen, prompt="short").run(query=dk.QUESTION, subsets=[docs])
+    builder = ChatPromptBuilder(template=[ChatMessage.from_user(STANDARD_RAG_TEMPLATE)])
+    expected = builder.run(query=dk.QUESTION, documents=docs)["prompt"][0].text
+    assert gen.prompts == [expected]
+
+
+# ---------------------------------------------------------------- baseline and override
+def _case(baseline: str, challengers: list[tuple[str, list[Document]]], **ranker_kwargs):
+    docs = HashingDocumentEmbedder().run(dk.documents())["documents"]
+    top5 = [d for d in docs if d.id.startswith("review")] + [d for d in docs if d.id == "cast"]
+    ranker = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), evidence="mentions", **ranker_kwargs)
+    drafts = [Draft(index=i, answer=a, documents=ev) for i, (a, ev) in enumerate(challengers)]
+    base = GeneratedAnswer(data=baseline, query=dk.QUESTION, documents=top5, meta={})
+    queries = [dk.QUESTION, "Who played the villain in The Dark Knight?", "Who directed The Dark Knight?"]
+    return ranker.run(query=dk.QUESTION, drafts=drafts, answers=[base], queries=queries), docs
+
+
+def test_override_keeps_the_baseline_when_every_challenger_names_the_trap():
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
+    reviews = [docs[f"review-{i}"] for i in range(4)]
+    out, _ = _case("Christian Bale", [("Heath Ledger", reviews[:2]), ("Heath Ledger", reviews[2:])],
+                   override_margin=0.05)
+    assert out["answer"] == "Christian Bale"
+    assert out["trace"]["decision"] == "baseline" and out["trace"]["override"]["gap"] < 0.05
+
+
+def test_override_replaces_the_trap_answer_when_the_challengers_evidence_is_decisive():
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
+    reviews = [docs[f"review-{i}"] for i in range(4)]
+    out, _ = _case("Heath Ledger", [("Christian Bale", [docs["cast"]]), ("Heath Ledger", reviews)],
+                   override_margin=0.05)
+    trace = out["trace"]
+    assert out["answer"] == "Christian Bale" and trace["decision"] == "override"
+    assert trace["override"]["gap"] >= 0.05 and trace["override"]["margin"] == 0.05
+    bale = next(d for d in trace["drafts"] if d["answer"] == "Christian Bale")
+    assert bale["evidence_kind"] == "mentions" and [e["id"] for e in bale["evidence"]] == ["cast"]
+    # a margin the gap does not reach leaves the baseline in place
+    out, _ = _case("Heath Ledger", [("Christian Bale", [docs["cast"]]), ("Heath Ledger", reviews)],
+                   override_margin=trace["override"]["gap"] + 0.01)
+    assert out["answer"] == "Heath Ledger" and out["trace"]["decision"] == "baseline"
+
+
+def test_agreeing_challengers_do_not_outvote_the_baseline():
+    causal = [0.0, 0.2, 0.2, 0.2]
+    winner, decision, gap = arb.override_decision([0.6, 0.5, 0.5, 0.5], causal, [True, False, False, False], 0, 0.05)
+    assert (winner, decision) == (0, "baseline") and gap == pytest.approx(-0.1)
+    assert arb.override_decision([0.6, 0.6], [0.0, 0.1], [True, True], 0, 0.05) == (0, "baseline", None)
+
+
+def test_no_override_without_causal_evidence():
+    """Coherence alone favours the loud cluster: without counterfactuals the baseline stands."""
+    assert arb.override_decision([0.5, 0.7], [None, None], [True, False], 0, 0.05)[:2] == (0, "baseline")
+    assert arb.override_decision([0.5, 0.7], [0.1, 0.0], [True, False], 0, 0.05)[:2] == (0, "baseline")
+    assert arb.override_decision([0.5, 0.7], [0.0, 0.1], [True, False], 0, 0.05)[:2] == (1, "override")
+
+
+def test_consensus_on_causally_weak_evidence_does_not_end_arbitration():
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
+    reviews = [docs[f"review-{i}"] for i in range(4)]
+    drafts = [Draft(index=i, answer="Heath Ledger", documents=[r]) for i, r in enumerate(reviews[:3])]
+    synth = RecordingGenerator(reply="Answer: Christian Bale")
+    queries = [dk.QUESTION, "Who played the villain in The Dark Knight?"]
+    kwargs = {"text_embedder": HashingTextEmbedder(), "synthesizer": synth}
+    paper = CausalArbitrationRanker(**kwargs).run(query=dk.QUESTION, drafts=drafts, queries=queries)
+    assert paper["trace"]["decision"] == "consensus" and not synth.kwargs
+    gated = CausalArbitrationRanker(consensus_min_causal=0.0, **kwargs).run(
+        query=dk.QUESTION, drafts=drafts, queries=queries)
+    assert all(d["scores"]["causal"] < 0 for d in gated["trace"]["drafts"])
+    assert gated["trace"]["decision"] == "synthesis" and gated["answer"] == "Christian Bale"
+
+
+def test_new_ranker_options_round_trip_and_are_checked():
+    ranker = CausalArbitrationRanker(evidence="mentions", override_margin=0.1, consensus_min_causal=0.0)
+    again = CausalArbitrationRanker.from_dict(ranker.to_dict())
+    assert (again.evidence, again.override_margin, again.consensus_min_causal) == ("mentions", 0.1, 0.0)
+    with pytest.raises(ValueError, match="override_margin"):
+        CausalArbitrationRanker(override_margin=float("nan"))
+    with pytest.raises(ValueError, match="'pool'"):
+        SpectralStratifier(pool="everything")
+    with pytest.raises(ValueError, match="'prompt'"):
+        ParallelDraftGenerator(chat_generator=KeywordReader(candidates=[]), prompt="long")
+
+
+# ---------------------------------------------------------------- the shipped default
+def _default(path: Path, **params):
+    emb = HashingTextEmbedder()
+    reader = KeywordReader(candidates=dk.CANDIDATES, counterfactual_reply="\n".join(
+        ["Who played the villain in The Dark Knight?", "Who directed The Dark Knight?",
+         "Who is the lead actor in Inception?"]))
+    overrides = {
+        "query_embedder": emb, "generator": reader, "expander.chat_generator": reader, "expander.text_embedder": emb,
+        "expander.similarity_threshold": 0.3, "retriever.query_embedder": emb, "stratifier.text_embedder": emb,
+        "drafter.chat_generator": reader, "ranker.text_embedder": emb, **params,
+    }
+    pipe = load_pipeline(path, overrides=overrides, allowed_modules=["tests"])
+    store = pipe.get_component("retriever").retriever.document_store
+    pipe.get_component("baseline_retriever").document_store = store
+    store.write_documents(HashingDocumentEmbedder().run(dk.documents())["documents"])
+    return pipe, reader
+
+
+def test_default_pipeline_overrides_standard_rags_trap_answer_on_the_dark_knight():
+    pipe, _ = _default(CF_RAG)
+    out = pipe.run(pipeline_inputs(CF_RAG, query=dk.QUESTION))["ranker"]
+    trace = out["trace"]
+    baseline = next(d for d in trace["drafts"] if d["index"] == trace["override"]["baseline_draft"])
+    assert baseline["answer"] == "Heath Ledger"                  # standard RAG's reading falls into the trap
+    assert out["answer"] == "Christian Bale" and trace["decision"] == "override"
+    assert len(trace["counterfactuals"]) == 3 and len(trace["drafts"]) == 1 + 2   # baseline, two challengers
+    # the ablation: with a margin no challenger reaches, the default is standard RAG
+    pipe, _ = _default(CF_RAG, **{"ranker.override_margin": 1.0})
+    assert pipe.run(pipeline_inputs(CF_RAG, query=dk.QUESTION))["ranker"]["answer"] == "Heath Ledger"
+
+
+def test_fast_is_the_default_graph_with_fewer_calls():
+    full, fast = (yaml.safe_load(p.read_text(encoding="utf-8")) for p in (CF_RAG, CF_RAG_FAST))
+    assert fast["connections"] == full["connections"] and fast["inputs"] == full["inputs"]
+    assert fast["components"]["expander"]["init_parameters"]["n_counterfactuals"] == 2
+    assert fast["components"]["stratifier"]["init_parameters"]["n_subsets"] == 1
+    for comp in (fast, full):
+        comp["components"]["expander"]["init_parameters"].pop("n_counterfactuals")
+        comp["components"]["stratifier"]["init_parameters"].pop("n_subsets")
+    assert fast["components"] == full["components"]
+    pipe, _ = _default(CF_RAG_FAST)
+    trace = pipe.run(pipeline_inputs(CF_RAG_FAST, query=dk.QUESTION))["ranker"]["trace"]
+    assert len(trace["counterfactuals"]) == 2 and len(trace["drafts"]) == 1 + 1
+
+
+def test_mention_evidence_falls_back_to_the_subset():
+    assert arb.mention_evidence(np.array([0.2, 0.4]), [1]) == [1]
+    assert arb.mention_evidence(np.array([1.0, 0.4, 0.5]), [1]) == [0, 2]
+
+
+@pytest.mark.parametrize("module", ["haystack_cfrag.core.arbitration", "haystack_cfrag.core.stratify",
+                                    "haystack_cfrag.core.replies", "haystack_cfrag.prompts",
+                                    "haystack_cfrag.components._common"])
+def test_module_examples_run(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0
