@@ -29,6 +29,18 @@ Give {n_candidates} counterfactual questions in the same JSON form. Each answer_
 best guess of the short answer: a name, a date or a few words, not a sentence.
 Reply with the JSON only."""
 
+COUNTERFACTUAL_LINES_PROMPT = """Write {n_candidates} questions on the same topic as the original question, each asking
+for something with a DIFFERENT answer: another role, another time, a related entity, another
+category of answer or another scope.
+
+Original question: Who wrote the novel Emma?
+Who is the heroine of the novel Emma?
+Who published the novel Emma?
+Who wrote the novel Jane Eyre?
+
+Original question: {query}
+"""
+
 DRAFT_PROMPT = """Answer the question using only the evidence below. Some evidence may be related
 to the topic without answering the question: prefer the passages that answer exactly what is
 asked.
@@ -60,6 +72,16 @@ question. Reply in this format:
 Answer: <the short answer only>
 Rationale: <one sentence>"""
 
+SHORT_DRAFT_PROMPT = """Answer the question using the documents below.
+
+Documents:
+{evidence}
+Question: {query}
+
+Reply in this format:
+Answer: <the short answer only>"""
+"""The answer-only draft prompt: STANDARD_RAG_TEMPLATE in `str.format` form (the same text for the same passages)."""
+
 STANDARD_RAG_TEMPLATE = """Answer the question using the documents below.
 
 Documents:
@@ -83,6 +105,17 @@ def render_evidence(documents: list[Document], max_chars: int | None = None) -> 
         title = doc.meta.get("title")
         lines.append(f"[{i}] ({title}) {text}" if title else f"[{i}] {text}")
     return "\n".join(lines)
+
+
+def render_plain_evidence(documents: list[Document]) -> str:
+    """Passages as standard RAG's template writes them: "[i] content" lines, no titles, nothing cut.
+
+    >>> print(render_plain_evidence([Document(content="a"), Document(content="b")]), end="|")
+    [1] a
+    [2] b
+    |
+    """
+    return "".join(f"[{i}] {doc.content or ''}\n" for i, doc in enumerate(documents, start=1))
 
 
 def render_drafts(drafts: list[tuple[str, str, float]]) -> str:

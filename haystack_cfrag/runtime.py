@@ -37,11 +37,21 @@ PARAMETER_TARGETS = {
     "causal_weight": ("ranker", "causal_weight"),
     "top_k": ("retriever", "top_k"),
     "draft_workers": ("drafter", "max_workers"),  # > 1 only with a model server (ignored in-process)
+    # the default configuration's mechanisms (docs/method.md), each with an ablation
+    "override_margin": ("ranker", "override_margin"),
+    "evidence": ("ranker", "evidence"),
+    "consensus_min_causal": ("ranker", "consensus_min_causal"),
+    "pool": ("stratifier", "pool"),
+    "selection": ("stratifier", "selection"),
+    "order": ("stratifier", "order"),
+    "draft_prompt": ("drafter", "prompt"),
+    "prompt_style": ("expander", "prompt_style"),
+    "paraphrase_threshold": ("expander", "paraphrase_threshold"),
 }
 
 
 def pipeline_path(name_or_path: str | Path) -> Path:
-    """A shipped pipeline by name ("cf_rag", "cf_rag_fast", "standard_rag") or any file path."""
+    """A shipped pipeline by name ("cf_rag", "cf_rag_fast", "cf_rag_paper", "standard_rag") or any file path."""
     path = Path(name_or_path)
     if path.exists():
         return path

@@ -85,7 +85,7 @@ class KeywordReader:
     def run(self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
         prompt = messages[-1].text or ""
         self.prompts.append(prompt)
-        if "counterfactual questions" in prompt:
+        if "counterfactual questions" in prompt or "with a DIFFERENT answer" in prompt:
             return {"replies": [ChatMessage.from_assistant(self.counterfactual_reply)]}
         evidence = prompt.split("Question:")[0]
         return {"replies": [ChatMessage.from_assistant(self.answer_from(evidence))]}

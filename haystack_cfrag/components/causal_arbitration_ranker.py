@@ -24,7 +24,7 @@ from haystack_cfrag.components._common import (
 )
 from haystack_cfrag.core import arbitration as arb
 from haystack_cfrag.core.replies import parse_draft_reply
-from haystack_cfrag.core.text import bag_of_words_matrix, mention_matrix
+from haystack_cfrag.core.text import agreement_matrix, bag_of_words_matrix, mention_matrix
 from haystack_cfrag.core.vectors import as_matrix, cosine_matrix, cosine_to_relevance, valid_embedding_mask
 from haystack_cfrag.dataclasses import NO_EVIDENCE, Draft
 from haystack_cfrag.prompts import SYNTHESIS_PROMPT, render_drafts
@@ -32,6 +32,10 @@ from haystack_cfrag.prompts import SYNTHESIS_PROMPT, render_drafts
 logger = logging.getLogger(__name__)
 
 SCORES_KEY = "cfrag_scores"
+SOURCE_KEY = "cfrag_source"
+"""`Draft.meta` key: "answers" for a draft that came in through the `answers` socket (a baseline)."""
+EVIDENCE_MODES = ("cited", "subset", "mentions")
+MENTION_THRESHOLD = 0.5
 
 
 @component
@@ -56,6 +60,14 @@ class CausalArbitrationRanker:
     `synthesizer` writes a final answer from the top 3 ("synthesis"), or without one the best
     draft wins ("best_score"). Outputs `answers` (GeneratedAnswer per draft, best first, with
     `meta["cfrag_scores"]`), `answer` and a JSON-serialisable `trace`.
+
+    **Baseline and conservative override** (`override_margin` set; the shipped `cf_rag`): the
+    first answer that arrives on the `answers` socket — standard RAG's answer from the same
+    pipeline — is the baseline. It stands unless the best-scoring draft that disagrees with it
+    has Ψ at least `override_margin` above it and a higher φ_causal ("override"); otherwise
+    "baseline" (always without counterfactuals: nothing then verifies a challenger). Agreement
+    among the other drafts ends nothing. `consensus_min_causal` (paper mode) lets a consensus
+    end arbitration only when the agreed draft's φ_causal reaches it.
 
     `trace["degradations"]` lists what gave less than asked — the upstream `degradations`
     (e.g. the expander's), failed or timed-out drafts, replies without an "Answer:" label,
@@ -94,6 +106,8 @@ class CausalArbitrationRanker:
         synthesis_top: int = 3,
         evidence: str = "cited",
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
+        override_margin: float | None = None,
+        consensus_min_causal: float | None = None,
     ) -> None:
         """
         :param text_embedder: embeds queries and answers (and documents without embeddings).
@@ -108,9 +122,19 @@ class CausalArbitrationRanker:
         :param synthesis_top: drafts shown to the synthesizer (≥ 1).
         :param evidence: E_j of each draft: "cited" = the passages the draft names as key evidence
             (App. G), falling back to its whole subset when it names none; "subset" = always the
-            whole subset it was shown.
+            whole subset it was shown; "mentions" = the passages of all drafts' evidence that mention
+            the draft's answer (Mention ≥ 0.5), falling back to its subset.
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
+        :param override_margin: None = paper (consensus, synthesis or best Ψ). A number in [-1, 1]:
+            the first `answers` input is the baseline, replaced only by a disagreeing draft whose Ψ
+            exceeds the baseline's by at least this margin.
+        :param consensus_min_causal: None = paper. A number in [-1, 1]: a consensus ends arbitration
+            only when the best draft's φ_causal is at least this (when φ_causal exists).
         """
+        if override_margin is not None:
+            check_range("override_margin", override_margin, -1.0, 1.0)
+        if consensus_min_causal is not None:
+            check_range("consensus_min_causal", consensus_min_causal, -1.0, 1.0)
         check_range("causal_weight", causal_weight, 0.0, 1.0)
         check_range("agreement_threshold", agreement_threshold, 0.0, 1.0, low_open=True)
         check_range("consensus_threshold", consensus_threshold, 0.0, 1.0, low_open=True)
@@ -125,8 +149,8 @@ class CausalArbitrationRanker:
         lam = tuple(float(x) for x in coherence_weights)
         if len(lam) != 2 or any(x < 0 for x in lam):
             raise ValueError(f"'coherence_weights' must be two non-negative numbers, got {coherence_weights!r}.")
-        if evidence not in ("cited", "subset"):
-            raise ValueError(f"'evidence' must be 'cited' or 'subset', got {evidence!r}.")
+        if evidence not in EVIDENCE_MODES:
+            raise ValueError(f"'evidence' must be one of {list(EVIDENCE_MODES)}, got {evidence!r}.")
         if not isinstance(synthesis_top, int) or synthesis_top < 1:
             raise ValueError(f"'synthesis_top' must be an integer ≥ 1, got {synthesis_top!r}.")
         if max_query_chars is not None:
@@ -142,6 +166,8 @@ class CausalArbitrationRanker:
         self.synthesis_top = synthesis_top
         self.evidence = evidence
         self.max_query_chars = max_query_chars
+        self.override_margin = override_margin
+        self.consensus_min_causal = consensus_min_causal
 
     def warm_up(self) -> None:
         """Warm up the injected embedder, scorer and synthesizer."""
@@ -162,6 +188,8 @@ class CausalArbitrationRanker:
             synthesis_top=self.synthesis_top,
             evidence=self.evidence,
             max_query_chars=self.max_query_chars,
+            override_margin=self.override_margin,
+            consensus_min_causal=self.consensus_min_causal,
         )
 
     @classmethod
@@ -284,6 +312,8 @@ class CausalArbitrationRanker:
         margins = arb.causal_margins(rel)
         cos_ad = cosine_matrix(case.answer_emb, case.doc_emb)
         mentions = mention_matrix([d.answer for d in case.drafts], [d.content or "" for d in case.docs])
+        if self.evidence == "mentions":
+            case.use_mentions(mentions)
         l1, l2 = self.coherence_weights
         scores = []
         for j, draft in enumerate(case.drafts):
@@ -303,13 +333,22 @@ class CausalArbitrationRanker:
         answers = [d.answer for d in case.drafts]
         agreements = [arb.agreement(answers, j, self.agreement_threshold) for j in range(len(answers))]
         best = order[0]
-        if agreements[best] >= self.consensus_threshold - 1e-9:
+        baseline = case.baseline()
+        override = None
+        if self.override_margin is not None and baseline is not None:
+            agree = agreement_matrix(answers, self.agreement_threshold)[baseline] > 0
+            causal = [sc["causal"] for sc in scores]
+            winner, decision, gap = arb.override_decision(psis, causal, list(agree), baseline, self.override_margin)
+            order = [winner] + [j for j in order if j != winner]
+            override = {"baseline_draft": case.drafts[baseline].index, "margin": self.override_margin, "gap": gap}
+        elif agreements[best] >= self.consensus_threshold - 1e-9 and self._causally_supported(scores[best]):
             decision = "consensus"
         elif self.synthesizer is not None:
             decision = "synthesis"
         else:
             decision = "best_score"
         return {
+            "override": override,
             "scores": scores,
             "psi": psis,
             "order": order,
@@ -319,6 +358,11 @@ class CausalArbitrationRanker:
             "mentions": mentions,
             "decision": decision,
         }
+
+    def _causally_supported(self, scores: dict[str, float | None]) -> bool:
+        """Whether a consensus may end arbitration (always, unless `consensus_min_causal` is set and φ_causal is lower)."""
+        causal = scores.get("causal")
+        return self.consensus_min_causal is None or causal is None or causal >= self.consensus_min_causal
 
     @staticmethod
     def _synthesis_failed(exc: Exception) -> list[ChatMessage]:
@@ -384,6 +428,7 @@ class CausalArbitrationRanker:
             "ranking": [],
             "agreement": 0.0,
             "decision": decision,
+            "override": None,
             "answer": "",
             "degradations": case.degradations,
         }
@@ -419,6 +464,7 @@ class _Case:
             chosen = cited_documents(d) if cited else []
             self.evidence.append([position[doc.id] for doc in (chosen or d.documents)])
             self.evidence_kind.append("cited" if chosen else "subset")
+        self.from_answers = [d.meta.get(SOURCE_KEY) == "answers" for d in drafts]
         self.degradations: list[dict[str, Any]] = []
         self.relevance: np.ndarray | None = None
         self.answer_emb = np.zeros((len(drafts), 1))
@@ -441,6 +487,17 @@ class _Case:
         usable = [d for d in drafts if not d.failed]
         details = [dict(c) for c in counterfactuals or [] if isinstance(c, dict)]
         return cls(query, usable, [d for d in drafts if d.failed], [query] + cf, details, cited)
+
+    def baseline(self) -> int | None:
+        """Position of the first usable draft that came in on the `answers` socket, if any."""
+        return next((j for j, flag in enumerate(self.from_answers) if flag), None)
+
+    def use_mentions(self, mentions: np.ndarray) -> None:
+        """E_j := the documents that mention draft j's answer (its own subset when none does)."""
+        for j in range(len(self.drafts)):
+            picked = arb.mention_evidence(mentions[j], self.evidence[j], MENTION_THRESHOLD)
+            self.evidence_kind[j] = "mentions" if np.max(mentions[j], initial=0.0) >= MENTION_THRESHOLD else "subset"
+            self.evidence[j] = picked
 
     @property
     def empty(self) -> bool:
@@ -537,6 +594,7 @@ class _Case:
             "best_draft": self.drafts[best].index,
             "agreement": ranked["agreements"][best],
             "decision": ranked["decision"],
+            "override": ranked["override"],
             "answer": final,
             "degradations": self.degradations,
         }
@@ -567,7 +625,7 @@ def as_drafts(
                 answer=(ans.data or "").strip(),
                 rationale=str(ans.meta.get("rationale", "")),
                 documents=documents,
-                meta={k: v for k, v in ans.meta.items() if k != "rationale"},
+                meta={**{k: v for k, v in ans.meta.items() if k != "rationale"}, SOURCE_KEY: "answers"},
             )
         )
     return out

@@ -31,10 +31,12 @@ from haystack_cfrag.core.counterfactuals import (
     select_top,
     validate_counterfactuals,
 )
-from haystack_cfrag.core.replies import parse_counterfactual_reply
+from haystack_cfrag.core.replies import parse_counterfactual_reply, parse_question_lines
 from haystack_cfrag.core.text import bag_of_words_matrix, normalize_answer
 from haystack_cfrag.core.vectors import cosine_matrix
-from haystack_cfrag.prompts import COUNTERFACTUAL_PROMPT
+from haystack_cfrag.prompts import COUNTERFACTUAL_LINES_PROMPT, COUNTERFACTUAL_PROMPT
+
+PROMPT_STYLES = ("json", "lines")
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +89,7 @@ class CounterfactualQueryExpander:
         raise_on_failure: bool = False,
         timeout_s: float | None = None,
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
+        prompt_style: str = "json",
     ) -> None:
         """
         :param chat_generator: any Haystack ChatGenerator instance (writes the candidates).
@@ -94,7 +97,7 @@ class CounterfactualQueryExpander:
         :param n_counterfactuals: N, counterfactuals kept (0–10; 0 = ablation "w/o counterfactual").
         :param similarity_threshold: θ_sim in (0, 1]: minimum cosine for a candidate to be on topic.
         :param paraphrase_threshold: cosine at or above which a candidate is a paraphrase, in (0, 1].
-        :param n_candidates: candidates asked of the model; default 2N.
+        :param n_candidates: candidates asked of the model; default 2N ("json") or N ("lines").
         :param info_weights: (α, β, γ) of Info, non-negative, not all zero.
         :param generation_kwargs: passed to generators that accept them; 2N candidates need more
             tokens than a short answer (e.g. `{"max_tokens": 512}`): a reply cut off mid-JSON
@@ -102,7 +105,12 @@ class CounterfactualQueryExpander:
         :param raise_on_failure: raise when the chat call fails instead of degrading to no counterfactuals.
         :param timeout_s: seconds the chat call may take before it is abandoned (None = no limit).
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
+        :param prompt_style: "json" = the paper's prompt (candidates with type and expected-answer
+            hint, as JSON); "lines" = a compact prompt, one short question per line, no hints (a
+            third of the tokens; "different expected answer" is then not checked).
         """
+        if prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"'prompt_style' must be one of {list(PROMPT_STYLES)}, got {prompt_style!r}.")
         check_int("n_counterfactuals", n_counterfactuals, 0, 10)
         check_range("similarity_threshold", similarity_threshold, 0.0, 1.0, low_open=True)
         check_range("paraphrase_threshold", paraphrase_threshold, 0.0, 1.0, low_open=True)
@@ -125,6 +133,7 @@ class CounterfactualQueryExpander:
         self.raise_on_failure = raise_on_failure
         self.timeout_s = timeout_s
         self.max_query_chars = max_query_chars
+        self.prompt_style = prompt_style
 
     def warm_up(self) -> None:
         """Warm up the injected generator and embedder."""
@@ -145,6 +154,7 @@ class CounterfactualQueryExpander:
             raise_on_failure=self.raise_on_failure,
             timeout_s=self.timeout_s,
             max_query_chars=self.max_query_chars,
+            prompt_style=self.prompt_style,
         )
 
     @classmethod
@@ -172,7 +182,7 @@ class CounterfactualQueryExpander:
             reply = reply or []
         except Exception as exc:  # noqa: BLE001  (a failing model call degrades, see class doc)
             return self._failed(query, exc)
-        hint, candidates = parse_counterfactual_reply(reply[0].text if reply else "")
+        hint, candidates = self._parse(reply[0].text if reply else "")
         texts = [query] + [c["question"] for c in candidates]
         emb = embed_texts(self.text_embedder, texts) if self.text_embedder and candidates else None
         return self._select(query, hint, candidates, emb, n)
@@ -192,7 +202,7 @@ class CounterfactualQueryExpander:
         except Exception as exc:  # noqa: BLE001
             return self._failed(query, exc)
         reply = result.get("replies") or []
-        hint, candidates = parse_counterfactual_reply(reply[0].text if reply else "")
+        hint, candidates = self._parse(reply[0].text if reply else "")
         texts = [query] + [c["question"] for c in candidates]
         emb = await embed_texts_async(self.text_embedder, texts) if self.text_embedder and candidates else None
         return self._select(query, hint, candidates, emb, n)
@@ -205,12 +215,19 @@ class CounterfactualQueryExpander:
         return query, n
 
     def _call_kwargs(self, query: str, n: int) -> dict[str, Any]:
-        n_candidates = self.n_candidates or 2 * n
-        prompt = ChatMessage.from_user(COUNTERFACTUAL_PROMPT.format(query=query, n_candidates=n_candidates))
+        lines = self.prompt_style == "lines"
+        n_candidates = self.n_candidates or (n if lines else 2 * n)
+        template = COUNTERFACTUAL_LINES_PROMPT if lines else COUNTERFACTUAL_PROMPT
+        prompt = ChatMessage.from_user(template.format(query=query, n_candidates=n_candidates))
         kwargs: dict[str, Any] = {"messages": [prompt]}
         if self.generation_kwargs and accepts(self.chat_generator, "generation_kwargs"):
             kwargs["generation_kwargs"] = dict(self.generation_kwargs)
         return kwargs
+
+    def _parse(self, text: str) -> tuple[str, list[dict[str, str]]]:
+        if self.prompt_style == "lines":
+            return "", parse_question_lines(text)
+        return parse_counterfactual_reply(text)
 
     def _failed(self, query: str, exc: Exception) -> dict[str, Any]:
         if self.raise_on_failure:
@@ -250,7 +267,8 @@ class CounterfactualQueryExpander:
             paraphrase_threshold=self.paraphrase_threshold,
         )
         info = info_scores(sims, div, dom, self.info_weights)
-        chosen = select_top(info, valid, n)
+        chosen = distinct(select_top(info, valid, len(candidates)), embeddings[1:], same_as_earlier(candidates),
+                          self.paraphrase_threshold)[:n]
         degradations = []
         if len(chosen) < n:
             degradations.append(
@@ -276,6 +294,27 @@ class CounterfactualQueryExpander:
             for i in chosen
         ]
         return _output(query, counterfactuals, degradations)
+
+
+def same_as_earlier(candidates: list[dict[str, str]]) -> list[bool]:
+    """Per candidate: whether an earlier candidate has the same normalised text."""
+    seen: set[str] = set()
+    out = []
+    for c in candidates:
+        key = normalize_answer(c["question"])
+        out.append(key in seen)
+        seen.add(key)
+    return out
+
+
+def distinct(order: list[int], embeddings: np.ndarray, repeated: list[bool], threshold: float) -> list[int]:
+    """`order` without repeated texts and without candidates whose cosine to a kept one is ≥ `threshold`."""
+    sims = cosine_matrix(embeddings, embeddings)
+    kept: list[int] = []
+    for i in order:
+        if not repeated[i] and all(sims[i, j] < threshold for j in kept):
+            kept.append(i)
+    return kept
 
 
 def _output(query: str, counterfactuals: list[dict[str, Any]], degradations: list[dict[str, Any]]) -> dict[str, Any]:

@@ -26,7 +26,9 @@ from haystack_cfrag.components._common import (
 )
 from haystack_cfrag.core.replies import parse_draft_reply
 from haystack_cfrag.dataclasses import NO_EVIDENCE, Draft
-from haystack_cfrag.prompts import DRAFT_PROMPT, render_evidence
+from haystack_cfrag.prompts import DRAFT_PROMPT, SHORT_DRAFT_PROMPT, render_evidence, render_plain_evidence
+
+PROMPTS = ("app_g", "short")
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +75,7 @@ class ParallelDraftGenerator:
         timeout_s: float | None = None,
         time_budget_s: float | None = None,
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
+        prompt: str = "app_g",
     ) -> None:
         """
         :param chat_generator: any Haystack ChatGenerator instance.
@@ -83,7 +86,12 @@ class ParallelDraftGenerator:
         :param timeout_s: seconds one generator call may take before it is abandoned (None = no limit).
         :param time_budget_s: seconds for all drafts of one run together (None = no limit).
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
+        :param prompt: "app_g" (paper: answer, rationale, key evidence, conflicts; passages with
+            titles, cut to `max_evidence_chars`) or "short" (standard RAG's answer-only prompt,
+            whole passages without titles: the same text standard RAG reads for the same passages).
         """
+        if prompt not in PROMPTS:
+            raise ValueError(f"'prompt' must be one of {list(PROMPTS)}, got {prompt!r}.")
         check_int("max_workers", max_workers, 1)
         if max_evidence_chars is not None:
             check_int("max_evidence_chars", max_evidence_chars, 1)
@@ -99,6 +107,7 @@ class ParallelDraftGenerator:
         self.timeout_s = timeout_s
         self.time_budget_s = time_budget_s
         self.max_query_chars = max_query_chars
+        self.prompt = prompt
 
     def warm_up(self) -> None:
         """Warm up the injected generator."""
@@ -116,6 +125,7 @@ class ParallelDraftGenerator:
             timeout_s=self.timeout_s,
             time_budget_s=self.time_budget_s,
             max_query_chars=self.max_query_chars,
+            prompt=self.prompt,
         )
 
     @classmethod
@@ -175,7 +185,10 @@ class ParallelDraftGenerator:
         return None if self.time_budget_s is None else time.monotonic() + self.time_budget_s
 
     def _call_kwargs(self, query: str, docs: list[Document]) -> dict[str, Any]:
-        prompt = DRAFT_PROMPT.format(query=query, evidence=render_evidence(docs, self.max_evidence_chars))
+        if self.prompt == "short":
+            prompt = SHORT_DRAFT_PROMPT.format(query=query, evidence=render_plain_evidence(docs))
+        else:
+            prompt = DRAFT_PROMPT.format(query=query, evidence=render_evidence(docs, self.max_evidence_chars))
         kwargs: dict[str, Any] = {"messages": [ChatMessage.from_user(prompt)]}
         if self.generation_kwargs and accepts(self.chat_generator, "generation_kwargs"):
             kwargs["generation_kwargs"] = dict(self.generation_kwargs)

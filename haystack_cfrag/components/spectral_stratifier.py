@@ -22,13 +22,19 @@ from haystack_cfrag.components._common import (
     warm_up_all,
     with_meta,
 )
-from haystack_cfrag.core.stratify import spectral_clusters, stratified_subsets
+from haystack_cfrag.components.multi_query_retriever import PROVENANCE_KEY
+from haystack_cfrag.core.arbitration import causal_margins
+from haystack_cfrag.core.stratify import cluster_subsets, order_by, spectral_clusters, stratified_subsets
 from haystack_cfrag.core.vectors import as_matrix, cosine_matrix, cosine_to_relevance
 
 logger = logging.getLogger(__name__)
 
 CLUSTER_KEY = "cfrag_cluster"
 RELEVANCE_KEY = "cfrag_relevance"
+MARGIN_KEY = "cfrag_causal_margin"
+POOLS = ("all", "original")
+SELECTIONS = ("sampled", "clusters")
+ORDERS = ("relevance", "causal")
 
 
 @component
@@ -46,8 +52,16 @@ class SpectralStratifier:
     documents in every subset (off by default: the paper's sampler). Same input and
     `random_state` give the same subsets.
 
+    Options beyond the paper (each off by default; the shipped `cf_rag` sets them, see
+    docs/method.md): `pool="original"` stratifies only the documents the *original* query
+    retrieved (counterfactual-only documents still reach the ranker's margins, not the drafts);
+    `selection="clusters"` makes each subset one whole cluster (the M best clusters) instead
+    of a sample; `order="causal"` puts each subset's passages decisive-first, by the causal
+    margin s(q, e) − max_q' s(q', e) computed from the `queries` input (original first).
+
     Outputs `subsets` (M lists of documents) and `documents` (all, each a copy with
-    `meta["cfrag_cluster"]` and `meta["cfrag_relevance"]`).
+    `meta["cfrag_cluster"]` and `meta["cfrag_relevance"]`, and `meta["cfrag_causal_margin"]`
+    when counterfactual `queries` were given).
 
     ### Usage example
     ```python
@@ -73,6 +87,9 @@ class SpectralStratifier:
         text_embedder: Any | None = None,
         document_embedder: Any | None = None,
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
+        pool: str = "all",
+        selection: str = "sampled",
+        order: str = "relevance",
     ) -> None:
         """
         :param n_clusters: K, evidence clusters (1–20; 1 = ablation "w/o evidence division").
@@ -85,7 +102,15 @@ class SpectralStratifier:
         :param text_embedder: embeds the query for relevance.
         :param document_embedder: embeds documents that arrive without an embedding.
         :param max_query_chars: longer queries are cut to this many characters before embedding (None = whole).
+        :param pool: "all" (paper) or "original": only documents the original query retrieved are stratified.
+        :param selection: "sampled" (paper, Eq. 6–7) or "clusters": each subset is a whole cluster.
+        :param order: "relevance" (paper) or "causal": passages decisive-first in each subset
+            (needs a `text_embedder` and counterfactual `queries`; falls back to relevance).
         """
+        for name, value, allowed in (("pool", pool, POOLS), ("selection", selection, SELECTIONS),
+                                     ("order", order, ORDERS)):
+            if value not in allowed:
+                raise ValueError(f"'{name}' must be one of {list(allowed)}, got {value!r}.")
         check_int("n_clusters", n_clusters, 1, 20)
         check_int("n_subsets", n_subsets, 1, 20)
         check_range("sampling_ratio", sampling_ratio, 0.0, 1.0, low_open=True)
@@ -107,6 +132,9 @@ class SpectralStratifier:
         self.text_embedder = text_embedder
         self.document_embedder = document_embedder
         self.max_query_chars = max_query_chars
+        self.pool = pool
+        self.selection = selection
+        self.order = order
 
     def warm_up(self) -> None:
         """Warm up the injected embedders."""
@@ -126,6 +154,9 @@ class SpectralStratifier:
             text_embedder=serialize_component(self.text_embedder),
             document_embedder=serialize_component(self.document_embedder),
             max_query_chars=self.max_query_chars,
+            pool=self.pool,
+            selection=self.selection,
+            order=self.order,
         )
 
     @classmethod
@@ -140,17 +171,19 @@ class SpectralStratifier:
         query: str | None = None,
         n_clusters: int | None = None,
         n_subsets: int | None = None,
+        queries: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         :param documents: the (deduplicated) evidence.
         :param query: the original query, for relevance.
         :param n_clusters: overrides K for this call.
         :param n_subsets: overrides M for this call.
+        :param queries: the expander's `queries` (original first), for the causal margin of `order="causal"`.
         :returns: `subsets` and the labelled `documents`.
         """
         docs, _ = split_by_embedding(ensure_embeddings(documents, self.document_embedder), "SpectralStratifier")
-        query = self._query_relevance(query, docs)
-        q_emb = embed_texts(self.text_embedder, [query]) if query else None
+        texts = self._texts_to_embed(query, queries, docs)
+        q_emb = embed_texts(self.text_embedder, texts) if texts else None
         return self._stratify(docs, q_emb, n_clusters, n_subsets)
 
     @component.output_types(subsets=list[list[Document]], documents=list[Document])
@@ -160,25 +193,30 @@ class SpectralStratifier:
         query: str | None = None,
         n_clusters: int | None = None,
         n_subsets: int | None = None,
+        queries: list[str] | None = None,
     ) -> dict[str, Any]:
         """Async twin of `run`, with the same sockets."""
         embedded = await ensure_embeddings_async(documents, self.document_embedder)
         docs, _ = split_by_embedding(embedded, "SpectralStratifier")
-        query = self._query_relevance(query, docs)
-        q_emb = await embed_texts_async(self.text_embedder, [query]) if query else None
+        texts = self._texts_to_embed(query, queries, docs)
+        q_emb = await embed_texts_async(self.text_embedder, texts) if texts else None
         return self._stratify(docs, q_emb, n_clusters, n_subsets)
 
     # ------------------------------------------------------------------ steps
-    def _query_relevance(self, query: str | None, docs: list[Document]) -> str | None:
-        """The cleaned query when it is to be embedded for relevance, else None."""
+    def _texts_to_embed(self, query: str | None, queries: list[str] | None, docs: list[Document]) -> list[str]:
+        """The cleaned query (for relevance), then the counterfactuals when `order="causal"` needs them."""
         if self.text_embedder is None or not docs:
-            return None
-        return prepare_query(query, "SpectralStratifier", self.max_query_chars, required=False)
+            return []
+        text = prepare_query(query, "SpectralStratifier", self.max_query_chars, required=False)
+        if text is None:
+            return []
+        extra = [q for q in (queries or [])[1:] if isinstance(q, str) and q.strip()] if self.order == "causal" else []
+        return [text] + extra
 
     def _stratify(
         self,
         docs: list[Document],
-        query_embedding: np.ndarray | None,
+        query_embeddings: np.ndarray | None,
         n_clusters: int | None,
         n_subsets: int | None,
     ) -> dict[str, Any]:
@@ -190,22 +228,48 @@ class SpectralStratifier:
             logger.warning("SpectralStratifier: no usable documents; every subset is empty")
             return {"subsets": [[] for _ in range(m)], "documents": []}
         emb = as_matrix([d.embedding for d in docs])
-        relevance = document_relevance(docs, emb, query_embedding)
+        q_emb = None if query_embeddings is None else query_embeddings[:1]
+        relevance = document_relevance(docs, emb, q_emb)
+        margins = None
+        if query_embeddings is not None and len(query_embeddings) > 1:
+            margins = causal_margins(cosine_to_relevance(cosine_matrix(query_embeddings, emb)))
         labels = spectral_clusters(emb, k, sigma=self.sigma, random_state=self.random_state)
-        labelled = [
-            with_meta(d, **{CLUSTER_KEY: int(lab), RELEVANCE_KEY: float(r)})
-            for d, lab, r in zip(docs, labels, relevance, strict=True)
-        ]
-        index_subsets = stratified_subsets(
-            labels,
-            relevance,
-            n_subsets=m,
-            sampling_ratio=self.sampling_ratio,
-            temperature=self.temperature,
-            anchors=self.anchors,
-            random_state=self.random_state,
-        )
+        labelled = []
+        for i, (d, lab, r) in enumerate(zip(docs, labels, relevance, strict=True)):
+            extra = {MARGIN_KEY: float(margins[i])} if margins is not None else {}
+            labelled.append(with_meta(d, **{CLUSTER_KEY: int(lab), RELEVANCE_KEY: float(r)}, **extra))
+        pool = self._pool(docs)
+        key = margins if margins is not None else relevance
+        if self.selection == "clusters":
+            local = cluster_subsets(labels[pool], key[pool], m)
+        else:
+            local = stratified_subsets(
+                labels[pool],
+                relevance[pool],
+                n_subsets=m,
+                sampling_ratio=self.sampling_ratio,
+                temperature=self.temperature,
+                anchors=self.anchors,
+                random_state=self.random_state,
+            )
+            if self.order == "causal" and margins is not None:
+                local = order_by(local, key[pool])
+        index_subsets = [[int(pool[i]) for i in s] for s in local]
         return {"subsets": [[labelled[i] for i in s] for s in index_subsets], "documents": labelled}
+
+    def _pool(self, docs: list[Document]) -> np.ndarray:
+        """Rows that are stratified: all, or those the original query retrieved (all when none carries provenance)."""
+        rows = np.arange(len(docs))
+        if self.pool == "all":
+            return rows
+        original = [i for i, d in enumerate(docs) if _from_original(d)]
+        return np.asarray(original, dtype=int) if original else rows
+
+
+def _from_original(doc: Document) -> bool:
+    """Retrieved by the original query, or without provenance (documents passed in by the caller)."""
+    prov = doc.meta.get(PROVENANCE_KEY)
+    return not isinstance(prov, list) or any(isinstance(p, dict) and p.get("query_index") == 0 for p in prov)
 
 
 def document_relevance(docs: list[Document], embeddings: np.ndarray, query_embedding: np.ndarray | None) -> np.ndarray:

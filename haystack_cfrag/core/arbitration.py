@@ -125,3 +125,50 @@ def critical_causal_weight(coh_true: float, coh_spur: float, causal_true: float,
     if d_causal <= 0:
         return 1.0
     return d_coh / (d_coh + d_causal)
+
+
+def mention_evidence(mentions: np.ndarray, fallback: Sequence[int], threshold: float = 0.5) -> list[int]:
+    """E_j from where the answer is mentioned: columns with Mention(a_j, e) ≥ `threshold`, else `fallback`.
+
+    App. G's key evidence without asking the model: the passages that name the answer.
+
+    >>> mention_evidence(np.array([0.0, 1.0, 0.5]), [0])
+    [1, 2]
+    >>> mention_evidence(np.array([0.0, 0.2]), [0])
+    [0]
+    """
+    picked = [int(i) for i in np.flatnonzero(np.asarray(mentions, dtype=float) >= threshold)]
+    return picked or [int(i) for i in fallback]
+
+
+def override_decision(
+    psis: Sequence[float],
+    causal: Sequence[float | None],
+    agrees_with_baseline: Sequence[bool],
+    baseline: int,
+    margin: float,
+) -> tuple[int, str, float | None]:
+    """(winner, decision, Ψ gap) of the conservative override.
+
+    The baseline draft (standard RAG's reading) keeps its answer unless the best-scoring
+    draft that disagrees with it has Ψ at least `margin` above the baseline's *and* a higher
+    φ_causal: then that challenger wins ("override"). Without φ_causal (no counterfactual
+    survived) nothing can verify a challenger and the baseline stands. Agreement among
+    challengers counts for nothing. The gap is Ψ(best challenger) − Ψ(baseline), None when
+    every draft agrees with the baseline.
+
+    >>> override_decision([0.50, 0.62, 0.40], [0.0, 0.1, 0.2], [True, False, False], baseline=0, margin=0.1)
+    (1, 'override', 0.12)
+    >>> override_decision([0.50, 0.62, 0.40], [0.2, 0.1, 0.2], [True, False, False], baseline=0, margin=0.1)
+    (0, 'baseline', 0.12)
+    >>> override_decision([0.50, 0.62], [None, None], [True, False], baseline=0, margin=0.1)
+    (0, 'baseline', 0.12)
+    """
+    rivals = [j for j, agree in enumerate(agrees_with_baseline) if not agree and j != baseline]
+    if not rivals:
+        return baseline, "baseline", None
+    best = max(rivals, key=lambda j: (psis[j], -j))
+    gap = round(float(psis[best] - psis[baseline]), 12)
+    base_causal, best_causal = causal[baseline], causal[best]
+    stronger = base_causal is not None and best_causal is not None and best_causal > base_causal
+    return (best, "override", gap) if gap >= margin and stronger else (baseline, "baseline", gap)

@@ -94,6 +94,33 @@ def _salvage(text: str) -> dict[str, Any] | None:
     return {"original_answer_hint": hint.group(1) if hint else "", "counterfactuals": items}
 
 
+_LIST_MARK = re.compile(r"^\s*(?:[-*•]|\(?\d{1,2}[.):]|(?:q|question)\s*\d{1,2}\s*[.):])?\s*", re.IGNORECASE)
+
+
+def parse_question_lines(text: str) -> list[dict[str, str]]:
+    r"""Candidates from the compact expander's reply: one question per line, numbering and quotes stripped.
+
+    Lines that are not questions (no "?" and fewer than three words) are skipped; a JSON reply
+    is read as `parse_counterfactual_reply` does. Types and hints are unknown ("unknown", "").
+
+    >>> [c["question"] for c in parse_question_lines('1. Who played the Joker?\n- "Who directed it?"\nSure!')]
+    ['Who played the Joker?', 'Who directed it?']
+    >>> [c["question"] for c in parse_question_lines('Question 2: Who scored the film?')]
+    ['Who scored the film?']
+    """
+    _, from_json = parse_counterfactual_reply(text or "")
+    if from_json:
+        return from_json
+    out = []
+    for line in (text or "").splitlines():
+        question = _LIST_MARK.sub("", line, count=1).strip().strip('"\'`*').strip()
+        if question.lower().startswith(("original question", "question:")):
+            continue  # the model echoing the prompt's labels
+        if "?" in question or len(question.split()) >= 3:
+            out.append({"question": question, "type": "unknown", "answer_hint": ""})
+    return out
+
+
 MAX_ANSWER_CHARS = 500
 MAX_RATIONALE_CHARS = 2000
 

@@ -134,3 +134,32 @@ def stratified_subsets(
             chosen.update(int(i) for i in pick)
         subsets.append(sorted(chosen, key=lambda i: (-rel[i], i)))
     return subsets
+
+
+def cluster_subsets(labels: np.ndarray, key: np.ndarray, n_subsets: int) -> list[list[int]]:
+    """Whole clusters as subsets: the `n_subsets` clusters with the highest mean `key`, best first.
+
+    Each subset lists its cluster's rows by descending `key` (stable on ties). Non-finite keys
+    count as the lowest. Used by the default configuration, where `key` is the causal margin
+    (decisive clusters first) or the relevance.
+
+    >>> cluster_subsets(np.array([0, 1, 0, 1]), np.array([0.9, 0.1, 0.5, 0.3]), 2)
+    [[0, 2], [3, 1]]
+    """
+    labels = np.asarray(labels, dtype=int)
+    if labels.size == 0:
+        return []
+    k = np.nan_to_num(np.asarray(key, dtype=float), nan=-np.inf)
+    clusters = [np.flatnonzero(labels == m) for m in np.unique(labels)]
+    ranked = sorted(clusters, key=lambda c: (-np.mean(np.clip(k[c], -1e9, 1e9)), int(c.min())))
+    return [sorted((int(i) for i in c), key=lambda i: (-k[i], i)) for c in ranked[: max(0, n_subsets)]]
+
+
+def order_by(subsets: list[list[int]], key: np.ndarray) -> list[list[int]]:
+    """Each subset's rows by descending `key` (decisive-first when `key` is the causal margin).
+
+    >>> order_by([[0, 1, 2]], np.array([0.1, 0.3, 0.2]))
+    [[1, 2, 0]]
+    """
+    k = np.nan_to_num(np.asarray(key, dtype=float), nan=-np.inf)
+    return [sorted(s, key=lambda i: (-k[i], i)) for s in subsets]

@@ -255,9 +255,26 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator, cond: Condition, it
         answer=result.answer, error=None, seconds=result.seconds, stages=result.stages, llm=result.llm,
         evidence=titles, cache_hits=cached.hits, seconds_equivalent=result.seconds + cached.hit_seconds,
         decision=trace.get("decision"), n_counterfactuals=len(trace.get("counterfactuals") or []),
-        answer_normalized=normalize_answer(result.answer), **score(item, result.answer, titles),
+        counterfactuals=trace.get("counterfactuals") or [], override=trace.get("override"),
+        candidates=candidates(trace, item), answer_normalized=normalize_answer(result.answer),
+        **score(item, result.answer, titles),
     )
     return record
+
+
+def candidates(trace: dict[str, Any], item: EvalItem) -> list[dict[str, Any]]:
+    """Every usable draft of a CF-RAG trace, scored: what the oracle over candidates and offline
+    re-arbitration (e.g. `scripts/override_sweep.py`) read without re-running the models."""
+    out = []
+    for d in trace.get("drafts") or []:
+        if d.get("error"):
+            continue
+        out.append({
+            "index": d["index"], "answer": d["answer"], "psi": d.get("psi"), "scores": d.get("scores"),
+            "evidence": [e.get("title") or "" for e in d.get("evidence") or []], "seen": d.get("seen"),
+            "em": score(item, d["answer"], [])["em"],
+        })
+    return out
 
 
 def _progress(todo: list[Any], enabled: bool) -> Iterator[Any]:

@@ -1,7 +1,8 @@
 """The systems an evaluation compares: a pipeline file plus parameter overrides.
 
-Names: `closed_book`, `standard_rag`, `cf_rag`, `cf_rag_fast`, the ablations `cf_rag_n0` (no
-counterfactuals), `cf_rag_k1` (one cluster), `cf_rag_lambda0` (no causal term), any YAML path,
+Names: `closed_book`, `standard_rag`, `cf_rag`, `cf_rag_fast`, `cf_rag_paper` (the paper's
+configuration), the ablations `cf_rag_n0` (no counterfactuals), `cf_rag_k1` (one cluster),
+`cf_rag_lambda0` (no causal term), `cf_rag_no_override` (the baseline always stands), any YAML path,
 and any of these with overrides in brackets: `cf_rag[causal_weight=0.2,n_subsets=2]`
 (parameters: see `haystack_cfrag.runtime.PARAMETER_TARGETS`).
 
@@ -21,11 +22,13 @@ from typing import Any
 from haystack_cfrag.runtime import PARAMETER_TARGETS
 
 BASELINE = "standard_rag"
-DEFAULT_SYSTEMS = ("closed_book", "standard_rag", "cf_rag_fast", "cf_rag", "cf_rag_lambda0", "cf_rag_n0", "cf_rag_k1")
+DEFAULT_SYSTEMS = ("closed_book", "standard_rag", "cf_rag_fast", "cf_rag", "cf_rag_paper", "cf_rag_lambda0", "cf_rag_n0",
+                   "cf_rag_k1")
 ABLATIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "cf_rag_n0": ("cf_rag", {"n_counterfactuals": 0}),
     "cf_rag_k1": ("cf_rag", {"n_clusters": 1}),
     "cf_rag_lambda0": ("cf_rag", {"causal_weight": 0.0}),
+    "cf_rag_no_override": ("cf_rag", {"override_margin": 1.0}),
 }
 SWEEP_PARAMETERS = {"lambda": "causal_weight", "N": "n_counterfactuals", "K": "n_clusters", "M": "n_subsets"}
 

@@ -1,4 +1,4 @@
-"""The shipped cf_rag.yml with fake models around a real store's retriever (store tests)."""
+"""The shipped cf_rag_paper.yml (the six components alone) with fake models around a real store's retriever (store tests)."""
 
 from typing import Any
 
@@ -15,9 +15,9 @@ def reader() -> KeywordReader:
 
 
 def run_cf_rag_over(retriever: Any) -> tuple[Any, dict[str, Any]]:
-    """Load cf_rag.yml with `retriever` and fake models swapped in, ask the Dark Knight question."""
+    """Load cf_rag_paper.yml with `retriever` and fake models swapped in, ask the Dark Knight question."""
     emb, gen = HashingTextEmbedder(), reader()
-    path = pipeline_path("cf_rag")
+    path = pipeline_path("cf_rag_paper")
     pipe = load_pipeline(path, allowed_modules=["tests"], overrides={
         "retriever.retriever": retriever, "retriever.query_embedder": emb, "expander.text_embedder": emb,
         "stratifier.text_embedder": emb, "ranker.text_embedder": emb, "expander.chat_generator": gen,

@@ -31,8 +31,22 @@ def test_demo_store_holds_the_dark_knight_case(runtime):
     assert runtime.store.count_documents() >= 300
 
 
-def test_cf_rag_end_to_end_on_real_models(runtime):
+def test_default_cf_rag_end_to_end_on_real_models(runtime):
+    """The default: standard RAG's answer as the baseline, challengers from the original query's strata."""
     result = runtime.ask(pipeline_path("cf_rag"), QUESTION)
+    trace = result.trace
+    assert result.answer.strip() and trace["decision"] in {"baseline", "override"}
+    baseline = [d for d in trace["drafts"] if d["index"] == trace["override"]["baseline_draft"]]
+    assert len(baseline) == 1 and baseline[0]["answer"]
+    expander_calls = 1
+    assert result.llm["calls"] == expander_calls + len(trace["drafts"])   # baseline + challengers
+    assert result.llm["prompt_tokens"] > 0 and result.llm["completion_tokens"] > 0
+    json.dumps(result.as_dict())
+    print("\ncf_rag:", result.answer, "|", trace["decision"], trace["override"], "|", result.stages)
+
+
+def test_paper_cf_rag_end_to_end_on_real_models(runtime):
+    result = runtime.ask(pipeline_path("cf_rag_paper"), QUESTION)
     trace = result.trace
     assert result.answer.strip()
     assert trace["counterfactuals"], "the real model should produce counterfactuals"
@@ -47,7 +61,7 @@ def test_cf_rag_end_to_end_on_real_models(runtime):
     assert result.llm["calls"] == 1 + len(trace["drafts"])
     assert result.llm["prompt_tokens"] > 0 and result.llm["completion_tokens"] > 0
     json.dumps(result.as_dict())
-    print("\ncf_rag:", result.answer, "|", trace["decision"], "|", result.stages)
+    print("\ncf_rag_paper:", result.answer, "|", trace["decision"], "|", result.stages)
 
 
 def test_standard_pipeline_answers(runtime):
@@ -57,14 +71,15 @@ def test_standard_pipeline_answers(runtime):
 
 
 def test_fast_pipeline_uses_llama_cpp_token_logprobs(runtime):
-    """With logprobs on, llama.cpp's token log-probabilities reach φ_conf (cf_rag_fast: N=1, M=1)."""
+    """With logprobs on, llama.cpp's token log-probabilities reach φ_conf (cf_rag_fast: a baseline, one challenger)."""
     from haystack_cfrag.runtime import Runtime
 
     rt = Runtime(store=runtime.store, max_tokens=160, logprobs=True)
     fast = rt.ask(pipeline_path("cf_rag_fast"), QUESTION)
-    assert fast.answer.strip() and len(fast.trace["drafts"]) == 1
-    assert fast.llm["calls"] == 2
-    conf = fast.trace["drafts"][0]["scores"]["confidence"]
+    assert fast.answer.strip() and len(fast.trace["drafts"]) == 2
+    assert fast.llm["calls"] == 3  # expander, baseline, one challenger
+    challenger = next(d for d in fast.trace["drafts"] if d["index"] != fast.trace["override"]["baseline_draft"])
+    conf = challenger["scores"]["confidence"]
     assert conf is not None and 0 < conf <= 1
     assert fast.trace["weights"]["confidence"] == 0.0  # present, but weight 0 by default (Algorithm 1)
     print("\ncf_rag_fast:", fast.answer, "φ_conf", round(conf, 3), fast.seconds)

@@ -12,7 +12,7 @@ from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
 
 ROOT = Path(__file__).resolve().parents[2]
-CF_RAG = ROOT / "pipelines" / "cf_rag.yml"
+CF_RAG = ROOT / "pipelines" / "cf_rag_paper.yml"  # the paper's configuration; the default: test_default_mechanisms.py
 STANDARD_RAG = ROOT / "pipelines" / "standard_rag.yml"
 
 
