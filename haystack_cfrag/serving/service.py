@@ -4,6 +4,8 @@ One `CFRAGService` per process (`get_service()`), configured from environment va
 (`ServingConfig.from_env`), holds a `haystack_cfrag.runtime.Runtime` (models loaded once,
 shared by every pipeline) and builds each pipeline file once. The per-request parameters
 N, K, M and λ are run-time inputs of the components, so they never rebuild a pipeline.
+Requests are checked by `haystack_cfrag.serving.requests`; each answer reports the LLM calls
+and tokens of its own request (`usage`), counted in the request's context.
 
 In-process models (llama.cpp, local transformers) are not thread-safe: requests then run one
 at a time (a lock). The mock generator and OpenAI-compatible servers run requests concurrently.
@@ -11,7 +13,7 @@ at a time (a lock). The mock generator and OpenAI-compatible servers run request
 
 from __future__ import annotations
 
-import math
+import contextvars
 import os
 import threading
 import time
@@ -22,29 +24,17 @@ from typing import Any
 from haystack import logging
 
 from haystack_cfrag import models
+from haystack_cfrag.parameters import PARAMETERS
+from haystack_cfrag.serving.requests import RequestError, check_params, check_question
 
 logger = logging.getLogger(__name__)
 
 PIPELINES = ("cf_rag", "cf_rag_fast", "standard_rag")
-MAX_QUESTION_CHARS = 2000
 
-# request parameter → (component, run-time socket), with its allowed range
-RUN_PARAMETERS: dict[str, tuple[str, str]] = {
-    "n_counterfactuals": ("expander", "n_counterfactuals"),
-    "n_clusters": ("stratifier", "n_clusters"),
-    "n_subsets": ("stratifier", "n_subsets"),
-    "causal_weight": ("ranker", "causal_weight"),
-}
-RANGES: dict[str, tuple[type, float, float]] = {
-    "n_counterfactuals": (int, 0, 10),
-    "n_clusters": (int, 1, 20),
-    "n_subsets": (int, 1, 20),
-    "causal_weight": (float, 0.0, 1.0),
-}
+__all__ = ["PIPELINES", "CFRAGService", "PipelineFailedError", "RequestError", "ServingConfig", "get_service"]
 
-
-class RequestError(ValueError):
-    """A request the service refuses (the caller's mistake): HTTP 422."""
+# the LLM usage of the request running in this context (see _count_usage)
+_REQUEST_USAGE: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("cfrag_usage", default=None)
 
 
 class PipelineFailedError(RuntimeError):
@@ -109,53 +99,6 @@ class ServingConfig:
         )
 
 
-# ---------------------------------------------------------------- validation
-def validate_question(question: Any) -> str:
-    """The question, stripped; RequestError when it is not a non-empty string of at most 2000 characters."""
-    if not isinstance(question, str):
-        raise RequestError(f"'question' must be a string, got {type(question).__name__}.")
-    text = question.strip()
-    if not text:
-        raise RequestError("'question' is empty.")
-    if len(text) > MAX_QUESTION_CHARS:
-        raise RequestError(f"'question' is longer than {MAX_QUESTION_CHARS} characters ({len(text)}).")
-    return text
-
-
-def validate_params(params: dict[str, Any]) -> dict[str, Any]:
-    """The parameters that are set, checked against RANGES; RequestError names the first bad one."""
-    out: dict[str, Any] = {}
-    for name, value in params.items():
-        if name not in RANGES:
-            raise RequestError(f"Unknown parameter '{name}' (known: {', '.join(RANGES)}).")
-        if value is None:
-            continue
-        kind, low, high = RANGES[name]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise RequestError(f"'{name}' must be a number, got {type(value).__name__}.")
-        if kind is int and (isinstance(value, float) and not value.is_integer()):
-            raise RequestError(f"'{name}' must be an integer, got {value!r}.")
-        if not math.isfinite(value) or not low <= value <= high:
-            raise RequestError(f"'{name}' must be in [{low}, {high}], got {value!r}.")
-        out[name] = int(value) if kind is int else float(value)
-    return out
-
-
-def question_from_messages(messages: Any) -> str:
-    """The text of the last user message of an OpenAI-style message list (RequestError if there is none)."""
-    if not isinstance(messages, list) or not messages:
-        raise RequestError("'messages' must be a non-empty list.")
-    for message in reversed(messages):
-        if isinstance(message, dict) and message.get("role") == "user":
-            content = message.get("content")
-            if isinstance(content, list):  # content parts: [{"type": "text", "text": "…"}, …]
-                content = " ".join(
-                    str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text"
-                )
-            return validate_question(content)
-    raise RequestError("'messages' holds no user message.")
-
-
 # ---------------------------------------------------------------- the service
 class CFRAGService:
     """Models, store and built pipelines of one served process."""
@@ -217,10 +160,15 @@ class CFRAGService:
         """The warmed pipeline of a shipped pipeline name, built on first use."""
         if name not in PIPELINES:
             raise RequestError(f"Unknown pipeline '{name}' (served: {', '.join(PIPELINES)}).")
+        from haystack_cfrag.runtime import _generators  # noqa: PLC0415
+
         with self._build_lock:
             if name not in self._pipelines:
                 pipe = self.runtime.pipeline(name)
                 pipe.warm_up()
+                for _, comp in pipe.walk():
+                    for generator in _generators(comp):
+                        _count_usage(generator)
                 self._pipelines[name] = pipe
             return self._pipelines[name]
 
@@ -229,15 +177,17 @@ class CFRAGService:
         from haystack_cfrag.pipelines import pipeline_inputs  # noqa: PLC0415
         from haystack_cfrag.runtime import _read_outputs, pipeline_path  # noqa: PLC0415
 
-        question = validate_question(question)
-        checked = validate_params(dict(params or {}))
+        question = check_question(question)
+        checked = check_params(dict(params or {}))
         pipe = self.pipeline(name)
         data = pipeline_inputs(pipeline_path(name), query=question)
         components = {n for n, _ in pipe.walk()}
         for key, value in checked.items():
-            comp, socket = RUN_PARAMETERS[key]
-            if comp in components:
-                data.setdefault(comp, {})[socket] = value
+            target = PARAMETERS[key]
+            if target.component in components:
+                data.setdefault(target.component, {})[target.target] = value
+        usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "reported": 0}
+        token = _REQUEST_USAGE.set(usage)
         start = time.perf_counter()
         try:
             if self._run_lock is None:
@@ -247,11 +197,54 @@ class CFRAGService:
                     out = pipe.run(data)
         except Exception as exc:  # a model or component failure the components did not absorb
             logger.warning("CF-RAG service: pipeline {pipeline} failed: {error}", pipeline=name, error=repr(exc))
-            raise PipelineFailedError(f"The pipeline '{name}' failed: {exc}") from exc
+            raise PipelineFailedError(f"The pipeline '{name}' failed: {_first_line(exc)}") from exc
+        finally:
+            _REQUEST_USAGE.reset(token)
         seconds = time.perf_counter() - start
         answer, trace, documents = _read_outputs(out)
         wanted_counterfactuals = checked.get("n_counterfactuals") != 0
-        return build_response(name, question, answer, trace, documents, out, seconds, wanted_counterfactuals)
+        result = build_response(name, question, answer, trace, documents, out, seconds, wanted_counterfactuals)
+        result["usage"] = _usage_report(usage)
+        return result
+
+
+def _count_usage(generator: Any) -> None:
+    """Wrap `generator.run` (once) to add each call's reported tokens to the current request's usage."""
+    if getattr(generator, "_cfrag_usage_counted", False):
+        return
+    original = generator.run
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        usage = _REQUEST_USAGE.get()
+        if usage is not None:
+            usage["calls"] += 1  # counted when made: a failed call is a call
+        result = original(*args, **kwargs)
+        if usage is not None:
+            for reply in (result or {}).get("replies") or []:
+                reported = (getattr(reply, "meta", None) or {}).get("usage") or {}
+                if reported:
+                    usage["reported"] += 1
+                    usage["prompt_tokens"] += int(reported.get("prompt_tokens") or 0)
+                    usage["completion_tokens"] += int(reported.get("completion_tokens") or 0)
+        return result
+
+    generator.run = counted
+    generator._cfrag_usage_counted = True
+
+
+def _usage_report(usage: dict[str, int]) -> dict[str, int] | None:
+    """OpenAI-style usage of one request, or None when no generator reported tokens."""
+    if not usage["reported"]:
+        return None
+    total = usage["prompt_tokens"] + usage["completion_tokens"]
+    return {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"],
+            "total_tokens": total, "llm_calls": usage["calls"]}
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of an exception's message, at most 300 characters (Haystack's carry the pipeline)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:300]
 
 
 def build_response(

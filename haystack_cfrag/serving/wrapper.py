@@ -1,110 +1,111 @@
-"""The Hayhooks pipeline wrapper of CF-RAG: `/<pipeline>/run`, `/v1/chat/completions` and an MCP tool.
+"""The Hayhooks pipeline wrapper of CF-RAG: `/<pipeline>/run`, OpenAI chat and responses, and an MCP tool.
 
 Each folder of `haystack_cfrag/serving/pipelines/` holds a `pipeline_wrapper.py` that subclasses
 `CFRAGPipelineWrapper` and names its pipeline file. All wrappers of a process share one
-`CFRAGService` (models loaded once). Hayhooks builds the request model of `/run` from the
-signature of `run_api`: wrong types and out-of-range values are refused with 422 before the
-pipeline runs; `run_api` checks again (MCP tool calls skip the HTTP model) and maps a pipeline
-failure to 503 with the reason, so bad input never becomes a 500.
+`CFRAGService` (models loaded once). Hayhooks builds the request model of `/run` and the MCP
+tool's input schema from the signature of `run_api`, which is generated from
+`haystack_cfrag.parameters` (types and ranges as JSON Schema); the values themselves are checked
+once, by `haystack_cfrag.serving.requests`, for every route: a bad one is a 422 naming the field,
+a pipeline failure a 503 with the reason, never a 500.
 """
 
 from __future__ import annotations
 
+import inspect
+import time
+import uuid
 from collections.abc import Generator
 from typing import Annotated, Any
 
 from fastapi import HTTPException
 from hayhooks import BasePipelineWrapper
-from haystack.dataclasses import StreamingChunk
-from pydantic import AfterValidator, Field
+from pydantic import WithJsonSchema
 
-from haystack_cfrag.serving.service import (
+from haystack_cfrag.parameters import PARAMETERS, REQUEST_PARAMETERS
+from haystack_cfrag.serving.requests import (
     MAX_QUESTION_CHARS,
-    PipelineFailedError,
     RequestError,
-    get_service,
-    question_from_messages,
-    validate_question,
+    check_chat_request,
+    check_responses_request,
+    check_run_request,
 )
+from haystack_cfrag.serving.service import PipelineFailedError, get_service
 
-
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("the question is empty")
-    return value
-
-
-Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS), AfterValidator(_not_blank)]
-NCounterfactuals = Annotated[int | None, Field(ge=0, le=10, strict=True)]
-NClusters = Annotated[int | None, Field(ge=1, le=20, strict=True)]
-NSubsets = Annotated[int | None, Field(ge=1, le=20, strict=True)]
-CausalWeight = Annotated[float | None, Field(ge=0.0, le=1.0)]
-
-CHAT_PARAMETERS = ("n_counterfactuals", "n_clusters", "n_subsets", "causal_weight")
+NO_ANSWER = "I could not find an answer in the documents."
 
 
 class CFRAGPipelineWrapper(BasePipelineWrapper):
-    """Serves one shipped pipeline file (`pipeline_name`) through the shared CF-RAG service."""
+    """Serves one shipped pipeline file (`pipeline_name`) through the shared CF-RAG service.
+
+    A subclass sets `pipeline_name`, and `request_parameters` and `description` when they
+    differ; its `run_api` (the `/run` route and the MCP tool) is generated from them.
+    """
 
     pipeline_name = "cf_rag"
+    request_parameters: tuple[str, ...] = REQUEST_PARAMETERS
+    description = (
+        "Answer a question with Counterfactual RAG: robust to related but non-decisive evidence.\n\n"
+        "Writes counterfactual questions, retrieves evidence for all of them, drafts one answer per\n"
+        "evidence stratum and picks the draft whose evidence is coherent and causally decisive."
+    )
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _install_run_api(cls)
 
     def setup(self) -> None:
         """Load the models and store (once per process) and build this pipeline."""
         self.service = get_service()
         self.pipeline = self.service.pipeline(self.pipeline_name)
 
-    def run_api(
-        self,
-        question: Question,
-        n_counterfactuals: NCounterfactuals = None,
-        n_clusters: NClusters = None,
-        n_subsets: NSubsets = None,
-        causal_weight: CausalWeight = None,
-    ) -> dict:
-        """
-        Answer a question with Counterfactual RAG: robust to related but non-decisive evidence.
-
-        Writes counterfactual questions, retrieves evidence for all of them, drafts one answer per
-        evidence stratum and picks the draft whose evidence is coherent and causally decisive.
-
-        :param question: the question (1 to 2000 characters, not blank).
-        :param n_counterfactuals: N, counterfactual questions (0-10); default: the pipeline file's.
-        :param n_clusters: K, evidence clusters (1-20).
-        :param n_subsets: M, evidence subsets, one draft each (1-20).
-        :param causal_weight: lambda, weight of the causal score in the ranking (0-1).
-        :returns: the answer, whether it is degraded, the ranked alternatives and the trace.
-        """
-        params = {
-            "n_counterfactuals": n_counterfactuals,
-            "n_clusters": n_clusters,
-            "n_subsets": n_subsets,
-            "causal_weight": causal_weight,
-        }
-        return self._answer(question, params)
-
-    def run_chat_completion(self, model: str, messages: list[dict], body: dict) -> str | Generator:
+    def run_chat_completion(self, model: str, messages: list[dict], body: dict) -> Any:
         """OpenAI-compatible chat: the last user message is the question, the reply is the answer.
 
         CF-RAG's answer is chosen by arbitration after every draft is written, so there is no token
-        stream to forward: with `stream: true` the answer arrives as one chunk. Body keys
-        `n_counterfactuals`, `n_clusters`, `n_subsets` and `causal_weight` are accepted.
+        stream to forward: with `stream: true` the answer arrives as one chunk, then the usage chunk
+        when `stream_options.include_usage` asks for it.
         """
-        try:
-            question = question_from_messages(messages)
-        except RequestError as exc:
-            raise HTTPException(status_code=422, detail=str(exc)) from exc
-        params = {k: body.get(k) for k in CHAT_PARAMETERS if body.get(k) is not None}
-        result = self._answer(question, params)
-        text = result["answer"] or "I could not find an answer in the documents."
-        if result["degraded"]:
-            text += "\n\n(degraded: " + "; ".join(result["warnings"]) + ")"
-        if body.get("stream"):
-            return _one_chunk(text)
-        return text
+        from fastapi_openai_compat import ChatCompletion  # noqa: PLC0415
 
-    def _answer(self, question: Any, params: dict[str, Any]) -> dict[str, Any]:
+        result = self._answer(lambda: check_chat_request(body, messages, self.request_parameters))
+        usage = result["usage"]
+        reply_id, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
+        common = {"id": reply_id, "created": created, "model": model}
+        text = reply_text(result)
+        if not body.get("stream"):
+            choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            return ChatCompletion(object="chat.completion", choices=[choice], usage=_chat_usage(usage), **common)
+        with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+
+        def chunks() -> Generator:
+            for content, finish in ((text, None), (None, "stop")):
+                delta = {"role": "assistant", "content": content}
+                choice = {"index": 0, "delta": delta, "finish_reason": finish}
+                yield ChatCompletion(object="chat.completion.chunk", choices=[choice], **common)
+            if with_usage:
+                yield ChatCompletion(object="chat.completion.chunk", choices=[], usage=_chat_usage(usage), **common)
+
+        return chunks()
+
+    def run_response(self, model: str, input_items: list[dict], body: dict) -> Any:
+        """OpenAI Responses API: the last user input item is the question, the output text the answer."""
+        from fastapi_openai_compat.responses.models import Response  # noqa: PLC0415
+        from fastapi_openai_compat.responses.streaming import response_from_text  # noqa: PLC0415
+
+        result = self._answer(lambda: check_responses_request(body, input_items, self.request_parameters))
+        text = reply_text(result)
+        if body.get("stream"):
+            return (chunk for chunk in [text])  # one chunk: the router builds the named events
+        response: Response = response_from_text(text, f"resp_{uuid.uuid4().hex}", model)
+        usage = result["usage"]
+        if usage:
+            response.usage = {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"],
+                              "total_tokens": usage["total_tokens"]}
+        return response
+
+    def _answer(self, check: Any) -> dict[str, Any]:
         try:
-            validate_question(question)
+            question, params = check()
             return self.service.answer(self.pipeline_name, question, params)
         except RequestError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from exc
@@ -112,5 +113,57 @@ class CFRAGPipelineWrapper(BasePipelineWrapper):
             raise HTTPException(status_code=503, detail=str(exc)) from exc
 
 
-def _one_chunk(text: str) -> Generator:
-    yield StreamingChunk(content=text)
+def reply_text(result: dict[str, Any]) -> str:
+    """The answer as a chat reply: a fixed sentence for no answer, the reasons after a degraded one."""
+    text = result["answer"] or NO_ANSWER
+    if result["degraded"]:
+        text += "\n\n(degraded: " + "; ".join(result["warnings"]) + ")"
+    return text
+
+
+def _chat_usage(usage: dict[str, int] | None) -> dict[str, int] | None:
+    if not usage:
+        return None
+    return {k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+
+
+_UNSET: Any = object()
+
+
+def _install_run_api(cls: type[CFRAGPipelineWrapper]) -> None:
+    """Give `cls` a `run_api` whose signature (what Hayhooks reads) lists its request fields.
+
+    The annotations carry JSON Schemas only (pydantic checks nothing): `requests.check_run_request`
+    checks the values, the same way for every route. The real method takes `**params`, so an MCP
+    call with an unknown field reaches that check and is refused by name.
+    """
+    if "run_api" in cls.__dict__:
+        return
+
+    def run_api(self: CFRAGPipelineWrapper, question: Any = _UNSET, **params: Any) -> dict:
+        body = params if question is _UNSET else {"question": question, **params}
+        return self._answer(lambda: check_run_request(body, self.request_parameters))
+
+    run_api.__doc__ = "\n".join([
+        cls.description, "",
+        f":param question: the question (1 to {MAX_QUESTION_CHARS} characters of text).",
+        *(f":param {name}: {PARAMETERS[name].help}: {PARAMETERS[name].describe()}; default: the pipeline file's."
+          for name in cls.request_parameters),
+        ":returns: the answer, whether it is degraded, the ranked alternatives, the trace and the LLM usage.",
+    ])  # Hayhooks reads the descriptions of the request model and the MCP tool from it
+    run_api.__signature__ = _request_signature(cls.request_parameters)  # type: ignore[attr-defined]
+    cls.run_api = run_api  # type: ignore[method-assign]
+
+
+def _request_signature(parameters: tuple[str, ...]) -> inspect.Signature:
+    question = {"type": "string", "minLength": 1}
+    fields = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+              inspect.Parameter("question", inspect.Parameter.KEYWORD_ONLY,
+                                annotation=Annotated[Any, WithJsonSchema(question)])]
+    for name in parameters:
+        fields.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                        annotation=Annotated[Any, WithJsonSchema(PARAMETERS[name].json_schema())]))
+    return inspect.Signature(fields, return_annotation=dict)
+
+
+_install_run_api(CFRAGPipelineWrapper)

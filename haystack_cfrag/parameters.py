@@ -1,0 +1,113 @@
+"""The tunable parameters of the shipped pipelines: where each one goes, its type and its range.
+
+One table for every entry point: the served request fields (`haystack_cfrag.serving`), the
+`cfrag ask/compare` options and the evaluation's overrides read it, so a range is written
+once. A parameter marked `per_request` is also a run-time input (socket) of its component:
+it can change per request without rebuilding the pipeline.
+
+Type rule, the same everywhere: an integer parameter takes an integer, or a number with no
+fraction (2.0 is 2, as JSON Schema counts it); a number parameter takes an integer or a
+float; booleans, strings and non-finite numbers (NaN, ±Infinity) are refused, never coerced.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+class ParameterError(ValueError):
+    """A parameter value outside its type or range, or an unknown parameter name."""
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One tunable parameter: the component and init parameter it sets, its type and range."""
+
+    name: str
+    component: str
+    target: str  # the component's init parameter; also its run-time socket when per_request
+    kind: type  # int or float
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    per_request: bool = False
+    help: str = ""
+
+    def describe(self) -> str:
+        """The allowed values in words, e.g. "an integer in [0, 10]"."""
+        what = "an integer" if self.kind is int else "a number"
+        if self.low is not None and self.high is not None:
+            return f"{what} in {'(' if self.low_open else '['}{_num(self.low)}, {_num(self.high)}]"
+        if self.low is not None:
+            return f"{what} {'>' if self.low_open else '≥'} {_num(self.low)}"
+        return what
+
+    def check(self, value: Any) -> int | float:
+        """`value` as this parameter's type; ParameterError naming the parameter otherwise."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ParameterError(f"'{self.name}' must be {self.describe()}, got {_shown(value)}.")
+        if not math.isfinite(value):
+            raise ParameterError(f"'{self.name}' must be a finite number, got {value!r}.")
+        if self.kind is int and isinstance(value, float) and not value.is_integer():
+            raise ParameterError(f"'{self.name}' must be {self.describe()}, got {value!r}.")
+        too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
+        too_high = self.high is not None and value > self.high
+        if too_low or too_high:
+            raise ParameterError(f"'{self.name}' must be {self.describe()}, got {value!r}.")
+        return int(value) if self.kind is int else float(value)
+
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON Schema of a value (null meaning: the pipeline file's own value)."""
+        schema: dict[str, Any] = {"type": "integer" if self.kind is int else "number"}
+        if self.low is not None:
+            schema["exclusiveMinimum" if self.low_open else "minimum"] = self.low
+        if self.high is not None:
+            schema["maximum"] = self.high
+        return {"anyOf": [schema, {"type": "null"}], "default": None}
+
+
+PARAMETERS: dict[str, Parameter] = {
+    p.name: p
+    for p in (
+        Parameter("n_counterfactuals", "expander", "n_counterfactuals", int, 0, 10, per_request=True,
+                  help="N, counterfactual questions"),
+        Parameter("n_clusters", "stratifier", "n_clusters", int, 1, 20, per_request=True,
+                  help="K, evidence clusters"),
+        Parameter("n_subsets", "stratifier", "n_subsets", int, 1, 20, per_request=True,
+                  help="M, evidence subsets, one draft each"),
+        Parameter("causal_weight", "ranker", "causal_weight", float, 0.0, 1.0, per_request=True,
+                  help="lambda, weight of the causal score in the ranking"),
+        Parameter("sampling_ratio", "stratifier", "sampling_ratio", float, 0.0, 1.0, low_open=True,
+                  help="rho, share of each cluster sampled into a subset"),
+        Parameter("anchors", "stratifier", "anchors", int, 0, help="most relevant documents shared by every subset"),
+        Parameter("random_state", "stratifier", "random_state", int, 0, help="seed of the sampler and k-means"),
+        Parameter("top_k", "retriever", "top_k", int, 1, help="documents retrieved per query"),
+        Parameter("draft_workers", "drafter", "max_workers", int, 1,
+                  help="drafts written at once (> 1 only with a model server)"),
+    )
+}
+
+REQUEST_PARAMETERS: tuple[str, ...] = tuple(name for name, p in PARAMETERS.items() if p.per_request)
+
+
+def check_parameters(values: Mapping[str, Any], allowed: Iterable[str] = REQUEST_PARAMETERS) -> dict[str, Any]:
+    """The parameters that are set (None = not set), checked; ParameterError names unknown or bad ones."""
+    allowed = tuple(allowed)
+    unknown = [name for name in values if name not in allowed]
+    if unknown:
+        raise ParameterError(f"Unknown field(s) {', '.join(repr(n) for n in unknown)} (known: {', '.join(allowed)}).")
+    return {name: PARAMETERS[name].check(value) for name, value in values.items() if value is not None}
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _shown(value: Any) -> str:
+    """A short, safe account of a refused value: its type, and its text when that is short."""
+    if isinstance(value, str):
+        return f"a string ({value[:20]!r})" if len(value) <= 20 else "a string"
+    return type(value).__name__ if not isinstance(value, bool) else repr(value)

@@ -1,0 +1,172 @@
+"""The one validation of what a served request carries, shared by REST, OpenAI chat/responses and MCP.
+
+Every check raises `RequestError` (HTTP 422) with one sentence naming the field and what is
+allowed. Parameter types and ranges come from `haystack_cfrag.parameters`; the question is
+cleaned with `core.text.clean_query` (what is answered and echoed back is the cleaned text).
+Bodies are parsed strictly: NaN and ±Infinity are not JSON and a number too large for a
+float is not finite, so both are refused, naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from haystack_cfrag.core.text import clean_query
+from haystack_cfrag.parameters import REQUEST_PARAMETERS, ParameterError, check_parameters
+
+MAX_QUESTION_CHARS = 2000
+# OpenAI's request fields: accepted and ignored (CF-RAG decodes greedily, answers once)
+OPENAI_CHAT_FIELDS = frozenset(
+    "model messages stream stream_options temperature top_p n stop max_tokens max_completion_tokens "
+    "presence_penalty frequency_penalty logit_bias logprobs top_logprobs user seed response_format tools "
+    "tool_choice parallel_tool_calls functions function_call metadata store service_tier reasoning_effort "
+    "modalities audio prediction web_search_options prompt_cache_key safety_identifier verbosity".split()
+)
+OPENAI_RESPONSES_FIELDS = frozenset(
+    "model input instructions stream stream_options temperature top_p max_output_tokens max_tool_calls "
+    "previous_response_id conversation parallel_tool_calls text reasoning store service_tier metadata tools "
+    "tool_choice top_logprobs truncation include background prompt prompt_cache_key safety_identifier user".split()
+)
+
+
+class RequestError(ValueError):
+    """A request the service refuses (the caller's mistake): HTTP 422."""
+
+
+def check_question(value: Any, field: str = "question") -> str:
+    """The cleaned question; RequestError unless it is a string with 1 to 2000 characters of text."""
+    if not isinstance(value, str):
+        raise RequestError(f"'{field}' must be a string, got {type(value).__name__}.")
+    text = clean_query(value)
+    if not text:
+        raise RequestError(f"'{field}' is empty (nothing but white space or control characters).")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise RequestError(f"'{field}' is longer than {MAX_QUESTION_CHARS} characters ({len(text)}).")
+    return text
+
+
+def check_params(values: Mapping[str, Any], allowed: Iterable[str] = REQUEST_PARAMETERS) -> dict[str, Any]:
+    """The per-request parameters that are set, checked (see `haystack_cfrag.parameters`)."""
+    try:
+        return check_parameters(values, allowed)
+    except ParameterError as exc:
+        raise RequestError(str(exc)) from exc
+
+
+def check_run_request(body: Any, parameters: Iterable[str] = REQUEST_PARAMETERS) -> tuple[str, dict[str, Any]]:
+    """(question, parameters) of a `/<pipeline>/run` body or an MCP tool call's arguments."""
+    fields = _object(body)
+    parameters = tuple(parameters)
+    _known(fields, ("question", *parameters))
+    if "question" not in fields:
+        raise RequestError("'question' is required.")
+    return check_question(fields["question"]), check_params(
+        {k: v for k, v in fields.items() if k != "question"}, parameters)
+
+
+def check_pipeline_inputs(body: Any, inputs: Iterable[str]) -> dict[str, Any]:
+    """The body of a YAML pipeline's `/run`: only its declared inputs; a `query` is checked as a question."""
+    fields = _object(body)
+    inputs = tuple(inputs)
+    _known(fields, inputs)
+    if "query" in inputs:
+        fields = {**fields, "query": check_question(fields.get("query"), "query")}
+    return fields
+
+
+def check_chat_request(body: Mapping[str, Any], messages: Any,
+                       parameters: Iterable[str] = REQUEST_PARAMETERS) -> tuple[str, dict[str, Any]]:
+    """(question, parameters) of an OpenAI chat completion body: the last user message is the question."""
+    return _check_openai(body, OPENAI_CHAT_FIELDS, tuple(parameters), messages, "messages")
+
+
+def check_responses_request(body: Mapping[str, Any], input_items: Any,
+                            parameters: Iterable[str] = REQUEST_PARAMETERS) -> tuple[str, dict[str, Any]]:
+    """(question, parameters) of an OpenAI Responses body: the last user input item is the question."""
+    return _check_openai(body, OPENAI_RESPONSES_FIELDS, tuple(parameters), input_items, "input")
+
+
+def _check_openai(body: Mapping[str, Any], fields: frozenset[str], parameters: tuple[str, ...], messages: Any,
+                  field: str) -> tuple[str, dict[str, Any]]:
+    unknown = [name for name in body if name not in fields and name not in parameters]
+    if unknown:
+        raise RequestError(f"Unknown field(s) {_listed(unknown)} (known: OpenAI's request fields"
+                           + (f" and {', '.join(parameters)})." if parameters else ")."))
+    if not isinstance(body.get("stream_options") or {}, dict):
+        raise RequestError("'stream_options' must be an object.")
+    return question_from_messages(messages, field), check_params({k: body[k] for k in parameters if k in body},
+                                                                 parameters)
+
+
+def question_from_messages(messages: Any, field: str = "messages") -> str:
+    """The cleaned text of the last user message of an OpenAI message (or input item) list."""
+    if not isinstance(messages, list) or not messages:
+        raise RequestError(f"'{field}' must be a non-empty list.")
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):  # parts: {"type": "text" | "input_text", "text": "…"}
+                content = " ".join(
+                    str(p.get("text", "")) for p in content
+                    if isinstance(p, dict) and p.get("type") in ("text", "input_text")
+                )
+            return check_question(content, f"{field}[-1].content")
+    raise RequestError(f"'{field}' holds no user message.")
+
+
+# ---------------------------------------------------------------- strict JSON
+class _NonFinite(str):
+    """NaN, Infinity or an overflowing number, kept as its text until the check names its field."""
+
+
+def _parse_float(text: str) -> float | _NonFinite:
+    value = float(text)
+    return value if math.isfinite(value) else _NonFinite(text)
+
+
+def load_json(raw: bytes) -> Any:
+    """A JSON body, strictly: RequestError for invalid JSON and for non-finite numbers, naming the field."""
+    try:
+        data = json.loads(raw, parse_constant=_NonFinite, parse_float=_parse_float)
+    except RecursionError as exc:
+        raise RequestError("The body is not valid JSON: it is nested too deeply.") from exc
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer with too many digits
+        raise RequestError(f"The body is not valid JSON: {str(exc)[:200]}.") from exc
+    found = _non_finite(data, "")
+    if found is not None:
+        path, text = found
+        raise RequestError(f"'{path or 'body'}' must be a finite number, got {text}.")
+    return data
+
+
+def _non_finite(data: Any, path: str) -> tuple[str, str] | None:
+    stack = [(data, path)]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, _NonFinite):
+            return where, str(value)
+        if isinstance(value, dict):
+            stack.extend((v, f"{where}.{k}" if where else str(k)) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(value))
+    return None
+
+
+# ---------------------------------------------------------------- helpers
+def _object(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise RequestError(f"The body must be a JSON object, got {type(body).__name__}.")
+    return body
+
+
+def _known(fields: Mapping[str, Any], known: tuple[str, ...]) -> None:
+    unknown = [name for name in fields if name not in known]
+    if unknown:
+        raise RequestError(f"Unknown field(s) {_listed(unknown)} (known: {', '.join(known)}).")
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(repr(n[:40]) for n in names[:5]) + (" …" if len(names) > 5 else "")
