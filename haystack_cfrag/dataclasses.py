@@ -11,6 +11,10 @@ from haystack import Document
 NO_EVIDENCE = "no evidence"
 """`Draft.error` of a draft that was not written because its evidence subset was empty."""
 
+SOURCE_KEY = "cfrag_source"
+"""`Draft.meta` key of a baseline draft: "baseline" (ParallelDraftGenerator's `baseline_documents`) or
+"answers" (an answer your pipeline drafted, given to CausalArbitrationRanker's `answers`)."""
+
 
 @dataclass(frozen=True)
 class Draft:

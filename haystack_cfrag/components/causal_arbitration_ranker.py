@@ -26,14 +26,12 @@ from haystack_cfrag.core import arbitration as arb
 from haystack_cfrag.core.replies import parse_draft_reply
 from haystack_cfrag.core.text import agreement_matrix, bag_of_words_matrix, mention_matrix
 from haystack_cfrag.core.vectors import as_matrix, cosine_matrix, cosine_to_relevance, valid_embedding_mask
-from haystack_cfrag.dataclasses import NO_EVIDENCE, Draft
+from haystack_cfrag.dataclasses import NO_EVIDENCE, SOURCE_KEY, Draft
 from haystack_cfrag.prompts import SYNTHESIS_PROMPT, render_drafts
 
 logger = logging.getLogger(__name__)
 
 SCORES_KEY = "cfrag_scores"
-SOURCE_KEY = "cfrag_source"
-"""`Draft.meta` key: "answers" for a draft that came in through the `answers` socket (a baseline)."""
 EVIDENCE_MODES = ("cited", "subset", "mentions")
 MENTION_THRESHOLD = 0.5
 
@@ -62,8 +60,9 @@ class CausalArbitrationRanker:
     `meta["cfrag_scores"]`), `answer` and a JSON-serialisable `trace`.
 
     **Baseline and conservative override** (`override_margin` set; the shipped `cf_rag`): the
-    first answer that arrives on the `answers` socket — standard RAG's answer from the same
-    pipeline — is the baseline. It stands unless the best-scoring draft that disagrees with it
+    drafter's baseline draft (standard RAG's prompt over the original query's top-k), or else
+    the first answer that arrives on the `answers` socket (your pipeline's own answer), is the
+    baseline. It stands unless the best-scoring draft that disagrees with it
     has Ψ at least `override_margin` above it and a higher φ_causal ("override"); otherwise
     "baseline" (always without counterfactuals: nothing then verifies a challenger). Agreement
     among the other drafts ends nothing. `consensus_min_causal` (paper mode) lets a consensus
@@ -464,7 +463,7 @@ class _Case:
             chosen = cited_documents(d) if cited else []
             self.evidence.append([position[doc.id] for doc in (chosen or d.documents)])
             self.evidence_kind.append("cited" if chosen else "subset")
-        self.from_answers = [d.meta.get(SOURCE_KEY) == "answers" for d in drafts]
+        self.from_answers = [d.meta.get(SOURCE_KEY) in ("baseline", "answers") for d in drafts]
         self.degradations: list[dict[str, Any]] = []
         self.relevance: np.ndarray | None = None
         self.answer_emb = np.zeros((len(drafts), 1))
@@ -489,7 +488,7 @@ class _Case:
         return cls(query, usable, [d for d in drafts if d.failed], [query] + cf, details, cited)
 
     def baseline(self) -> int | None:
-        """Position of the first usable draft that came in on the `answers` socket, if any."""
+        """Position of the first usable baseline draft (the drafter's baseline, or an `answers` input), if any."""
         return next((j for j, flag in enumerate(self.from_answers) if flag), None)
 
     def use_mentions(self, mentions: np.ndarray) -> None:

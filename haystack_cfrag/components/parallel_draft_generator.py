@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import numbers
 import time
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -25,7 +26,7 @@ from haystack_cfrag.components._common import (
     warm_up_all,
 )
 from haystack_cfrag.core.replies import parse_draft_reply
-from haystack_cfrag.dataclasses import NO_EVIDENCE, Draft
+from haystack_cfrag.dataclasses import NO_EVIDENCE, SOURCE_KEY, Draft
 from haystack_cfrag.prompts import DRAFT_PROMPT, SHORT_DRAFT_PROMPT, render_evidence, render_plain_evidence
 
 PROMPTS = ("app_g", "short")
@@ -134,24 +135,32 @@ class ParallelDraftGenerator:
         return default_from_dict(cls, deserialize_init_components(data, ("chat_generator",)))
 
     @component.output_types(drafts=list[Draft])
-    def run(self, query: str, subsets: list[list[Document]]) -> dict[str, list[Draft]]:
+    def run(
+        self, query: str, subsets: list[list[Document]], baseline_documents: list[Document] | None = None
+    ) -> dict[str, list[Draft]]:
         """
         :param query: the original question.
         :param subsets: one evidence list per draft (SpectralStratifier's `subsets`).
-        :returns: `drafts`, in subset order (failed ones carry `error`).
+        :param baseline_documents: the original query's top-k in rank order: drafted first with
+            standard RAG's prompt (whatever `prompt` is), as the baseline the ranker's override
+            protects (`meta["cfrag_source"] == "baseline"`, index = len(subsets)).
+        :returns: `drafts` — the baseline first when given, then the subsets in order (failed ones carry `error`).
         """
         query = self._check(query, subsets)
         deadline = self._deadline()
-        jobs = list(enumerate(subsets))
+        jobs = self._jobs(subsets, baseline_documents)
+        base = len(subsets)
         if self.max_workers == 1 or len(jobs) <= 1:
-            drafts = [self._draft(i, query, docs, deadline) for i, docs in jobs]
+            drafts = [self._draft(i, query, docs, deadline, short=i == base) for i, docs in jobs]
         else:
             with ThreadPoolExecutor(max_workers=min(self.max_workers, len(jobs))) as pool:
-                drafts = list(pool.map(lambda job: self._draft(job[0], query, job[1], deadline), jobs))
-        return {"drafts": self._report(drafts)}
+                drafts = list(pool.map(lambda j: self._draft(j[0], query, j[1], deadline, short=j[0] == base), jobs))
+        return {"drafts": self._report(self._mark_baseline(drafts, subsets, baseline_documents))}
 
     @component.output_types(drafts=list[Draft])
-    async def run_async(self, query: str, subsets: list[list[Document]]) -> dict[str, list[Draft]]:
+    async def run_async(
+        self, query: str, subsets: list[list[Document]], baseline_documents: list[Document] | None = None
+    ) -> dict[str, list[Draft]]:
         """Async twin of `run`, with the same sockets; drafts run as tasks up to `max_workers`."""
         query = self._check(query, subsets)
         deadline = self._deadline()
@@ -166,14 +175,15 @@ class ParallelDraftGenerator:
                         self.chat_generator,
                         remaining(deadline, self.timeout_s),
                         exclusive=self.max_workers == 1,
-                        **self._call_kwargs(query, docs),
+                        **self._call_kwargs(query, docs, short=index == len(subsets)),
                     )
                 except Exception as exc:  # noqa: BLE001  (recorded on the draft, see class doc)
                     return self._failed(index, docs, exc)
                 return self._parse(index, docs, result)
 
-        drafts = await asyncio.gather(*(one(i, docs) for i, docs in enumerate(subsets)))
-        return {"drafts": self._report(list(drafts))}
+        jobs = self._jobs(subsets, baseline_documents)
+        drafts = await asyncio.gather(*(one(i, docs) for i, docs in jobs))
+        return {"drafts": self._report(self._mark_baseline(list(drafts), subsets, baseline_documents))}
 
     # ------------------------------------------------------------------ steps
     def _check(self, query: str, subsets: list[list[Document]]) -> str:
@@ -184,8 +194,23 @@ class ParallelDraftGenerator:
     def _deadline(self) -> float | None:
         return None if self.time_budget_s is None else time.monotonic() + self.time_budget_s
 
-    def _call_kwargs(self, query: str, docs: list[Document]) -> dict[str, Any]:
-        if self.prompt == "short":
+    @staticmethod
+    def _jobs(subsets: list[list[Document]], baseline: list[Document] | None) -> list[tuple[int, list[Document]]]:
+        """(index, evidence) to draft: the baseline first (index len(subsets)), then the subsets."""
+        if baseline is not None and not (isinstance(baseline, list) and all(isinstance(d, Document) for d in baseline)):
+            raise ValueError("ParallelDraftGenerator: 'baseline_documents' must be a list of documents.")
+        head = [(len(subsets), list(baseline))] if baseline is not None else []
+        return head + list(enumerate(subsets))
+
+    @staticmethod
+    def _mark_baseline(drafts: list[Draft], subsets: list[list[Document]], baseline: list[Document] | None) -> list[Draft]:
+        if baseline is None or not drafts:
+            return drafts
+        first = drafts[0]
+        return [replace(first, meta={**first.meta, SOURCE_KEY: "baseline"})] + drafts[1:]
+
+    def _call_kwargs(self, query: str, docs: list[Document], short: bool = False) -> dict[str, Any]:
+        if short or self.prompt == "short":
             prompt = SHORT_DRAFT_PROMPT.format(query=query, evidence=render_plain_evidence(docs))
         else:
             prompt = DRAFT_PROMPT.format(query=query, evidence=render_evidence(docs, self.max_evidence_chars))
@@ -194,7 +219,7 @@ class ParallelDraftGenerator:
             kwargs["generation_kwargs"] = dict(self.generation_kwargs)
         return kwargs
 
-    def _draft(self, index: int, query: str, docs: list[Document], deadline: float | None) -> Draft:
+    def _draft(self, index: int, query: str, docs: list[Document], deadline: float | None, short: bool = False) -> Draft:
         if not docs:
             return self._no_evidence(index)
         try:
@@ -202,7 +227,7 @@ class ParallelDraftGenerator:
                 self.chat_generator,
                 remaining(deadline, self.timeout_s),
                 exclusive=self.max_workers == 1,
-                **self._call_kwargs(query, docs),
+                **self._call_kwargs(query, docs, short=short),
             )
         except Exception as exc:  # noqa: BLE001  (recorded on the draft, see class doc)
             return self._failed(index, docs, exc)

@@ -168,7 +168,7 @@ class MockChatGenerator:
 # ---------------------------------------------------------------- replies
 def reply_for(prompt: str) -> str:
     """The deterministic reply to a prompt (see the class doc)."""
-    if "counterfactual questions" in prompt:
+    if "counterfactual questions" in prompt or "with a DIFFERENT answer" in prompt:
         return _counterfactual_reply(prompt)
     if "Drafts (best score first):" in prompt:
         first = re.search(r"^\s*1\.\s*Answer:\s*(.*?)\s*\|", prompt, flags=re.MULTILINE)
@@ -187,15 +187,15 @@ def _question(prompt: str) -> str:
 
 
 def _counterfactual_reply(prompt: str) -> str:
-    found = re.search(r"Give (\d+) counterfactual questions", prompt)
+    found = re.search(r"(?:Give|Write) (\d+) (?:counterfactual )?questions", prompt)
     n = int(found.group(1)) if found else 2
     question = _question(prompt).rstrip("?").strip()
     variants = [
-        ("in the sequel", "entity"),
-        ("ten years earlier", "temporal"),
-        ("in the original book", "scope"),
-        ("as a supporting role", "role"),
-        ("according to the critics", "categorical"),
+        ("in the sequel released afterwards", "entity"),
+        ("ten years earlier before production", "temporal"),
+        ("in the original source novel", "scope"),
+        ("as a supporting cast member", "role"),
+        ("according to the newspaper critics", "categorical"),
     ]
     cfs = []
     for i in range(n):
@@ -203,6 +203,8 @@ def _counterfactual_reply(prompt: str) -> str:
         if i >= len(variants):
             suffix += f" (variant {i // len(variants) + 1})"
         cfs.append({"question": f"{question} {suffix}?", "type": kind, "answer_hint": f"alternative {i + 1}"})
+    if "with a DIFFERENT answer" in prompt:  # the compact prompt: one question per line
+        return "\n".join(c["question"] for c in cfs)
     return json.dumps({"original_answer_hint": "original", "counterfactuals": cfs})
 
 

@@ -141,6 +141,32 @@ def test_short_draft_prompt_is_standard_rags_prompt():
     assert gen.prompts == [expected]
 
 
+def test_baseline_is_drafted_first_with_standard_rags_prompt_and_degrades_alone():
+    docs = [Document(content=t) for t in dk.REVIEWS[:2] + [dk.CAST]]
+    gen = KeywordReader(candidates=dk.CANDIDATES)
+    drafter = ParallelDraftGenerator(chat_generator=gen, prompt="app_g")
+    drafts = drafter.run(query=dk.QUESTION, subsets=[[docs[2]]], baseline_documents=docs)["drafts"]
+    builder = ChatPromptBuilder(template=[ChatMessage.from_user(STANDARD_RAG_TEMPLATE)])
+    assert gen.prompts[0] == builder.run(query=dk.QUESTION, documents=docs)["prompt"][0].text
+    assert "Rationale:" in gen.prompts[1]                          # the challenger keeps the configured prompt
+    assert [(d.index, d.meta.get("cfrag_source")) for d in drafts] == [(1, "baseline"), (0, None)]
+
+    @component
+    class FailsOnStandardPrompt:
+        @component.output_types(replies=list[ChatMessage])
+        def run(self, messages: list[ChatMessage]) -> dict[str, Any]:
+            if "Rationale:" not in messages[0].text:
+                raise RuntimeError("model server unavailable")
+            return {"replies": [ChatMessage.from_assistant("Answer: Christian Bale")]}
+
+    drafts = ParallelDraftGenerator(chat_generator=FailsOnStandardPrompt()).run(
+        query=dk.QUESTION, subsets=[[docs[2]]], baseline_documents=docs)["drafts"]
+    assert drafts[0].failed and "model server unavailable" in drafts[0].error and drafts[1].answer == "Christian Bale"
+    out = CausalArbitrationRanker(override_margin=0.05).run(query=dk.QUESTION, drafts=drafts)
+    assert out["answer"] == "Christian Bale" and out["trace"]["override"] is None   # no baseline left: paper path
+    assert any(d["stage"] == "drafts" for d in out["trace"]["degradations"])
+
+
 # ---------------------------------------------------------------- baseline and override
 def _case(baseline: str, challengers: list[tuple[str, list[Document]]], **ranker_kwargs):
     docs = HashingDocumentEmbedder().run(dk.documents())["documents"]
@@ -225,7 +251,7 @@ def _default(path: Path, **params):
         ["Who played the villain in The Dark Knight?", "Who directed The Dark Knight?",
          "Who is the lead actor in Inception?"]))
     overrides = {
-        "query_embedder": emb, "generator": reader, "expander.chat_generator": reader, "expander.text_embedder": emb,
+        "query_embedder": emb, "expander.chat_generator": reader, "expander.text_embedder": emb,
         "expander.similarity_threshold": 0.3, "retriever.query_embedder": emb, "stratifier.text_embedder": emb,
         "drafter.chat_generator": reader, "ranker.text_embedder": emb, **params,
     }

@@ -20,8 +20,9 @@ def test_compare_standard_and_cf_rag_on_one_runtime():
     cf = rt.ask("cf_rag", dk.QUESTION, {"random_state": 0})
     assert std.answer == "Heath Ledger" and std.llm["calls"] == 1 and std.trace is None
     assert cf.answer in dk.CANDIDATES and cf.trace["drafts"]
-    assert cf.llm["calls"] == 1 + len(cf.trace["drafts"])  # counterfactuals + one call per draft
-    assert set(cf.stages) == {"expander", "retriever", "dedup", "stratifier", "drafter", "ranker"}
+    assert cf.llm["calls"] == 1 + len(cf.trace["drafts"])  # counterfactuals + the baseline + one call per challenger
+    baseline = {"query_embedder", "baseline_retriever"}
+    assert set(cf.stages) == {"expander", "retriever", "dedup", "stratifier", "drafter", "ranker"} | baseline
     assert all(v >= 0 for v in cf.stages.values()) and cf.seconds >= sum(cf.stages.values()) * 0.5
 
 
@@ -32,14 +33,15 @@ def test_models_and_store_are_the_runtimes_own():
     assert expander.chat_generator is rt.generator and drafter.chat_generator is rt.generator
     assert pipe.get_component("ranker").text_embedder is rt.text_embedder
     assert pipe.get_component("retriever").retriever.document_store is rt.store
+    assert pipe.get_component("baseline_retriever").document_store is rt.store
 
 
 def test_parameters_reach_the_components():
     rt = runtime()
     out = rt.ask("cf_rag", dk.QUESTION, {"n_counterfactuals": 0, "n_subsets": 2, "causal_weight": 0.0})
-    assert out.trace["counterfactuals"] == [] and len(out.trace["drafts"]) == 2
+    assert out.trace["counterfactuals"] == [] and len(out.trace["drafts"]) == 1 + 2  # the baseline, two challengers
     assert out.trace["weights"]["causal"] == 0.0
-    assert out.llm["calls"] == 2  # N = 0: no counterfactual call
+    assert out.llm["calls"] == 3  # N = 0: no counterfactual call; the baseline and two challengers
 
 
 
