@@ -8,6 +8,9 @@
 
 Models default to the embedded ones (no keys, no hub); `--llm`, `--embedder` and `--scorer`
 take any spec of `haystack_cfrag.models` (a GGUF path, openai:URL, a hub id or folder).
+
+Arguments are checked before any model loads (`haystack_cfrag.cli_checks`); every error is one
+line (`cfrag --debug …` shows the traceback), and a run that produced nothing exits with 1.
 """
 
 from __future__ import annotations
@@ -22,6 +25,14 @@ from typing import Any
 import click
 
 from haystack_cfrag import models
+from haystack_cfrag.errors import one_line
+from haystack_cfrag.cli_checks import (
+    PARAMETER_OPTIONS,
+    check_model_spec,
+    check_run_parameters,
+    check_store_spec,
+)
+from haystack_cfrag.parameters import PARAMETERS
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
@@ -47,26 +58,40 @@ def _model_options(func: Any) -> Any:
 
 
 def _param_options(func: Any) -> Any:
-    options = [
-        click.option("-N", "n_counterfactuals", type=int, default=None, help="Counterfactual queries (N)."),
-        click.option("-K", "n_clusters", type=int, default=None, help="Evidence clusters (K)."),
-        click.option("-M", "n_subsets", type=int, default=None, help="Parallel drafts (M)."),
-        click.option("--lambda", "causal_weight", type=float, default=None, help="Causal weight λ in Ψ."),
-        click.option("--seed", "random_state", type=int, default=None, help="Seed of the stratifier."),
-    ]
-    for option in reversed(options):
-        func = option(func)
+    for option, name in reversed(PARAMETER_OPTIONS.items()):
+        param = PARAMETERS[name]
+        func = click.option(option, name, type=param.kind, default=None,
+                            help=f"{param.help[:1].upper()}{param.help[1:]}: {param.describe()}.")(func)
     return func
 
 
-@click.group()
+class _Main(click.Group):
+    """The `cfrag` group: every error is one line; `--debug` shows the traceback of an unexpected one."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            exc.ctx = None  # the message names the option: no usage block around it
+            raise
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:
+            if ctx.params.get("debug"):
+                raise
+            raise click.ClickException(f"{one_line(exc)} (`cfrag --debug …` shows the traceback)") from exc
+
+
+@click.group(cls=_Main)
 @click.version_option(package_name="haystack-cfrag")
-def main() -> None:
+@click.option("--debug", is_flag=True, envvar="CFRAG_DEBUG", help="Show tracebacks of unexpected errors.")
+def main(debug: bool) -> None:
     """CF-RAG: retrieval-augmented generation robust to the Correlation Trap."""
 
 
-def _check_inputs(question: str, pipelines: list[str]) -> None:
-    """Fail fast, before any model loads, on an empty question or an unknown pipeline."""
+def _check_inputs(question: str, pipelines: list[str], params: dict[str, Any], store_path: str | None, llm: str,
+                  embedder: str, scorer: str | None) -> dict[str, Any]:
+    """Fail fast, before any model loads, on any bad argument; the checked parameters."""
     from haystack_cfrag.runtime import pipeline_path  # noqa: PLC0415
 
     if not question.strip():
@@ -76,6 +101,14 @@ def _check_inputs(question: str, pipelines: list[str]) -> None:
             pipeline_path(name)
         except FileNotFoundError as exc:
             raise click.BadParameter(str(exc), param_hint="--pipeline") from exc
+    checked = check_run_parameters(params)
+    if store_path is not None:
+        check_store_spec(store_path, create=False)
+    check_model_spec(llm, "--llm")
+    check_model_spec(embedder, "--embedder")
+    if scorer:
+        check_model_spec(scorer, "--scorer")
+    return checked
 
 
 def _guarded(func: Any, *args: Any) -> Any:
@@ -83,7 +116,7 @@ def _guarded(func: Any, *args: Any) -> Any:
     try:
         return func(*args)
     except (ValueError, FileNotFoundError, KeyError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(one_line(exc)) from exc
 
 
 def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None, device: str | None,
@@ -94,19 +127,35 @@ def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None
 
     start = time.perf_counter()
     spec = parse_store_spec(store_path) if store_path else None
-    if spec is None or spec.kind == "memory":
-        store = open_model_store(Path(spec.location) if spec else None, embedder, device=device, progress_bar=True)
-    else:
-        try:
+    try:
+        if spec is None or spec.kind == "memory":
+            store = open_model_store(Path(spec.location) if spec else None, embedder, device=device,
+                                     progress_bar=True)
+        else:
             store = open_document_store(spec)
-        except FileNotFoundError as exc:
-            raise click.ClickException(str(exc)) from exc
-    runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device, max_tokens=max_tokens,
-                      logprobs=logprobs)
-    runtime.warm_up()
+        runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device,
+                          max_tokens=max_tokens, logprobs=logprobs)
+        runtime.warm_up()
+    except (FileNotFoundError, ValueError, RuntimeError, OSError) as exc:  # a store or model that cannot open
+        raise click.ClickException(one_line(exc)) from exc
     click.echo(f"[setup] {store.count_documents()} passages, models loaded in {time.perf_counter() - start:.1f} s",
                err=True)
     return runtime
+
+
+def _no_answer(result: Any) -> str | None:
+    """Why a run produced no answer (None when it did)."""
+    if result.answer.strip():
+        return None
+    trace = result.trace or {}
+    drafts = trace.get("drafts") or []
+    if trace.get("decision") == "no_evidence" or (result.trace is not None and not drafts):
+        why = "no evidence was found in the store"
+    elif drafts and all(d.get("error") for d in drafts):
+        why = f"every LLM call failed ({len(drafts)} of {len(drafts)} drafts; see the trace)"
+    else:
+        why = "the model's reply held no answer"
+    return f"{result.pipeline}: no answer: {why}"
 
 
 @main.command()
@@ -119,18 +168,22 @@ def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None
 def ask(question: str, pipeline: str, as_json: bool, store_path: str | None, llm: str, embedder: str,
         scorer: str | None, device: str | None, max_tokens: int, logprobs: bool, **params: Any) -> None:
     """Answer QUESTION and show why: counterfactuals, clusters, drafts, φ scores, Ψ, decision."""
-    _check_inputs(question, [pipeline])
+    params = _check_inputs(question, [pipeline], params, store_path, llm, embedder, scorer)
     runtime = _runtime(store_path, llm, embedder, scorer, device, max_tokens, logprobs)
     result = _guarded(runtime.ask, pipeline, question, params)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
-        return
-    click.echo(click.style(f"Answer: {result.answer}", bold=True))
-    if result.trace:
-        click.echo(format_trace(result.trace))
     else:
-        click.echo("Evidence: " + "; ".join(str(d["title"]) for d in result.documents))
-    click.echo(format_cost(result))
+        click.echo(click.style(f"Answer: {printable(result.answer)}", bold=True))
+        if result.trace:
+            click.echo(format_trace(result.trace))
+        else:
+            click.echo("Evidence: " + "; ".join(printable(str(d["title"])) for d in result.documents))
+        click.echo(format_cost(result))
+    failed = _no_answer(result)
+    if failed:
+        click.echo(failed, err=True)
+        sys.exit(1)
 
 
 @main.command()
@@ -144,20 +197,27 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
             scorer: str | None, device: str | None, max_tokens: int, logprobs: bool, **params: Any) -> None:
     """Run standard RAG and CF-RAG on the same store and models; show answers, time and LLM usage per stage."""
     names = [name.strip() for name in pipelines.split(",") if name.strip()]
-    _check_inputs(question, names)
+    if not names:
+        raise click.BadParameter("names no pipeline", param_hint="--pipelines")
+    params = _check_inputs(question, names, params, store_path, llm, embedder, scorer)
     runtime = _runtime(store_path, llm, embedder, scorer, device, max_tokens, logprobs)
     results = [_guarded(runtime.ask, name, question, params) for name in names]
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in results], indent=2, ensure_ascii=False))
-        return
-    click.echo(f"Question: {question}\n")
-    for r in results:
-        click.echo(click.style(f"{r.pipeline:>14}: {r.answer}", bold=True))
-        click.echo(format_cost(r, indent="                "))
-    base = results[0].seconds or 1e-9
-    for r in results[1:]:
-        click.echo(f"\n{r.pipeline} / {results[0].pipeline}: {r.seconds / base:.2f}× time, "
-                   f"{r.llm['calls']} vs {results[0].llm['calls']} LLM calls")
+    else:
+        click.echo(f"Question: {printable(question)}\n")
+        for r in results:
+            click.echo(click.style(f"{r.pipeline:>14}: {printable(r.answer)}", bold=True))
+            click.echo(format_cost(r, indent="                "))
+        base = results[0].seconds or 1e-9
+        for r in results[1:]:
+            click.echo(f"\n{r.pipeline} / {results[0].pipeline}: {r.seconds / base:.2f}× time, "
+                       f"{r.llm['calls']} vs {results[0].llm['calls']} LLM calls")
+    failed = [reason for r in results if (reason := _no_answer(r))]
+    for reason in failed:
+        click.echo(reason, err=True)
+    if failed and len(failed) == len(results):
+        sys.exit(1)
 
 
 @main.command()
@@ -167,30 +227,42 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
                    "qdrant:PATH|URL[#COLLECTION].")
 @click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True)
 @click.option("--device", default=None)
-@click.option("--words", default=190, show_default=True, help="Words per passage (≈ 250 tokens).")
-@click.option("--overlap", default=30, show_default=True, help="Words shared by consecutive passages.")
+@click.option("--words", default=190, show_default=True, type=click.IntRange(min=1),
+              help="Words per passage (≈ 250 tokens).")
+@click.option("--overlap", default=30, show_default=True, type=click.IntRange(min=0),
+              help="Words shared by consecutive passages (fewer than --words).")
 def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str | None, words: int,
           overlap: int) -> None:
-    """Split text, Markdown, PDF or JSONL files into passages, embed them and write them to a store."""
+    """Split text, Markdown, PDF or JSONL files into passages, embed them and write them to a store.
+
+    A folder is read recursively (files of those types only). No passage at all is an error.
+    """
     from haystack.document_stores.types import DuplicatePolicy  # noqa: PLC0415
 
-    from haystack_cfrag.store import convert_files, split_documents  # noqa: PLC0415
-    from haystack_cfrag.stores import (  # noqa: PLC0415
-        close_document_store,
-        open_document_store,
-        parse_store_spec,
-        redact,
-        save_document_store,
-    )
+    from haystack_cfrag.store import SUFFIXES, convert_files, split_documents  # noqa: PLC0415
+    from haystack_cfrag.stores import close_document_store, open_document_store, redact, save_document_store  # noqa: PLC0415
 
-    try:
-        spec = parse_store_spec(store_path)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--store") from exc
-
-    files = [f for p in paths for f in (sorted(x for x in p.rglob("*") if x.is_file()) if p.is_dir() else [p])]
+    if overlap >= words:
+        raise click.BadParameter(f"must be smaller than --words ({words}), got {overlap}", param_hint="--overlap")
+    spec = check_store_spec(store_path, create=True)
+    check_model_spec(embedder, "--embedder")
+    files = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(x for x in path.rglob("*") if x.is_file() and x.suffix.lower() in SUFFIXES)
+            if not found:
+                raise click.BadParameter(f"{path} holds no .txt, .md, .pdf or .jsonl file", param_hint="PATHS")
+            files += found
+        else:
+            files.append(path)
     start = time.perf_counter()
-    passages = split_documents(convert_files(files), words=words, overlap=overlap)
+    try:
+        docs, no_text = convert_files(files)
+        passages = split_documents(docs, words=words, overlap=overlap)
+    except ValueError as exc:  # names the file (and line)
+        raise click.ClickException(one_line(exc)) from exc
+    if not passages:  # each file without text was logged as a warning
+        raise click.ClickException(f"no passage to index: {len(files)} file(s) gave no text; the store is unchanged.")
     doc_embedder = models.document_embedder(embedder, device=device, progress_bar=True)
     doc_embedder.warm_up()
     embedded = doc_embedder.run(documents=passages)["documents"]
@@ -216,7 +288,17 @@ def bench(sizes: str, draft_seconds: float | None, llm: str) -> None:
     """Time the non-generative stages (dedup, stratifier, arbitration) at several candidate counts."""
     from haystack_cfrag.evaluation.bench import format_rows, run_benchmark  # noqa: PLC0415
 
-    rows = run_benchmark(tuple(int(x) for x in sizes.split(",")))
+    try:
+        counts = tuple(int(x) for x in sizes.split(","))
+    except ValueError as exc:
+        raise click.BadParameter(f"'{sizes}' is not a comma-separated list of integers", param_hint="--sizes") from exc
+    if not counts or min(counts) < 1:
+        raise click.BadParameter("every size must be an integer ≥ 1", param_hint="--sizes")
+    if draft_seconds is not None and not 0 < draft_seconds < float("inf"):
+        raise click.BadParameter("must be a number of seconds > 0", param_hint="--draft-seconds")
+    if draft_seconds is None:
+        check_model_spec(llm, "--llm")
+    rows = run_benchmark(counts)
     if draft_seconds is None:
         draft_seconds = _time_one_draft(llm)
     click.echo(format_rows(rows, draft_seconds))
@@ -257,13 +339,20 @@ def models_check() -> None:
 
 
 # ---------------------------------------------------------------- formatting
+def printable(text: str) -> str:
+    """Text fit for a terminal: control, bidi and other format characters become spaces (see `clean_query`)."""
+    from haystack_cfrag.core.text import clean_query  # noqa: PLC0415
+
+    return clean_query(text)
+
+
 def format_trace(trace: dict[str, Any]) -> str:
     """A readable account of an arbitration trace."""
     lines = ["", "Counterfactuals:"]
     cfs = trace.get("counterfactual_details") or [{"text": t} for t in trace.get("counterfactuals", [])]
     for c in cfs:
         extra = f" [{c['type']}, sim {c['similarity']:.2f}]" if "type" in c else ""
-        lines.append(f"  - {c['text']}{extra}")
+        lines.append(f"  - {printable(str(c['text']))}{extra}")
     if not cfs:
         lines.append("  (none)")
     clusters = trace.get("clusters") or {}
@@ -274,7 +363,7 @@ def format_trace(trace: dict[str, Any]) -> str:
                  + ", ".join(f"{k} {v:.2f}" for k, v in weights.items() if v) + "):")
     for d in trace.get("drafts", []):
         if d.get("error"):
-            lines.append(f"  #{d['index']}: FAILED ({d['error']})")
+            lines.append(f"  #{d['index']}: FAILED ({printable(str(d['error']))})")
             continue
         s = d["scores"]
         fmt = lambda v: "—" if v is None else f"{v:+.3f}"  # noqa: E731
@@ -283,7 +372,7 @@ def format_trace(trace: dict[str, Any]) -> str:
                      f"agree {d['agreement']:.2f}")
         for e in d["evidence"]:
             margin = "" if e["causal_margin"] is None else f"  margin {e['causal_margin']:+.3f}"
-            lines.append(f"       · {e.get('title') or e['id']} (cluster {e.get('cluster')}, s {e['relevance']:.3f}{margin})")
+            lines.append(f"       · {printable(str(e.get('title') or e['id']))} (cluster {e.get('cluster')}, s {e['relevance']:.3f}{margin})")
     lines.append(f"Decision: {trace.get('decision')} (agreement {trace.get('agreement', 0):.2f}) → {trace.get('answer')!r}")
     for d in trace.get("degradations") or []:
         details = ", ".join(f"{k} {v}" for k, v in d.items() if k not in ("stage", "reason"))

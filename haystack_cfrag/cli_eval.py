@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from haystack_cfrag import models
+from haystack_cfrag.cli_checks import check_model_spec
 from haystack_cfrag.evaluation.corpus import CORPUS_MODES, INJECTION_VARIANTS
 from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, SWEEP_PARAMETERS
 
@@ -66,6 +67,9 @@ def eval_command(data: Path, fmt: str, limit: int, offset: int, main_limit: int 
     from haystack_cfrag.evaluation.provenance import ResumeMismatchError  # noqa: PLC0415
 
     if not report_only:
+        for spec, option in ((llm, "--llm"), (embedder, "--embedder"), (scorer, "--scorer")):
+            if spec:
+                check_model_spec(spec, option)
         try:
             config = EvalConfig(
                 data=str(data), format=fmt, limit=limit, offset=offset, main_limit=main_limit, corpus=corpus,

@@ -49,11 +49,16 @@ class StoreSpec:
 def parse_store_spec(spec: str | os.PathLike[str]) -> StoreSpec:
     """Parse a store spec (see the module doc); a bare path is a saved in-memory store.
 
-    :raises ValueError: an unknown kind, or a spec missing its required path.
+    :raises ValueError: an unknown kind (``mongo://…``), or a spec missing its required path.
     """
     text = os.fspath(spec).strip()
     kind, sep, rest = text.partition(":")
-    if not sep or kind not in KINDS or re.fullmatch(r"[A-Za-z]", kind):  # "C:\\…" is a path
+    if not sep or re.fullmatch(r"[A-Za-z]", kind):  # "C:\\…" is a path
+        return StoreSpec("memory", text)
+    if kind not in KINDS:
+        if re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", kind):  # a scheme we do not know, e.g. mongo://…
+            raise ValueError(f"Store spec '{text}': unknown store kind '{kind}' (known: {', '.join(KINDS)}; "
+                             f"a file name with ':' is memory:{text}).")
         return StoreSpec("memory", text)
     location, _, name = rest.rpartition("#") if "#" in rest else (rest, "", "")
     if kind == "memory":

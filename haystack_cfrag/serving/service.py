@@ -24,6 +24,7 @@ from typing import Any
 from haystack import logging
 
 from haystack_cfrag import models
+from haystack_cfrag.errors import one_line
 from haystack_cfrag.parameters import PARAMETERS
 from haystack_cfrag.serving.requests import RequestError, check_params, check_question
 
@@ -197,7 +198,7 @@ class CFRAGService:
                     out = pipe.run(data)
         except Exception as exc:  # a model or component failure the components did not absorb
             logger.warning("CF-RAG service: pipeline {pipeline} failed: {error}", pipeline=name, error=repr(exc))
-            raise PipelineFailedError(f"The pipeline '{name}' failed: {_first_line(exc)}") from exc
+            raise PipelineFailedError(f"The pipeline '{name}' failed: {one_line(exc)}") from exc
         finally:
             _REQUEST_USAGE.reset(token)
         seconds = time.perf_counter() - start
@@ -241,8 +242,8 @@ def _usage_report(usage: dict[str, int]) -> dict[str, int] | None:
             "total_tokens": total, "llm_calls": usage["calls"]}
 
 
-def _first_line(exc: BaseException) -> str:
-    """The first line of an exception's message, at most 300 characters (Haystack's carry the pipeline)."""
+def _first_line(exc: BaseException | str) -> str:
+    """The first line of an exception's message (or a text), at most 300 characters."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text[:300]
 
