@@ -4,16 +4,21 @@
     cfrag serve --pipeline cf_rag_fast --yaml cf_rag_fast --port 8000
     cfrag serve --mock --mock-failure-rate 0.1    # the mock generator: tests and load runs
     cfrag serve --mcp --mcp-port 1417             # also the MCP server (needs hayhooks[mcp])
+    CFRAG_API_KEY=… cfrag serve --cors-origin https://ui.example   # a token on every route, one browser origin
 
 It writes a deploy directory (wrapper folders, and with `--yaml` the shipped YAML files made
-deployable) and runs `hayhooks run` on it with sequential start-up deploys and Haystack's
-deserialisation allowlist extended by `haystack_cfrag` for that process only. Models, store and
-generator reach the server process as `CFRAG_*` environment variables (docs/serving.md).
+deployable) and runs Hayhooks' app on it through `haystack_cfrag.serving.app`: only the served
+pipelines (no deploy routes unless `--allow-deploy`, which needs `CFRAG_API_KEY`), no CORS
+unless `--cors-origin`, and Haystack's deserialisation allowlist extended by `haystack_cfrag` for
+that process only. Models, store and generator reach the server process as `CFRAG_*`
+environment variables (docs/serving.md). Every option is checked before anything starts.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,10 +29,11 @@ from typing import Any
 import click
 
 from haystack_cfrag import models
+from haystack_cfrag.cli_checks import check_model_spec
 
 SERVED = ("cf_rag", "cf_rag_fast", "standard_rag")
-# hayhooks' __main__ is empty: call its console-script entry point
-HAYHOOKS = [sys.executable, "-c", "import sys; from hayhooks.cli import hayhooks_cli; sys.exit(hayhooks_cli())"]
+SERVER = [sys.executable, "-m", "haystack_cfrag.serving.app"]
+ORIGIN = re.compile(r"https?://[A-Za-z0-9.\-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:]+\](:[0-9]{1,5})?")
 
 
 def server_env(
@@ -72,7 +78,7 @@ def server_env(
 
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=1416, show_default=True, type=int)
+@click.option("--port", default=1416, show_default=True, type=click.IntRange(1, 65535))
 @click.option("--pipeline", "pipelines", multiple=True, type=click.Choice(SERVED), default=("cf_rag",),
               show_default=True, help="Pipelines served through the CF-RAG wrapper (repeatable).")
 @click.option("--yaml", "yaml_pipelines", multiple=True, type=click.Choice(SERVED),
@@ -84,42 +90,77 @@ def server_env(
 @click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True)
 @click.option("--scorer", default=None, help="Cross-encoder for s(q, e); default: embedder cosine.")
 @click.option("--device", default=None)
-@click.option("--max-tokens", default=256, show_default=True)
+@click.option("--max-tokens", default=256, show_default=True, type=click.IntRange(1, 32768))
 @click.option("--mock", is_flag=True, help="Use haystack_cfrag.testing.MockChatGenerator instead of the LLM.")
 @click.option("--mock-failure-rate", default=0.0, show_default=True, type=float, help="Share of mock calls that fail.")
 @click.option("--mock-delay", default=0.0, show_default=True, type=float, help="Seconds per mock call.")
-@click.option("--mock-seed", default=0, show_default=True, type=int)
+@click.option("--mock-seed", default=0, show_default=True, type=click.IntRange(min=0))
 @click.option("--mcp", is_flag=True, help="Also run Hayhooks' MCP server (pip install 'hayhooks[mcp]').")
-@click.option("--mcp-port", default=1417, show_default=True, type=int)
+@click.option("--mcp-port", default=1417, show_default=True, type=click.IntRange(1, 65535))
 @click.option("--deploy-dir", type=click.Path(path_type=Path), default=None,
-              help="Where to write the deploy directory (emptied). Default: a temporary folder.")
+              help="Where to write the deploy directory: a new or empty folder, or one cfrag serve made "
+                   "(never emptied). Default: a temporary folder, removed on exit.")
+@click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
+              help="Let web pages of this origin (scheme://host[:port]) call the server (repeatable). Default: none.")
+@click.option("--allow-deploy", is_flag=True,
+              help="Keep Hayhooks' deploy/undeploy routes and MCP tools (they run code sent to them); "
+                   "needs CFRAG_API_KEY.")
 def serve(host: str, port: int, pipelines: tuple[str, ...], yaml_pipelines: tuple[str, ...], store: Path | None,
           llm: str, embedder: str, scorer: str | None, device: str | None, max_tokens: int, mock: bool,
           mock_failure_rate: float, mock_delay: float, mock_seed: int, mcp: bool, mcp_port: int,
-          deploy_dir: Path | None) -> None:
-    """Serve CF-RAG with Hayhooks: POST /<pipeline>/run, /v1/chat/completions, and MCP with --mcp."""
-    from haystack_cfrag.serving.deploy import write_deploy_dir  # noqa: PLC0415
+          deploy_dir: Path | None, cors_origins: tuple[str, ...], allow_deploy: bool) -> None:
+    """Serve CF-RAG with Hayhooks: POST /<pipeline>/run, /v1/chat/completions, and MCP with --mcp.
+
+    Set CFRAG_API_KEY to require `Authorization: Bearer <key>` on every route.
+    """
+    from haystack_cfrag.serving.app import API_KEY_ENV  # noqa: PLC0415
+    from haystack_cfrag.serving.deploy import DeployDirError, check_deploy_dir, write_deploy_dir  # noqa: PLC0415
     from haystack_cfrag.serving.service import ServingConfig  # noqa: PLC0415
 
     if not 0.0 <= mock_failure_rate <= 1.0:
         raise click.BadParameter("must be in [0, 1]", param_hint="--mock-failure-rate")
     if not 0.0 <= mock_delay <= 60.0:
         raise click.BadParameter("must be in [0, 60]", param_hint="--mock-delay")
-    if store is not None and not store.exists():
-        raise click.BadParameter(f"no such file: {store}", param_hint="--store")
+    if store is not None and not store.is_file():
+        raise click.BadParameter(f"no such file: {store} (create it with `cfrag index FILES --store {store}`)",
+                                 param_hint="--store")
+    if not mock:
+        check_model_spec(llm, "--llm")
+    check_model_spec(embedder, "--embedder")
+    for origin in cors_origins:
+        if not ORIGIN.fullmatch(origin):
+            raise click.BadParameter(f"'{origin}' is not an origin: use scheme://host[:port], e.g. "
+                                     "https://ui.example:8080 (no path, no '*')", param_hint="--cors-origin")
+    if allow_deploy and not os.environ.get(API_KEY_ENV):
+        raise click.UsageError(f"--allow-deploy needs {API_KEY_ENV} (a token every request must carry): "
+                               "the deploy routes run the code sent to them.")
+    if mcp and mcp_port == port:
+        raise click.BadParameter(f"the REST server already listens on {port}", param_hint="--mcp-port")
+    if deploy_dir is not None:
+        try:
+            check_deploy_dir(deploy_dir)
+        except DeployDirError as exc:
+            raise click.BadParameter(str(exc), param_hint="--deploy-dir") from exc
+
     env = server_env(llm=llm, embedder=embedder, scorer=scorer, store=store, device=device, max_tokens=max_tokens,
                      mock=mock, mock_failure_rate=mock_failure_rate, mock_delay=mock_delay, mock_seed=mock_seed)
     config = ServingConfig.from_env(env)
-    target = deploy_dir or Path(tempfile.mkdtemp(prefix="cfrag-serve-")) / "pipelines"
-    write_deploy_dir(target, config, wrappers=list(pipelines), yaml_pipelines=list(yaml_pipelines))
-    click.echo(f"[serve] deploy dir {target}: {', '.join([*pipelines, *(f'{n}_yaml' for n in yaml_pipelines)])}",
-               err=True)
-    commands = [[*HAYHOOKS, "run", "--host", host, "--port", str(port),
-                 "--pipelines-dir", str(target)]]
-    if mcp:
-        commands.append([*HAYHOOKS, "mcp", "run", "--host", host, "--port", str(mcp_port),
-                         "--pipelines-dir", str(target)])
-    sys.exit(run_children(commands, env))
+    made = None if deploy_dir is not None else Path(tempfile.mkdtemp(prefix="cfrag-serve-"))
+    target = deploy_dir or made / "pipelines"
+    try:
+        write_deploy_dir(target, config, wrappers=list(pipelines), yaml_pipelines=list(yaml_pipelines))
+        click.echo(f"[serve] deploy dir {target}: "
+                   f"{', '.join([*pipelines, *(f'{n}_yaml' for n in yaml_pipelines)])}", err=True)
+        common = ["--host", host, "--pipelines-dir", str(target)] + (["--allow-deploy"] if allow_deploy else [])
+        commands = [[*SERVER, "rest", "--port", str(port), *common,
+                     *(a for origin in cors_origins for a in ("--cors-origin", origin))]]
+        if mcp:
+            commands.append([*SERVER, "mcp", "--port", str(mcp_port), *common])
+        code = run_children(commands, env)
+    finally:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+    sys.exit(code)
 
 
 def run_children(commands: list[list[str]], env: dict[str, str]) -> int:

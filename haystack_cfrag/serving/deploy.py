@@ -7,10 +7,15 @@ is — top-level `inputs`/`outputs` included — with three changes Hayhooks can
 `Pipeline.loads`, which knows nothing of them), the chat generator replaced by the mock when
 serving with the mock, and the in-memory document store pointed at the service's named index,
 so that it reads the same documents as the wrappers.
+
+A deploy directory is never emptied blindly: `cfrag serve` writes into a new or empty folder,
+or into one it made before (its marker file, `.cfrag-serve.json`, lists what it wrote), and
+then replaces only what the marker lists. Any other folder is refused, naming what it holds.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -22,6 +27,32 @@ from haystack_cfrag.models import resolve_embedded_models
 from haystack_cfrag.serving.service import PIPELINES, ServingConfig
 
 WRAPPERS_DIR = Path(__file__).resolve().parent / "pipelines"
+MARKER = ".cfrag-serve.json"
+
+
+class DeployDirError(ValueError):
+    """A deploy directory `cfrag serve` must not write into (a file, or a folder it did not make)."""
+
+
+def check_deploy_dir(target: Path) -> list[str]:
+    """What `cfrag serve` wrote into `target` before (to replace); DeployDirError when it must not write there."""
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise DeployDirError(f"{target} is not a folder: name a new folder, an empty one, or one cfrag serve made.")
+    if not target.exists():
+        return []
+    present = sorted(p.name for p in target.iterdir() if p.name != MARKER)
+    written: list[str] = []
+    if (target / MARKER).exists():
+        try:
+            written = list(json.loads((target / MARKER).read_text(encoding="utf-8"))["written"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise DeployDirError(f"{target / MARKER} is not a marker cfrag serve wrote; name another folder.") from exc
+    others = [name for name in present if name not in written]
+    if others:
+        shown = ", ".join(others[:5]) + (" …" if len(others) > 5 else "")
+        raise DeployDirError(f"{target} holds files cfrag serve did not write ({shown}): it is never emptied; "
+                             "name a new or empty folder.")
+    return [name for name in written if name in present]
 
 
 def deployable_yaml(name: str, config: ServingConfig) -> str:
@@ -55,13 +86,20 @@ def _rewrite(data: Any, config: ServingConfig, generator: dict[str, Any] | None)
 def write_deploy_dir(
     target: Path, config: ServingConfig, *, wrappers: list[str], yaml_pipelines: list[str] | None = None
 ) -> Path:
-    """Fill `target` (emptied first) with the wrapper folders and YAML files to deploy."""
+    """Write the wrapper folders and YAML files to deploy into `target` (see `check_deploy_dir`) and its marker."""
     for name in [*wrappers, *(yaml_pipelines or [])]:
         if name not in PIPELINES:
             raise ValueError(f"Unknown pipeline '{name}' (shipped: {', '.join(PIPELINES)}).")
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
+    previous = check_deploy_dir(target)
+    target.mkdir(parents=True, exist_ok=True)
+    for name in previous:  # only what the marker says cfrag serve wrote; links are removed, never followed
+        path = target / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    written = [*wrappers, *(f"{name}_yaml.yml" for name in yaml_pipelines or [])]
+    (target / MARKER).write_text(json.dumps({"written_by": "cfrag serve", "written": written}), encoding="utf-8")
     for name in wrappers:
         (target / name).mkdir()
         shutil.copy(WRAPPERS_DIR / name / "pipeline_wrapper.py", target / name / "pipeline_wrapper.py")

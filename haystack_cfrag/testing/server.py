@@ -38,20 +38,27 @@ class Server:
     process: subprocess.Popen
     log: Path
     mcp_url: str | None = None
+    api_key: str | None = None
+
+    def headers(self) -> dict[str, str]:
+        """The Authorization header the server wants (empty without a token)."""
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def status(self) -> dict:
         """GET /status."""
-        with urllib.request.urlopen(f"{self.url}/status", timeout=5) as response:  # noqa: S310  (local URL)
+        request = urllib.request.Request(f"{self.url}/status", headers=self.headers())
+        with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310  (local URL)
             return json.load(response)
 
     def hayhooks_pid(self) -> int | None:
-        """The pid of the hayhooks server process (a child of `cfrag serve`)."""
+        """The pid of the REST server process (a child of `cfrag serve` running Hayhooks' app)."""
         try:
             import psutil  # noqa: PLC0415
         except ImportError:
             return None
         for child in psutil.Process(self.process.pid).children(recursive=True):
-            if "hayhooks_cli" in " ".join(child.cmdline()) and " mcp " not in " ".join(child.cmdline()):
+            command = child.cmdline()
+            if "haystack_cfrag.serving.app" in command and "rest" in command:
                 return child.pid
         return None
 
@@ -80,6 +87,8 @@ def served(
 ) -> Iterator[Server]:
     """Run `cfrag serve ARGS` on 127.0.0.1 until every pipeline in `expect` is deployed; stop it on exit.
 
+    A `CFRAG_API_KEY` in `env` is sent with the readiness checks (and offered as `server.api_key`).
+
     The server runs in its own process group, which is terminated (then killed) on exit, so no
     hayhooks process outlives the block, even when the block raises.
     """
@@ -93,7 +102,8 @@ def served(
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=child_env,  # noqa: S603
                                    start_new_session=True)
     server = Server(url=f"http://127.0.0.1:{port}", process=process, log=log,
-                    mcp_url=f"http://127.0.0.1:{mcp_port}" if mcp_port else None)
+                    mcp_url=f"http://127.0.0.1:{mcp_port}" if mcp_port else None,
+                    api_key=child_env.get("CFRAG_API_KEY") or None)
     try:
         _wait_ready(server, expect, timeout)
         yield server

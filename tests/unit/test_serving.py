@@ -5,16 +5,17 @@ import yaml
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag.cli_serve import server_env
-from haystack_cfrag.serving.deploy import deployable_yaml, write_deploy_dir
-from haystack_cfrag.serving.service import (
-    CFRAGService,
-    PipelineFailedError,
+from haystack_cfrag.serving.deploy import MARKER, DeployDirError, deployable_yaml, write_deploy_dir
+from haystack_cfrag.serving.requests import (
     RequestError,
-    ServingConfig,
+    check_chat_request,
+    check_params,
+    check_question,
+    check_run_request,
+    load_json,
     question_from_messages,
-    validate_params,
-    validate_question,
 )
+from haystack_cfrag.serving.service import CFRAGService, PipelineFailedError, ServingConfig
 from haystack_cfrag.testing import MockChatGenerator
 from tests import dark_knight as dk
 from tests.fakes import FailingChatGenerator, HashingDocumentEmbedder, HashingTextEmbedder
@@ -22,31 +23,72 @@ from tests.fakes import FailingChatGenerator, HashingDocumentEmbedder, HashingTe
 
 # ---------------------------------------------------------------- validation
 @pytest.mark.parametrize(("value", "message"), [("", "empty"), ("  \n", "empty"), (None, "string"), (3, "string"),
+                                                  ("\x01\x02\u200e\u202e\x1b", "control characters"),
                                                   ("x" * 2001, "longer than 2000")])
 def test_bad_questions_are_refused_with_a_readable_reason(value, message):
     with pytest.raises(RequestError, match=message):
-        validate_question(value)
+        check_question(value)
 
 
-def test_question_is_stripped():
-    assert validate_question("  Who?  ") == "Who?"
+def test_question_is_cleaned():
+    assert check_question("  Who\x1b[31m is \u202eBatman?\u200b  ") == "Who [31m is Batman?"
 
 
 @pytest.mark.parametrize(
     ("params", "message"),
-    [({"n_counterfactuals": 11}, r"'n_counterfactuals' must be in \[0, 10\]"), ({"n_clusters": 0}, "'n_clusters'"),
+    [({"n_counterfactuals": 11}, r"'n_counterfactuals' must be an integer in \[0, 10\]"), ({"n_clusters": 0}, "'n_clusters'"),
      ({"n_subsets": 21}, "'n_subsets'"), ({"causal_weight": 1.01}, "'causal_weight'"),
-     ({"causal_weight": float("nan")}, "'causal_weight'"), ({"n_clusters": 2.5}, "integer"),
-     ({"n_clusters": True}, "number"), ({"n_clusters": "3"}, "number"), ({"top_k": 3}, "Unknown parameter")],
+     ({"causal_weight": float("nan")}, "'causal_weight' must be a finite number"),
+     ({"n_counterfactuals": float("inf")}, "finite"), ({"n_clusters": 2.5}, "integer"),
+     ({"n_clusters": True}, "'n_clusters'"), ({"n_clusters": "3"}, "string"), ({"causal_weight": "0.5"}, "string"),
+     ({"top_k": 3}, "Unknown field.*'top_k'")],
 )
 def test_bad_parameters_are_refused_naming_the_parameter(params, message):
     with pytest.raises(RequestError, match=message):
-        validate_params(params)
+        check_params(params)
 
 
 def test_good_parameters_are_normalised_and_none_dropped():
-    assert validate_params({"n_counterfactuals": 0, "n_clusters": 3.0, "n_subsets": None, "causal_weight": 1}) == {
+    assert check_params({"n_counterfactuals": 0, "n_clusters": 3.0, "n_subsets": None, "causal_weight": 1}) == {
         "n_counterfactuals": 0, "n_clusters": 3, "causal_weight": 1.0}
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"question": "q?", "bogus": 1, "n_subsets": 2}, "Unknown field.*'bogus'"),
+    ({"n_subsets": 2}, "'question' is required"),
+    (["q?"], "must be a JSON object"),
+])
+def test_run_bodies_refuse_unknown_fields_and_missing_questions(body, message):
+    with pytest.raises(RequestError, match=message):
+        check_run_request(body)
+    assert check_run_request({"question": " q? ", "n_subsets": 2}) == ("q?", {"n_subsets": 2})
+    with pytest.raises(RequestError, match="Unknown field.*'n_subsets'"):
+        check_run_request({"question": "q?", "n_subsets": 2}, parameters=())
+
+
+def test_chat_bodies_accept_openai_fields_and_refuse_others():
+    body = {"model": "cf_rag", "messages": [{"role": "user", "content": "q?"}], "temperature": 0.2, "stream": False,
+            "n_subsets": 2}
+    assert check_chat_request(body, body["messages"]) == ("q?", {"n_subsets": 2})
+    with pytest.raises(RequestError, match="Unknown field.*'causal_wieght'"):
+        check_chat_request({**body, "causal_wieght": 0.3}, body["messages"])
+    with pytest.raises(RequestError, match="'n_subsets' must be"):
+        check_chat_request({**body, "n_subsets": "2"}, body["messages"])
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    (b'{"question": "q?", "causal_weight": NaN}', "'causal_weight' must be a finite number, got NaN"),
+    (b'{"question": "q?", "n_subsets": -Infinity}', "'n_subsets' must be a finite number"),
+    (b'{"question": "q?", "causal_weight": 1e309}', "'causal_weight' must be a finite number, got 1e309"),
+    (b'{"messages": [{"content": [1, NaN]}]}', "'messages\\[0\\].content\\[1\\]' must be a finite"),
+    (b'{"question": ', "not valid JSON"),
+    (b"\xff\xfe", "not valid JSON"),
+    (b"[" * 100_000, "nested too deeply"),
+])
+def test_strict_json_refuses_non_finite_numbers_by_field(raw, message):
+    with pytest.raises(RequestError, match=message):
+        load_json(raw)
+    assert load_json(b'{"a": [1, 2.5, "NaN"]}') == {"a": [1, 2.5, "NaN"]}
 
 
 def test_question_from_messages_takes_the_last_user_message():
@@ -93,10 +135,42 @@ def test_deployable_yaml_keeps_inputs_outputs_and_uses_the_mock_and_the_shared_i
 def test_deploy_dir_holds_wrapper_folders_and_yaml_files(tmp_path):
     config = ServingConfig(generator="mock", embedder="my-org/my-embedder")
     target = write_deploy_dir(tmp_path / "d", config, wrappers=["cf_rag", "standard_rag"], yaml_pipelines=["cf_rag"])
-    assert sorted(p.name for p in target.iterdir()) == ["cf_rag", "cf_rag_yaml.yml", "standard_rag"]
+    assert sorted(p.name for p in target.iterdir()) == [MARKER, "cf_rag", "cf_rag_yaml.yml", "standard_rag"]
     assert "pipeline_name = \"standard_rag\"" in (target / "standard_rag" / "pipeline_wrapper.py").read_text()
     with pytest.raises(ValueError, match="Unknown pipeline"):
         write_deploy_dir(tmp_path / "e", config, wrappers=["nope"])
+
+
+def test_a_deploy_dir_it_made_is_rewritten_and_only_what_it_wrote_is_replaced(tmp_path):
+    config = ServingConfig(generator="mock")
+    target = write_deploy_dir(tmp_path / "d", config, wrappers=["cf_rag", "standard_rag"])
+    write_deploy_dir(target, config, wrappers=["cf_rag_fast"])
+    assert sorted(p.name for p in target.iterdir()) == [MARKER, "cf_rag_fast"]
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("mine")
+    (target / "cf_rag_fast").rename(tmp_path / "moved")
+    (target / "cf_rag_fast").symlink_to(outside)  # a link where a folder it wrote was: removed, never followed
+    write_deploy_dir(target, config, wrappers=["cf_rag"])
+    assert (outside / "keep.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("case", ["user files", "a file", "a bad marker", "files beside the marker"])
+def test_a_deploy_dir_it_did_not_make_is_refused_and_left_alone(tmp_path, case):
+    target = tmp_path / "d"
+    if case == "a file":
+        target.write_text("notes")
+    else:
+        target.mkdir()
+        (target / "notes.txt").write_text("mine")
+        if case == "a bad marker":
+            (target / MARKER).write_text("{not json")
+        elif case == "files beside the marker":
+            (target / MARKER).write_text('{"written": ["cf_rag"]}')
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    with pytest.raises(DeployDirError, match="d"):
+        write_deploy_dir(target, ServingConfig(generator="mock"), wrappers=["cf_rag"])
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
 
 
 # ---------------------------------------------------------------- the service with fakes
@@ -119,16 +193,17 @@ def mock_service():
 
 def test_answer_has_answer_alternatives_and_trace(mock_service):
     out = mock_service.answer("cf_rag", dk.QUESTION, {"n_subsets": 2, "causal_weight": 0.5})
-    assert out["answer"] and not out["degraded"] and out["warnings"] == []
-    assert len(out["trace"]["drafts"]) == 2 and out["trace"]["weights"]
+    assert out["answer"] and out["question"] == dk.QUESTION and isinstance(out["warnings"], list)
+    assert out["trace"]["drafts"] and out["trace"]["weights"]
     assert out["alternatives"][0]["answer"] == out["answer"] and out["alternatives"][0]["psi"] is not None
     assert out["answer"] in {d["title"] for d in out["documents"]} | {a["answer"] for a in out["alternatives"]}
 
 
 def test_run_time_parameters_change_the_run_not_the_pipeline(mock_service):
     pipe = mock_service.pipeline("cf_rag")
-    out = mock_service.answer("cf_rag", dk.QUESTION, {"n_counterfactuals": 0, "n_subsets": 1})
-    assert out["trace"]["counterfactuals"] == [] and len(out["trace"]["drafts"]) == 1 and not out["degraded"]
+    low = mock_service.answer("cf_rag", dk.QUESTION, {"n_counterfactuals": 0, "causal_weight": 0.1})
+    high = mock_service.answer("cf_rag", dk.QUESTION, {"n_counterfactuals": 1, "causal_weight": 0.9})
+    assert low["trace"]["counterfactuals"] == [] and low["trace"]["weights"] != high["trace"]["weights"]
     assert mock_service.pipeline("cf_rag") is pipe
 
 
@@ -142,15 +217,16 @@ def test_unknown_pipeline_and_bad_input_are_request_errors(mock_service):
         mock_service.answer("nope", dk.QUESTION)
     with pytest.raises(RequestError, match="'n_clusters'"):
         mock_service.answer("cf_rag", dk.QUESTION, {"n_clusters": 50})
+    with pytest.raises(RequestError, match="control characters"):
+        mock_service.answer("cf_rag", "\x00\x07\u202e")
 
 
-def test_failing_model_gives_a_degraded_answer_in_cf_rag_and_an_error_in_standard_rag():
+def test_a_failing_model_is_a_pipeline_failure_with_its_reason_in_one_line():
     svc = service(FailingChatGenerator())
-    out = svc.answer("cf_rag", dk.QUESTION)
-    assert out["degraded"] and out["answer"] == "" and out["trace"]["decision"] == "all_drafts_failed"
-    assert any("drafts failed" in w for w in out["warnings"])
-    with pytest.raises(PipelineFailedError, match="standard_rag"):
-        svc.answer("standard_rag", dk.QUESTION)
+    for name in ("cf_rag", "standard_rag"):  # cf_rag degrades call by call, but with every call failed it fails too
+        with pytest.raises(PipelineFailedError, match=f"'{name}' failed: .*") as err:
+            svc.answer(name, dk.QUESTION)
+        assert "\n" not in str(err.value)
 
 
 # ---------------------------------------------------------------- the Hayhooks wrapper
@@ -168,13 +244,41 @@ def test_wrapper_run_api_and_http_errors(mock_service):
 
     w = wrapper(mock_service)
     assert w.run_api(question=dk.QUESTION, n_subsets=2)["answer"]
-    for kwargs in ({"question": " "}, {"question": 3}, {"question": "q?", "causal_weight": 2.0}):
+    for kwargs, field in (({"question": " "}, "question"), ({"question": 3}, "question"), ({}, "question"),
+                          ({"question": "q?", "causal_weight": 2.0}, "causal_weight"),
+                          ({"question": "q?", "bogus": 1}, "bogus")):  # MCP passes arguments as they come
         with pytest.raises(HTTPException) as err:
             w.run_api(**kwargs)
-        assert err.value.status_code == 422 and "'" in err.value.detail
+        assert err.value.status_code == 422 and f"'{field}'" in err.value.detail
     with pytest.raises(HTTPException) as err:
         wrapper(service(FailingChatGenerator()), "standard_rag").run_api(question=dk.QUESTION)
     assert err.value.status_code == 503 and "failed" in err.value.detail
+
+
+def test_run_api_signature_is_the_parameter_table():
+    pytest.importorskip("hayhooks")
+    import inspect
+
+    from haystack_cfrag.parameters import REQUEST_PARAMETERS
+    from haystack_cfrag.serving.wrapper import CFRAGPipelineWrapper
+
+    class StandardLike(CFRAGPipelineWrapper):
+        request_parameters = ()
+
+    assert list(inspect.signature(CFRAGPipelineWrapper().run_api).parameters) == ["question", *REQUEST_PARAMETERS]
+    assert list(inspect.signature(StandardLike().run_api).parameters) == ["question"]
+    assert ":param n_clusters: K, evidence clusters: an integer in [1, 20]" in CFRAGPipelineWrapper.run_api.__doc__
+
+
+def test_answers_report_the_tokens_of_their_own_request(mock_service):
+    from haystack_cfrag.runtime import _generators
+
+    mocks = {id(g): g for _, comp in mock_service.pipeline("cf_rag").walk() for g in _generators(comp)}.values()
+    for params in ({"n_counterfactuals": 0}, {"n_counterfactuals": 2, "n_subsets": 3}):
+        before = sum(m.calls for m in mocks)
+        usage = mock_service.answer("cf_rag", dk.QUESTION, params)["usage"]
+        assert usage["llm_calls"] == sum(m.calls for m in mocks) - before > 0  # this request's calls, no more
+        assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"] > 0
 
 
 def test_wrapper_chat_completion_plain_and_streamed(mock_service):
@@ -182,12 +286,27 @@ def test_wrapper_chat_completion_plain_and_streamed(mock_service):
 
     w = wrapper(mock_service)
     messages = [{"role": "user", "content": dk.QUESTION}]
-    text = w.run_chat_completion("cf_rag", messages, {})
-    assert text == mock_service.answer("cf_rag", dk.QUESTION)["answer"]
-    chunks = list(w.run_chat_completion("cf_rag", messages, {"stream": True}))
-    assert "".join(c.content for c in chunks) == text
+    body = {"model": "cf_rag", "messages": messages}
+    reply = w.run_chat_completion("cf_rag", messages, body)
+    text = reply.choices[0].message.content
+    assert text.startswith(mock_service.answer("cf_rag", dk.QUESTION)["answer"])
+    assert reply.usage["total_tokens"] > 0
+    chunks = list(w.run_chat_completion("cf_rag", messages, {**body, "stream": True,
+                                                              "stream_options": {"include_usage": True}}))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == text
+    assert chunks[-2].choices[0].finish_reason == "stop" and chunks[-1].usage["total_tokens"] > 0
     with pytest.raises(HTTPException) as err:
-        w.run_chat_completion("cf_rag", messages, {"n_subsets": 0})
+        w.run_chat_completion("cf_rag", messages, {**body, "n_subsets": 0})
     assert err.value.status_code == 422
-    failing = wrapper(service(FailingChatGenerator()))
-    assert "could not find an answer" in failing.run_chat_completion("cf_rag", messages, {})
+    with pytest.raises(HTTPException) as err:
+        wrapper(service(FailingChatGenerator())).run_chat_completion("cf_rag", messages, body)
+    assert err.value.status_code == 503
+
+
+def test_reply_text_says_when_there_is_no_answer_and_why_an_answer_is_degraded():
+    pytest.importorskip("hayhooks")
+    from haystack_cfrag.serving.wrapper import NO_ANSWER, reply_text
+
+    assert reply_text({"answer": "", "degraded": False, "warnings": []}) == NO_ANSWER
+    assert reply_text({"answer": "Bale", "degraded": True, "warnings": ["1 of 3 drafts failed"]}).endswith(
+        "(degraded: 1 of 3 drafts failed)")

@@ -1,0 +1,180 @@
+"""The servers `cfrag serve` runs: Hayhooks' REST and MCP apps, narrowed to the served pipelines and guarded.
+
+    python -m haystack_cfrag.serving.app rest --pipelines-dir DIR [--host H] [--port P] [--cors-origin O …]
+    python -m haystack_cfrag.serving.app mcp --pipelines-dir DIR [--host H] [--port P]
+    (either with --allow-deploy, which needs CFRAG_API_KEY)
+
+By default the pipeline set is fixed at start-up with Hayhooks' own immutable registry (the
+loader of its `durable_mode`): the `/deploy_files`, `/deploy-yaml` and `/undeploy/{name}`
+routes and the MCP `deploy_pipeline`/`undeploy_pipeline` tools do not exist, so no request can
+make the server run code. `--allow-deploy` keeps Hayhooks' live deployment, behind the token.
+Also removed: `/draw/{name}` (it asks mermaid.ink over the network) and the OpenAI file upload;
+Hayhooks' trace and monitoring APIs are off. CORS allows only the `--cors-origin` origins (none
+by default). `middleware.Guard` checks hosts, the token, bodies; every request-validation error
+body is JSON (FastAPI's own handler fails on a non-finite input and answers 500).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from haystack_cfrag.serving.middleware import LOOPBACK_HOSTS, BodyCheck, Guard
+from haystack_cfrag.serving.requests import check_pipeline_inputs, check_run_request
+
+API_KEY_ENV = "CFRAG_API_KEY"
+DROPPED_ROUTES = ("/draw/{pipeline_name}", "/v1/files", "/files")
+
+
+def configure_hayhooks(pipelines_dir: Path, *, host: str, allow_deploy: bool, cors_origins: list[str]) -> None:
+    """Hayhooks' settings for a `cfrag serve` process (before any app is built)."""
+    from hayhooks.settings import settings  # noqa: PLC0415
+
+    settings.pipelines_dir = str(pipelines_dir)
+    settings.host = host
+    settings.durable_mode = not allow_deploy  # the fixed pipeline set: no deploy routes or tools
+    settings.cors_allow_origins = list(cors_origins)
+    settings.cors_allow_methods = ["GET", "POST", "OPTIONS"]
+    settings.cors_allow_headers = ["authorization", "content-type"]
+    settings.tracing_enabled = False
+    settings.tracing_include_haystack_spans = False  # nothing reads Hayhooks' trace buffer here
+    settings.monitoring_enabled = False
+    settings.chainlit_enabled = False
+    settings.show_tracebacks = False
+
+
+def rest_app(pipelines_dir: Path, *, host: str, allow_deploy: bool, cors_origins: list[str],
+             api_key: str | None) -> Guard:
+    """Hayhooks' REST app (run routes, OpenAI routes, status, docs), narrowed and guarded."""
+    from fastapi.exceptions import RequestValidationError  # noqa: PLC0415
+    from hayhooks.server.app import create_app  # noqa: PLC0415
+
+    configure_hayhooks(pipelines_dir, host=host, allow_deploy=allow_deploy, cors_origins=cors_origins)
+    app = create_app()  # with the fixed set: loads and sets up every pipeline now
+    drop_routes(app.router, DROPPED_ROUTES)
+    app.openapi_schema = None
+    app.add_exception_handler(RequestValidationError, json_safe_validation_error)
+
+    def body_check(path: str) -> BodyCheck | None:
+        name, sep, rest = path.strip("/").partition("/")
+        if not sep or rest != "run":
+            return None
+        registry = app.state.pipeline_registry
+        return pipeline_body_check(registry.get(name), registry.get_metadata(name))
+
+    return Guard(app, api_key=api_key, allowed_hosts=allowed_hosts(host), body_check=body_check)
+
+
+def mcp_app(pipelines_dir: Path, *, host: str, allow_deploy: bool, api_key: str | None) -> Guard:
+    """Hayhooks' MCP app (Streamable HTTP at /mcp, SSE at /sse): the pipelines as tools, checked like REST."""
+    import mcp.types as types  # noqa: PLC0415
+    from hayhooks.server.pipelines.loader import load_pipeline_registry  # noqa: PLC0415
+    from hayhooks.server.pipelines.registry import registry as live_registry  # noqa: PLC0415
+    from hayhooks.server.utils.deploy_utils import deploy_pipelines  # noqa: PLC0415
+    from hayhooks.server.utils.mcp_utils import create_mcp_server, create_starlette_app  # noqa: PLC0415
+
+    configure_hayhooks(pipelines_dir, host=host, allow_deploy=allow_deploy, cors_origins=[])
+    if allow_deploy:
+        deploy_pipelines()
+        registry: Any = live_registry
+    else:
+        registry = load_pipeline_registry(pipelines_dir)
+    server = create_mcp_server(registry=registry)
+    call_tool = server.request_handlers[types.CallToolRequest]
+
+    async def checked_call_tool(request: types.CallToolRequest) -> types.ServerResult:
+        name = request.params.name
+        check = pipeline_body_check(registry.get(name), registry.get_metadata(name))
+        if check is not None:
+            try:
+                check(request.params.arguments or {})
+            except ValueError as exc:  # RequestError
+                text = types.TextContent(type="text", text=str(exc))
+                return types.ServerResult(types.CallToolResult(content=[text], isError=True))
+        return await call_tool(request)
+
+    server.request_handlers[types.CallToolRequest] = checked_call_tool
+    return Guard(create_starlette_app(server), api_key=api_key, allowed_hosts=allowed_hosts(host))
+
+
+def drop_routes(router: Any, paths: tuple[str, ...]) -> None:
+    """Remove the routes of these paths from a router and the routers it includes (FastAPI ≥ 0.16x keeps
+    included routers as one entry each, with `original_router`)."""
+    kept = []
+    for route in router.routes:
+        if getattr(route, "path", None) in paths:
+            continue
+        if hasattr(route, "original_router"):
+            drop_routes(route.original_router, paths)
+        kept.append(route)
+    if len(kept) != len(router.routes):
+        router.routes[:] = kept
+        if hasattr(router, "_mark_routes_changed"):
+            router._mark_routes_changed()
+
+
+def pipeline_body_check(wrapper: Any, metadata: Any) -> BodyCheck | None:
+    """The check of a pipeline's request body: CF-RAG's fields, or a YAML pipeline's declared inputs."""
+    from hayhooks.server.utils.yaml_pipeline_wrapper import YAMLPipelineWrapper  # noqa: PLC0415
+
+    from haystack_cfrag.serving.wrapper import CFRAGPipelineWrapper  # noqa: PLC0415
+
+    if isinstance(wrapper, CFRAGPipelineWrapper):
+        return check_run_request
+    model = (metadata or {}).get("request_model")
+    if isinstance(wrapper, YAMLPipelineWrapper) and model is not None:
+        inputs = tuple(model.model_fields)
+        return lambda body: check_pipeline_inputs(body, inputs)
+    return None  # a pipeline deployed by someone else (--allow-deploy): Hayhooks' model checks it
+
+
+def allowed_hosts(host: str) -> tuple[str, ...] | None:
+    """The Host names accepted: the loopback names when listening on loopback, else any (None)."""
+    return LOOPBACK_HOSTS if host in LOOPBACK_HOSTS else None
+
+
+async def json_safe_validation_error(_request: Any, exc: Any) -> Any:
+    """FastAPI's 422 without the refused input (which may be NaN, huge, or hostile text): type, field, message."""
+    from fastapi.responses import JSONResponse  # noqa: PLC0415
+
+    detail = [{"type": str(e.get("type", "")), "loc": [x if isinstance(x, (int, str)) else str(x) for x in e.get("loc", ())],
+               "msg": str(e.get("msg", ""))} for e in exc.errors()]
+    return JSONResponse(status_code=422, content={"detail": detail})
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the REST or the MCP server (see the module doc)."""
+    parser = argparse.ArgumentParser(prog="python -m haystack_cfrag.serving.app")
+    parser.add_argument("server", choices=["rest", "mcp"])
+    parser.add_argument("--pipelines-dir", type=Path, required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--cors-origin", action="append", default=[])
+    parser.add_argument("--allow-deploy", action="store_true")
+    args = parser.parse_args(argv)
+    api_key = os.environ.get(API_KEY_ENV) or None
+    if args.allow_deploy and not api_key:
+        print(f"--allow-deploy needs {API_KEY_ENV}: deploying runs code sent over HTTP.", file=sys.stderr)
+        return 2
+
+    import uvicorn  # noqa: PLC0415
+    from hayhooks.server.logger import intercept_stdlib_logging  # noqa: PLC0415
+    from hayhooks.settings import settings  # noqa: PLC0415
+
+    if args.server == "rest":
+        app = rest_app(args.pipelines_dir, host=args.host, allow_deploy=args.allow_deploy,
+                       cors_origins=args.cors_origin, api_key=api_key)
+    else:
+        app = mcp_app(args.pipelines_dir, host=args.host, allow_deploy=args.allow_deploy, api_key=api_key)
+    intercept_stdlib_logging(settings.intercepted_loggers,
+                             access_log_excluded_path_prefixes=settings.access_log_excluded_path_prefixes)
+    uvicorn.run(app, host=args.host, port=args.port, log_config=None,
+                timeout_graceful_shutdown=settings.graceful_shutdown_timeout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""The ASGI guard around the served apps: host check, bearer token, body limit, strict JSON, request checks.
+
+`Guard` wraps Hayhooks' REST app and its MCP app (see `haystack_cfrag.serving.app`). Per HTTP
+request, in order:
+
+1. the `Host` header must name an allowed host (when the server listens on loopback: a web
+   page cannot reach it through DNS rebinding) — else 400;
+2. with a token (`CFRAG_API_KEY`), `Authorization: Bearer <token>` is required, compared in
+   constant time — else 401 (CORS preflights pass: the CORS middleware inside answers them);
+3. a POST body is read whole, at most `max_body` bytes — else 413; a JSON body is parsed
+   strictly (`requests.load_json`) and handed to the route's check, if it has one — else 422.
+
+It also closes OpenAI chat streams with `data: [DONE]`, as OpenAI's end, and turns a 500 of a
+pipeline's `/run` route (Hayhooks' "Pipeline execution failed") into a 503.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from haystack_cfrag.serving.requests import RequestError, load_json
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+BodyCheck = Callable[[Any], Any]
+
+MAX_BODY_BYTES = 1 << 20
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+SSE_DONE_PATHS = ("/v1/chat/completions", "/chat/completions")
+
+
+class Guard:
+    """Pure ASGI middleware; see the module doc for what it checks, in which order."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        api_key: str | None = None,
+        allowed_hosts: tuple[str, ...] | None = None,
+        body_check: Callable[[str], BodyCheck | None] = lambda path: None,
+        max_body: int = MAX_BODY_BYTES,
+    ) -> None:
+        """
+        :param app: the app guarded.
+        :param api_key: the bearer token every request must carry; None: no token.
+        :param allowed_hosts: host names the `Host` header may name (any port); None: any.
+        :param body_check: the check of a route's parsed JSON body, by path (None: only strict JSON).
+        :param max_body: the largest request body, in bytes.
+        """
+        self.app = app
+        self.api_key = api_key.encode() if api_key else None
+        self.allowed_hosts = allowed_hosts
+        self.body_check = body_check
+        self.max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Check the request (see the module doc), then pass it on."""
+        if scope["type"] not in ("http", "websocket"):  # lifespan
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        refusal = self._refusal(scope, headers)
+        if refusal is not None:
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
+            else:
+                await _json(send, *refusal)
+            return
+        if scope["type"] == "http" and scope["method"] == "POST":
+            body = await _read_body(receive, self.max_body)
+            if body is None:
+                await _json(send, 413, f"The request body is larger than {self.max_body} bytes.")
+                return
+            problem = self._check_body(scope["path"], headers.get("content-type", ""), body)
+            if problem is not None:
+                await _json(send, 422, problem)
+                return
+            receive = _replay(body, receive)
+        await self.app(scope, receive, _closing(scope["path"], send))
+
+    def _refusal(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str, dict[str, str]] | None:
+        if self.allowed_hosts is not None and _host_name(headers.get("host", "")) not in self.allowed_hosts:
+            return 400, f"Host '{headers.get('host', '')[:100]}' is not served here.", {}
+        preflight = scope.get("method") == "OPTIONS" and "access-control-request-method" in headers
+        if self.api_key is not None and not preflight:
+            scheme, _, token = headers.get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), self.api_key):
+                return 401, "Missing or wrong bearer token (Authorization: Bearer $CFRAG_API_KEY).", {
+                    "www-authenticate": "Bearer"}
+        return None
+
+    def _check_body(self, path: str, content_type: str, body: bytes) -> str | None:
+        kind = content_type.split(";")[0].strip().lower()
+        if not body or (kind and kind != "application/json" and not kind.endswith("+json")):
+            return None  # no body, or not JSON: the route refuses it against its model
+        check = self.body_check(path)
+        try:
+            data = load_json(body)
+            if check is not None:
+                check(data)
+        except RequestError as exc:
+            return str(exc)
+        return None
+
+
+def _host_name(host: str) -> str:
+    """The name part of a Host header: "127.0.0.1:1416" → "127.0.0.1", "[::1]:80" → "::1"."""
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole request body, or None when it is longer than `limit` bytes."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # a disconnect
+
+    return replay
+
+
+def _closing(path: str, send: Send) -> Send:
+    """`send` that ends chat SSE streams with `data: [DONE]` and maps a pipeline route's 500 to 503."""
+    is_run = path.endswith("/run")
+    done_stream = False
+
+    async def wrapped(message: Message) -> None:
+        nonlocal done_stream
+        if message["type"] == "http.response.start":
+            if is_run and message["status"] == 500:
+                message = {**message, "status": 503}
+            content_type = dict(message.get("headers", [])).get(b"content-type", b"")
+            done_stream = path in SSE_DONE_PATHS and content_type.startswith(b"text/event-stream")
+        elif message["type"] == "http.response.body" and done_stream and not message.get("more_body", False):
+            await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": True})
+            done_stream = False
+        await send(message)
+
+    return wrapped
+
+
+async def _json(send: Send, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
