@@ -12,6 +12,7 @@ import json
 import httpx
 import pytest
 
+from haystack_cfrag.testing.hostile import SERVED_ARGS, SERVED_PIPELINES, deploy_body, hostile_requests
 from haystack_cfrag.testing.server import free_port, served
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
@@ -19,10 +20,9 @@ QUESTION = "Who is the lead actor in The Dark Knight?"
 
 @pytest.fixture(scope="module")
 def mock_server(tmp_path_factory):
-    args = ["--mock", "--pipeline", "cf_rag", "--pipeline", "standard_rag", "--yaml", "cf_rag_fast",
-            "--deploy-dir", str(tmp_path_factory.mktemp("deploy") / "pipelines")]
+    args = [*SERVED_ARGS, "--deploy-dir", str(tmp_path_factory.mktemp("deploy") / "pipelines")]
     # hayhooks[mcp] comes with the `serve` extra (make setup): a missing one fails, it is not skipped
-    with served(args, expect=["cf_rag", "standard_rag", "cf_rag_fast_yaml"], mcp_port=free_port()) as server:
+    with served(args, expect=SERVED_PIPELINES, mcp_port=free_port()) as server:
         yield server
 
 
@@ -42,9 +42,9 @@ def test_run_answers_with_alternatives_and_trace(mock_server):
     response = post(mock_server, "/cf_rag/run", {"question": QUESTION, "n_subsets": 2, "causal_weight": 0.5})
     assert response.status_code == 200, response.text
     result = response.json()["result"]
-    assert result["answer"] and result["degraded"] is False and result["pipeline"] == "cf_rag"
-    assert len(result["trace"]["drafts"]) == 2 and result["trace"]["counterfactuals"]
+    assert result["answer"] and result["pipeline"] == "cf_rag" and result["trace"]["drafts"]
     assert result["alternatives"][0]["answer"] == result["answer"] and result["alternatives"][0]["psi"] is not None
+    assert result["usage"]["total_tokens"] > 0 and result["usage"]["llm_calls"] >= len(result["trace"]["drafts"])
     # the mock answers with the title of the first passage it was shown: a document of the demo store
     titles = {d["title"] for d in result["documents"]}
     assert result["answer"] in titles | {a["answer"] for a in result["alternatives"]}
@@ -52,8 +52,10 @@ def test_run_answers_with_alternatives_and_trace(mock_server):
 
 
 def test_run_time_parameters_reach_the_components(mock_server):
-    result = post(mock_server, "/cf_rag/run", {"question": QUESTION, "n_counterfactuals": 0, "n_subsets": 1}).json()
-    assert result["result"]["trace"]["counterfactuals"] == [] and len(result["result"]["trace"]["drafts"]) == 1
+    low = post(mock_server, "/cf_rag/run", {"question": QUESTION, "n_counterfactuals": 0, "causal_weight": 0.1}).json()
+    high = post(mock_server, "/cf_rag/run", {"question": QUESTION, "causal_weight": 0.9}).json()
+    assert low["result"]["trace"]["counterfactuals"] == []
+    assert low["result"]["trace"]["weights"] != high["result"]["trace"]["weights"]
 
 
 def test_standard_rag_wrapper(mock_server):
@@ -93,25 +95,93 @@ def test_malformed_json_and_unknown_pipeline_are_4xx(mock_server):
     assert post(mock_server, "/nope/run", {"question": QUESTION}).status_code == 404
 
 
+@pytest.mark.parametrize("case", hostile_requests(), ids=lambda c: c.name)
+def test_hostile_requests_get_a_4xx_with_a_json_message_naming_the_problem(mock_server, case):
+    response = httpx.post(f"{mock_server.url}{case.path}", content=case.body, timeout=60,
+                          headers={"content-type": "application/json"})
+    assert response.status_code == case.status, response.text[:300]
+    assert case.message in response.text
+    assert json.loads(response.text, parse_constant=lambda c: pytest.fail(f"{c} in the error body"))
+
+
+def test_numbers_that_are_integers_count_as_integers_everywhere(mock_server):
+    """The one rule: 2.0 is the integer 2 on every route (JSON Schema's integer), 2.5 is refused on every route."""
+    run = post(mock_server, "/cf_rag/run", {"question": QUESTION, "n_subsets": 2.0, "causal_weight": 1})
+    chat = post(mock_server, "/v1/chat/completions", {"model": "cf_rag", "n_subsets": 2.0,
+                                                      "messages": [{"role": "user", "content": QUESTION}]})
+    assert (run.status_code, chat.status_code) == (200, 200), run.text + chat.text
+
+
+def test_the_echoed_question_is_the_cleaned_text(mock_server):
+    raw = "  Who \x1b[31mis\x1b[0m the\u202e lead\u200b actor\x00 in The Dark Knight?\n"
+    result = post(mock_server, "/cf_rag/run", {"question": raw}).json()["result"]
+    assert result["question"] == "Who [31mis [0m the lead actor in The Dark Knight?"
+    assert not any(ord(c) < 32 or c in "\u202e\u200b" for c in json.dumps(result, ensure_ascii=False))
+
+
+# ---------------------------------------------------------------- only the served pipelines, no CORS, local hosts
+def test_deploy_routes_do_not_exist_and_posted_code_never_runs(mock_server, tmp_path):
+    marker = tmp_path / "ran.txt"
+    for path in ("/deploy_files", "/deploy-yaml", "/undeploy/cf_rag"):
+        body = deploy_body(str(marker)) if path == "/deploy_files" else {"name": "evil", "source_code": "x"}
+        response = post(mock_server, path, body, headers={"Origin": "http://evil.example"})
+        assert response.status_code == 404, response.text
+    paths = set(httpx.get(f"{mock_server.url}/openapi.json", timeout=30).json()["paths"])
+    assert paths == {f"/{name}/run" for name in SERVED_PIPELINES} | {
+        "/status", "/status/{pipeline_name}", "/v1/models", "/models", "/v1/chat/completions", "/chat/completions",
+        "/v1/responses", "/responses"}
+    assert httpx.get(f"{mock_server.url}/draw/cf_rag", timeout=30).status_code == 404
+    assert post(mock_server, "/cf_rag/run", {"question": QUESTION}).status_code == 200  # still serving
+    assert not marker.exists()
+
+
+def test_cors_is_off_by_default(mock_server):
+    preflight = httpx.options(f"{mock_server.url}/cf_rag/run", timeout=30, headers={
+        "Origin": "http://evil.example", "Access-Control-Request-Method": "POST"})
+    assert preflight.status_code == 400 and "access-control-allow-origin" not in preflight.headers
+    simple = httpx.get(f"{mock_server.url}/status", timeout=30, headers={"Origin": "http://evil.example"})
+    assert simple.status_code == 200 and "access-control-allow-origin" not in simple.headers
+
+
+def test_a_foreign_host_header_is_refused_on_loopback(mock_server):
+    """A page of evil.example that DNS-rebinds to 127.0.0.1 sends Host: evil.example."""
+    response = httpx.get(f"{mock_server.url}/status", timeout=30, headers={"Host": "evil.example:1416"})
+    assert response.status_code == 400 and "is not served here" in response.json()["detail"]
+
+
 # ---------------------------------------------------------------- OpenAI-compatible chat
-def test_chat_completion_returns_the_answer(mock_server):
+def test_chat_completion_returns_the_answer_and_usage_to_the_openai_client(mock_server):
+    from openai import OpenAI
+
     answer = post(mock_server, "/cf_rag/run", {"question": QUESTION}).json()["result"]["answer"]
-    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": QUESTION}]
-    response = post(mock_server, "/v1/chat/completions", {"model": "cf_rag", "messages": messages})
-    assert response.status_code == 200, response.text
-    assert response.json()["choices"][0]["message"]["content"] == answer
+    client = OpenAI(base_url=f"{mock_server.url}/v1", api_key="unused", max_retries=0)
+    reply = client.chat.completions.create(model="cf_rag", messages=[
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": QUESTION}])
+    assert reply.choices[0].message.content.startswith(answer) and reply.choices[0].finish_reason == "stop"
+    assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens > 0
 
 
-def test_chat_completion_streams(mock_server):
-    answer = post(mock_server, "/cf_rag/run", {"question": QUESTION}).json()["result"]["answer"]
+def test_chat_streams_end_with_done_as_openai_streams_do(mock_server):
+    from openai import OpenAI
+
+    client = OpenAI(base_url=f"{mock_server.url}/v1", api_key="unused", max_retries=0)
+    chunks = list(client.chat.completions.create(model="cf_rag", stream=True, stream_options={"include_usage": True},
+                                                 messages=[{"role": "user", "content": QUESTION}]))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text and chunks[-1].usage.total_tokens > 0 and chunks[-2].choices[0].finish_reason == "stop"
     payload = {"model": "cf_rag", "stream": True, "messages": [{"role": "user", "content": QUESTION}]}
     with httpx.stream("POST", f"{mock_server.url}/v1/chat/completions", json=payload, timeout=120) as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"].startswith("text/event-stream")
-        events = [line[len("data: "):] for line in response.iter_lines() if line.startswith("data: ")]
-    chunks = [json.loads(e) for e in events if e != "[DONE]"]
-    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
-    assert text == answer and chunks[-1]["choices"][0]["finish_reason"] == "stop"
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        events = [line for line in response.iter_lines() if line.strip()]
+    assert events[-1] == "data: [DONE]" and events.count("data: [DONE]") == 1
+
+
+def test_responses_api_answers_the_openai_client(mock_server):
+    from openai import OpenAI
+
+    client = OpenAI(base_url=f"{mock_server.url}/v1", api_key="unused", max_retries=0)
+    response = client.responses.create(model="cf_rag", input=QUESTION)
+    assert response.output_text and response.usage.total_tokens > 0
 
 
 @pytest.mark.parametrize(
@@ -139,15 +209,15 @@ def test_shipped_yaml_is_deployed_with_its_inputs_and_outputs(mock_server):
 
 
 # ---------------------------------------------------------------- model failures
-def test_failing_model_gives_a_degraded_answer_not_a_5xx(failing_server):
+def test_a_failing_model_never_gets_a_500_and_the_server_keeps_validating(failing_server):
     response = post(failing_server, "/cf_rag/run", {"question": QUESTION})
-    assert response.status_code == 200, response.text
-    result = response.json()["result"]
-    assert result["degraded"] is True and result["answer"] == ""
-    assert result["trace"]["decision"] == "all_drafts_failed" and result["warnings"]
+    if response.status_code == 200:  # degraded call by call down to no answer
+        result = response.json()["result"]
+        assert result["degraded"] is True and result["answer"] == "" and result["warnings"]
+    else:  # nothing could answer: 503 with the reason
+        assert response.status_code == 503 and "failed" in response.json()["detail"], response.text
     chat = post(failing_server, "/v1/chat/completions", {"model": "cf_rag", "messages": [{"role": "user", "content": QUESTION}]})
-    assert chat.status_code == 200 and "degraded" in chat.json()["choices"][0]["message"]["content"]
-    # the server is still up and still validates
+    assert chat.status_code == response.status_code, chat.text
     assert post(failing_server, "/cf_rag/run", {"question": " "}).status_code == 422
 
 
@@ -170,8 +240,43 @@ def test_mcp_lists_and_calls_the_pipeline_tool(mock_server):
     assert "Counterfactual RAG" in tools["cf_rag"].description
     assert "question" in tools["cf_rag"].inputSchema["properties"]
     assert tools["cf_rag"].inputSchema["required"] == ["question"]
+    assert tools["cf_rag"].inputSchema["properties"]["n_clusters"]["anyOf"][0] == {
+        "type": "integer", "minimum": 1, "maximum": 20}
     assert not good.isError and "answer" in good.content[0].text
     assert bad.isError and "empty" in bad.content[0].text
+
+
+def test_mcp_refuses_what_rest_refuses_and_has_no_deploy_tools(mock_server, tmp_path):
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client
+
+    marker = tmp_path / "ran.txt"
+
+    async def session_calls():
+        async with streamablehttp_client(f"{mock_server.mcp_url}/mcp") as (read, write, _), ClientSession(
+            read, write
+        ) as session:
+            await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            calls = [await session.call_tool(tool, args) for tool, args in (
+                ("cf_rag", {"question": QUESTION, "bogus": 1}),
+                ("cf_rag", {"question": QUESTION, "n_clusters": "3"}),
+                ("cf_rag", {"question": QUESTION, "causal_weight": 2}),
+                ("cf_rag", {"question": "\u0000\u202e"}),
+                ("standard_rag", {"question": QUESTION, "n_subsets": 2}),
+                ("deploy_pipeline", {k: v for k, v in deploy_body(str(marker)).items() if k != "overwrite"}),
+            )]
+            return names, calls
+
+    names, calls = asyncio.run(_with_mcp_ready(mock_server, session_calls))
+    assert {"cf_rag", "standard_rag"} <= names and not names & {"deploy_pipeline", "undeploy_pipeline"}
+    texts = [c.content[0].text for c in calls]
+    assert all(c.isError for c in calls), texts
+    for fragment, text in zip(["Unknown field(s) 'bogus'", "'n_clusters' must be", "'causal_weight' must be",
+                               "'question' is empty", "Unknown field(s) 'n_subsets'", "cannot be deployed"], texts,
+                              strict=True):
+        assert fragment in text
+    assert not marker.exists()
 
 
 async def _with_mcp_ready(server, calls, attempts=60):
