@@ -116,7 +116,7 @@ def _guarded(func: Any, *args: Any) -> Any:
     try:
         return func(*args)
     except (ValueError, FileNotFoundError, KeyError) as exc:
-        raise click.ClickException(one_line(exc)) from exc
+        raise click.ClickException(one_line(exc, typed=False)) from exc
 
 
 def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None, device: str | None,
@@ -137,7 +137,7 @@ def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None
                           max_tokens=max_tokens, logprobs=logprobs)
         runtime.warm_up()
     except (FileNotFoundError, ValueError, RuntimeError, OSError) as exc:  # a store or model that cannot open
-        raise click.ClickException(one_line(exc)) from exc
+        raise click.ClickException(one_line(exc, typed=False)) from exc
     click.echo(f"[setup] {store.count_documents()} passages, models loaded in {time.perf_counter() - start:.1f} s",
                err=True)
     return runtime
@@ -260,7 +260,7 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
         docs, no_text = convert_files(files)
         passages = split_documents(docs, words=words, overlap=overlap)
     except ValueError as exc:  # names the file (and line)
-        raise click.ClickException(one_line(exc)) from exc
+        raise click.ClickException(one_line(exc, typed=False)) from exc
     if not passages:  # each file without text was logged as a warning
         raise click.ClickException(f"no passage to index: {len(files)} file(s) gave no text; the store is unchanged.")
     doc_embedder = models.document_embedder(embedder, device=device, progress_bar=True)
