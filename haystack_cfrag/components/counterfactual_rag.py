@@ -29,6 +29,13 @@ def _pipeline_class() -> type:
     return AsyncPipeline
 
 
+PAPER: dict[str, Any] = {
+    "similarity_threshold": 0.7, "n_clusters": 4, "n_subsets": 3, "baseline": False, "override_margin": None,
+    "prompt_style": "json", "paraphrase_threshold": 0.97, "pool": "all", "selection": "sampled", "order": "relevance",
+    "draft_prompt": "app_g", "evidence": "cited",
+}
+"""The paper's configuration (`pipelines/cf_rag_paper.yml`): `CounterfactualRAG(**PAPER, chat_generator=…)`."""
+
 _INJECTED = ("chat_generator", "retriever", "text_embedder", "document_embedder", "scorer", "synthesizer")
 
 
@@ -47,9 +54,16 @@ class CounterfactualRAG:
       retrieved, nothing re-indexed. With a `retriever` *and* `documents`, the retriever's
       results for the counterfactuals are added to yours (`DocumentJoiner`, duplicates merged).
 
+    The defaults are the shipped `cf_rag` (docs/method.md): a **baseline** draft reads the
+    original query's top-k (full mode: the retriever's own results; verify-only: your
+    `documents`) with standard RAG's prompt, M answer-only drafts read whole clusters of the
+    original query's passages decisive-first, and a challenger replaces the baseline only when
+    its Ψ beats it by `override_margin` with a higher φ_causal. `CounterfactualRAG(**PAPER)`
+    is the paper's configuration (`cf_rag_paper.yml`).
+
     Cost per question: 1 LLM call for counterfactuals (0 with N = 0), N + 1 retrievals (full
-    mode), M draft calls, and one synthesis call only when drafts disagree and a synthesizer
-    is set.
+    mode), 1 baseline + M draft calls, and one synthesis call only when drafts disagree, a
+    synthesizer is set and no baseline decides.
 
     ### Usage example
     ```python
@@ -58,7 +72,7 @@ class CounterfactualRAG:
     from haystack_cfrag.components.counterfactual_rag import CounterfactualRAG
 
     rag = CounterfactualRAG(chat_generator=MockChatGenerator(responses="Answer: Christian Bale"),
-                            n_counterfactuals=0, n_subsets=1, random_state=0)
+                            n_counterfactuals=0, n_subsets=1, random_state=0)   # N=0: the baseline stands
     docs = [Document(content="Christian Bale stars as Bruce Wayne, the lead of The Dark Knight.",
                      embedding=[1.0, 0.0])]
     print(rag.run(query="Who is the lead actor in The Dark Knight?", documents=docs)["answer"])
@@ -75,15 +89,24 @@ class CounterfactualRAG:
         scorer: Any | None = None,
         synthesizer: Any | None = None,
         n_counterfactuals: int = 3,
-        similarity_threshold: float = 0.7,
+        similarity_threshold: float = 0.5,
         top_k: int | None = None,
         dedup_threshold: float = 0.95,
-        n_clusters: int = 4,
-        n_subsets: int = 3,
+        n_clusters: int = 2,
+        n_subsets: int = 2,
         sampling_ratio: float = 0.5,
         anchors: int = 0,
         causal_weight: float = 0.4,
         agreement_threshold: float = 0.8,
+        baseline: bool = True,
+        override_margin: float | None = 0.05,
+        prompt_style: str = "lines",
+        paraphrase_threshold: float = 0.9,
+        pool: str = "original",
+        selection: str = "clusters",
+        order: str = "causal",
+        draft_prompt: str = "short",
+        evidence: str = "mentions",
         max_workers: int = 4,
         random_state: int | None = None,
         timeout_s: float | None = None,
@@ -104,7 +127,11 @@ class CounterfactualRAG:
         :param max_query_chars: longer queries are cut to this many characters, with a warning.
         :param raise_on_failure: raise on a failed LLM call instead of degrading (fewer counterfactuals
             or drafts, recorded in `trace["degradations"]`).
-        Other parameters: see the six components (N, θ_sim, θ_dedup, K, M, ρ, λ, θ_agree).
+        :param baseline: draft standard RAG's answer first and let the ranker protect it (see `override_margin`).
+        Other parameters: see the six components (N, θ_sim, θ_dedup, K, M, ρ, λ, θ_agree) and
+        docs/method.md for the default's options (`override_margin`, `prompt_style`,
+        `paraphrase_threshold`, `pool`, `selection`, `order`, `draft_prompt` = the drafter's
+        `prompt`, `evidence`).
         """
         self.chat_generator = chat_generator
         self.retriever = retriever
@@ -128,10 +155,22 @@ class CounterfactualRAG:
         self.time_budget_s = time_budget_s
         self.max_query_chars = max_query_chars
         self.raise_on_failure = raise_on_failure
+        self.baseline = baseline
+        self.override_margin = override_margin
+        self.prompt_style = prompt_style
+        self.paraphrase_threshold = paraphrase_threshold
+        self.pool = pool
+        self.selection = selection
+        self.order = order
+        self.draft_prompt = draft_prompt
+        self.evidence = evidence
         self.pipeline = self._build()
+        documents = ["joiner.documents"]
+        if baseline and retriever is None:
+            documents.append("drafter.baseline_documents")  # verify-only: your retrieval is the baseline's
         self.input_mapping = {
             "query": ["expander.query", "stratifier.query", "drafter.query", "ranker.query"],
-            "documents": ["joiner.documents"],
+            "documents": documents,
         }
         self.output_mapping = {"ranker.answers": "answers", "ranker.answer": "answer", "ranker.trace": "trace"}
 
@@ -144,6 +183,8 @@ class CounterfactualRAG:
                 text_embedder=self.text_embedder,
                 n_counterfactuals=self.n_counterfactuals,
                 similarity_threshold=self.similarity_threshold,
+                paraphrase_threshold=self.paraphrase_threshold,
+                prompt_style=self.prompt_style,
                 timeout_s=self.timeout_s,
                 max_query_chars=self.max_query_chars,
                 raise_on_failure=self.raise_on_failure,
@@ -161,6 +202,9 @@ class CounterfactualRAG:
                 sampling_ratio=self.sampling_ratio,
                 anchors=self.anchors,
                 random_state=self.random_state,
+                pool=self.pool,
+                selection=self.selection,
+                order=self.order,
                 text_embedder=self.text_embedder,
                 document_embedder=self.document_embedder,
                 max_query_chars=self.max_query_chars,
@@ -175,6 +219,7 @@ class CounterfactualRAG:
                 time_budget_s=self.time_budget_s,
                 max_query_chars=self.max_query_chars,
                 raise_on_failure=self.raise_on_failure,
+                prompt=self.draft_prompt,
             ),
         )
         pipe.add_component(
@@ -186,6 +231,8 @@ class CounterfactualRAG:
                 agreement_threshold=self.agreement_threshold,
                 synthesizer=self.synthesizer,
                 max_query_chars=self.max_query_chars,
+                evidence=self.evidence,
+                override_margin=self.override_margin if self.baseline else None,
             ),
         )
         if self.retriever is not None:
@@ -200,8 +247,11 @@ class CounterfactualRAG:
             )
             pipe.connect("expander.queries", "retriever.queries")
             pipe.connect("retriever.documents", "joiner.documents")
+            if self.baseline:
+                pipe.connect("retriever.original_documents", "drafter.baseline_documents")
         pipe.connect("joiner.documents", "dedup.documents")
         pipe.connect("expander.queries", "dedup.queries")
+        pipe.connect("expander.queries", "stratifier.queries")
         pipe.connect("dedup.documents", "stratifier.documents")
         pipe.connect("stratifier.subsets", "drafter.subsets")
         pipe.connect("drafter.drafts", "ranker.drafts")
@@ -240,6 +290,15 @@ class CounterfactualRAG:
             time_budget_s=self.time_budget_s,
             max_query_chars=self.max_query_chars,
             raise_on_failure=self.raise_on_failure,
+            baseline=self.baseline,
+            override_margin=self.override_margin,
+            prompt_style=self.prompt_style,
+            paraphrase_threshold=self.paraphrase_threshold,
+            pool=self.pool,
+            selection=self.selection,
+            order=self.order,
+            draft_prompt=self.draft_prompt,
+            evidence=self.evidence,
         )
 
     @classmethod

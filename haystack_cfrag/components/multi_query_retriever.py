@@ -35,8 +35,10 @@ class MultiQueryRetriever:
     {"query_index", "rank", "score"}, one per query that retrieved it (index 0 is the
     original query). Documents retrieved by the original query come first, in its rank
     order, then the others by best rank. `score` is the original query's score where it
-    retrieved the document. Embeddings are requested from retrievers that accept
-    `return_embedding`. The store is only read.
+    retrieved the document. `original_documents` are the original query's own results, in its
+    rank order: what a standard RAG pipeline over the same retriever reads (the default
+    `cf_rag` drafts its baseline from them). Embeddings are requested from retrievers that
+    accept `return_embedding`. The store is only read.
 
     ### Usage example
     ```python
@@ -101,7 +103,7 @@ class MultiQueryRetriever:
         """Deserialise, including the injected components."""
         return default_from_dict(cls, deserialize_init_components(data, ("retriever", "query_embedder")))
 
-    @component.output_types(documents=list[Document])
+    @component.output_types(documents=list[Document], original_documents=list[Document])
     def run(
         self, queries: list[str], top_k: int | None = None, filters: dict[str, Any] | None = None
     ) -> dict[str, list[Document]]:
@@ -109,7 +111,7 @@ class MultiQueryRetriever:
         :param queries: the original query first, then the counterfactuals.
         :param top_k: overrides `top_k` for this call.
         :param filters: Haystack metadata filters passed to the retriever.
-        :returns: `documents`, the union with provenance.
+        :returns: `documents`, the union with provenance, and `original_documents`, the original query's results.
         """
         self._check(queries)
         if len(queries) == 1 or self.max_workers == 1:
@@ -117,9 +119,9 @@ class MultiQueryRetriever:
         else:
             with ThreadPoolExecutor(max_workers=min(self.max_workers, len(queries))) as pool:
                 results = list(pool.map(lambda q: self._retrieve(q, top_k, filters), queries))
-        return {"documents": union_with_provenance(results)}
+        return _outputs(union_with_provenance(results))
 
-    @component.output_types(documents=list[Document])
+    @component.output_types(documents=list[Document], original_documents=list[Document])
     async def run_async(
         self, queries: list[str], top_k: int | None = None, filters: dict[str, Any] | None = None
     ) -> dict[str, list[Document]]:
@@ -136,7 +138,7 @@ class MultiQueryRetriever:
                 return (await run_async_or_thread(self.retriever, **kwargs))["documents"]
 
         results = await asyncio.gather(*(one(q) for q in queries))
-        return {"documents": union_with_provenance(list(results))}
+        return _outputs(union_with_provenance(list(results)))
 
     # ------------------------------------------------------------------ steps
     @staticmethod
@@ -160,6 +162,12 @@ class MultiQueryRetriever:
     def _retrieve(self, query: str, top_k: int | None, filters: dict[str, Any] | None) -> list[Document]:
         embedding = self.query_embedder.run(text=query)["embedding"] if self._by_embedding else None
         return self.retriever.run(**self._retriever_kwargs(query, embedding, top_k, filters))["documents"]
+
+
+def _outputs(union: list[Document]) -> dict[str, list[Document]]:
+    """The union, and its documents the original query retrieved (they come first, in its rank order)."""
+    original = [d for d in union if any(p["query_index"] == 0 for p in d.meta[PROVENANCE_KEY])]
+    return {"documents": union, "original_documents": original}
 
 
 def union_with_provenance(results: list[list[Document]]) -> list[Document]:

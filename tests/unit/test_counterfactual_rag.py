@@ -7,7 +7,7 @@ from haystack import Pipeline
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from haystack_cfrag.components.counterfactual_rag import CounterfactualRAG
+from haystack_cfrag.components.counterfactual_rag import PAPER, CounterfactualRAG
 from haystack_cfrag.pipelines import pipeline_from_dict
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
@@ -28,10 +28,28 @@ def full_rag(**kw):
         chat_generator=reader,
         retriever=InMemoryEmbeddingRetriever(document_store=store, top_k=8),
         text_embedder=emb,
-        similarity_threshold=0.3,
-        random_state=0,
-        **kw,
+        **{"similarity_threshold": 0.3, "random_state": 0, **kw},
     ), store
+
+
+def test_default_overrides_the_volume_answer_in_both_modes():
+    """The shipped default: the baseline reads the original top-k (volume answer), a challenger overrides it."""
+    rag, _ = full_rag()
+    out = rag.run(query=dk.QUESTION)
+    trace = out["trace"]
+    baseline = next(d for d in trace["drafts"] if d["index"] == trace["override"]["baseline_draft"])
+    assert baseline["answer"] == "Heath Ledger" and out["answer"] == "Christian Bale"
+    assert trace["decision"] == "override"
+    emb, reader, docs, _ = setup()
+    given = [d for d in docs if d.id in {"cast", "review-0", "review-1", "review-2", "review-3"}]
+    verify = CounterfactualRAG(chat_generator=reader, text_embedder=emb, similarity_threshold=0.3, random_state=0)
+    out = verify.run(query=dk.QUESTION, documents=given)
+    baseline = next(d for d in out["trace"]["drafts"] if d["index"] == out["trace"]["override"]["baseline_draft"])
+    assert baseline["seen"] == len(given) and baseline["answer"] == "Heath Ledger"
+    assert out["answer"] == "Christian Bale"
+    paper = CounterfactualRAG(chat_generator=reader, text_embedder=emb, **{**PAPER, "similarity_threshold": 0.3})
+    assert paper.to_dict()["init_parameters"]["baseline"] is False
+    assert paper.run(query=dk.QUESTION, documents=given)["trace"]["override"] is None
 
 
 def test_sockets_are_query_documents_to_answers_answer_trace():
@@ -54,7 +72,8 @@ def test_full_mode_answers_dark_knight_and_leaves_store_alone():
 def test_verify_only_scores_only_the_given_documents():
     emb, reader, docs, _ = setup()
     given = [d for d in docs if d.id in {"cast", "review-0", "review-1", "interview"}]
-    rag = CounterfactualRAG(chat_generator=reader, text_embedder=emb, similarity_threshold=0.3, random_state=0)
+    rag = CounterfactualRAG(chat_generator=reader, text_embedder=emb, **{**PAPER, "similarity_threshold": 0.3},
+                            random_state=0)
     out = rag.run(query=dk.QUESTION, documents=given)
     used = {e["id"] for d in out["trace"]["drafts"] for e in d["evidence"]}
     assert used and used <= {d.id for d in given}
@@ -64,7 +83,7 @@ def test_verify_only_scores_only_the_given_documents():
 
 
 def test_verify_with_retriever_adds_counterfactual_evidence():
-    rag, _ = full_rag()
+    rag, _ = full_rag(**{**PAPER, "similarity_threshold": 0.3})
     emb, reader, docs, _ = setup()
     given = [d for d in docs if d.id == "cast"]
     out = rag.run(query=dk.QUESTION, documents=given)

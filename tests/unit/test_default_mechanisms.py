@@ -251,13 +251,12 @@ def _default(path: Path, **params):
         ["Who played the villain in The Dark Knight?", "Who directed The Dark Knight?",
          "Who is the lead actor in Inception?"]))
     overrides = {
-        "query_embedder": emb, "expander.chat_generator": reader, "expander.text_embedder": emb,
+        "expander.chat_generator": reader, "expander.text_embedder": emb,
         "expander.similarity_threshold": 0.3, "retriever.query_embedder": emb, "stratifier.text_embedder": emb,
         "drafter.chat_generator": reader, "ranker.text_embedder": emb, **params,
     }
     pipe = load_pipeline(path, overrides=overrides, allowed_modules=["tests"])
     store = pipe.get_component("retriever").retriever.document_store
-    pipe.get_component("baseline_retriever").document_store = store
     store.write_documents(HashingDocumentEmbedder().run(dk.documents())["documents"])
     return pipe, reader
 
@@ -273,6 +272,23 @@ def test_default_pipeline_overrides_standard_rags_trap_answer_on_the_dark_knight
     # the ablation: with a margin no challenger reaches, the default is standard RAG
     pipe, _ = _default(CF_RAG, **{"ranker.override_margin": 1.0})
     assert pipe.run(pipeline_inputs(CF_RAG, query=dk.QUESTION))["ranker"]["answer"] == "Heath Ledger"
+
+
+def test_original_documents_are_what_standard_rag_reads():
+    from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    from haystack_cfrag.components.multi_query_retriever import MultiQueryRetriever
+
+    store = InMemoryDocumentStore(embedding_similarity_function="cosine")
+    store.write_documents(HashingDocumentEmbedder().run(dk.documents())["documents"])
+    emb = HashingTextEmbedder()
+    plain = InMemoryEmbeddingRetriever(document_store=store, top_k=5)
+    standard = plain.run(query_embedding=emb.run(text=dk.QUESTION)["embedding"])["documents"]
+    out = MultiQueryRetriever(retriever=plain, query_embedder=emb).run(
+        queries=[dk.QUESTION, "Who directed The Dark Knight?"])
+    assert [d.id for d in out["original_documents"]] == [d.id for d in standard]
+    assert len(out["documents"]) > len(out["original_documents"])
 
 
 def test_fast_is_the_default_graph_with_fewer_calls():

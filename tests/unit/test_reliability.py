@@ -23,7 +23,7 @@ from haystack_cfrag import (
     SpectralStratifier,
 )
 from haystack_cfrag.components._common import DEFAULT_MAX_QUERY_CHARS
-from haystack_cfrag.components.counterfactual_rag import CounterfactualRAG
+from haystack_cfrag.components.counterfactual_rag import PAPER, CounterfactualRAG
 from haystack_cfrag.core.replies import MAX_ANSWER_CHARS
 from haystack_cfrag.core.text import clean_query
 from tests import dark_knight as dk
@@ -51,8 +51,8 @@ def embedded_docs():
 
 
 def verify_rag(generator, **kw):
-    """CounterfactualRAG in verify-only mode (documents passed at run time): fast, no store."""
-    params = {"text_embedder": HashingTextEmbedder(), "similarity_threshold": 0.3, "random_state": 0, **kw}
+    """CounterfactualRAG (the paper configuration: these tests pin its call order) in verify-only mode: fast, no store."""
+    params = {**PAPER, "text_embedder": HashingTextEmbedder(), "similarity_threshold": 0.3, "random_state": 0, **kw}
     return CounterfactualRAG(chat_generator=generator, **params)
 
 
@@ -61,9 +61,7 @@ def full_rag(generator, store, **kw):
         chat_generator=generator,
         retriever=InMemoryEmbeddingRetriever(document_store=store, top_k=8),
         text_embedder=HashingTextEmbedder(),
-        similarity_threshold=0.3,
-        random_state=0,
-        **kw,
+        **{**PAPER, "similarity_threshold": 0.3, "random_state": 0, **kw},
     )
 
 
