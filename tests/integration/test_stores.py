@@ -50,6 +50,8 @@ def close(store):
 @pytest.mark.parametrize(("text", "expected"), [
     ("store.json", StoreSpec("memory", "store.json")),
     ("memory:s/store.json", StoreSpec("memory", "s/store.json")),
+    ("memory:a:b.json", StoreSpec("memory", "a:b.json")),  # a ':' in a file name: say memory:
+    ("C:\\stores\\s.json", StoreSpec("memory", "C:\\stores\\s.json")),
     ("faiss:stores/demo", StoreSpec("faiss", "stores/demo", "Flat")),
     ("faiss:stores/demo#HNSW32", StoreSpec("faiss", "stores/demo", "HNSW32")),
     ("pgvector:postgresql://u:p@h:5432/db#docs", StoreSpec("pgvector", "postgresql://u:p@h:5432/db", "docs")),
@@ -62,7 +64,8 @@ def test_store_specs_parse(text, expected):
     assert parse_store_spec(text) == expected
 
 
-@pytest.mark.parametrize("bad", ["faiss:", "qdrant:", "memory:", "pgvector:mysql://x", "pgvector:#drop table"])
+@pytest.mark.parametrize("bad", ["faiss:", "qdrant:", "memory:", "pgvector:mysql://x", "pgvector:#drop table",
+                                 "mongo://x", "s3:bucket/store.json"])
 def test_bad_store_specs_are_refused(bad):
     with pytest.raises(ValueError):
         parse_store_spec(bad)
