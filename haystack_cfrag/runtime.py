@@ -39,6 +39,7 @@ PARAMETER_TARGETS = {
     "draft_workers": ("drafter", "max_workers"),  # > 1 only with a model server (ignored in-process)
     # the default configuration's mechanisms (docs/method.md), each with an ablation
     "override_margin": ("ranker", "override_margin"),
+    "duel": ("ranker", "duel"),
     "evidence": ("ranker", "evidence"),
     "consensus_min_causal": ("ranker", "consensus_min_causal"),
     "pool": ("stratifier", "pool"),

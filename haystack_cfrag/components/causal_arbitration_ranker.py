@@ -24,10 +24,10 @@ from haystack_cfrag.components._common import (
 )
 from haystack_cfrag.core import arbitration as arb
 from haystack_cfrag.core.replies import parse_draft_reply
-from haystack_cfrag.core.text import agreement_matrix, bag_of_words_matrix, mention_matrix
+from haystack_cfrag.core.text import agreement_matrix, answers_agree, bag_of_words_matrix, mention_matrix
 from haystack_cfrag.core.vectors import as_matrix, cosine_matrix, cosine_to_relevance, valid_embedding_mask
 from haystack_cfrag.dataclasses import NO_EVIDENCE, SOURCE_KEY, Draft
-from haystack_cfrag.prompts import SYNTHESIS_PROMPT, render_drafts
+from haystack_cfrag.prompts import SHORT_DRAFT_PROMPT, SYNTHESIS_PROMPT, render_drafts, render_plain_evidence
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,9 @@ class CausalArbitrationRanker:
     baseline. It stands unless the best-scoring draft that disagrees with it
     has Ψ at least `override_margin` above it and a higher φ_causal ("override"); otherwise
     "baseline" (always without counterfactuals: nothing then verifies a challenger). Agreement
-    among the other drafts ends nothing. `consensus_min_causal` (paper mode) lets a consensus
+    among the other drafts ends nothing. With `duel=True` (and a `synthesizer`) a disagreement is
+    settled by a volume-free re-reading instead: one passage per distinct answer, decisive-first,
+    standard RAG's prompt; the answer it names wins. `consensus_min_causal` (paper mode) lets a consensus
     end arbitration only when the agreed draft's φ_causal reaches it.
 
     `trace["degradations"]` lists what gave less than asked — the upstream `degradations`
@@ -107,6 +109,7 @@ class CausalArbitrationRanker:
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
         override_margin: float | None = None,
         consensus_min_causal: float | None = None,
+        duel: bool = False,
     ) -> None:
         """
         :param text_embedder: embeds queries and answers (and documents without embeddings).
@@ -129,7 +132,14 @@ class CausalArbitrationRanker:
             exceeds the baseline's by at least this margin.
         :param consensus_min_causal: None = paper. A number in [-1, 1]: a consensus ends arbitration
             only when the best draft's φ_causal is at least this (when φ_causal exists).
+        :param duel: with a baseline and `synthesizer`: when a challenger disagrees with the baseline,
+            the synthesizer reads ONE passage per distinct answer (the most relevant that names it,
+            decisive-first) with standard RAG's prompt, and the answer it names wins ("duel").
+            Volume cannot outvote the decisive passage there. Falls back to `override_margin`
+            when fewer than two answers have a passage or the duel names none of them.
         """
+        if duel and synthesizer is None:
+            raise ValueError("'duel' needs a 'synthesizer' (a ChatGenerator) to read the duel passages.")
         if override_margin is not None:
             check_range("override_margin", override_margin, -1.0, 1.0)
         if consensus_min_causal is not None:
@@ -167,6 +177,7 @@ class CausalArbitrationRanker:
         self.max_query_chars = max_query_chars
         self.override_margin = override_margin
         self.consensus_min_causal = consensus_min_causal
+        self.duel = duel
 
     def warm_up(self) -> None:
         """Warm up the injected embedder, scorer and synthesizer."""
@@ -189,6 +200,7 @@ class CausalArbitrationRanker:
             max_query_chars=self.max_query_chars,
             override_margin=self.override_margin,
             consensus_min_causal=self.consensus_min_causal,
+            duel=self.duel,
         )
 
     @classmethod
@@ -228,7 +240,13 @@ class CausalArbitrationRanker:
         case.embed(embed_texts(self.text_embedder, case.texts_to_embed()) if self.text_embedder is not None else None)
         ranked = self._arbitrate(case, causal_weight)
         synthesis = None
-        if ranked["decision"] == "synthesis":
+        if ranked["decision"] == "duel":
+            try:
+                reply = self.synthesizer.run(messages=[self._duel_prompt(case, ranked)])["replies"]
+            except Exception as exc:  # noqa: BLE001  (the margin rule decides, see _resolve_duel)
+                reply = self._synthesis_failed(exc)
+            self._resolve_duel(case, ranked, reply)
+        elif ranked["decision"] == "synthesis":
             try:
                 synthesis = self.synthesizer.run(messages=[self._synthesis_prompt(case, ranked)])["replies"]
             except Exception as exc:  # noqa: BLE001  (falls back to the best draft, see _finish)
@@ -255,7 +273,14 @@ class CausalArbitrationRanker:
         case.embed(embedded)
         ranked = self._arbitrate(case, causal_weight)
         synthesis = None
-        if ranked["decision"] == "synthesis":
+        if ranked["decision"] == "duel":
+            try:
+                reply = (await run_async_or_thread(self.synthesizer, messages=[self._duel_prompt(case, ranked)]))[
+                    "replies"]
+            except Exception as exc:  # noqa: BLE001
+                reply = self._synthesis_failed(exc)
+            self._resolve_duel(case, ranked, reply)
+        elif ranked["decision"] == "synthesis":
             prompt = self._synthesis_prompt(case, ranked)
             try:
                 synthesis = (await run_async_or_thread(self.synthesizer, messages=[prompt]))["replies"]
@@ -334,12 +359,20 @@ class CausalArbitrationRanker:
         best = order[0]
         baseline = case.baseline()
         override = None
+        ranked_pairs: list[tuple[int, int]] = []
         if self.override_margin is not None and baseline is not None:
             agree = agreement_matrix(answers, self.agreement_threshold)[baseline] > 0
             causal = [sc["causal"] for sc in scores]
             winner, decision, gap = arb.override_decision(psis, causal, list(agree), baseline, self.override_margin)
             order = [winner] + [j for j in order if j != winner]
             override = {"baseline_draft": case.drafts[baseline].index, "margin": self.override_margin, "gap": gap}
+            pairs = self._duel_pairs(answers, list(agree), baseline, mentions, rel, margins) if self.duel else []
+            if len(pairs) >= 2:
+                override["duel"] = {"passages": [case.docs[i].id for _, i in pairs],
+                                    "candidates": [case.drafts[j].index for j, _ in pairs],
+                                    "margin_rule": {"winner": case.drafts[winner].index, "decision": decision}}
+                decision = "duel"
+                ranked_pairs = pairs
         elif agreements[best] >= self.consensus_threshold - 1e-9 and self._causally_supported(scores[best]):
             decision = "consensus"
         elif self.synthesizer is not None:
@@ -348,6 +381,7 @@ class CausalArbitrationRanker:
             decision = "best_score"
         return {
             "override": override,
+            "duel_pairs": ranked_pairs,
             "scores": scores,
             "psi": psis,
             "order": order,
@@ -357,6 +391,38 @@ class CausalArbitrationRanker:
             "mentions": mentions,
             "decision": decision,
         }
+
+    def _duel_pairs(self, answers: list[str], agree: list[bool], baseline: int, mentions: np.ndarray,
+                    rel: np.ndarray, margins: np.ndarray | None) -> list[tuple[int, int]]:
+        """The baseline and one draft per distinct disagreeing answer, each with its duel passage."""
+        distinct = [baseline]
+        for j, answer in enumerate(answers):
+            if j != baseline and not agree[j] and not any(answers_agree(answer, answers[k], self.agreement_threshold)
+                                                          for k in distinct):
+                distinct.append(j)
+        return arb.duel_passages(distinct, mentions, rel[0], margins, MENTION_THRESHOLD)
+
+    def _duel_prompt(self, case: _Case, ranked: dict[str, Any]) -> ChatMessage:
+        docs = [case.docs[i] for _, i in ranked["duel_pairs"]]
+        return ChatMessage.from_user(SHORT_DRAFT_PROMPT.format(query=case.query, evidence=render_plain_evidence(docs)))
+
+    def _resolve_duel(self, case: _Case, ranked: dict[str, Any], reply: list[ChatMessage]) -> None:
+        """The duel's answer picks its candidate; without a usable one the margin rule's decision stands."""
+        duel, rule = ranked["override"]["duel"], ranked["override"]["duel"]["margin_rule"]
+        text = parse_draft_reply((reply[0].text or "") if reply else "")["answer"]
+        duel["answer"] = text
+        picked = next((j for j, _ in ranked["duel_pairs"]
+                       if text and answers_agree(text, case.drafts[j].answer, self.agreement_threshold)), None)
+        if picked is None:
+            case.degradations.append(degradation("duel", "the duel named none of the candidates; the margin rule decided",
+                                                 answer=text))
+            winner = next(j for j, d in enumerate(case.drafts) if d.index == rule["winner"])
+            ranked["decision"] = rule["decision"]
+        else:
+            winner = picked
+            ranked["decision"] = "baseline" if winner == case.baseline() else "override"
+        duel["winner"] = case.drafts[winner].index
+        ranked["order"] = [winner] + [j for j in ranked["order"] if j != winner]
 
     def _causally_supported(self, scores: dict[str, float | None]) -> bool:
         """Whether a consensus may end arbitration (always, unless `consensus_min_causal` is set and φ_causal is lower)."""

@@ -172,3 +172,35 @@ def override_decision(
     base_causal, best_causal = causal[baseline], causal[best]
     stronger = base_causal is not None and best_causal is not None and best_causal > base_causal
     return (best, "override", gap) if gap >= margin and stronger else (baseline, "baseline", gap)
+
+
+def duel_passages(
+    candidates: Sequence[int],
+    mentions: np.ndarray,
+    relevance: np.ndarray,
+    order_key: np.ndarray | None = None,
+    threshold: float = 0.5,
+) -> list[tuple[int, int]]:
+    """One passage per candidate answer, for a volume-free re-reading: [(candidate, column)], decisive-first.
+
+    For each candidate (a row of `mentions`, in the order given), the most relevant column
+    (s(q, e)) that mentions its answer and was not taken by an earlier candidate. Candidates
+    whose answer no free passage mentions get none. The pairs are ordered by descending
+    `order_key` (the causal margin), else by relevance. However many passages name the trap
+    answer, the duel shows one of them, so volume cannot outvote the decisive passage.
+
+    >>> m = np.array([[1, 1, 1, 0], [0, 0, 0, 1]])     # candidate 0 (the trap) is named 3 times
+    >>> duel_passages([0, 1], m, np.array([0.9, 0.8, 0.7, 0.6]), np.array([-0.1, -0.2, -0.1, 0.2]))
+    [(1, 3), (0, 0)]
+    """
+    rel = np.asarray(relevance, dtype=float)
+    taken: set[int] = set()
+    pairs: list[tuple[int, int]] = []
+    for j in candidates:
+        free = [i for i in np.flatnonzero(np.asarray(mentions[j], dtype=float) >= threshold) if int(i) not in taken]
+        if free:
+            best = int(max(free, key=lambda i: (rel[i], -i)))
+            taken.add(best)
+            pairs.append((int(j), best))
+    key = rel if order_key is None else np.asarray(order_key, dtype=float)
+    return sorted(pairs, key=lambda p: (-key[p[1]], p[1]))

@@ -11,6 +11,8 @@ Usage:
     ['standard_rag', 'cf_rag[causal_weight=0.2]']
     >>> parse_systems("cf_rag_k1")[0].params
     {'n_clusters': 1}
+    >>> parse_system("cf_rag[duel=true]").params
+    {'duel': True}
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class System:
 
 
 def _value(text: str) -> Any:
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
     for cast in (int, float):
         try:
             return cast(text)

@@ -203,6 +203,31 @@ def test_override_replaces_the_trap_answer_when_the_challengers_evidence_is_deci
     assert out["answer"] == "Heath Ledger" and out["trace"]["decision"] == "baseline"
 
 
+def test_the_duel_shows_one_passage_per_answer_so_volume_cannot_outvote_the_decisive_one():
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
+    reviews = [docs[f"review-{i}"] for i in range(4)]
+    reader = KeywordReader(candidates=dk.CANDIDATES)   # answers by volume: the trap reader
+    out, _ = _case("Heath Ledger", [("Christian Bale", [docs["cast"]]), ("Heath Ledger", reviews)],
+                   override_margin=1.0, duel=True, synthesizer=reader)   # a margin no challenger reaches
+    duel = out["trace"]["override"]["duel"]
+    assert len(duel["passages"]) == 2 and "cast" in duel["passages"]
+    assert sum(p.startswith("review") for p in duel["passages"]) == 1       # one of the four, not four
+    assert "\n[2] " in reader.prompts[0] and "\n[3] " not in reader.prompts[0]   # exactly two passages shown
+    assert out["answer"] == "Christian Bale" and out["trace"]["decision"] == "override"
+    assert duel["margin_rule"]["decision"] == "baseline" and duel["winner"] != out["trace"]["override"]["baseline_draft"]
+    with pytest.raises(ValueError, match="synthesizer"):
+        CausalArbitrationRanker(duel=True)
+
+
+def test_a_duel_that_names_no_candidate_leaves_the_margin_rule_in_charge():
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
+    reviews = [docs[f"review-{i}"] for i in range(4)]
+    out, _ = _case("Heath Ledger", [("Christian Bale", [docs["cast"]])], override_margin=1.0, duel=True,
+                   synthesizer=RecordingGenerator(reply="Answer: Gary Oldman"))
+    assert out["answer"] == "Heath Ledger" and out["trace"]["decision"] == "baseline"
+    assert any(d["stage"] == "duel" for d in out["trace"]["degradations"])
+
+
 def test_agreeing_challengers_do_not_outvote_the_baseline():
     causal = [0.0, 0.2, 0.2, 0.2]
     winner, decision, gap = arb.override_decision([0.6, 0.5, 0.5, 0.5], causal, [True, False, False, False], 0, 0.05)
