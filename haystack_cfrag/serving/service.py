@@ -203,6 +203,11 @@ class CFRAGService:
             _REQUEST_USAGE.reset(token)
         seconds = time.perf_counter() - start
         answer, trace, documents = _read_outputs(out)
+        if not answer and trace and trace.get("decision") == "all_drafts_failed":
+            # CF-RAG degrades call by call; when every call failed there is no answer to degrade to
+            reasons = [d.get("error") or d.get("reason") for d in trace.get("degradations") or []]
+            reason = next((r for r in reasons if r), "every LLM call failed")
+            raise PipelineFailedError(f"The pipeline '{name}' failed: every LLM call failed ({_first_line(reason)})")
         wanted_counterfactuals = checked.get("n_counterfactuals") != 0
         result = build_response(name, question, answer, trace, documents, out, seconds, wanted_counterfactuals)
         result["usage"] = _usage_report(usage)
