@@ -8,6 +8,7 @@ it can change per request without rebuilding the pipeline.
 Type rule, the same everywhere: an integer parameter takes an integer, or a number with no
 fraction (2.0 is 2, as JSON Schema counts it); a number parameter takes an integer or a
 float; booleans, strings and non-finite numbers (NaN, ±Infinity) are refused, never coerced.
+A choice parameter takes one of its strings, a switch takes true or false.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from haystack_cfrag.components.causal_arbitration_ranker import EVIDENCE_MODES
+from haystack_cfrag.components.counterfactual_query_expander import PROMPT_STYLES
+from haystack_cfrag.components.parallel_draft_generator import PROMPTS
+from haystack_cfrag.components.spectral_stratifier import ORDERS, POOLS, SELECTIONS
 
 
 class ParameterError(ValueError):
@@ -29,15 +35,20 @@ class Parameter:
     name: str
     component: str
     target: str  # the component's init parameter; also its run-time socket when per_request
-    kind: type  # int or float
+    kind: type  # int, float, str (one of `choices`) or bool
     low: float | None = None
     high: float | None = None
     low_open: bool = False
     per_request: bool = False
     help: str = ""
+    choices: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """The allowed values in words, e.g. "an integer in [0, 10]"."""
+        if self.kind is str:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        if self.kind is bool:
+            return "true or false"
         what = "an integer" if self.kind is int else "a number"
         if self.low is not None and self.high is not None:
             return f"{what} in {'(' if self.low_open else '['}{_num(self.low)}, {_num(self.high)}]"
@@ -45,8 +56,16 @@ class Parameter:
             return f"{what} {'>' if self.low_open else '≥'} {_num(self.low)}"
         return what
 
-    def check(self, value: Any) -> int | float:
+    def check(self, value: Any) -> int | float | str | bool:
         """`value` as this parameter's type; ParameterError naming the parameter otherwise."""
+        if self.kind is str:
+            if not isinstance(value, str) or value not in self.choices:
+                raise ParameterError(f"'{self.name}' must be {self.describe()}, got {_shown(value)}.")
+            return value
+        if self.kind is bool:
+            if not isinstance(value, bool):
+                raise ParameterError(f"'{self.name}' must be {self.describe()}, got {_shown(value)}.")
+            return value
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ParameterError(f"'{self.name}' must be {self.describe()}, got {_shown(value)}.")
         if not math.isfinite(value):
@@ -61,6 +80,10 @@ class Parameter:
 
     def json_schema(self) -> dict[str, Any]:
         """The JSON Schema of a value (null meaning: the pipeline file's own value)."""
+        if self.kind is str:
+            return {"anyOf": [{"enum": list(self.choices)}, {"type": "null"}], "default": None}
+        if self.kind is bool:
+            return {"anyOf": [{"type": "boolean"}, {"type": "null"}], "default": None}
         schema: dict[str, Any] = {"type": "integer" if self.kind is int else "number"}
         if self.low is not None:
             schema["exclusiveMinimum" if self.low_open else "minimum"] = self.low
@@ -87,8 +110,28 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter("top_k", "retriever", "top_k", int, 1, help="documents retrieved per query"),
         Parameter("draft_workers", "drafter", "max_workers", int, 1,
                   help="drafts written at once (> 1 only with a model server)"),
+        # the default configuration's mechanisms (docs/method.md), each with an ablation
+        Parameter("override_margin", "ranker", "override_margin", float, -1.0, 1.0,
+                  help="Psi by which a challenger must beat the baseline"),
+        Parameter("duel", "ranker", "duel", bool, help="settle a disagreement by one passage per answer"),
+        Parameter("evidence", "ranker", "evidence", str, choices=EVIDENCE_MODES, help="each draft's evidence E_j"),
+        Parameter("consensus_min_causal", "ranker", "consensus_min_causal", float, -1.0, 1.0,
+                  help="phi_causal a consensus needs (paper mode)"),
+        Parameter("pool", "stratifier", "pool", str, choices=POOLS, help="documents the strata are made of"),
+        Parameter("selection", "stratifier", "selection", str, choices=SELECTIONS, help="subsets: sampled or clusters"),
+        Parameter("order", "stratifier", "order", str, choices=ORDERS, help="passage order in each subset"),
+        Parameter("draft_prompt", "drafter", "prompt", str, choices=PROMPTS, help="the challengers' prompt"),
+        Parameter("prompt_style", "expander", "prompt_style", str, choices=PROMPT_STYLES,
+                  help="the expander's prompt: JSON (paper) or lines"),
+        Parameter("paraphrase_threshold", "expander", "paraphrase_threshold", float, 0.0, 1.0, low_open=True,
+                  help="cosine at which a counterfactual is a paraphrase"),
+        Parameter("similarity_threshold", "expander", "similarity_threshold", float, 0.0, 1.0, low_open=True,
+                  help="theta_sim, cosine a counterfactual needs to be on topic"),
     )
 }
+
+TARGETS: dict[str, tuple[str, str]] = {name: (p.component, p.target) for name, p in PARAMETERS.items()}
+"""parameter → (component, init parameter) in the shipped pipelines (the evaluation's and CLI's overrides)."""
 
 REQUEST_PARAMETERS: tuple[str, ...] = tuple(name for name, p in PARAMETERS.items() if p.per_request)
 

@@ -20,35 +20,15 @@ from haystack import Pipeline
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag import models
+from haystack_cfrag.parameters import TARGETS
 from haystack_cfrag.components._common import serialize_component
 from haystack_cfrag.pipelines import component_key, pipeline_from_dict, pipeline_inputs, share_injected_components
 from haystack_cfrag.timing import count_llm_usage, timed_stages
 
 PIPELINES_DIR = Path(__file__).resolve().parent.parent / "pipelines"
 
-# parameter → (component, init parameter) in the shipped pipelines
-PARAMETER_TARGETS = {
-    "n_counterfactuals": ("expander", "n_counterfactuals"),
-    "n_clusters": ("stratifier", "n_clusters"),
-    "n_subsets": ("stratifier", "n_subsets"),
-    "sampling_ratio": ("stratifier", "sampling_ratio"),
-    "anchors": ("stratifier", "anchors"),
-    "random_state": ("stratifier", "random_state"),
-    "causal_weight": ("ranker", "causal_weight"),
-    "top_k": ("retriever", "top_k"),
-    "draft_workers": ("drafter", "max_workers"),  # > 1 only with a model server (ignored in-process)
-    # the default configuration's mechanisms (docs/method.md), each with an ablation
-    "override_margin": ("ranker", "override_margin"),
-    "duel": ("ranker", "duel"),
-    "evidence": ("ranker", "evidence"),
-    "consensus_min_causal": ("ranker", "consensus_min_causal"),
-    "pool": ("stratifier", "pool"),
-    "selection": ("stratifier", "selection"),
-    "order": ("stratifier", "order"),
-    "draft_prompt": ("drafter", "prompt"),
-    "prompt_style": ("expander", "prompt_style"),
-    "paraphrase_threshold": ("expander", "paraphrase_threshold"),
-}
+# parameter → (component, init parameter) in the shipped pipelines: one table, haystack_cfrag.parameters
+PARAMETER_TARGETS = TARGETS
 
 
 def pipeline_path(name_or_path: str | Path) -> Path:

@@ -344,3 +344,20 @@ def test_module_examples_run(module):
 
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_every_parameter_in_the_table_reaches_a_real_init_parameter_of_the_default_graph():
+    import importlib
+    import inspect
+
+    from haystack_cfrag.parameters import PARAMETERS, ParameterError
+
+    graph = yaml.safe_load(CF_RAG.read_text(encoding="utf-8"))["components"]
+    for name, p in PARAMETERS.items():
+        module, _, cls = graph[p.component]["type"].rpartition(".")
+        init = inspect.signature(getattr(importlib.import_module(module), cls).__init__).parameters
+        assert p.target in init, f"{name} → {p.component}.{p.target}"
+    assert PARAMETERS["pool"].check("original") == "original" and PARAMETERS["duel"].check(False) is False
+    for name, bad in (("pool", "everything"), ("pool", 1), ("duel", "true"), ("duel", 1), ("override_margin", "0.1")):
+        with pytest.raises(ParameterError, match=f"'{name}'"):
+            PARAMETERS[name].check(bad)
