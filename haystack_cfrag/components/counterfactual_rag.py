@@ -32,7 +32,7 @@ def _pipeline_class() -> type:
 PAPER: dict[str, Any] = {
     "similarity_threshold": 0.7, "n_clusters": 4, "n_subsets": 3, "baseline": False, "override_margin": None,
     "prompt_style": "json", "paraphrase_threshold": 0.97, "pool": "all", "selection": "sampled", "order": "relevance",
-    "draft_prompt": "app_g", "evidence": "cited",
+    "draft_prompt": "app_g", "evidence": "cited", "duel": False,
 }
 """The paper's configuration (`pipelines/cf_rag_paper.yml`): `CounterfactualRAG(**PAPER, chat_generator=…)`."""
 
@@ -58,7 +58,8 @@ class CounterfactualRAG:
     original query's top-k (full mode: the retriever's own results; verify-only: your
     `documents`) with standard RAG's prompt, M answer-only drafts read whole clusters of the
     original query's passages decisive-first, and a challenger replaces the baseline only when
-    its Ψ beats it by `override_margin` with a higher φ_causal. `CounterfactualRAG(**PAPER)`
+    its Ψ beats it by `override_margin` with a higher φ_causal — or, with `duel` (default), when
+    the generator names the challenger's answer after reading one passage per answer. `CounterfactualRAG(**PAPER)`
     is the paper's configuration (`cf_rag_paper.yml`).
 
     Cost per question: 1 LLM call for counterfactuals (0 with N = 0), N + 1 retrievals (full
@@ -107,6 +108,7 @@ class CounterfactualRAG:
         order: str = "causal",
         draft_prompt: str = "short",
         evidence: str = "mentions",
+        duel: bool = True,
         max_workers: int = 4,
         random_state: int | None = None,
         timeout_s: float | None = None,
@@ -128,6 +130,8 @@ class CounterfactualRAG:
         :param raise_on_failure: raise on a failed LLM call instead of degrading (fewer counterfactuals
             or drafts, recorded in `trace["degradations"]`).
         :param baseline: draft standard RAG's answer first and let the ranker protect it (see `override_margin`).
+        :param duel: settle a disagreement with the baseline by one passage per answer, read by the
+            `synthesizer` (by `chat_generator` when no synthesizer is given).
         Other parameters: see the six components (N, θ_sim, θ_dedup, K, M, ρ, λ, θ_agree) and
         docs/method.md for the default's options (`override_margin`, `prompt_style`,
         `paraphrase_threshold`, `pool`, `selection`, `order`, `draft_prompt` = the drafter's
@@ -164,6 +168,7 @@ class CounterfactualRAG:
         self.order = order
         self.draft_prompt = draft_prompt
         self.evidence = evidence
+        self.duel = duel
         self.pipeline = self._build()
         documents = ["joiner.documents"]
         if baseline and retriever is None:
@@ -229,9 +234,10 @@ class CounterfactualRAG:
                 scorer=self.scorer,
                 causal_weight=self.causal_weight,
                 agreement_threshold=self.agreement_threshold,
-                synthesizer=self.synthesizer,
+                synthesizer=self.synthesizer or (self.chat_generator if self.duel and self.baseline else None),
                 max_query_chars=self.max_query_chars,
                 evidence=self.evidence,
+                duel=self.duel and self.baseline,
                 override_margin=self.override_margin if self.baseline else None,
             ),
         )
@@ -299,6 +305,7 @@ class CounterfactualRAG:
             order=self.order,
             draft_prompt=self.draft_prompt,
             evidence=self.evidence,
+            duel=self.duel,
         )
 
     @classmethod

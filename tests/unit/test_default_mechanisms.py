@@ -294,8 +294,9 @@ def test_default_pipeline_overrides_standard_rags_trap_answer_on_the_dark_knight
     assert baseline["answer"] == "Heath Ledger"                  # standard RAG's reading falls into the trap
     assert out["answer"] == "Christian Bale" and trace["decision"] == "override"
     assert len(trace["counterfactuals"]) == 3 and len(trace["drafts"]) == 1 + 2   # baseline, two challengers
-    # the ablation: with a margin no challenger reaches, the default is standard RAG
-    pipe, _ = _default(CF_RAG, **{"ranker.override_margin": 1.0})
+    assert trace["override"]["duel"]["winner"] != baseline["index"]       # the duel read one passage per answer
+    # the ablation: no duel and a margin no challenger reaches: the default is standard RAG
+    pipe, _ = _default(CF_RAG, **{"ranker.override_margin": 1.0, "ranker.duel": False})
     assert pipe.run(pipeline_inputs(CF_RAG, query=dk.QUESTION))["ranker"]["answer"] == "Heath Ledger"
 
 
