@@ -65,9 +65,10 @@ class CausalArbitrationRanker:
     baseline. It stands unless the best-scoring draft that disagrees with it
     has Ψ at least `override_margin` above it and a higher φ_causal ("override"); otherwise
     "baseline" (always without counterfactuals: nothing then verifies a challenger). Agreement
-    among the other drafts ends nothing. With `duel=True` (and a `synthesizer`) a disagreement is
-    settled by a volume-free re-reading instead: one passage per distinct answer, decisive-first,
-    standard RAG's prompt; the answer it names wins. `consensus_min_causal` (paper mode) lets a consensus
+    among the other drafts ends nothing. With `duel=True` (and a `synthesizer`) a disagreement in
+    which fewer passages name the challenger's answer than the baseline's is settled by a
+    volume-free re-reading instead: one passage per distinct answer, decisive-first, standard
+    RAG's prompt; the answer it names wins. `consensus_min_causal` (paper mode) lets a consensus
     end arbitration only when the agreed draft's φ_causal reaches it.
 
     `trace["degradations"]` lists what gave less than asked — the upstream `degradations`
@@ -132,7 +133,8 @@ class CausalArbitrationRanker:
             exceeds the baseline's by at least this margin.
         :param consensus_min_causal: None = paper. A number in [-1, 1]: a consensus ends arbitration
             only when the best draft's φ_causal is at least this (when φ_causal exists).
-        :param duel: with a baseline and `synthesizer`: when a challenger disagrees with the baseline,
+        :param duel: with a baseline and `synthesizer`: when a challenger disagrees with the baseline
+            and fewer passages name its answer than the baseline's (volume favours the baseline),
             the synthesizer reads ONE passage per distinct answer (the most relevant that names it,
             decisive-first) with standard RAG's prompt, and the answer it names wins ("duel").
             Volume cannot outvote the decisive passage there. Falls back to `override_margin`
@@ -394,11 +396,18 @@ class CausalArbitrationRanker:
 
     def _duel_pairs(self, answers: list[str], agree: list[bool], baseline: int, mentions: np.ndarray,
                     rel: np.ndarray, margins: np.ndarray | None) -> list[tuple[int, int]]:
-        """The baseline and one draft per distinct disagreeing answer, each with its duel passage."""
+        """The baseline and one draft per distinct disagreeing answer that fewer passages name, with their passages.
+
+        A duel undoes volume: it is held only against answers named by fewer passages than the
+        baseline's (the Correlation Trap's signature). Where the challenger is as loud or louder,
+        a re-reading only changes the passage order, and the baseline stands.
+        """
+        named = (np.asarray(mentions, dtype=float) >= MENTION_THRESHOLD).sum(axis=1)
         distinct = [baseline]
         for j, answer in enumerate(answers):
-            if j != baseline and not agree[j] and not any(answers_agree(answer, answers[k], self.agreement_threshold)
-                                                          for k in distinct):
+            if j != baseline and not agree[j] and named[j] < named[baseline] and not any(
+                answers_agree(answer, answers[k], self.agreement_threshold) for k in distinct
+            ):
                 distinct.append(j)
         return arb.duel_passages(distinct, mentions, rel[0], margins, MENTION_THRESHOLD)
 

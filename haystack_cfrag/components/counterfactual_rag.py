@@ -100,7 +100,7 @@ class CounterfactualRAG:
         causal_weight: float = 0.4,
         agreement_threshold: float = 0.8,
         baseline: bool = True,
-        override_margin: float | None = 0.05,
+        override_margin: float | None = 1.0,
         prompt_style: str = "lines",
         paraphrase_threshold: float = 0.9,
         pool: str = "original",

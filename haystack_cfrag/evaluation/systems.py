@@ -30,7 +30,7 @@ ABLATIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "cf_rag_n0": ("cf_rag", {"n_counterfactuals": 0}),
     "cf_rag_k1": ("cf_rag", {"n_clusters": 1}),
     "cf_rag_lambda0": ("cf_rag", {"causal_weight": 0.0}),
-    "cf_rag_no_override": ("cf_rag", {"override_margin": 1.0}),
+    "cf_rag_no_override": ("cf_rag", {"override_margin": 1.0, "duel": False}),
 }
 SWEEP_PARAMETERS = {"lambda": "causal_weight", "N": "n_counterfactuals", "K": "n_clusters", "M": "n_subsets"}
 

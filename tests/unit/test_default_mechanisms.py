@@ -219,6 +219,16 @@ def test_the_duel_shows_one_passage_per_answer_so_volume_cannot_outvote_the_deci
         CausalArbitrationRanker(duel=True)
 
 
+def test_no_duel_against_a_louder_challenger():
+    """The duel undoes volume: a challenger named by more passages than the baseline gets no re-reading."""
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
+    reviews = [docs[f"review-{i}"] for i in range(4)]
+    reader = KeywordReader(candidates=dk.CANDIDATES)
+    out, _ = _case("Christian Bale", [("Heath Ledger", reviews)], override_margin=1.0, duel=True, synthesizer=reader)
+    assert out["answer"] == "Christian Bale" and out["trace"]["decision"] == "baseline"
+    assert "duel" not in out["trace"]["override"] and reader.prompts == []
+
+
 def test_a_duel_that_names_no_candidate_leaves_the_margin_rule_in_charge():
     docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
     reviews = [docs[f"review-{i}"] for i in range(4)]
