@@ -161,7 +161,7 @@ def _no_answer(result: Any) -> str | None:
 @main.command()
 @click.argument("question")
 @click.option("--pipeline", "pipeline", default="cf_rag", show_default=True,
-              help="A pipeline file, or a shipped name: cf_rag, cf_rag_fast, standard_rag.")
+              help="A pipeline file, or a shipped name: cf_rag, cf_rag_fast, cf_rag_paper, standard_rag.")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer and trace as JSON.")
 @_param_options
 @_model_options
