@@ -78,7 +78,7 @@ def test_fast_pipeline_uses_llama_cpp_token_logprobs(runtime):
     fast = rt.ask(pipeline_path("cf_rag_fast"), QUESTION)
     assert fast.answer.strip() and len(fast.trace["drafts"]) == 2
     duel = 1 if fast.trace["override"].get("duel") else 0
-    assert fast.llm["calls"] == 3 + duel  # expander, baseline, one challenger (and the duel on a disagreement)
+    assert fast.llm["calls"] == 2 + duel  # baseline, one challenger (and the duel); N=0: no expander
     challenger = next(d for d in fast.trace["drafts"] if d["index"] != fast.trace["override"]["baseline_draft"])
     conf = challenger["scores"]["confidence"]
     assert conf is not None and 0 < conf <= 1
