@@ -73,6 +73,15 @@ def _mean(values: list[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
+def oracle_em(record: dict[str, Any]) -> float:
+    """1 when the answer or any recorded candidate draft is right (EM): what arbitration could reach at best.
+
+    >>> oracle_em({"em": 0.0, "candidates": [{"em": 0.0}, {"em": 1.0}]}), oracle_em({"em": 1.0})
+    (1.0, 1.0)
+    """
+    return max([float(c.get("em") or 0.0) for c in record.get("candidates") or []] + [float(record["em"])])
+
+
 def _system_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
     seconds = [r["seconds"] for r in recs]
     equivalent = [r.get("seconds_equivalent", r["seconds"]) for r in recs]
@@ -93,6 +102,7 @@ def _system_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
         "n": len(recs),
         **{m: _mean([r[m] for r in recs]) for m in METRICS},
         "support_recall": _mean([r.get("support_recall") for r in recs]),
+        "oracle": _mean([oracle_em(r) for r in recs]),
         "errors": sum(1 for r in recs if r.get("error")),
         "by_type": {t: {"n": len(rs), **{m: _mean([r[m] for r in rs]) for m in METRICS}} for t, rs in sorted(by_type.items())},
         "by_failure_mode": {
@@ -236,15 +246,17 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
     lines += ["EM and F1 are strict (SQuAD/HotpotQA normalisation); *lenient* is the paper-style containment "
               "(a gold answer inside the prediction), not exact match. Δ columns: difference to "
               f"`{results['baseline']}` in points, paired over the same questions, 95% bootstrap interval; "
-              "↑/↓ count the questions where the system scored higher/lower than the baseline.", ""]
+              "↑/↓ count the questions where the system scored higher/lower than the baseline. *oracle*: share of "
+              "questions where the answer or some candidate draft is right (EM), the best any arbitration could do.", ""]
     for name, cond in results["conditions"].items():
         lines += [f"## Condition `{name}` ({cond['n_questions']} questions)", "",
-                  "| system | n | EM | F1 | lenient | ΔEM [95% CI] | ΔF1 [95% CI] | gold recall | errors |",
-                  "|---|---:|---:|---:|---:|---|---|---:|---:|"]
+                  "| system | n | EM | F1 | lenient | ΔEM [95% CI] | ΔF1 [95% CI] | oracle | gold recall | errors |",
+                  "|---|---:|---:|---:|---:|---|---|---:|---:|---:|"]
         for sys_name, s in cond["systems"].items():
             vs = s.get("vs_baseline") or {}
             lines.append(f"| {sys_name} | {s['n']} | {_pct(s['em'])} | {_pct(s['f1'])} | {_pct(s['lenient'])} | "
-                         f"{_ci(vs.get('em'))} | {_ci(vs.get('f1'))} | {_pct(s['support_recall'])} | {s['errors']} |")
+                         f"{_ci(vs.get('em'))} | {_ci(vs.get('f1'))} | {_pct(s.get('oracle'))} | "
+                         f"{_pct(s['support_recall'])} | {s['errors']} |")
         lines += ["", "| system | latency mean / p50 / p95 (s) | overhead × | LLM calls | prompt tok | completion tok "
                   "| cached calls | EM-efficiency (1/s) |", "|---|---|---:|---:|---:|---:|---:|---:|"]
         for sys_name, s in cond["systems"].items():
