@@ -53,8 +53,9 @@ class SpectralStratifier:
     `random_state` give the same subsets.
 
     Options beyond the paper (each off by default; the shipped `cf_rag` sets them, see
-    docs/method.md): `pool="original"` stratifies only the documents the *original* query
-    retrieved (counterfactual-only documents still reach the ranker's margins, not the drafts);
+    docs/method.md): `pool="original"` drafts only from documents the *original* query
+    retrieved — the clusters are still computed over every document, so counterfactual-only
+    documents shape the strata and reach the ranker's margins, but no subset holds them;
     `selection="clusters"` makes each subset one whole cluster (the M best clusters) instead
     of a sample; `order="causal"` puts each subset's passages decisive-first, by the causal
     margin s(q, e) − max_q' s(q', e) computed from the `queries` input (original first).
@@ -102,7 +103,8 @@ class SpectralStratifier:
         :param text_embedder: embeds the query for relevance.
         :param document_embedder: embeds documents that arrive without an embedding.
         :param max_query_chars: longer queries are cut to this many characters before embedding (None = whole).
-        :param pool: "all" (paper) or "original": only documents the original query retrieved are stratified.
+        :param pool: "all" (paper) or "original": subsets hold only documents the original query retrieved
+            (clusters are computed over all documents).
         :param selection: "sampled" (paper, Eq. 6–7) or "clusters": each subset is a whole cluster.
         :param order: "relevance" (paper) or "causal": passages decisive-first in each subset
             (needs a `text_embedder` and counterfactual `queries`; falls back to relevance).
