@@ -361,18 +361,29 @@ def format_trace(trace: dict[str, Any]) -> str:
     weights = trace.get("weights", {})
     lines.append(f"Drafts (scorer: {trace.get('scorer')}, weights: "
                  + ", ".join(f"{k} {v:.2f}" for k, v in weights.items() if v) + "):")
+    override = trace.get("override") or {}
     for d in trace.get("drafts", []):
         if d.get("error"):
             lines.append(f"  #{d['index']}: FAILED ({printable(str(d['error']))})")
             continue
         s = d["scores"]
         fmt = lambda v: "—" if v is None else f"{v:+.3f}"  # noqa: E731
-        lines.append(f"  #{d['index']} {d['answer']!r}  Ψ {d['psi']:+.3f}  coh {fmt(s['coherence'])}  "
+        tag = " (baseline: standard RAG's reading)" if d["index"] == override.get("baseline_draft") else ""
+        lines.append(f"  #{d['index']}{tag} {d['answer']!r}  Ψ {d['psi']:+.3f}  coh {fmt(s['coherence'])}  "
                      f"causal {fmt(s['causal'])}  conf {fmt(s['confidence'])}  spec {fmt(s['specificity'])}  "
                      f"agree {d['agreement']:.2f}")
         for e in d["evidence"]:
             margin = "" if e["causal_margin"] is None else f"  margin {e['causal_margin']:+.3f}"
             lines.append(f"       · {printable(str(e.get('title') or e['id']))} (cluster {e.get('cluster')}, s {e['relevance']:.3f}{margin})")
+    duel = override.get("duel")
+    if duel:
+        titles = {e["id"]: e.get("title") or e["id"] for d in trace.get("drafts", []) for e in d.get("evidence", [])}
+        shown = "; ".join(printable(str(titles.get(i, i))) for i in duel["passages"])
+        lines.append(f"Duel (one passage per answer): {shown} → {printable(str(duel.get('answer', '')))!r}, "
+                     f"draft #{duel.get('winner')} wins")
+    elif override and override.get("gap") is not None:
+        lines.append(f"Override check: best challenger's Ψ − baseline's = {override['gap']:+.3f} "
+                     f"(needs ≥ {override['margin']} and a higher φ_causal)")
     lines.append(f"Decision: {trace.get('decision')} (agreement {trace.get('agreement', 0):.2f}) → {trace.get('answer')!r}")
     for d in trace.get("degradations") or []:
         details = ", ".join(f"{k} {v}" for k, v in d.items() if k not in ("stage", "reason"))
