@@ -288,7 +288,7 @@ def _default(path: Path, **params):
     overrides = {
         "expander.chat_generator": reader, "expander.text_embedder": emb,
         "expander.similarity_threshold": 0.3, "retriever.query_embedder": emb, "stratifier.text_embedder": emb,
-        "drafter.chat_generator": reader, "ranker.text_embedder": emb, **params,
+        "drafter.chat_generator": reader, "ranker.synthesizer": reader, "ranker.text_embedder": emb, **params,
     }
     pipe = load_pipeline(path, overrides=overrides, allowed_modules=["tests"])
     store = pipe.get_component("retriever").retriever.document_store
