@@ -14,6 +14,7 @@ NO_EVIDENCE = "no evidence"
 SOURCE_KEY = "cfrag_source"
 """`Draft.meta` key of a baseline draft: "baseline" (ParallelDraftGenerator's `baseline_documents`) or
 "answers" (an answer your pipeline drafted, given to CausalArbitrationRanker's `answers`)."""
+BASELINE_SOURCES = ("baseline", "answers")
 
 
 @dataclass(frozen=True)

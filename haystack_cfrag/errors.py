@@ -17,5 +17,10 @@ def one_line(exc: BaseException, *, typed: bool = True) -> str:
         while root.__cause__ is not None and root.__cause__ is not root:
             root = root.__cause__
         return f"component '{component}' failed: {one_line(root)}"[:MAX_CHARS]
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = squash(str(exc)) or type(exc).__name__
     return (f"{type(exc).__name__}: {text}" if typed else text)[:MAX_CHARS]
+
+
+def squash(text: str) -> str:
+    """`text` on one line (white space folded), at most 300 characters."""
+    return " ".join(text.split())[:MAX_CHARS]

@@ -19,7 +19,7 @@ from typing import Any
 
 from haystack_cfrag.core.arbitration import override_decision
 from haystack_cfrag.core.text import answers_agree
-from haystack_cfrag.evaluation.metrics import exact_match, lenient_containment
+from haystack_cfrag.evaluation.metrics import exact_match, trap_hit
 from haystack_cfrag.evaluation.summary import paired, read_records
 
 
@@ -37,12 +37,9 @@ def redecide(record: dict[str, Any], margin: float) -> tuple[str, str]:
     return cands[winner]["answer"], decision
 
 
-def rescored(record: dict[str, Any], answer: str) -> dict[str, Any]:
-    trapped = None
-    if record.get("trap_answer"):
-        trapped = bool(lenient_containment(answer, [record["trap_answer"]])) and not exact_match(
-            answer, record["answers"])
-    return {**record, "answer": answer, "em": exact_match(answer, record["answers"]), "trapped": trapped}
+def rescored(record: dict[str, Any], answer: str, decision: str) -> dict[str, Any]:
+    return {**record, "answer": answer, "decision": decision, "em": exact_match(answer, record["answers"]),
+            "trapped": trap_hit(answer, record["answers"], record.get("trap_answer"))}
 
 
 def main() -> None:
@@ -62,15 +59,15 @@ def main() -> None:
     common = [r for r in system if r["qid"] in by_q]
     print(f"{args.system} vs {args.baseline}: {len(common)} questions")
     for margin in (float(m) for m in args.margins.split(",")):
-        new = [rescored(r, redecide(r, margin)[0]) for r in common]
-        overrides = [(r, n) for r, n in zip(common, new, strict=True) if redecide(r, margin)[1] == "override"]
+        new = [rescored(r, *redecide(r, margin)) for r in common]
+        overrides = [n for n in new if n["decision"] == "override"]
         d = paired(new, [by_q[r["qid"]] for r in common], "em")
         traps = [n["trapped"] for n in new if n["trapped"] is not None]
         trap = f"  trap rate {100 * sum(traps) / len(traps):.1f}" if traps else ""
         print(f"margin {margin:+.2f}: EM {100 * sum(n['em'] for n in new) / len(new):.1f}  "
               f"ΔEM {100 * d['difference']:+.1f} [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}] "
               f"({d['wins']}↑ {d['losses']}↓)  overrides {len(overrides)} "
-              f"(right {sum(n['em'] for _, n in overrides):.0f}){trap}")
+              f"(right {sum(n['em'] for n in overrides):.0f}){trap}")
     oracle = [max([c["em"] for c in r.get("candidates") or []] or [r["em"]]) for r in common]
     std_em = [by_q[r["qid"]]["em"] for r in common]
     print(f"oracle over candidates {100 * sum(oracle) / len(oracle):.1f}  (standard RAG {100 * sum(std_em) / len(std_em):.1f})")

@@ -228,7 +228,7 @@ def accepts(comp: Any, parameter: str) -> bool:
         params = inspect.signature(inspect.unwrap(target)).parameters
     except (TypeError, ValueError):
         return False
-    return parameter in params and params[parameter].kind is not inspect.Parameter.VAR_POSITIONAL
+    return parameter in params
 
 
 async def run_async_or_thread(comp: Any, **kwargs: Any) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from haystack_cfrag.core import arbitration as arb
 from haystack_cfrag.core.replies import parse_draft_reply
 from haystack_cfrag.core.text import agreement_matrix, answers_agree, bag_of_words_matrix, mention_matrix
 from haystack_cfrag.core.vectors import as_matrix, cosine_matrix, cosine_to_relevance, valid_embedding_mask
-from haystack_cfrag.dataclasses import NO_EVIDENCE, SOURCE_KEY, Draft
+from haystack_cfrag.dataclasses import BASELINE_SOURCES, NO_EVIDENCE, SOURCE_KEY, Draft
 from haystack_cfrag.prompts import SHORT_DRAFT_PROMPT, SYNTHESIS_PROMPT, render_drafts, render_plain_evidence
 
 logger = logging.getLogger(__name__)
@@ -416,8 +416,11 @@ class CausalArbitrationRanker:
         return ChatMessage.from_user(SHORT_DRAFT_PROMPT.format(query=case.query, evidence=render_plain_evidence(docs)))
 
     def _resolve_duel(self, case: _Case, ranked: dict[str, Any], reply: list[ChatMessage]) -> None:
-        """The duel's answer picks its candidate; without a usable one the margin rule's decision stands."""
-        duel, rule = ranked["override"]["duel"], ranked["override"]["duel"]["margin_rule"]
+        """The duel's answer picks its candidate; without a usable one the margin rule's decision stands.
+
+        `ranked["order"]` starts with the margin rule's winner until the duel names another.
+        """
+        duel = ranked["override"]["duel"]
         text = parse_draft_reply((reply[0].text or "") if reply else "")["answer"]
         duel["answer"] = text
         picked = next((j for j, _ in ranked["duel_pairs"]
@@ -425,8 +428,8 @@ class CausalArbitrationRanker:
         if picked is None:
             case.degradations.append(degradation("duel", "the duel named none of the candidates; the margin rule decided",
                                                  answer=text))
-            winner = next(j for j, d in enumerate(case.drafts) if d.index == rule["winner"])
-            ranked["decision"] = rule["decision"]
+            winner = ranked["order"][0]
+            ranked["decision"] = duel["margin_rule"]["decision"]
         else:
             winner = picked
             ranked["decision"] = "baseline" if winner == case.baseline() else "override"
@@ -538,7 +541,6 @@ class _Case:
             chosen = cited_documents(d) if cited else []
             self.evidence.append([position[doc.id] for doc in (chosen or d.documents)])
             self.evidence_kind.append("cited" if chosen else "subset")
-        self.from_answers = [d.meta.get(SOURCE_KEY) in ("baseline", "answers") for d in drafts]
         self.degradations: list[dict[str, Any]] = []
         self.relevance: np.ndarray | None = None
         self.answer_emb = np.zeros((len(drafts), 1))
@@ -564,7 +566,7 @@ class _Case:
 
     def baseline(self) -> int | None:
         """Position of the first usable baseline draft (the drafter's baseline, or an `answers` input), if any."""
-        return next((j for j, flag in enumerate(self.from_answers) if flag), None)
+        return next((j for j, d in enumerate(self.drafts) if d.meta.get(SOURCE_KEY) in BASELINE_SOURCES), None)
 
     def use_mentions(self, mentions: np.ndarray) -> None:
         """E_j := the documents that mention draft j's answer (its own subset when none does)."""

@@ -155,7 +155,7 @@ class ParallelDraftGenerator:
         else:
             with ThreadPoolExecutor(max_workers=min(self.max_workers, len(jobs))) as pool:
                 drafts = list(pool.map(lambda j: self._draft(j[0], query, j[1], deadline, short=j[0] == base), jobs))
-        return {"drafts": self._report(self._mark_baseline(drafts, subsets, baseline_documents))}
+        return {"drafts": self._report(self._mark_baseline(drafts, baseline_documents))}
 
     @component.output_types(drafts=list[Draft])
     async def run_async(
@@ -183,7 +183,7 @@ class ParallelDraftGenerator:
 
         jobs = self._jobs(subsets, baseline_documents)
         drafts = await asyncio.gather(*(one(i, docs) for i, docs in jobs))
-        return {"drafts": self._report(self._mark_baseline(list(drafts), subsets, baseline_documents))}
+        return {"drafts": self._report(self._mark_baseline(list(drafts), baseline_documents))}
 
     # ------------------------------------------------------------------ steps
     def _check(self, query: str, subsets: list[list[Document]]) -> str:
@@ -203,7 +203,7 @@ class ParallelDraftGenerator:
         return head + list(enumerate(subsets))
 
     @staticmethod
-    def _mark_baseline(drafts: list[Draft], subsets: list[list[Document]], baseline: list[Document] | None) -> list[Draft]:
+    def _mark_baseline(drafts: list[Draft], baseline: list[Document] | None) -> list[Draft]:
         if baseline is None or not drafts:
             return drafts
         first = drafts[0]

@@ -42,6 +42,17 @@ def lenient_containment(prediction: str, golds: Sequence[str]) -> float:
     return float(any(normalize_answer(g) and f" {normalize_answer(g)} " in pred for g in golds))
 
 
+def trap_hit(prediction: str, golds: Sequence[str], trap_answer: str | None) -> bool | None:
+    """Whether the prediction names the spurious (trap) candidate instead of a gold answer; None without one.
+
+    >>> trap_hit("Heath Ledger", ["Christian Bale"], "Heath Ledger"), trap_hit("Bale", ["Bale"], None)
+    (True, None)
+    """
+    if not trap_answer:
+        return None
+    return bool(lenient_containment(prediction, [trap_answer])) and not exact_match(prediction, golds)
+
+
 def paired_bootstrap(
     system: Sequence[float], baseline: Sequence[float], *, n_resamples: int = 10_000, seed: int = 0,
     confidence: float = 0.95,

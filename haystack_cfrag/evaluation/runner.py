@@ -34,7 +34,7 @@ from haystack_cfrag.evaluation import provenance
 from haystack_cfrag.evaluation.corpus import CORPUS_MODES, INJECTION_VARIANTS, Corpus
 from haystack_cfrag.evaluation.datasets import EvalItem, load_items
 from haystack_cfrag.evaluation.llm_cache import CachingChatGenerator
-from haystack_cfrag.evaluation.metrics import exact_match, f1, lenient_containment
+from haystack_cfrag.evaluation.metrics import exact_match, f1, lenient_containment, trap_hit
 from haystack_cfrag.evaluation.summary import read_records
 from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, System, parse_systems
 from haystack_cfrag.runtime import Runtime
@@ -150,15 +150,12 @@ def score(item: EvalItem, answer: str, evidence_titles: list[str]) -> dict[str, 
     recall = None
     if item.gold_titles:
         recall = len(set(item.gold_titles) & set(evidence_titles)) / len(set(item.gold_titles))
-    trapped = None
-    if item.trap_answer:
-        trapped = bool(lenient_containment(answer, [item.trap_answer])) and not exact_match(answer, item.answers)
     return {
         "em": exact_match(answer, item.answers),
         "f1": f1(answer, item.answers),
         "lenient": lenient_containment(answer, item.answers),
         "support_recall": recall,
-        "trapped": trapped,
+        "trapped": trap_hit(answer, item.answers, item.trap_answer),
     }
 
 

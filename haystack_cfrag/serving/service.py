@@ -24,7 +24,7 @@ from typing import Any
 from haystack import logging
 
 from haystack_cfrag import models
-from haystack_cfrag.errors import one_line
+from haystack_cfrag.errors import one_line, squash
 from haystack_cfrag.parameters import PARAMETERS
 from haystack_cfrag.serving.requests import RequestError, check_params, check_question
 
@@ -207,7 +207,7 @@ class CFRAGService:
             # CF-RAG degrades call by call; when every call failed there is no answer to degrade to
             reasons = [d.get("error") or d.get("reason") for d in trace.get("degradations") or []]
             reason = next((r for r in reasons if r), "every LLM call failed")
-            raise PipelineFailedError(f"The pipeline '{name}' failed: every LLM call failed ({_first_line(reason)})")
+            raise PipelineFailedError(f"The pipeline '{name}' failed: every LLM call failed ({squash(str(reason))})")
         wanted_counterfactuals = checked.get("n_counterfactuals") != 0
         result = build_response(name, question, answer, trace, documents, out, seconds, wanted_counterfactuals)
         result["usage"] = _usage_report(usage)
@@ -245,12 +245,6 @@ def _usage_report(usage: dict[str, int]) -> dict[str, int] | None:
     total = usage["prompt_tokens"] + usage["completion_tokens"]
     return {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"],
             "total_tokens": total, "llm_calls": usage["calls"]}
-
-
-def _first_line(exc: BaseException | str) -> str:
-    """The first line of an exception's message (or a text), at most 300 characters."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text[:300]
 
 
 def build_response(
