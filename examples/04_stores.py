@@ -16,7 +16,7 @@ from pathlib import Path
 from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_cfrag import load_pipeline
-from haystack_cfrag.runtime import pipeline_path
+from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.stores import close_document_store, embedding_retriever, open_document_store, save_document_store
 
 

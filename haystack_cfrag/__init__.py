@@ -15,7 +15,7 @@ from haystack_cfrag.components import (
     SpectralStratifier,
 )
 from haystack_cfrag.dataclasses import Draft
-from haystack_cfrag.pipelines import load_pipeline
+from haystack_cfrag.loading import load_pipeline
 
 __version__ = "0.1.0"
 

@@ -92,7 +92,7 @@ def main(debug: bool) -> None:
 def _check_inputs(question: str, pipelines: list[str], params: dict[str, Any], store_path: str | None, llm: str,
                   embedder: str, scorer: str | None) -> dict[str, Any]:
     """Fail fast, before any model loads, on any bad argument; the checked parameters."""
-    from haystack_cfrag.runtime import pipeline_path  # noqa: PLC0415
+    from haystack_cfrag.pipelines import pipeline_path  # noqa: PLC0415
 
     if not question.strip():
         raise click.BadParameter("the question is empty", param_hint="QUESTION")

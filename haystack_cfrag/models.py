@@ -17,6 +17,7 @@ Model specs understood everywhere a model is named (CLI options, `load_pipeline`
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib
 import os
@@ -161,9 +162,23 @@ def resolve_model(spec: str) -> str:
     return spec
 
 
+# components that resolve a model spec themselves when their model loads; their `to_dict`
+# keeps the spec, so `resolve_embedded_models` leaves them as they are
+SELF_RESOLVING = (
+    "haystack_cfrag.components.llama_cpp_logprobs.LlamaCppLogprobsChatGenerator",
+    "haystack_cfrag.components.model_spec_text_embedder.ModelSpecTextEmbedder",
+)
+
+
 def resolve_embedded_models(data: Any) -> Any:
-    """A copy of a pipeline dict in which every `model: "embedded:…"` init parameter is resolved."""
+    """A copy of a pipeline dict in which every `model: "embedded:…"` init parameter is resolved.
+
+    Components of ours (`SELF_RESOLVING`) keep their spec: they resolve it when they load.
+    Other classes (say a `SentenceTransformersTextEmbedder` in your own file) get the path.
+    """
     if isinstance(data, dict):
+        if data.get("type") in SELF_RESOLVING:
+            return copy.deepcopy(data)
         out = {}
         for key, value in data.items():
             if key == "model" and isinstance(value, str) and value.startswith("embedded:"):

@@ -22,25 +22,12 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack_cfrag import models
 from haystack_cfrag.parameters import TARGETS
 from haystack_cfrag.components._common import serialize_component
-from haystack_cfrag.pipelines import component_key, pipeline_from_dict, pipeline_inputs, share_injected_components
+from haystack_cfrag.pipelines import pipeline_path
+from haystack_cfrag.loading import component_key, pipeline_from_dict, pipeline_inputs, share_injected_components
 from haystack_cfrag.timing import count_llm_usage, timed_stages
-
-PIPELINES_DIR = Path(__file__).resolve().parent.parent / "pipelines"
 
 # parameter → (component, init parameter) in the shipped pipelines: one table, haystack_cfrag.parameters
 PARAMETER_TARGETS = TARGETS
-
-
-def pipeline_path(name_or_path: str | Path) -> Path:
-    """A shipped pipeline by name ("cf_rag", "cf_rag_fast", "cf_rag_paper", "standard_rag") or any file path."""
-    path = Path(name_or_path)
-    if path.exists():
-        return path
-    shipped = PIPELINES_DIR / f"{name_or_path}.yml"
-    if shipped.exists():
-        return shipped
-    names = sorted(p.stem for p in PIPELINES_DIR.glob("*.yml"))
-    raise FileNotFoundError(f"No pipeline file '{name_or_path}' (shipped: {names}).")
 
 
 @dataclass

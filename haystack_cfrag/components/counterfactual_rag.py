@@ -34,7 +34,7 @@ PAPER: dict[str, Any] = {
     "prompt_style": "json", "paraphrase_threshold": 0.97, "pool": "all", "selection": "sampled", "order": "relevance",
     "draft_prompt": "app_g", "evidence": "cited", "duel": False,
 }
-"""The paper's configuration (`pipelines/cf_rag_paper.yml`): `CounterfactualRAG(**PAPER, chat_generator=…)`."""
+"""The paper's configuration (shipped as `cf_rag_paper`): `CounterfactualRAG(**PAPER, chat_generator=…)`."""
 
 _INJECTED = ("chat_generator", "retriever", "text_embedder", "document_embedder", "scorer", "synthesizer")
 

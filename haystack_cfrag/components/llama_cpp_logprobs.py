@@ -1,8 +1,11 @@
-"""LlamaCppChatGenerator that keeps llama.cpp's token log-probabilities in the reply meta.
+"""LlamaCppChatGenerator that keeps llama.cpp's token log-probabilities and understands model specs.
 
 llama-cpp-haystack's generator drops `choice["logprobs"]`; φ_conf needs them. This thin
-subclass adds `meta["logprobs"]` (OpenAI shape: {"content": [{"token", "logprob"}, …]}) and
-changes nothing else, so it is a drop-in replacement in any pipeline or YAML file.
+subclass adds `meta["logprobs"]` (OpenAI shape: {"content": [{"token", "logprob"}, …]}), and
+resolves a `model` spec such as `embedded:qwen2.5-coder-1.5b-instruct` when the model loads
+(`warm_up`, or lazily on the first `run`), so a YAML file naming one runs through stock
+`Pipeline.loads` and Hayhooks; `to_dict` keeps the spec. Nothing else changes: it is a drop-in
+replacement in any pipeline or YAML file.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from typing import Any
 
 from haystack import component
 from haystack.lazy_imports import LazyImport
+
+from haystack_cfrag.models import resolve_model
 
 with LazyImport("Run 'pip install llama-cpp-haystack' (and see the Makefile for llama-cpp-python).") as llama_import:
     from haystack_integrations.components.generators.llama_cpp import LlamaCppChatGenerator
@@ -26,14 +31,25 @@ if llama_import.is_successful():
         ```python
         from haystack.dataclasses import ChatMessage
         from haystack_cfrag.components.llama_cpp_logprobs import LlamaCppLogprobsChatGenerator
-        from haystack_cfrag.models import resolve_model
 
-        gen = LlamaCppLogprobsChatGenerator(model=resolve_model("embedded:qwen2.5-coder-1.5b-instruct"),
-                                            n_ctx=2048, generation_kwargs={"logprobs": True, "max_tokens": 16})
+        gen = LlamaCppLogprobsChatGenerator(model="embedded:qwen2.5-coder-1.5b-instruct", n_ctx=2048,
+                                            model_kwargs={"logits_all": True},
+                                            generation_kwargs={"logprobs": True, "max_tokens": 16})
         reply = gen.run([ChatMessage.from_user("Say hi")])["replies"][0]
         print(reply.text, len(reply.meta["logprobs"]["content"]))
         ```
         """
+
+        def warm_up(self) -> None:
+            """Resolve an `embedded:` model spec and load the model (once)."""
+            if self._model is not None:
+                return
+            kwargs = self.model_kwargs
+            self.model_kwargs = {**kwargs, "model_path": resolve_model(str(kwargs.get("model_path") or self.model_path))}
+            try:
+                LlamaCppChatGenerator.warm_up(self)
+            finally:
+                self.model_kwargs = kwargs
 
         @staticmethod
         def _convert_chat_completion_choice_to_chat_message(choice: Any, response: Any) -> Any:

@@ -1,6 +1,6 @@
 """The deploy directory `cfrag serve` hands to Hayhooks: wrapper folders and deployable YAML files.
 
-Wrapper folders (`<name>/pipeline_wrapper.py`) are copied from `haystack_cfrag/serving/pipelines`.
+Wrapper folders (`<name>/pipeline_wrapper.py`) are copied from `haystack_cfrag/serving/wrappers`.
 A shipped YAML file deployed as a Hayhooks YAML pipeline (`<name>_yaml.yml`) is the file as it
 is — top-level `inputs`/`outputs` included — with three changes Hayhooks cannot make itself:
 `embedded:` model names resolved to local paths (Hayhooks loads YAML with Haystack's
@@ -26,7 +26,7 @@ from haystack_cfrag.components._common import serialize_component
 from haystack_cfrag.models import resolve_embedded_models
 from haystack_cfrag.serving.service import PIPELINES, ServingConfig
 
-WRAPPERS_DIR = Path(__file__).resolve().parent / "pipelines"
+WRAPPERS_DIR = Path(__file__).resolve().parent / "wrappers"
 MARKER = ".cfrag-serve.json"
 
 
@@ -57,7 +57,7 @@ def check_deploy_dir(target: Path) -> list[str]:
 
 def deployable_yaml(name: str, config: ServingConfig) -> str:
     """A shipped pipeline file as Hayhooks can deploy and run it in the served process."""
-    from haystack_cfrag.runtime import pipeline_path  # noqa: PLC0415
+    from haystack_cfrag.pipelines import pipeline_path  # noqa: PLC0415
 
     data = yaml.safe_load(pipeline_path(name).read_text(encoding="utf-8"))
     generator = serialize_component(config.mock_generator()) if config.generator == "mock" else None

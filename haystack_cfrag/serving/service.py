@@ -175,8 +175,9 @@ class CFRAGService:
 
     def answer(self, name: str, question: Any, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Answer one question; RequestError for bad input, PipelineFailedError when the pipeline raises."""
-        from haystack_cfrag.pipelines import pipeline_inputs  # noqa: PLC0415
-        from haystack_cfrag.runtime import _read_outputs, pipeline_path  # noqa: PLC0415
+        from haystack_cfrag.loading import pipeline_inputs  # noqa: PLC0415
+        from haystack_cfrag.pipelines import pipeline_path  # noqa: PLC0415
+        from haystack_cfrag.runtime import _read_outputs  # noqa: PLC0415
 
         question = check_question(question)
         checked = check_params(dict(params or {}))

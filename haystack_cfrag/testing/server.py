@@ -1,9 +1,11 @@
-"""Start `cfrag serve` as a child process for tests and load runs, wait until it is ready, always stop it.
+"""Start `cfrag serve` (or stock `hayhooks run`) as a child process, wait until it is ready, always stop it.
 
 ```python
-from haystack_cfrag.testing.server import served
+from haystack_cfrag.testing.server import served, stock_hayhooks
 with served(["--mock"], expect=["cf_rag"]) as server:
     print(server.url, server.rss())
+with stock_hayhooks("my_pipelines/", expect=["standard_rag"]) as server:
+    print(server.url)
 ```
 """
 
@@ -96,6 +98,42 @@ def served(
     command = [sys.executable, "-m", "haystack_cfrag.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
     if mcp_port:
         command += ["--mcp", "--mcp-port", str(mcp_port)]
+    with _running(command, port=port, expect=expect, timeout=timeout, log=log, env=env, mcp_port=mcp_port) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def stock_hayhooks(
+    pipelines_dir: str | Path,
+    *,
+    expect: list[str],
+    timeout: float = 300.0,
+    log: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[Server]:
+    """Run stock `hayhooks run --pipelines-dir DIR` (no code of ours in the server) until `expect` is deployed.
+
+    Deploy routes stay off (durable mode) and pipelines deploy one after the other.
+    """
+    port = free_port()
+    command = [str(Path(sys.executable).parent / "hayhooks"), "run", "--host", "127.0.0.1", "--port", str(port),
+               "--pipelines-dir", str(pipelines_dir)]
+    env = {"HAYHOOKS_STARTUP_DEPLOY_STRATEGY": "sequential", "HAYHOOKS_DURABLE_MODE": "true", **(env or {})}
+    with _running(command, port=port, expect=expect, timeout=timeout, log=log, env=env) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def _running(
+    command: list[str],
+    *,
+    port: int,
+    expect: list[str],
+    timeout: float,
+    log: Path | None,
+    env: dict[str, str] | None,
+    mcp_port: int | None = None,
+) -> Iterator[Server]:
     log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"cfrag-serve-{port}.log"
     child_env = {**os.environ, "HAYSTACK_TELEMETRY_ENABLED": "False", **(env or {})}
     with log.open("wb") as out:

@@ -5,7 +5,7 @@ import json
 import numpy as np
 
 from haystack_cfrag import models
-from haystack_cfrag.runtime import pipeline_path
+from haystack_cfrag.pipelines import pipeline_path
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
 
@@ -89,7 +89,7 @@ def test_fast_pipeline_uses_llama_cpp_token_logprobs(runtime):
 def test_shipped_yaml_runs_as_it_is(runtime):
     """load_pipeline on the file itself: embedded:… names resolved, models shared, nothing swapped."""
     from haystack_cfrag import load_pipeline
-    from haystack_cfrag.pipelines import pipeline_inputs
+    from haystack_cfrag.loading import pipeline_inputs
 
     path = pipeline_path("cf_rag_fast")
     pipe = load_pipeline(path)

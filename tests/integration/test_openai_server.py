@@ -17,7 +17,8 @@ import pytest
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag import models
-from haystack_cfrag.runtime import Runtime, pipeline_path
+from haystack_cfrag.pipelines import pipeline_path
+from haystack_cfrag.runtime import Runtime
 from haystack_cfrag.store import open_model_store
 
 QUESTION = "Who is the lead actor in The Dark Knight?"

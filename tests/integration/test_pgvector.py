@@ -3,7 +3,8 @@
 import yaml
 from haystack.document_stores.types import DuplicatePolicy
 
-from haystack_cfrag.runtime import Runtime, pipeline_path
+from haystack_cfrag.pipelines import pipeline_path
+from haystack_cfrag.runtime import Runtime
 from haystack_cfrag.stores import close_document_store, embedding_retriever, open_document_store
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder

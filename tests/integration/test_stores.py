@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from haystack_cfrag.runtime import Runtime, pipeline_path
+from haystack_cfrag.pipelines import pipeline_path
+from haystack_cfrag.runtime import Runtime
 from haystack_cfrag.stores import (
     StoreSpec,
     close_document_store,

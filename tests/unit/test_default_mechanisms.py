@@ -18,6 +18,7 @@ from haystack import Document, component
 from haystack.components.builders import ChatPromptBuilder
 from haystack.dataclasses import ChatMessage, GeneratedAnswer
 
+from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag import load_pipeline
 from haystack_cfrag.components._common import accepts
 from haystack_cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
@@ -27,15 +28,14 @@ from haystack_cfrag.components.parallel_draft_generator import ParallelDraftGene
 from haystack_cfrag.components.spectral_stratifier import MARGIN_KEY, SpectralStratifier
 from haystack_cfrag.core import arbitration as arb
 from haystack_cfrag.dataclasses import Draft
-from haystack_cfrag.pipelines import pipeline_inputs
+from haystack_cfrag.loading import pipeline_inputs
 from haystack_cfrag.prompts import STANDARD_RAG_TEMPLATE
 from haystack_cfrag.timing import count_llm_usage
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
 
-ROOT = Path(__file__).resolve().parents[2]
-CF_RAG = ROOT / "pipelines" / "cf_rag.yml"
-CF_RAG_FAST = ROOT / "pipelines" / "cf_rag_fast.yml"
+CF_RAG = pipeline_path("cf_rag")
+CF_RAG_FAST = pipeline_path("cf_rag_fast")
 
 
 @component

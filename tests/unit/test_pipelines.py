@@ -6,14 +6,14 @@ import pytest
 import yaml
 from haystack import Pipeline
 
+from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag import load_pipeline
-from haystack_cfrag.pipelines import PipelineRefusedError, pipeline_from_dict, pipeline_inputs
+from haystack_cfrag.loading import PipelineRefusedError, pipeline_from_dict, pipeline_inputs
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
 
-ROOT = Path(__file__).resolve().parents[2]
-CF_RAG = ROOT / "pipelines" / "cf_rag_paper.yml"  # the paper's configuration; the default: test_default_mechanisms.py
-STANDARD_RAG = ROOT / "pipelines" / "standard_rag.yml"
+CF_RAG = pipeline_path("cf_rag_paper")  # the paper's configuration; the default: test_default_mechanisms.py
+STANDARD_RAG = pipeline_path("standard_rag")
 
 
 def fakes():
@@ -148,7 +148,7 @@ def test_yaml_files_load_without_overrides_checks_names_only():
     # every class the shipped files name is inside the trusted prefixes
     for path in (CF_RAG, STANDARD_RAG):
         data = yaml.safe_load(path.read_text())
-        from haystack_cfrag.pipelines import TRUSTED_PREFIXES, check_classes
+        from haystack_cfrag.loading import TRUSTED_PREFIXES, check_classes
 
         check_classes(data, TRUSTED_PREFIXES)
 
@@ -183,7 +183,7 @@ def test_baseline_answer_builders_read_labelled_and_bare_replies(name, reply, ex
     from haystack.components.builders import AnswerBuilder
     from haystack.dataclasses import ChatMessage
 
-    params = yaml.safe_load((ROOT / "pipelines" / f"{name}.yml").read_text())["components"]["answer_builder"]
+    params = yaml.safe_load(pipeline_path(name).read_text())["components"]["answer_builder"]
     builder = AnswerBuilder(**params["init_parameters"])
     out = builder.run(query="q", replies=[ChatMessage.from_assistant(reply)])
     assert out["answers"][0].data == expected

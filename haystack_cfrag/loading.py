@@ -19,6 +19,7 @@ from haystack import Pipeline
 
 from haystack_cfrag.components._common import serialize_component
 from haystack_cfrag.models import resolve_embedded_models
+from haystack_cfrag.pipelines import pipeline_path
 
 PACKAGE_MODULES = ("haystack_cfrag",)
 TRUSTED_PREFIXES = ("haystack", "haystack_integrations", "haystack_experimental", "haystack_cfrag")
@@ -37,7 +38,8 @@ def load_pipeline(
 ) -> Pipeline:
     """Load a pipeline YAML file, allowing only Haystack's, its integrations' and this package's classes.
 
-    :param path: the YAML file (e.g. `pipelines/cf_rag.yml`).
+    :param path: a YAML file, or the name of a shipped pipeline (`"cf_rag"`, see
+        `haystack_cfrag.pipelines`).
     :param allowed_modules: extra trusted module prefixes (e.g. `["my_company.components"]`).
     :param overrides: replace parts of the file before anything is built. Keys are a component
         name (`"drafter"`) or a dotted path into its init parameters
@@ -50,10 +52,10 @@ def load_pipeline(
 
     ```python
     from haystack_cfrag import load_pipeline
-    pipe = load_pipeline("pipelines/cf_rag.yml", overrides={"drafter.max_workers": 1})
+    pipe = load_pipeline("cf_rag", overrides={"drafter.max_workers": 1})
     ```
     """
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    data = yaml.safe_load(pipeline_path(path).read_text(encoding="utf-8"))
     return pipeline_from_dict(data, allowed_modules=allowed_modules, overrides=overrides, share_models=share_models)
 
 
@@ -178,10 +180,10 @@ def _is_component(value: Any) -> bool:
 def pipeline_inputs(path: str | Path, **values: Any) -> dict[str, dict[str, Any]]:
     """Run-time data for a pipeline file from its top-level `inputs` section.
 
-    `pipeline_inputs("pipelines/cf_rag.yml", query="…")` → {"expander": {"query": "…"}, …}:
+    `pipeline_inputs("cf_rag", query="…")` → {"expander": {"query": "…"}, …}:
     every socket the file lists under `inputs.query` gets the value.
     """
-    spec = (yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}).get("inputs") or {}
+    spec = (yaml.safe_load(pipeline_path(path).read_text(encoding="utf-8")) or {}).get("inputs") or {}
     data: dict[str, dict[str, Any]] = {}
     for name, value in values.items():
         if name not in spec:

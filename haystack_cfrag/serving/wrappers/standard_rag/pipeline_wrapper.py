@@ -1,4 +1,4 @@
-"""Hayhooks wrapper of pipelines/standard_rag.yml (see haystack_cfrag.serving.wrapper and docs/serving.md)."""
+"""Hayhooks wrapper of haystack_cfrag/pipelines/standard_rag.yml (see haystack_cfrag.serving.wrapper and docs/serving.md)."""
 
 from haystack_cfrag.serving.wrapper import CFRAGPipelineWrapper
 

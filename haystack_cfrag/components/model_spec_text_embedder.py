@@ -1,0 +1,59 @@
+"""SentenceTransformersTextEmbedder that understands this package's model specs.
+
+A YAML file that names `model: embedded:all-MiniLM-L6-v2` loads and runs through stock
+`Pipeline.loads` (and `hayhooks run --pipelines-dir`): the spec is resolved when the model
+loads (`warm_up`, or lazily on the first `run`), and `to_dict` keeps the spec, not a local
+path, so the serialised pipeline stays portable. Any other value is passed on unchanged
+(a hub id or a local folder), exactly as the parent class does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import component
+from haystack.lazy_imports import LazyImport
+
+from haystack_cfrag.models import EMBEDDED_EMBEDDER, resolve_model
+
+with LazyImport("Run 'pip install sentence-transformers-haystack' (or `make setup`).") as st_import:
+    from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersTextEmbedder
+
+if st_import.is_successful():
+
+    @component
+    class ModelSpecTextEmbedder(SentenceTransformersTextEmbedder):
+        """
+        `SentenceTransformersTextEmbedder` whose `model` may be a spec such as `embedded:all-MiniLM-L6-v2`.
+
+        ### Usage example
+        ```python
+        from haystack_cfrag.components.model_spec_text_embedder import ModelSpecTextEmbedder
+
+        embedder = ModelSpecTextEmbedder(model="embedded:all-MiniLM-L6-v2", progress_bar=False)
+        print(len(embedder.run(text="Who directed Heat?")["embedding"]))   # 384, loaded on first run
+        print(embedder.to_dict()["init_parameters"]["model"])              # embedded:all-MiniLM-L6-v2
+        ```
+        """
+
+        def __init__(self, *, model: str = EMBEDDED_EMBEDDER, **kwargs: Any) -> None:
+            SentenceTransformersTextEmbedder.__init__(self, model=model, **kwargs)
+
+        def warm_up(self) -> None:
+            """Resolve the model spec and load the model (once)."""
+            if self.embedding_backend is not None:
+                return
+            spec = self.model
+            self.model = resolve_model(spec)
+            try:
+                SentenceTransformersTextEmbedder.warm_up(self)
+            finally:
+                self.model = spec
+
+else:  # pragma: no cover - exercised only without the optional dependency
+
+    class ModelSpecTextEmbedder:  # type: ignore[no-redef]
+        """Placeholder that explains the missing dependency."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            st_import.check()
