@@ -1,9 +1,13 @@
 """Every prompt template of the package, in one place (paper App. E/F, G and J).
 
 Templates are plain `str.format` strings; documents are rendered by `render_evidence`.
+A component's `prompt_template` replaces its built-in template with another `str.format`
+string over the same placeholders (`*_FIELDS` below), checked by `check_template`.
 """
 
 from __future__ import annotations
+
+import string
 
 from haystack import Document
 
@@ -124,3 +128,51 @@ def render_drafts(drafts: list[tuple[str, str, float]]) -> str:
         f"{i}. Answer: {answer} | score {score:.3f} | rationale: {rationale}"
         for i, (answer, rationale, score) in enumerate(drafts, start=1)
     )
+
+
+# ---------------------------------------------------------------- overridable templates
+COUNTERFACTUAL_FIELDS = ("query", "n_candidates")
+"""Placeholders of the expander's prompt (both styles): the question and how many candidates to ask for."""
+
+DRAFT_FIELDS = ("query", "evidence")
+"""Placeholders of a draft prompt and of the ranker's duel prompt: the question and the numbered passages."""
+
+SYNTHESIS_FIELDS = ("query", "drafts")
+"""Placeholders of the ranker's synthesis prompt: the question and the scored drafts (`render_drafts`)."""
+
+_SAMPLE_VALUES = {"query": "q", "n_candidates": 2, "evidence": "[1] e", "drafts": "1. Answer: a | score 0.5"}
+
+
+def check_template(template: str | None, fields: tuple[str, ...], *, component: str,
+                   parameter: str = "prompt_template") -> None:
+    """Raise a one-line ValueError naming `component` unless `template` (None passes) is a
+    `str.format` string that uses every placeholder of `fields` and no other.
+
+    >>> check_template("Q: {query} ({n_candidates})", COUNTERFACTUAL_FIELDS, component="X")
+    >>> check_template("Q: {query}", COUNTERFACTUAL_FIELDS, component="X")
+    Traceback (most recent call last):
+    ...
+    ValueError: X: 'prompt_template' lacks the placeholder {n_candidates} (it needs {query}, {n_candidates}).
+    """
+    if template is None:
+        return
+    where = f"{component}: '{parameter}'"
+    needs = ", ".join(f"{{{f}}}" for f in fields)
+    if not isinstance(template, str) or not template.strip():
+        raise ValueError(f"{where} must be a non-empty string or None, got {template!r:.60}.")
+    try:
+        used = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError as exc:
+        raise ValueError(f"{where} is not a valid str.format template ({exc}); "
+                         "write a literal brace as {{ or }}.") from None
+    unknown = [name for name in used if name not in fields]
+    if unknown:
+        raise ValueError(f"{where} has an unknown placeholder {{{unknown[0]}}} (allowed: {needs}; "
+                         "write a literal brace as {{ or }}).")
+    missing = [f for f in fields if f not in used]
+    if missing:
+        raise ValueError(f"{where} lacks the placeholder {{{missing[0]}}} (it needs {needs}).")
+    try:
+        template.format(**{f: _SAMPLE_VALUES[f] for f in fields})
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        raise ValueError(f"{where} does not render: {exc}.") from None

@@ -27,7 +27,15 @@ from haystack_cfrag.core.replies import parse_draft_reply
 from haystack_cfrag.core.text import agreement_matrix, answers_agree, bag_of_words_matrix, mention_matrix
 from haystack_cfrag.core.vectors import as_matrix, cosine_matrix, cosine_to_relevance, valid_embedding_mask
 from haystack_cfrag.dataclasses import BASELINE_SOURCES, NO_EVIDENCE, SOURCE_KEY, Draft
-from haystack_cfrag.prompts import SHORT_DRAFT_PROMPT, SYNTHESIS_PROMPT, render_drafts, render_plain_evidence
+from haystack_cfrag.prompts import (
+    DRAFT_FIELDS,
+    SHORT_DRAFT_PROMPT,
+    SYNTHESIS_FIELDS,
+    SYNTHESIS_PROMPT,
+    check_template,
+    render_drafts,
+    render_plain_evidence,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +119,8 @@ class CausalArbitrationRanker:
         override_margin: float | None = None,
         consensus_min_causal: float | None = None,
         duel: bool = False,
+        prompt_template: str | None = None,
+        duel_prompt_template: str | None = None,
     ) -> None:
         """
         :param text_embedder: embeds queries and answers (and documents without embeddings).
@@ -139,7 +149,15 @@ class CausalArbitrationRanker:
             decisive-first) with standard RAG's prompt, and the answer it names wins ("duel").
             Volume cannot outvote the decisive passage there. Falls back to `override_margin`
             when fewer than two answers have a passage or the duel names none of them.
+        :param prompt_template: replaces the synthesis prompt (None = `prompts.SYNTHESIS_PROMPT`): a
+            `str.format` string with the placeholders {query} and {drafts}.
+        :param duel_prompt_template: replaces the duel's prompt (None = standard RAG's,
+            `prompts.SHORT_DRAFT_PROMPT`): a `str.format` string with the placeholders {query} and
+            {evidence} (the duel passages as "[i] content" lines).
         """
+        check_template(prompt_template, SYNTHESIS_FIELDS, component="CausalArbitrationRanker")
+        check_template(duel_prompt_template, DRAFT_FIELDS, component="CausalArbitrationRanker",
+                       parameter="duel_prompt_template")
         if duel and synthesizer is None:
             raise ValueError("'duel' needs a 'synthesizer' (a ChatGenerator) to read the duel passages.")
         if override_margin is not None:
@@ -180,6 +198,8 @@ class CausalArbitrationRanker:
         self.override_margin = override_margin
         self.consensus_min_causal = consensus_min_causal
         self.duel = duel
+        self.prompt_template = prompt_template
+        self.duel_prompt_template = duel_prompt_template
 
     def warm_up(self) -> None:
         """Warm up the injected embedder, scorer and synthesizer."""
@@ -203,6 +223,8 @@ class CausalArbitrationRanker:
             override_margin=self.override_margin,
             consensus_min_causal=self.consensus_min_causal,
             duel=self.duel,
+            prompt_template=self.prompt_template,
+            duel_prompt_template=self.duel_prompt_template,
         )
 
     @classmethod
@@ -413,7 +435,8 @@ class CausalArbitrationRanker:
 
     def _duel_prompt(self, case: _Case, ranked: dict[str, Any]) -> ChatMessage:
         docs = [case.docs[i] for _, i in ranked["duel_pairs"]]
-        return ChatMessage.from_user(SHORT_DRAFT_PROMPT.format(query=case.query, evidence=render_plain_evidence(docs)))
+        template = self.duel_prompt_template or SHORT_DRAFT_PROMPT
+        return ChatMessage.from_user(template.format(query=case.query, evidence=render_plain_evidence(docs)))
 
     def _resolve_duel(self, case: _Case, ranked: dict[str, Any], reply: list[ChatMessage]) -> None:
         """The duel's answer picks its candidate; without a usable one the margin rule's decision stands.
@@ -449,7 +472,8 @@ class CausalArbitrationRanker:
     def _synthesis_prompt(self, case: _Case, ranked: dict[str, Any]) -> ChatMessage:
         top = ranked["order"][: self.synthesis_top]
         lines = render_drafts([(case.drafts[j].answer, case.drafts[j].rationale, ranked["psi"][j]) for j in top])
-        return ChatMessage.from_user(SYNTHESIS_PROMPT.format(query=case.query, drafts=lines))
+        template = self.prompt_template or SYNTHESIS_PROMPT
+        return ChatMessage.from_user(template.format(query=case.query, drafts=lines))
 
     # ------------------------------------------------------------------ outputs
     def _finish(self, case: _Case, ranked: dict[str, Any], synthesis: list[ChatMessage] | None) -> dict[str, Any]:

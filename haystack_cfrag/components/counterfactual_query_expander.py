@@ -34,7 +34,12 @@ from haystack_cfrag.core.counterfactuals import (
 from haystack_cfrag.core.replies import parse_counterfactual_reply, parse_question_lines
 from haystack_cfrag.core.text import bag_of_words_matrix, normalize_answer
 from haystack_cfrag.core.vectors import cosine_matrix
-from haystack_cfrag.prompts import COUNTERFACTUAL_LINES_PROMPT, COUNTERFACTUAL_PROMPT
+from haystack_cfrag.prompts import (
+    COUNTERFACTUAL_FIELDS,
+    COUNTERFACTUAL_LINES_PROMPT,
+    COUNTERFACTUAL_PROMPT,
+    check_template,
+)
 
 PROMPT_STYLES = ("json", "lines")
 
@@ -90,6 +95,7 @@ class CounterfactualQueryExpander:
         timeout_s: float | None = None,
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
         prompt_style: str = "json",
+        prompt_template: str | None = None,
     ) -> None:
         """
         :param chat_generator: any Haystack ChatGenerator instance (writes the candidates).
@@ -108,9 +114,14 @@ class CounterfactualQueryExpander:
         :param prompt_style: "json" = the paper's prompt (candidates with type and expected-answer
             hint, as JSON); "lines" = a compact prompt, one short question per line, no hints (a
             third of the tokens; "different expected answer" is then not checked).
+        :param prompt_template: replaces the built-in prompt of `prompt_style` (None = the built-in
+            one): a `str.format` string with the placeholders {query} and {n_candidates} (literal
+            braces doubled, as in `prompts.COUNTERFACTUAL_PROMPT`); the reply is still read as
+            `prompt_style` says (JSON candidates, or one question per line).
         """
         if prompt_style not in PROMPT_STYLES:
             raise ValueError(f"'prompt_style' must be one of {list(PROMPT_STYLES)}, got {prompt_style!r}.")
+        check_template(prompt_template, COUNTERFACTUAL_FIELDS, component="CounterfactualQueryExpander")
         check_int("n_counterfactuals", n_counterfactuals, 0, 10)
         check_range("similarity_threshold", similarity_threshold, 0.0, 1.0, low_open=True)
         check_range("paraphrase_threshold", paraphrase_threshold, 0.0, 1.0, low_open=True)
@@ -134,6 +145,7 @@ class CounterfactualQueryExpander:
         self.timeout_s = timeout_s
         self.max_query_chars = max_query_chars
         self.prompt_style = prompt_style
+        self.prompt_template = prompt_template
 
     def warm_up(self) -> None:
         """Warm up the injected generator and embedder."""
@@ -155,6 +167,7 @@ class CounterfactualQueryExpander:
             timeout_s=self.timeout_s,
             max_query_chars=self.max_query_chars,
             prompt_style=self.prompt_style,
+            prompt_template=self.prompt_template,
         )
 
     @classmethod
@@ -217,7 +230,7 @@ class CounterfactualQueryExpander:
     def _call_kwargs(self, query: str, n: int) -> dict[str, Any]:
         lines = self.prompt_style == "lines"
         n_candidates = self.n_candidates or (n if lines else 2 * n)
-        template = COUNTERFACTUAL_LINES_PROMPT if lines else COUNTERFACTUAL_PROMPT
+        template = self.prompt_template or (COUNTERFACTUAL_LINES_PROMPT if lines else COUNTERFACTUAL_PROMPT)
         prompt = ChatMessage.from_user(template.format(query=query, n_candidates=n_candidates))
         kwargs: dict[str, Any] = {"messages": [prompt]}
         if self.generation_kwargs and accepts(self.chat_generator, "generation_kwargs"):

@@ -27,7 +27,14 @@ from haystack_cfrag.components._common import (
 )
 from haystack_cfrag.core.replies import parse_draft_reply
 from haystack_cfrag.dataclasses import NO_EVIDENCE, SOURCE_KEY, Draft
-from haystack_cfrag.prompts import DRAFT_PROMPT, SHORT_DRAFT_PROMPT, render_evidence, render_plain_evidence
+from haystack_cfrag.prompts import (
+    DRAFT_FIELDS,
+    DRAFT_PROMPT,
+    SHORT_DRAFT_PROMPT,
+    check_template,
+    render_evidence,
+    render_plain_evidence,
+)
 
 PROMPTS = ("app_g", "short")
 
@@ -77,6 +84,7 @@ class ParallelDraftGenerator:
         time_budget_s: float | None = None,
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
         prompt: str = "app_g",
+        prompt_template: str | None = None,
     ) -> None:
         """
         :param chat_generator: any Haystack ChatGenerator instance.
@@ -90,9 +98,14 @@ class ParallelDraftGenerator:
         :param prompt: "app_g" (paper: answer, rationale, key evidence, conflicts; passages with
             titles, cut to `max_evidence_chars`) or "short" (standard RAG's answer-only prompt,
             whole passages without titles: the same text standard RAG reads for the same passages).
+        :param prompt_template: replaces the built-in template of `prompt` for the subsets' drafts
+            (None = the built-in one): a `str.format` string with the placeholders {query} and
+            {evidence}; the passages are still rendered as `prompt` says. The baseline draft keeps
+            standard RAG's prompt, so that it stays the answer standard RAG gives.
         """
         if prompt not in PROMPTS:
             raise ValueError(f"'prompt' must be one of {list(PROMPTS)}, got {prompt!r}.")
+        check_template(prompt_template, DRAFT_FIELDS, component="ParallelDraftGenerator")
         check_int("max_workers", max_workers, 1)
         if max_evidence_chars is not None:
             check_int("max_evidence_chars", max_evidence_chars, 1)
@@ -109,6 +122,7 @@ class ParallelDraftGenerator:
         self.time_budget_s = time_budget_s
         self.max_query_chars = max_query_chars
         self.prompt = prompt
+        self.prompt_template = prompt_template
 
     def warm_up(self) -> None:
         """Warm up the injected generator."""
@@ -127,6 +141,7 @@ class ParallelDraftGenerator:
             time_budget_s=self.time_budget_s,
             max_query_chars=self.max_query_chars,
             prompt=self.prompt,
+            prompt_template=self.prompt_template,
         )
 
     @classmethod
@@ -210,10 +225,14 @@ class ParallelDraftGenerator:
         return [replace(first, meta={**first.meta, SOURCE_KEY: "baseline"})] + drafts[1:]
 
     def _call_kwargs(self, query: str, docs: list[Document], short: bool = False) -> dict[str, Any]:
-        if short or self.prompt == "short":
+        if short:  # the baseline: standard RAG's prompt, whatever `prompt` and `prompt_template` say
             prompt = SHORT_DRAFT_PROMPT.format(query=query, evidence=render_plain_evidence(docs))
+        elif self.prompt == "short":
+            template = self.prompt_template or SHORT_DRAFT_PROMPT
+            prompt = template.format(query=query, evidence=render_plain_evidence(docs))
         else:
-            prompt = DRAFT_PROMPT.format(query=query, evidence=render_evidence(docs, self.max_evidence_chars))
+            template = self.prompt_template or DRAFT_PROMPT
+            prompt = template.format(query=query, evidence=render_evidence(docs, self.max_evidence_chars))
         kwargs: dict[str, Any] = {"messages": [ChatMessage.from_user(prompt)]}
         if self.generation_kwargs and accepts(self.chat_generator, "generation_kwargs"):
             kwargs["generation_kwargs"] = dict(self.generation_kwargs)
