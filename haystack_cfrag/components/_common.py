@@ -24,6 +24,7 @@ from haystack.core.serialization import component_from_dict, component_to_dict, 
 
 from haystack_cfrag.core.text import clean_query, truncate_text
 from haystack_cfrag.core.vectors import as_matrix, valid_embedding_mask
+from haystack_cfrag.llm_tracing import LLMCall, llm_span
 
 logger = logging.getLogger(__name__)
 
@@ -110,15 +111,30 @@ def _exclusive_lock(comp: Any) -> threading.Lock:
         return _EXCLUSIVE.setdefault(id(comp), threading.Lock())
 
 
-def call_with_timeout(comp: Any, timeout_s: float | None, *, exclusive: bool = False, **kwargs: Any) -> dict[str, Any]:
+def call_with_timeout(
+    comp: Any,
+    timeout_s: float | None,
+    *,
+    exclusive: bool = False,
+    llm_call: LLMCall | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
     """`comp.run(**kwargs)`, abandoned with CallTimeoutError after `timeout_s` seconds (None = no limit).
 
     The call runs in a daemon thread: a stalled call cannot be killed, but the caller moves
     on and the process can still exit. `exclusive=True` (for models that are not
     thread-safe) holds a per-component lock for the whole call, so an abandoned call that is
     still running is never overlapped by the next exclusive call; time spent waiting for
-    the lock counts against `timeout_s`.
+    the lock counts against `timeout_s`. `llm_call` (an LLM call: its stage, caller, draft
+    index) wraps the call in a child span of the caller's span (`haystack_cfrag.llm_tracing`).
     """
+    with llm_span(comp, llm_call, kwargs) as traced:
+        return traced.reply(_call_with_timeout(comp, timeout_s, exclusive, kwargs))
+
+
+def _call_with_timeout(
+    comp: Any, timeout_s: float | None, exclusive: bool, kwargs: dict[str, Any]
+) -> dict[str, Any]:
     if timeout_s is None:
         return comp.run(**kwargs)
     if timeout_s <= 0:
@@ -132,9 +148,21 @@ def call_with_timeout(comp: Any, timeout_s: float | None, *, exclusive: bool = F
 
 
 async def call_async_with_timeout(
-    comp: Any, timeout_s: float | None, *, exclusive: bool = False, **kwargs: Any
+    comp: Any,
+    timeout_s: float | None,
+    *,
+    exclusive: bool = False,
+    llm_call: LLMCall | None = None,
+    **kwargs: Any,
 ) -> dict[str, Any]:
     """Async twin of `call_with_timeout`: `run_async` under `asyncio.wait_for`, or `run` in a daemon thread."""
+    with llm_span(comp, llm_call, kwargs) as traced:
+        return traced.reply(await _call_async_with_timeout(comp, timeout_s, exclusive, kwargs))
+
+
+async def _call_async_with_timeout(
+    comp: Any, timeout_s: float | None, exclusive: bool, kwargs: dict[str, Any]
+) -> dict[str, Any]:
     if timeout_s is None:
         return await run_async_or_thread(comp, **kwargs)
     if timeout_s <= 0:
@@ -152,7 +180,11 @@ async def call_async_with_timeout(
 
 def _daemon_future(comp: Any, kwargs: dict[str, Any], exclusive: bool) -> Future:
     """A Future for `comp.run(**kwargs)` run in a daemon thread (not an executor, whose threads
-    the interpreter and the event loop wait for on shutdown)."""
+    the interpreter and the event loop wait for on shutdown).
+
+    The thread runs in a copy of the caller's contextvars, so a tracer that keeps its current
+    span in a contextvar (OpenTelemetry's) sees the caller's span (the LLM-call span) there.
+    """
     future: Future = Future()
     context = contextvars.copy_context()
     lock = _exclusive_lock(comp) if exclusive else contextlib.nullcontext()

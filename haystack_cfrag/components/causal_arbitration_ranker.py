@@ -11,6 +11,8 @@ from haystack.dataclasses import ChatMessage, ExtractedAnswer, GeneratedAnswer
 from haystack_cfrag.components._common import (
     DEFAULT_MAX_QUERY_CHARS,
     accepts,
+    call_async_with_timeout,
+    call_with_timeout,
     check_int,
     check_range,
     degradation,
@@ -27,6 +29,7 @@ from haystack_cfrag.core.replies import parse_draft_reply
 from haystack_cfrag.core.text import agreement_matrix, answers_agree, bag_of_words_matrix, mention_matrix
 from haystack_cfrag.core.vectors import as_matrix, cosine_matrix, cosine_to_relevance, valid_embedding_mask
 from haystack_cfrag.dataclasses import BASELINE_SOURCES, NO_EVIDENCE, SOURCE_KEY, Draft
+from haystack_cfrag.llm_tracing import LLMCall
 from haystack_cfrag.prompts import (
     DRAFT_FIELDS,
     SHORT_DRAFT_PROMPT,
@@ -42,6 +45,9 @@ logger = logging.getLogger(__name__)
 SCORES_KEY = "cfrag_scores"
 EVIDENCE_MODES = ("cited", "subset", "mentions")
 MENTION_THRESHOLD = 0.5
+
+_DUEL = LLMCall(stage="duel", component="CausalArbitrationRanker", generator_name="synthesizer")
+_SYNTHESIS = LLMCall(stage="synthesis", component="CausalArbitrationRanker", generator_name="synthesizer")
 
 
 @component
@@ -266,13 +272,17 @@ class CausalArbitrationRanker:
         synthesis = None
         if ranked["decision"] == "duel":
             try:
-                reply = self.synthesizer.run(messages=[self._duel_prompt(case, ranked)])["replies"]
+                reply = call_with_timeout(
+                    self.synthesizer, None, llm_call=_DUEL, messages=[self._duel_prompt(case, ranked)]
+                )["replies"]
             except Exception as exc:  # noqa: BLE001  (the margin rule decides, see _resolve_duel)
                 reply = self._synthesis_failed(exc)
             self._resolve_duel(case, ranked, reply)
         elif ranked["decision"] == "synthesis":
             try:
-                synthesis = self.synthesizer.run(messages=[self._synthesis_prompt(case, ranked)])["replies"]
+                prompt = self._synthesis_prompt(case, ranked)
+                synthesis = call_with_timeout(self.synthesizer, None, llm_call=_SYNTHESIS, messages=[prompt])[
+                    "replies"]
             except Exception as exc:  # noqa: BLE001  (falls back to the best draft, see _finish)
                 synthesis = self._synthesis_failed(exc)
         return self._finish(case, ranked, synthesis)
@@ -299,15 +309,18 @@ class CausalArbitrationRanker:
         synthesis = None
         if ranked["decision"] == "duel":
             try:
-                reply = (await run_async_or_thread(self.synthesizer, messages=[self._duel_prompt(case, ranked)]))[
-                    "replies"]
+                reply = (await call_async_with_timeout(
+                    self.synthesizer, None, llm_call=_DUEL, messages=[self._duel_prompt(case, ranked)]
+                ))["replies"]
             except Exception as exc:  # noqa: BLE001
                 reply = self._synthesis_failed(exc)
             self._resolve_duel(case, ranked, reply)
         elif ranked["decision"] == "synthesis":
             prompt = self._synthesis_prompt(case, ranked)
             try:
-                synthesis = (await run_async_or_thread(self.synthesizer, messages=[prompt]))["replies"]
+                synthesis = (await call_async_with_timeout(
+                    self.synthesizer, None, llm_call=_SYNTHESIS, messages=[prompt]
+                ))["replies"]
             except Exception as exc:  # noqa: BLE001
                 synthesis = self._synthesis_failed(exc)
         return self._finish(case, ranked, synthesis)

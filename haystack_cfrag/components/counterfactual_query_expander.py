@@ -34,6 +34,7 @@ from haystack_cfrag.core.counterfactuals import (
 from haystack_cfrag.core.replies import parse_counterfactual_reply, parse_question_lines
 from haystack_cfrag.core.text import bag_of_words_matrix, normalize_answer
 from haystack_cfrag.core.vectors import cosine_matrix
+from haystack_cfrag.llm_tracing import LLMCall
 from haystack_cfrag.prompts import (
     COUNTERFACTUAL_FIELDS,
     COUNTERFACTUAL_LINES_PROMPT,
@@ -42,6 +43,8 @@ from haystack_cfrag.prompts import (
 )
 
 PROMPT_STYLES = ("json", "lines")
+
+_LLM_CALL = LLMCall(stage="counterfactuals", component="CounterfactualQueryExpander")
 
 logger = logging.getLogger(__name__)
 
@@ -190,7 +193,11 @@ class CounterfactualQueryExpander:
             return _output(query, [], [])
         try:
             reply = call_with_timeout(
-                self.chat_generator, self.timeout_s, exclusive=True, **self._call_kwargs(query, n)
+                self.chat_generator,
+                self.timeout_s,
+                exclusive=True,
+                llm_call=_LLM_CALL,
+                **self._call_kwargs(query, n),
             ).get("replies")
             reply = reply or []
         except Exception as exc:  # noqa: BLE001  (a failing model call degrades, see class doc)
@@ -210,7 +217,11 @@ class CounterfactualQueryExpander:
             return _output(query, [], [])
         try:
             result = await call_async_with_timeout(
-                self.chat_generator, self.timeout_s, exclusive=True, **self._call_kwargs(query, n)
+                self.chat_generator,
+                self.timeout_s,
+                exclusive=True,
+                llm_call=_LLM_CALL,
+                **self._call_kwargs(query, n),
             )
         except Exception as exc:  # noqa: BLE001
             return self._failed(query, exc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import numbers
 import time
 from dataclasses import replace
@@ -27,6 +28,7 @@ from haystack_cfrag.components._common import (
 )
 from haystack_cfrag.core.replies import parse_draft_reply
 from haystack_cfrag.dataclasses import NO_EVIDENCE, SOURCE_KEY, Draft
+from haystack_cfrag.llm_tracing import LLMCall, current_span
 from haystack_cfrag.prompts import (
     DRAFT_FIELDS,
     DRAFT_PROMPT,
@@ -165,11 +167,19 @@ class ParallelDraftGenerator:
         deadline = self._deadline()
         jobs = self._jobs(subsets, baseline_documents)
         base = len(subsets)
+        parent = current_span()  # this component's span: the parent of every draft's LLM-call span
+
+        def draft(job: tuple[int, list[Document]]) -> Draft:
+            return self._draft(job[0], query, job[1], deadline, short=job[0] == base, parent=parent)
+
         if self.max_workers == 1 or len(jobs) <= 1:
-            drafts = [self._draft(i, query, docs, deadline, short=i == base) for i, docs in jobs]
+            drafts = [draft(job) for job in jobs]
         else:
+            # each worker runs in a copy of this thread's contextvars: a tracer that keeps its
+            # current span there (OpenTelemetry's) then nests the drafts under this component
             with ThreadPoolExecutor(max_workers=min(self.max_workers, len(jobs))) as pool:
-                drafts = list(pool.map(lambda j: self._draft(j[0], query, j[1], deadline, short=j[0] == base), jobs))
+                futures = [pool.submit(contextvars.copy_context().run, draft, job) for job in jobs]
+                drafts = [f.result() for f in futures]
         return {"drafts": self._report(self._mark_baseline(drafts, baseline_documents))}
 
     @component.output_types(drafts=list[Draft])
@@ -180,6 +190,7 @@ class ParallelDraftGenerator:
         query = self._check(query, subsets)
         deadline = self._deadline()
         limit = asyncio.Semaphore(self.max_workers)
+        parent = current_span()
 
         async def one(index: int, docs: list[Document]) -> Draft:
             if not docs:
@@ -190,6 +201,7 @@ class ParallelDraftGenerator:
                         self.chat_generator,
                         remaining(deadline, self.timeout_s),
                         exclusive=self.max_workers == 1,
+                        llm_call=_llm_call(index, parent),
                         **self._call_kwargs(query, docs, short=index == len(subsets)),
                     )
                 except Exception as exc:  # noqa: BLE001  (recorded on the draft, see class doc)
@@ -238,7 +250,15 @@ class ParallelDraftGenerator:
             kwargs["generation_kwargs"] = dict(self.generation_kwargs)
         return kwargs
 
-    def _draft(self, index: int, query: str, docs: list[Document], deadline: float | None, short: bool = False) -> Draft:
+    def _draft(
+        self,
+        index: int,
+        query: str,
+        docs: list[Document],
+        deadline: float | None,
+        short: bool = False,
+        parent: Any | None = None,
+    ) -> Draft:
         if not docs:
             return self._no_evidence(index)
         try:
@@ -246,6 +266,7 @@ class ParallelDraftGenerator:
                 self.chat_generator,
                 remaining(deadline, self.timeout_s),
                 exclusive=self.max_workers == 1,
+                llm_call=_llm_call(index, parent),
                 **self._call_kwargs(query, docs, short=short),
             )
         except Exception as exc:  # noqa: BLE001  (recorded on the draft, see class doc)
@@ -292,6 +313,10 @@ class ParallelDraftGenerator:
         if drafts and all(d.failed for d in drafts):
             logger.warning("ParallelDraftGenerator: every draft failed ({n})", n=len(drafts))
         return drafts
+
+
+def _llm_call(index: int, parent: Any | None) -> LLMCall:
+    return LLMCall(stage="draft", component="ParallelDraftGenerator", index=index, parent_span=parent)
 
 
 def token_logprobs(meta: dict[str, Any]) -> list[float] | None:
