@@ -1,4 +1,11 @@
-"""Per-stage wall time and LLM usage of a pipeline run, through Haystack's tracing hooks."""
+"""Per-stage wall time and LLM usage of a pipeline run, through Haystack's tracing hooks.
+
+`StageTimer` is a Haystack tracer: it sums the wall time of each component run by component
+name (`seconds`), and reads the LLM-call spans our components open (`haystack_cfrag.llm_tracing`):
+one `LLMCallRecord` per call in `llm_calls`, with `llm_seconds` by stage and `llm_usage()`.
+`count_llm_usage` counts the calls of given generator instances instead (every call, ours or a
+pipeline's own generator component).
+"""
 
 from __future__ import annotations
 
@@ -14,31 +21,104 @@ from typing import Any
 from haystack import tracing
 from haystack.tracing import Span, Tracer
 
+from haystack_cfrag import llm_tracing as lt
+
 
 class _NullSpan(Span):
     def set_tag(self, key: str, value: Any) -> None:  # noqa: D102
         pass
 
 
+class _TagSpan(Span):
+    """Keeps its tags (content tags only when content tracing is enabled, as any span)."""
+
+    def __init__(self, tags: dict[str, Any] | None) -> None:
+        self.tags = dict(tags or {})
+
+    def set_tag(self, key: str, value: Any) -> None:  # noqa: D102
+        self.tags[key] = value
+
+
+@dataclass(frozen=True)
+class LLMCallRecord:
+    """One LLM call made inside a component, read from its span."""
+
+    stage: str
+    component: str
+    index: int | None
+    seconds: float
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    model: str | None
+    error: str | None
+
+
 class StageTimer(Tracer):
-    """A Haystack tracer that sums the wall time of each component run, by component name."""
+    """A Haystack tracer that sums the wall time of each component run, by component name, and
+    records the LLM calls made inside our components (`llm_calls`, `llm_seconds`, `llm_usage()`)."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
+        self.llm_calls: list[LLMCallRecord] = []
+        self._lock = threading.Lock()  # drafts end their spans on worker threads
 
     @contextlib.contextmanager
     def trace(
         self, operation_name: str, tags: dict[str, Any] | None = None, parent_span: Span | None = None
     ) -> Iterator[Span]:
         start = time.perf_counter()
+        span: Span = _TagSpan(tags) if operation_name == lt.OPERATION else _NullSpan()
         try:
-            yield _NullSpan()
+            yield span
         finally:
+            elapsed = time.perf_counter() - start
             if operation_name == "haystack.component.run" and tags:
-                self.seconds[str(tags.get("haystack.component.name"))] += time.perf_counter() - start
+                self.seconds[str(tags.get("haystack.component.name"))] += elapsed
+            elif isinstance(span, _TagSpan):
+                record = _llm_record(span.tags, elapsed)
+                with self._lock:
+                    self.llm_calls.append(record)
 
     def current_span(self) -> Span | None:
         return None
+
+    @property
+    def llm_seconds(self) -> dict[str, float]:
+        """Seconds spent in LLM calls by stage ("counterfactuals", "draft", "duel", "synthesis");
+        concurrent drafts each count their own time, so "draft" can exceed the drafter's wall time."""
+        out: dict[str, float] = defaultdict(float)
+        with self._lock:
+            for call in self.llm_calls:
+                out[call.stage] += call.seconds
+        return dict(out)
+
+    def llm_usage(self) -> LLMUsage:
+        """The recorded LLM calls summed as an LLMUsage (tokens as reported in the replies' meta["usage"])."""
+        usage = LLMUsage()
+        with self._lock:
+            for call in self.llm_calls:
+                usage.calls += 1
+                usage.seconds += call.seconds
+                usage.prompt_tokens += call.prompt_tokens or 0
+                usage.completion_tokens += call.completion_tokens or 0
+        return usage
+
+
+def _llm_record(tags: dict[str, Any], seconds: float) -> LLMCallRecord:
+    def number(key: str) -> int | None:
+        value = tags.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    return LLMCallRecord(
+        stage=str(tags.get(lt.STAGE_TAG, "")),
+        component=str(tags.get(lt.CALLER_TAG, "")),
+        index=number(lt.INDEX_TAG),
+        seconds=seconds,
+        prompt_tokens=number(lt.INPUT_TOKENS_TAG),
+        completion_tokens=number(lt.OUTPUT_TOKENS_TAG),
+        model=tags.get(lt.MODEL_TAG),
+        error=tags.get(lt.ERROR_TAG),
+    )
 
 
 @contextlib.contextmanager

@@ -28,6 +28,7 @@ from haystack_cfrag import llm_tracing as lt
 from haystack_cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
 from haystack_cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
 from haystack_cfrag.components.parallel_draft_generator import ParallelDraftGenerator
+from haystack_cfrag.timing import timed_stages
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
 
@@ -261,3 +262,14 @@ def test_no_span_and_the_same_result_with_tracing_disabled():
         traced = pipe.run(data)["ranker"]["answer"]
     assert plain == traced == "Christian Bale"
 
+
+def test_stage_timer_reads_the_llm_call_spans():
+    pipe, data = build(None)
+    with timed_stages() as timer:
+        pipe.run(data)
+    assert set(timer.seconds) == {"expander", "drafter", "ranker"}           # component runs, as before
+    assert sorted(c.stage for c in timer.llm_calls) == ["counterfactuals"] + ["draft"] * 5 + ["duel"]
+    assert set(timer.llm_seconds) == {"counterfactuals", "draft", "duel"}
+    usage = timer.llm_usage()
+    assert usage.calls == 7 and usage.prompt_tokens > 0 and usage.completion_tokens > 0
+    assert all(c.model == "keyword-reader-1" and c.error is None for c in timer.llm_calls)
