@@ -4,7 +4,7 @@ Replace these three objects with your own store, embedder and generator.
 """
 
 from haystack_cfrag import models
-from haystack_cfrag.store import open_model_store
+from haystack_cfrag.stores import open_model_store
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
 

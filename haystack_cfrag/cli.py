@@ -122,17 +122,11 @@ def _guarded(func: Any, *args: Any) -> Any:
 def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None, device: str | None,
              max_tokens: int, logprobs: bool) -> Any:
     from haystack_cfrag.runtime import Runtime  # noqa: PLC0415  (heavy imports only when needed)
-    from haystack_cfrag.store import open_model_store  # noqa: PLC0415
-    from haystack_cfrag.stores import open_document_store, parse_store_spec  # noqa: PLC0415
+    from haystack_cfrag.stores import open_query_store  # noqa: PLC0415
 
     start = time.perf_counter()
-    spec = parse_store_spec(store_path) if store_path else None
     try:
-        if spec is None or spec.kind == "memory":
-            store = open_model_store(Path(spec.location) if spec else None, embedder, device=device,
-                                     progress_bar=True)
-        else:
-            store = open_document_store(spec)
+        store = open_query_store(store_path, embedder, device=device, progress_bar=True)
         runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device,
                           max_tokens=max_tokens, logprobs=logprobs)
         runtime.warm_up()
@@ -239,7 +233,7 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
     """
     from haystack.document_stores.types import DuplicatePolicy  # noqa: PLC0415
 
-    from haystack_cfrag.store import SUFFIXES, convert_files, split_documents  # noqa: PLC0415
+    from haystack_cfrag.indexing import SUFFIXES, convert_files, split_documents  # noqa: PLC0415
     from haystack_cfrag.stores import close_document_store, open_document_store, redact, save_document_store  # noqa: PLC0415
 
     if overlap >= words:
@@ -309,7 +303,8 @@ def _time_one_draft(llm: str) -> float:
     from haystack.dataclasses import ChatMessage  # noqa: PLC0415
 
     from haystack_cfrag.prompts import DRAFT_PROMPT, render_evidence  # noqa: PLC0415
-    from haystack_cfrag.store import DEMO_CORPUS, read_jsonl  # noqa: PLC0415
+    from haystack_cfrag.indexing import read_jsonl  # noqa: PLC0415
+    from haystack_cfrag.stores import DEMO_CORPUS  # noqa: PLC0415
 
     generator = models.chat_generator(llm, max_tokens=96)
     generator.warm_up()

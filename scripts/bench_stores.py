@@ -28,11 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from haystack_cfrag import models  # noqa: E402
-from haystack_cfrag.store import open_model_store  # noqa: E402
 from haystack_cfrag.stores import (  # noqa: E402
     close_document_store,
     embedding_retriever,
     open_document_store,
+    open_model_store,
     save_document_store,
 )
 

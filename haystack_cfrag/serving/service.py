@@ -18,7 +18,6 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from haystack import logging
@@ -59,7 +58,7 @@ class ServingConfig:
     llm: str = models.EMBEDDED_LLM
     embedder: str = models.EMBEDDED_EMBEDDER
     scorer: str | None = None
-    store: str | None = None
+    store: str | None = None  # a store spec (haystack_cfrag.stores.specs); None: the demo corpus
     generator: str = "model"  # "model" (the llm spec) or "mock" (MockChatGenerator)
     mock_failure_rate: float = 0.0
     mock_delay_s: float = 0.0
@@ -122,17 +121,19 @@ class CFRAGService:
         from haystack.document_stores.types import DuplicatePolicy  # noqa: PLC0415
 
         from haystack_cfrag.runtime import Runtime  # noqa: PLC0415
-        from haystack_cfrag.store import open_model_store  # noqa: PLC0415
+        from haystack_cfrag.stores import open_query_store  # noqa: PLC0415
 
         self.config = config
         start = time.perf_counter()
         if store is None:
-            loaded = open_model_store(Path(config.store) if config.store else None, config.embedder,
-                                      device=config.device)
-            # one named in-memory index: YAML pipelines deployed in the same process
-            # (`cfrag serve --yaml`) read the same documents through `index: <store_index>`
-            store = InMemoryDocumentStore(index=config.store_index, embedding_similarity_function="cosine")
-            store.write_documents(loaded.filter_documents(), policy=DuplicatePolicy.OVERWRITE)
+            # any spec `cfrag ask` reads (haystack_cfrag.stores); FAISS, pgvector, Qdrant are used as they are
+            store = open_query_store(config.store, config.embedder, device=config.device)
+            if isinstance(store, InMemoryDocumentStore):
+                # one named in-memory index: YAML pipelines deployed in the same process
+                # (`cfrag serve --yaml`) read the same documents through `index: <store_index>`
+                loaded, store = store, InMemoryDocumentStore(index=config.store_index,
+                                                             embedding_similarity_function="cosine")
+                store.write_documents(loaded.filter_documents(), policy=DuplicatePolicy.OVERWRITE)
         generator = chat_generator or (config.mock_generator() if config.generator == "mock" else None)
         self.runtime = Runtime(
             store=store,

@@ -22,7 +22,7 @@ def pytest_collection_modifyitems(items):
 def runtime():
     """The embedded models over the demo store (embedded and cached on first use)."""
     from haystack_cfrag.runtime import Runtime
-    from haystack_cfrag.store import open_model_store
+    from haystack_cfrag.stores import open_model_store
 
     rt = Runtime(store=open_model_store(), max_tokens=160)
     rt.warm_up()

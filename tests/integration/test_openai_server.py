@@ -19,7 +19,7 @@ from haystack.dataclasses import ChatMessage
 from haystack_cfrag import models
 from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.runtime import Runtime
-from haystack_cfrag.store import open_model_store
+from haystack_cfrag.stores import open_model_store
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
 ALIAS = "cfrag-qwen"

@@ -143,7 +143,7 @@ def fake_faiss(n_gpus):
 
 
 def test_faiss_searches_a_gpu_copy_when_faiss_has_gpus(tmp_path, monkeypatch):
-    import haystack_cfrag.faiss_gpu as fg
+    import haystack_cfrag.stores.faiss_gpu as fg
 
     fake = fake_faiss(n_gpus=2)
     monkeypatch.setattr(fg, "faiss", fake)
@@ -170,7 +170,7 @@ def test_faiss_searches_a_gpu_copy_when_faiss_has_gpus(tmp_path, monkeypatch):
 
 
 def test_faiss_gpu_device_choice():
-    from haystack_cfrag.faiss_gpu import gpu_device
+    from haystack_cfrag.stores.faiss_gpu import gpu_device
 
     assert gpu_device(None, 0) is None and gpu_device(None, 2) == 0 and gpu_device(1, 2) == 1
     assert gpu_device(-1, 4) is None and gpu_device(0, 0) is None  # asked but none: CPU, with a warning
@@ -179,7 +179,7 @@ def test_faiss_gpu_device_choice():
 
 
 def test_faiss_without_gpu_is_the_plain_integration(tmp_path, monkeypatch):
-    import haystack_cfrag.faiss_gpu as fg
+    import haystack_cfrag.stores.faiss_gpu as fg
 
     fake = fake_faiss(n_gpus=0)
     monkeypatch.setattr(fg, "faiss", fake)

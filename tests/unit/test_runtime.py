@@ -57,7 +57,7 @@ def test_standard_rag_nodes_take_the_runtime_model_configuration():
 def test_demo_store_cache_is_keyed_by_embedder(tmp_path, monkeypatch):
     from haystack import Document
 
-    from haystack_cfrag.store import default_store_path, open_store
+    from haystack_cfrag.stores import default_store_path, open_store
 
     monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path))
     assert default_store_path("embedded:all-MiniLM-L6-v2") != default_store_path("BAAI/bge-small-en-v1.5")

@@ -48,7 +48,7 @@ class GpuFAISSDocumentStore(FAISSDocumentStore):  # type: ignore[misc,valid-type
     """`FAISSDocumentStore` that searches a GPU copy of its index when faiss has GPUs.
 
     ```python
-    from haystack_cfrag.faiss_gpu import GpuFAISSDocumentStore, GpuFAISSEmbeddingRetriever
+    from haystack_cfrag.stores import GpuFAISSDocumentStore, GpuFAISSEmbeddingRetriever
     store = GpuFAISSDocumentStore(index_path="stores/demo", embedding_dim=384)  # loads demo.faiss/.json
     retriever = GpuFAISSEmbeddingRetriever(document_store=store, top_k=5)
     ```

@@ -1,84 +1,24 @@
-"""Store specs: one string names a document store and the embedding retriever that reads it.
+"""Opening, saving and closing the document store a spec names, and the retriever that reads it.
 
-Specs (`cfrag index/ask/compare --store SPEC`, `Runtime(store=…, retriever=…)`):
-
-- ``memory:PATH.json`` or a bare path — Haystack's `InMemoryDocumentStore`, saved as JSON (cosine);
-- ``faiss:PATH[#INDEX]`` — faiss-haystack's `FAISSDocumentStore`, saved as ``PATH.faiss`` +
-  ``PATH.json``; INDEX is a faiss factory string (default ``Flat``, exact; e.g. ``HNSW32``).
-  L2 on normalised embeddings, so its ranks are cosine ranks (see `faiss_cosine`); searches run
-  on a GPU when faiss reports one (`haystack_cfrag.faiss_gpu`);
-- ``pgvector:postgresql://USER:PASSWORD@HOST:PORT/DB[#TABLE]`` — pgvector-haystack, cosine
-  (``pgvector:#TABLE`` or ``pgvector:`` reads the URL from ``PG_CONN_STR``);
-- ``qdrant:PATH[#COLLECTION]`` (local mode, a folder), ``qdrant:http://HOST:6333[#COLLECTION]``
-  (a server) or ``qdrant::memory:`` — qdrant-haystack, cosine.
-
-Opening a store to *read* (`ask`) never creates or changes anything: a missing FAISS file,
-table or collection is an error. Only `cfrag index` (``create=True``) creates and writes.
+`open_document_store` opens any kind of `haystack_cfrag.stores.specs` (in memory, FAISS,
+pgvector, Qdrant). Opening a store to *read* (`ask`, `serve`) never creates or changes
+anything: a missing JSON or FAISS file, table or collection is an error. Only `cfrag index`
+(``create=True``) creates and writes. `embedding_retriever` gives the Haystack retriever
+that reads a store of each kind.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from haystack import logging
 
+from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec, redact
+
 logger = logging.getLogger(__name__)
-
-KINDS = ("memory", "faiss", "pgvector", "qdrant")
-DEFAULT_TABLE = "haystack_documents"
-DEFAULT_COLLECTION = "cfrag"
-
-
-@dataclass(frozen=True)
-class StoreSpec:
-    """A parsed store spec: `kind`, `location` (path or URL, "" for the default) and `name` (table, collection, index)."""
-
-    kind: str
-    location: str
-    name: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.kind}:{self.location}" + (f"#{self.name}" if self.name else "")
-
-
-def parse_store_spec(spec: str | os.PathLike[str]) -> StoreSpec:
-    """Parse a store spec (see the module doc); a bare path is a saved in-memory store.
-
-    :raises ValueError: an unknown kind (``mongo://…``), or a spec missing its required path.
-    """
-    text = os.fspath(spec).strip()
-    kind, sep, rest = text.partition(":")
-    if not sep or re.fullmatch(r"[A-Za-z]", kind):  # "C:\\…" is a path
-        return StoreSpec("memory", text)
-    if kind not in KINDS:
-        if re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", kind):  # a scheme we do not know, e.g. mongo://…
-            raise ValueError(f"Store spec '{text}': unknown store kind '{kind}' (known: {', '.join(KINDS)}; "
-                             f"a file name with ':' is memory:{text}).")
-        return StoreSpec("memory", text)
-    location, _, name = rest.rpartition("#") if "#" in rest else (rest, "", "")
-    if kind == "memory":
-        if not location or name:
-            raise ValueError(f"Store spec '{text}': use memory:PATH.json.")
-    elif kind == "faiss":
-        if not location:
-            raise ValueError(f"Store spec '{text}': use faiss:PATH[#INDEX], e.g. faiss:stores/demo#Flat.")
-        name = name or "Flat"
-    elif kind == "pgvector":
-        if location and not location.startswith(("postgresql://", "postgres://")):
-            raise ValueError(f"Store spec '{text}': use pgvector:postgresql://USER:PASSWORD@HOST:PORT/DB[#TABLE].")
-        name = name or DEFAULT_TABLE
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise ValueError(f"Store spec '{text}': table name '{name}' must be a plain SQL identifier.")
-    elif kind == "qdrant":
-        if not location:
-            raise ValueError(f"Store spec '{text}': use qdrant:PATH, qdrant:http://HOST:6333 or qdrant::memory:.")
-        name = name or DEFAULT_COLLECTION
-    return StoreSpec(kind, location, name)
 
 
 # ---------------------------------------------------------------- FAISS scores
@@ -106,7 +46,7 @@ def open_document_store(spec: str | os.PathLike[str] | StoreSpec, *, embedding_d
     """
     s = spec if isinstance(spec, StoreSpec) else parse_store_spec(spec)
     if s.kind == "memory":
-        return _open_memory(Path(s.location), create)
+        return open_memory_store(Path(s.location), create=create)
     if s.kind == "faiss":
         return _open_faiss(s, embedding_dim, create, faiss_device)
     if s.kind == "pgvector":
@@ -122,7 +62,7 @@ def embedding_retriever(store: Any, *, top_k: int = 5) -> Any:
 
         return InMemoryEmbeddingRetriever(document_store=store, top_k=top_k)
     if name == "GpuFAISSDocumentStore":
-        from haystack_cfrag.faiss_gpu import GpuFAISSEmbeddingRetriever  # noqa: PLC0415
+        from haystack_cfrag.stores.faiss_gpu import GpuFAISSEmbeddingRetriever  # noqa: PLC0415
 
         return GpuFAISSEmbeddingRetriever(document_store=store, top_k=top_k)
     if name == "FAISSDocumentStore":
@@ -147,9 +87,7 @@ def save_document_store(store: Any, spec: str | os.PathLike[str] | StoreSpec) ->
     """
     s = spec if isinstance(spec, StoreSpec) else parse_store_spec(spec)
     if s.kind == "memory":
-        from haystack_cfrag.store import save_store  # noqa: PLC0415
-
-        save_store(store, Path(s.location))
+        save_memory_store(store, Path(s.location))
     elif s.kind == "faiss":
         base = Path(s.location)
         base.parent.mkdir(parents=True, exist_ok=True)
@@ -174,7 +112,11 @@ def close_document_store(store: Any) -> None:
         store._connection = None
 
 
-def _open_memory(path: Path, create: bool) -> Any:
+def open_memory_store(path: Path, *, create: bool = False) -> Any:
+    """An `InMemoryDocumentStore` saved as JSON at `path` (cosine); a new, empty one when missing and `create`.
+
+    :raises FileNotFoundError: no file at `path` and `create` is False.
+    """
     from haystack.document_stores.in_memory import InMemoryDocumentStore  # noqa: PLC0415
 
     if path.exists():
@@ -184,8 +126,16 @@ def _open_memory(path: Path, create: bool) -> Any:
     return InMemoryDocumentStore(embedding_similarity_function="cosine")
 
 
+def save_memory_store(store: Any, path: Path) -> None:
+    """Save an in-memory store as JSON atomically (write a temporary file, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    store.save_to_disk(str(tmp))
+    tmp.replace(path)
+
+
 def _open_faiss(s: StoreSpec, embedding_dim: int | None, create: bool, device: int | None) -> Any:
-    from haystack_cfrag.faiss_gpu import GpuFAISSDocumentStore, faiss_import, gpu_device  # noqa: PLC0415
+    from haystack_cfrag.stores.faiss_gpu import GpuFAISSDocumentStore, faiss_import, gpu_device  # noqa: PLC0415
 
     faiss_import.check()
     import faiss  # noqa: PLC0415
@@ -311,8 +261,3 @@ def _qdrant_dim(where: dict[str, Any], name: str) -> int | None:
         return getattr(vectors, "size", None)
     finally:
         client.close()
-
-
-def redact(text: str) -> str:
-    """A URL with its password replaced by ***."""
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", text)

@@ -1,0 +1,87 @@
+"""The demo store and the store questions are answered from (`cfrag ask/compare`, `cfrag serve`).
+
+Without `--store` the CLI and the server read the demo corpus shipped in `haystack_cfrag/data`,
+embedded on first use with the configured embedder and cached as an `InMemoryDocumentStore`
+saved as JSON (`default_store_path`). Any other spec is opened for reading only
+(`haystack_cfrag.stores.opening`): stores are only ever written by `cfrag index`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from haystack import Document, logging
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack.document_stores.types import DuplicatePolicy
+
+from haystack_cfrag import models
+from haystack_cfrag.indexing import read_jsonl
+from haystack_cfrag.models import EMBEDDED_EMBEDDER, cache_dir
+from haystack_cfrag.stores.opening import open_document_store, open_memory_store, save_memory_store
+from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec
+
+logger = logging.getLogger(__name__)
+
+DEMO_CORPUS = Path(__file__).resolve().parent.parent / "data" / "demo_corpus.jsonl"
+
+
+def default_store_path(embedder: str = EMBEDDED_EMBEDDER) -> Path:
+    """The cached demo store embedded with `embedder`: its name changes with the corpus and the model."""
+    key = hashlib.sha256(DEMO_CORPUS.read_bytes() + embedder.encode()).hexdigest()[:12]
+    return cache_dir() / "stores" / f"demo_{key}.json"
+
+
+def open_store(
+    path: Path | None,
+    embed_documents: Callable[[list[Document]], list[Document]],
+    embedder: str = EMBEDDED_EMBEDDER,
+) -> InMemoryDocumentStore:
+    """Load a saved store; without a path, the demo corpus embedded with `embedder` (built on first use)."""
+    path = Path(path) if path else default_store_path(embedder)
+    if path.exists() or path != default_store_path(embedder):
+        return open_memory_store(path)
+    logger.info("Embedding the demo corpus into {path} (first use)", path=str(path))
+    store = open_memory_store(path, create=True)
+    store.write_documents(embed_documents(read_jsonl(DEMO_CORPUS)), policy=DuplicatePolicy.OVERWRITE)
+    save_memory_store(store, path)
+    return store
+
+
+def open_model_store(
+    path: Path | None = None,
+    embedder: str = EMBEDDED_EMBEDDER,
+    *,
+    device: str | None = None,
+    progress_bar: bool = False,
+) -> InMemoryDocumentStore:
+    """`open_store` with the document embedder of `embedder`, loaded only when the store must be built."""
+
+    def embed(docs: list[Document]) -> list[Document]:
+        doc_embedder = models.document_embedder(embedder, device=device, progress_bar=progress_bar)
+        doc_embedder.warm_up()
+        return doc_embedder.run(documents=docs)["documents"]
+
+    return open_store(path, embed, embedder)
+
+
+def open_query_store(
+    spec: str | os.PathLike[str] | StoreSpec | None,
+    embedder: str = EMBEDDED_EMBEDDER,
+    *,
+    device: str | None = None,
+    progress_bar: bool = False,
+) -> Any:
+    """The store questions are answered from: a saved JSON store, the demo (no spec), or any other spec, read-only.
+
+    :raises FileNotFoundError: the store a spec names does not exist (nothing is created).
+    :raises ValueError: a spec that does not parse (see `haystack_cfrag.stores.specs`).
+    """
+    parsed = spec if isinstance(spec, StoreSpec) or spec is None else parse_store_spec(spec)
+    if parsed is None or parsed.kind == "memory":
+        return open_model_store(Path(parsed.location) if parsed else None, embedder, device=device,
+                                progress_bar=progress_bar)
+    return open_document_store(parsed)
