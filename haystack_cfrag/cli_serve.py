@@ -2,6 +2,7 @@
 
     cfrag serve                                   # cf_rag on 127.0.0.1:1416, embedded models
     cfrag serve --pipeline cf_rag_fast --yaml cf_rag_fast --port 8000
+    cfrag serve --store faiss:stores/demo          # any store spec `cfrag ask` takes (haystack_cfrag.stores)
     cfrag serve --mock --mock-failure-rate 0.1    # the mock generator: tests and load runs
     cfrag serve --mcp --mcp-port 1417             # also the MCP server (needs hayhooks[mcp])
     CFRAG_API_KEY=… cfrag serve --cors-origin https://ui.example   # a token on every route, one browser origin
@@ -29,7 +30,7 @@ from typing import Any
 import click
 
 from haystack_cfrag import models
-from haystack_cfrag.cli_checks import check_model_spec
+from haystack_cfrag.cli_checks import check_model_spec, check_store_spec
 
 SERVED = ("cf_rag", "cf_rag_fast", "standard_rag")
 SERVER = [sys.executable, "-m", "haystack_cfrag.serving.app"]
@@ -42,7 +43,7 @@ def server_env(
     llm: str | None = None,
     embedder: str | None = None,
     scorer: str | None = None,
-    store: Path | None = None,
+    store: str | None = None,
     device: str | None = None,
     max_tokens: int | None = None,
     mock: bool = False,
@@ -69,7 +70,7 @@ def server_env(
         }
     )
     for key, value in (("CFRAG_LLM", llm), ("CFRAG_EMBEDDER", embedder), ("CFRAG_SCORER", scorer),
-                       ("CFRAG_STORE", str(store) if store else None), ("CFRAG_DEVICE", device),
+                       ("CFRAG_STORE", store), ("CFRAG_DEVICE", device),
                        ("CFRAG_MAX_TOKENS", str(max_tokens) if max_tokens else None)):
         if value:
             env[key] = value
@@ -83,8 +84,9 @@ def server_env(
               show_default=True, help="Pipelines served through the CF-RAG wrapper (repeatable).")
 @click.option("--yaml", "yaml_pipelines", multiple=True, type=click.Choice(SERVED),
               help="Also deploy this shipped YAML file as a Hayhooks YAML pipeline, '<name>_yaml' (repeatable).")
-@click.option("--store", type=click.Path(path_type=Path), default=None,
-              help="Saved document store (JSON). Default: the embedded demo corpus.")
+@click.option("--store", default=None,
+              help="Store to answer from, as for ask: PATH.json | faiss:PATH[#INDEX] | pgvector:postgresql://…[#TABLE] "
+                   "| qdrant:PATH|URL[#COLLECTION]. Default: the embedded demo corpus.")
 @click.option("--llm", default=models.EMBEDDED_LLM, show_default=True,
               help="Chat model: embedded:…, a .gguf path, openai:http://host:port/v1[#model], hf:<id or dir>.")
 @click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True)
@@ -105,7 +107,7 @@ def server_env(
 @click.option("--allow-deploy", is_flag=True,
               help="Keep Hayhooks' deploy/undeploy routes and MCP tools (they run code sent to them); "
                    "needs CFRAG_API_KEY.")
-def serve(host: str, port: int, pipelines: tuple[str, ...], yaml_pipelines: tuple[str, ...], store: Path | None,
+def serve(host: str, port: int, pipelines: tuple[str, ...], yaml_pipelines: tuple[str, ...], store: str | None,
           llm: str, embedder: str, scorer: str | None, device: str | None, max_tokens: int, mock: bool,
           mock_failure_rate: float, mock_delay: float, mock_seed: int, mcp: bool, mcp_port: int,
           deploy_dir: Path | None, cors_origins: tuple[str, ...], allow_deploy: bool) -> None:
@@ -121,9 +123,11 @@ def serve(host: str, port: int, pipelines: tuple[str, ...], yaml_pipelines: tupl
         raise click.BadParameter("must be in [0, 1]", param_hint="--mock-failure-rate")
     if not 0.0 <= mock_delay <= 60.0:
         raise click.BadParameter("must be in [0, 60]", param_hint="--mock-delay")
-    if store is not None and not store.is_file():
-        raise click.BadParameter(f"no such file: {store} (create it with `cfrag index FILES --store {store}`)",
-                                 param_hint="--store")
+    if store is not None:
+        spec = check_store_spec(store, create=False)
+        if yaml_pipelines and spec.kind != "memory":
+            raise click.BadParameter(f"--yaml pipelines read the in-memory store; serve a {spec.kind}: store through "
+                                     "the wrappers (--pipeline) only", param_hint="--store")
     if not mock:
         check_model_spec(llm, "--llm")
     check_model_spec(embedder, "--embedder")

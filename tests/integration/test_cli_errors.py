@@ -58,7 +58,10 @@ ARGUMENT_CASES = [
     ("serve --allow-deploy without token", ["serve", "--mock", "--allow-deploy"], "--allow-deploy needs CFRAG_API_KEY"),
     ("serve --cors-origin *", ["serve", "--mock", "--cors-origin", "*"], "'*' is not an origin"),
     ("serve --cors-origin with a path", ["serve", "--mock", "--cors-origin", "http://ui.example/app"], "not an origin"),
-    ("serve --store missing", ["serve", "--mock", "--store", "missing.json"], "no such file: missing.json"),
+    ("serve --store missing", ["serve", "--mock", "--store", "missing.json"], "no store at missing.json: create it with"),
+    ("serve --store mongo", ["serve", "--mock", "--store", "mongo://x"], "unknown store kind 'mongo'"),
+    ("serve --store faiss missing", ["serve", "--mock", "--store", "faiss:missing"], "no store at missing.faiss"),
+    ("serve --store pgvector: without URL", ["serve", "--mock", "--store", "pgvector:"], "PG_CONN_STR is not set"),
     ("serve --llm openai: without URL", ["serve", "--llm", "openai:"], "'openai:' names no server URL"),
     ("eval --llm missing gguf", ["eval", "a.txt", "--llm", "missing.gguf"], "no such model file: missing.gguf"),
 ]
