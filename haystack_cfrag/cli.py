@@ -33,6 +33,7 @@ from haystack_cfrag.cli_checks import (
     check_store_spec,
 )
 from haystack_cfrag.parameters import PARAMETERS
+from haystack_cfrag.progress import StatusLine
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
@@ -125,16 +126,30 @@ def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None
     from haystack_cfrag.stores import open_query_store  # noqa: PLC0415
 
     start = time.perf_counter()
+    status = StatusLine(label="setup")
     try:
+        status("opening the store")
         store = open_query_store(store_path, embedder, device=device, progress_bar=True)
+        status("loading the models")
         runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device,
                           max_tokens=max_tokens, logprobs=logprobs)
         runtime.warm_up()
     except (FileNotFoundError, ValueError, RuntimeError, OSError) as exc:  # a store or model that cannot open
         raise click.ClickException(one_line(exc, typed=False)) from exc
+    finally:
+        status.done()
     click.echo(f"[setup] {store.count_documents()} passages, models loaded in {time.perf_counter() - start:.1f} s",
                err=True)
     return runtime
+
+
+def _ask(runtime: Any, pipeline: str, question: str, params: dict[str, Any]) -> Any:
+    """`runtime.ask` with a status line on a terminal's stderr: which stage runs, seconds so far."""
+    status = StatusLine(label=Path(pipeline).stem)
+    try:
+        return _guarded(lambda: runtime.ask(pipeline, question, params, progress=status))
+    finally:
+        status.done()
 
 
 def _no_answer(result: Any) -> str | None:
@@ -164,7 +179,7 @@ def ask(question: str, pipeline: str, as_json: bool, store_path: str | None, llm
     """Answer QUESTION and show why: counterfactuals, clusters, drafts, φ scores, Ψ, decision."""
     params = _check_inputs(question, [pipeline], params, store_path, llm, embedder, scorer)
     runtime = _runtime(store_path, llm, embedder, scorer, device, max_tokens, logprobs)
-    result = _guarded(runtime.ask, pipeline, question, params)
+    result = _ask(runtime, pipeline, question, params)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
     else:
@@ -195,7 +210,7 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
         raise click.BadParameter("names no pipeline", param_hint="--pipelines")
     params = _check_inputs(question, names, params, store_path, llm, embedder, scorer)
     runtime = _runtime(store_path, llm, embedder, scorer, device, max_tokens, logprobs)
-    results = [_guarded(runtime.ask, name, question, params) for name in names]
+    results = [_ask(runtime, name, question, params) for name in names]
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in results], indent=2, ensure_ascii=False))
     else:

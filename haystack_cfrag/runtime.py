@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -176,14 +177,24 @@ class Runtime:
             return [self._with_models(v) for v in data]
         return data
 
-    def ask(self, path: str | Path, question: str, params: dict[str, Any] | None = None) -> Answer:
-        """Run one question through a pipeline file; time each stage and count LLM usage."""
+    def ask(
+        self,
+        path: str | Path,
+        question: str,
+        params: dict[str, Any] | None = None,
+        *,
+        progress: Callable[[str], None] | None = None,
+    ) -> Answer:
+        """Run one question through a pipeline file; time each stage and count LLM usage.
+
+        `progress` is told each stage and LLM call as it starts (e.g. `haystack_cfrag.progress.StatusLine`).
+        """
         file = pipeline_path(path)
         with self._lock:
             pipe = self._pipeline_once(file, params)
             generators = [c for _, n in pipe.walk() for c in _generators(n)]
             start = time.perf_counter()
-            with timed_stages() as timer, count_llm_usage(*generators) as usage:
+            with timed_stages(progress) as timer, count_llm_usage(*generators) as usage:
                 out = pipe.run(pipeline_inputs(file, query=question))
             seconds = time.perf_counter() - start
         answer, trace, docs = _read_outputs(out)

@@ -14,7 +14,7 @@ import functools
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,9 +57,12 @@ class StageTimer(Tracer):
     """A Haystack tracer that sums the wall time of each component run, by component name, and
     records the LLM calls made inside our components (`llm_calls`, `llm_seconds`, `llm_usage()`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, progress: Callable[[str], None] | None = None) -> None:
+        """:param progress: told what starts, e.g. "drafter" or "drafter: draft 2" (a status line)."""
         self.seconds: dict[str, float] = defaultdict(float)
         self.llm_calls: list[LLMCallRecord] = []
+        self.progress = progress
+        self._component = ""
         self._lock = threading.Lock()  # drafts end their spans on worker threads
 
     @contextlib.contextmanager
@@ -68,6 +71,8 @@ class StageTimer(Tracer):
     ) -> Iterator[Span]:
         start = time.perf_counter()
         span: Span = _TagSpan(tags) if operation_name == lt.OPERATION else _NullSpan()
+        if self.progress is not None:
+            self._report(operation_name, tags or {})
         try:
             yield span
         finally:
@@ -81,6 +86,18 @@ class StageTimer(Tracer):
 
     def current_span(self) -> Span | None:
         return None
+
+    def _report(self, operation_name: str, tags: dict[str, Any]) -> None:
+        if operation_name == "haystack.component.run":
+            self._component = message = str(tags.get("haystack.component.name"))
+        elif operation_name == lt.OPERATION:  # inside the component that started last
+            index = tags.get(lt.INDEX_TAG)
+            stage = f"{tags.get(lt.STAGE_TAG) or 'LLM call'}{'' if index is None else f' {index}'}"
+            message = f"{self._component}: {stage}" if self._component else stage
+        else:
+            return
+        with contextlib.suppress(Exception):  # a status line never breaks a run
+            self.progress(message)  # type: ignore[misc]
 
     @property
     def llm_seconds(self) -> dict[str, float]:
@@ -122,9 +139,12 @@ def _llm_record(tags: dict[str, Any], seconds: float) -> LLMCallRecord:
 
 
 @contextlib.contextmanager
-def timed_stages() -> Iterator[StageTimer]:
-    """Enable a StageTimer for the duration of the block (the previous tracer is restored)."""
-    timer = StageTimer()
+def timed_stages(progress: Callable[[str], None] | None = None) -> Iterator[StageTimer]:
+    """Enable a StageTimer for the duration of the block (the previous tracer is restored).
+
+    `progress` is told each stage and LLM call as it starts (see `haystack_cfrag.progress`).
+    """
+    timer = StageTimer(progress)
     previous = tracing.tracer.actual_tracer
     tracing.enable_tracing(timer)
     try:
