@@ -17,9 +17,9 @@ from typing import Any
 import yaml
 from haystack import Pipeline
 
-from haystack_cfrag.components._common import serialize_component
 from haystack_cfrag.models import resolve_embedded_models
 from haystack_cfrag.pipelines import pipeline_path
+from haystack_cfrag.serialization import serialize_component
 
 PACKAGE_MODULES = ("haystack_cfrag",)
 TRUSTED_PREFIXES = ("haystack", "haystack_integrations", "haystack_experimental", "haystack_cfrag")

@@ -22,7 +22,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag import models
 from haystack_cfrag.parameters import TARGETS
-from haystack_cfrag.components._common import serialize_component
+from haystack_cfrag.serialization import serialize_component
 from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.loading import component_key, pipeline_from_dict, pipeline_inputs, share_injected_components
 from haystack_cfrag.timing import count_llm_usage, timed_stages

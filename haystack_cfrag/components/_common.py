@@ -1,7 +1,9 @@
-"""Plumbing shared by the components: injected-component calls, serialisation, checks, embeddings.
+"""Plumbing shared by the components: query cleaning, injected-component calls, embeddings.
 
 Nothing here is CF-RAG math (that lives in `haystack_cfrag.core`); it is the glue that every
-component would otherwise repeat.
+component would otherwise repeat. Only the components use it: the helpers other packages use
+too are public, `haystack_cfrag.serialization` (injected components to and from dicts) and
+`haystack_cfrag.validation` (parameter checks).
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ import asyncio
 import contextlib
 import contextvars
 import inspect
-import math
 import threading
 import time
 from dataclasses import replace
@@ -20,41 +21,12 @@ from typing import Any
 
 import numpy as np
 from haystack import Document, logging
-from haystack.core.serialization import component_from_dict, component_to_dict, import_class_by_name
 
 from haystack_cfrag.core.text import clean_query, truncate_text
 from haystack_cfrag.core.vectors import as_matrix, valid_embedding_mask
 from haystack_cfrag.llm_tracing import LLMCall, llm_span
 
 logger = logging.getLogger(__name__)
-
-
-# ---------------------------------------------------------------- parameter checks
-def check_range(
-    name: str, value: float, low: float, high: float, *, low_open: bool = False, high_open: bool = False
-) -> None:
-    """Raise ValueError naming `name` and its allowed range unless low ≤ value ≤ high (open ends as given)."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if ok:
-        ok = (value > low if low_open else value >= low) and (value < high if high_open else value <= high)
-    if not ok:
-        lo, hi = ("(" if low_open else "["), (")" if high_open else "]")
-        raise ValueError(f"'{name}' must be in {lo}{low}, {high}{hi}, got {value!r}.")
-
-
-def check_int(name: str, value: int, minimum: int, maximum: int | None = None) -> None:
-    """Raise ValueError unless `value` is an int ≥ minimum (and ≤ maximum when given)."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum or (
-        maximum is not None and value > maximum
-    ):
-        bound = f"an integer ≥ {minimum}" if maximum is None else f"an integer in [{minimum}, {maximum}]"
-        raise ValueError(f"'{name}' must be {bound}, got {value!r}.")
-
-
-def check_optional_seconds(name: str, value: float | None) -> None:
-    """Raise ValueError unless `value` is None or a finite number of seconds > 0."""
-    if value is not None:
-        check_range(name, value, 0.0, 86400.0, low_open=True)
 
 
 # ---------------------------------------------------------------- queries
@@ -208,31 +180,6 @@ def degradation(stage: str, reason: str, **details: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- injected components
-def serialize_component(obj: Any) -> dict[str, Any] | None:
-    """Serialise an injected component (or None) the way Haystack serialises pipeline nodes."""
-    if obj is None:
-        return None
-    return component_to_dict(obj, type(obj).__name__)
-
-
-def deserialize_component(data: dict[str, Any] | None) -> Any:
-    """Inverse of `serialize_component`; class imports go through Haystack's allowlist."""
-    if data is None:
-        return None
-    if not isinstance(data, dict) or "type" not in data:
-        raise ValueError(f"Expected a serialised component with a 'type', got {data!r}.")
-    cls = import_class_by_name(data["type"])
-    return component_from_dict(cls=cls, data=data, name=cls.__name__)
-
-
-def deserialize_init_components(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """Copy of `data` whose init_parameters[key] for each key are deserialised components."""
-    data = {**data, "init_parameters": dict(data.get("init_parameters", {}))}
-    for key in keys:
-        data["init_parameters"][key] = deserialize_component(data["init_parameters"].get(key))
-    return data
-
-
 def warm_up_all(*components: Any) -> None:
     """Call warm_up on every injected component that has one."""
     for comp in components:

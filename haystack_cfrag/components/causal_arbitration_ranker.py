@@ -13,17 +13,14 @@ from haystack_cfrag.components._common import (
     accepts,
     call_async_with_timeout,
     call_with_timeout,
-    check_int,
-    check_range,
     degradation,
-    deserialize_init_components,
     embed_texts,
     embed_texts_async,
     prepare_query,
     run_async_or_thread,
-    serialize_component,
     warm_up_all,
 )
+from haystack_cfrag.components._protocols import ChatGenerator, TextEmbedder
 from haystack_cfrag.core import arbitration as arb
 from haystack_cfrag.core.replies import parse_draft_reply
 from haystack_cfrag.core.text import agreement_matrix, answers_agree, bag_of_words_matrix, mention_matrix
@@ -39,6 +36,8 @@ from haystack_cfrag.prompts import (
     render_drafts,
     render_plain_evidence,
 )
+from haystack_cfrag.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.validation import check_int, check_range
 
 logger = logging.getLogger(__name__)
 
@@ -111,14 +110,14 @@ class CausalArbitrationRanker:
     def __init__(
         self,
         *,
-        text_embedder: Any | None = None,
-        scorer: Any | None = None,
+        text_embedder: TextEmbedder | None = None,
+        scorer: Any | None = None,  # a ranker: Haystack declares no ranker protocol
         causal_weight: float = 0.4,
         weights: dict[str, float] | None = None,
         agreement_threshold: float = 0.8,
         consensus_threshold: float = 2 / 3,
         coherence_weights: tuple[float, float] | list[float] = (0.5, 0.5),
-        synthesizer: Any | None = None,
+        synthesizer: ChatGenerator | None = None,
         synthesis_top: int = 3,
         evidence: str = "cited",
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,

@@ -13,17 +13,13 @@ from haystack_cfrag.components._common import (
     accepts,
     call_async_with_timeout,
     call_with_timeout,
-    check_int,
-    check_optional_seconds,
-    check_range,
     degradation,
-    deserialize_init_components,
     embed_texts,
     embed_texts_async,
     prepare_query,
-    serialize_component,
     warm_up_all,
 )
+from haystack_cfrag.components._protocols import ChatGenerator, TextEmbedder
 from haystack_cfrag.core.counterfactuals import (
     answer_divergence,
     domain_similarity,
@@ -41,6 +37,8 @@ from haystack_cfrag.prompts import (
     COUNTERFACTUAL_PROMPT,
     check_template,
 )
+from haystack_cfrag.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.validation import check_int, check_optional_seconds, check_range
 
 PROMPT_STYLES = ("json", "lines")
 
@@ -86,8 +84,8 @@ class CounterfactualQueryExpander:
     def __init__(
         self,
         *,
-        chat_generator: Any,
-        text_embedder: Any | None = None,
+        chat_generator: ChatGenerator,
+        text_embedder: TextEmbedder | None = None,
         n_counterfactuals: int = 3,
         similarity_threshold: float = 0.7,
         paraphrase_threshold: float = 0.97,

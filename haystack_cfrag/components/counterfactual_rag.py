@@ -8,17 +8,15 @@ from haystack import Document, Pipeline, default_from_dict, default_to_dict, sup
 from haystack.components.joiners import DocumentJoiner
 from haystack.dataclasses import GeneratedAnswer
 
-from haystack_cfrag.components._common import (
-    DEFAULT_MAX_QUERY_CHARS,
-    deserialize_init_components,
-    serialize_component,
-)
+from haystack_cfrag.components._common import DEFAULT_MAX_QUERY_CHARS
+from haystack_cfrag.components._protocols import ChatGenerator, DocumentEmbedder, Retriever, TextEmbedder
 from haystack_cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
 from haystack_cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
 from haystack_cfrag.components.embedding_deduplicator import EmbeddingDeduplicator
 from haystack_cfrag.components.multi_query_retriever import MultiQueryRetriever
 from haystack_cfrag.components.parallel_draft_generator import ParallelDraftGenerator
 from haystack_cfrag.components.spectral_stratifier import SpectralStratifier
+from haystack_cfrag.serialization import deserialize_init_components, serialize_component
 
 def _pipeline_class() -> type:
     """Haystack 3's Pipeline runs async itself; on 2.x, SuperComponent.run_async needs an AsyncPipeline."""
@@ -83,12 +81,12 @@ class CounterfactualRAG:
     def __init__(  # noqa: PLR0913  (one keyword per paper parameter)
         self,
         *,
-        chat_generator: Any,
-        retriever: Any | None = None,
-        text_embedder: Any | None = None,
-        document_embedder: Any | None = None,
-        scorer: Any | None = None,
-        synthesizer: Any | None = None,
+        chat_generator: ChatGenerator,
+        retriever: Retriever | None = None,
+        text_embedder: TextEmbedder | None = None,
+        document_embedder: DocumentEmbedder | None = None,
+        scorer: Any | None = None,  # a ranker: Haystack declares no ranker protocol
+        synthesizer: ChatGenerator | None = None,
         n_counterfactuals: int = 3,
         similarity_threshold: float = 0.5,
         top_k: int | None = None,

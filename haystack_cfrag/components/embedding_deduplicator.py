@@ -8,19 +8,18 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from haystack_cfrag.components._common import (
-    check_int,
-    check_range,
-    deserialize_init_components,
     embed_texts,
     embed_texts_async,
     ensure_embeddings,
     ensure_embeddings_async,
-    serialize_component,
     split_by_embedding,
     warm_up_all,
 )
+from haystack_cfrag.components._protocols import DocumentEmbedder, TextEmbedder
 from haystack_cfrag.core.dedup import greedy_dedup, quality_score
 from haystack_cfrag.core.vectors import as_matrix, cosine_matrix, cosine_to_relevance
+from haystack_cfrag.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.validation import check_int, check_range
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +54,8 @@ class EmbeddingDeduplicator:
     def __init__(
         self,
         *,
-        document_embedder: Any | None = None,
-        text_embedder: Any | None = None,
+        document_embedder: DocumentEmbedder | None = None,
+        text_embedder: TextEmbedder | None = None,
         threshold: float = 0.95,
         quality_threshold: float = 0.5,
         min_words: int = 5,

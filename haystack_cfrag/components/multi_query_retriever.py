@@ -9,15 +9,10 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from haystack_cfrag.components._common import (
-    accepts,
-    check_int,
-    deserialize_init_components,
-    run_async_or_thread,
-    serialize_component,
-    warm_up_all,
-    with_meta,
-)
+from haystack_cfrag.components._common import accepts, run_async_or_thread, warm_up_all, with_meta
+from haystack_cfrag.components._protocols import Retriever, TextEmbedder
+from haystack_cfrag.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.validation import check_int
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +54,8 @@ class MultiQueryRetriever:
     def __init__(
         self,
         *,
-        retriever: Any,
-        query_embedder: Any | None = None,
+        retriever: Retriever,
+        query_embedder: TextEmbedder | None = None,
         top_k: int | None = None,
         max_workers: int = 4,
     ) -> None:

@@ -18,14 +18,11 @@ from haystack_cfrag.components._common import (
     accepts,
     call_async_with_timeout,
     call_with_timeout,
-    check_int,
-    check_optional_seconds,
-    deserialize_init_components,
     prepare_query,
     remaining,
-    serialize_component,
     warm_up_all,
 )
+from haystack_cfrag.components._protocols import ChatGenerator
 from haystack_cfrag.core.replies import parse_draft_reply
 from haystack_cfrag.dataclasses import NO_EVIDENCE, SOURCE_KEY, Draft
 from haystack_cfrag.llm_tracing import LLMCall, current_span
@@ -37,6 +34,8 @@ from haystack_cfrag.prompts import (
     render_evidence,
     render_plain_evidence,
 )
+from haystack_cfrag.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.validation import check_int, check_optional_seconds
 
 PROMPTS = ("app_g", "short")
 
@@ -77,7 +76,7 @@ class ParallelDraftGenerator:
     def __init__(
         self,
         *,
-        chat_generator: Any,
+        chat_generator: ChatGenerator,
         max_workers: int = 4,
         generation_kwargs: dict[str, Any] | None = None,
         max_evidence_chars: int | None = 2000,

@@ -9,23 +9,22 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from haystack_cfrag.components._common import (
     DEFAULT_MAX_QUERY_CHARS,
-    check_int,
-    check_range,
-    deserialize_init_components,
     embed_texts,
     embed_texts_async,
     ensure_embeddings,
     ensure_embeddings_async,
     prepare_query,
-    serialize_component,
     split_by_embedding,
     warm_up_all,
     with_meta,
 )
+from haystack_cfrag.components._protocols import DocumentEmbedder, TextEmbedder
 from haystack_cfrag.components.multi_query_retriever import PROVENANCE_KEY
 from haystack_cfrag.core.arbitration import causal_margins
 from haystack_cfrag.core.stratify import cluster_subsets, order_by, spectral_clusters, stratified_subsets
 from haystack_cfrag.core.vectors import as_matrix, cosine_matrix, cosine_to_relevance
+from haystack_cfrag.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.validation import check_int, check_range
 
 logger = logging.getLogger(__name__)
 
@@ -85,8 +84,8 @@ class SpectralStratifier:
         sigma: float | None = None,
         anchors: int = 0,
         random_state: int | None = None,
-        text_embedder: Any | None = None,
-        document_embedder: Any | None = None,
+        text_embedder: TextEmbedder | None = None,
+        document_embedder: DocumentEmbedder | None = None,
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
         pool: str = "all",
         selection: str = "sampled",

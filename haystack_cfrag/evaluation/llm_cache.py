@@ -28,7 +28,7 @@ from typing import Any
 from haystack import component, default_to_dict
 from haystack.dataclasses import ChatMessage
 
-from haystack_cfrag.components._common import deserialize_component, serialize_component
+from haystack_cfrag.serialization import deserialize_component, serialize_component
 
 
 class _CacheState:

@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
-from haystack_cfrag.components._common import serialize_component
 from haystack_cfrag.models import resolve_embedded_models
+from haystack_cfrag.serialization import serialize_component
 from haystack_cfrag.serving.service import PIPELINES, ServingConfig
 
 WRAPPERS_DIR = Path(__file__).resolve().parent / "wrappers"

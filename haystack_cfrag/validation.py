@@ -1,0 +1,49 @@
+"""Checks of init parameters that raise a ValueError naming the parameter and what it must be.
+
+The components check their numbers with these, and so does the mock chat generator; the
+parameter table (`haystack_cfrag.parameters`) checks request and CLI values with its own types.
+
+>>> check_range("causal_weight", 0.4, 0.0, 1.0)
+>>> check_range("causal_weight", 1.5, 0.0, 1.0)
+Traceback (most recent call last):
+...
+ValueError: 'causal_weight' must be in [0.0, 1.0], got 1.5.
+>>> check_int("top_k", 0, 1)
+Traceback (most recent call last):
+...
+ValueError: 'top_k' must be an integer ≥ 1, got 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def check_range(
+    name: str, value: float, low: float, high: float, *, low_open: bool = False, high_open: bool = False
+) -> None:
+    """Raise ValueError naming `name` and its allowed range unless low ≤ value ≤ high (open ends as given)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if ok:
+        ok = (value > low if low_open else value >= low) and (value < high if high_open else value <= high)
+    if not ok:
+        lo, hi = ("(" if low_open else "["), (")" if high_open else "]")
+        raise ValueError(f"'{name}' must be in {lo}{low}, {high}{hi}, got {value!r}.")
+
+
+def check_int(name: str, value: int, minimum: int, maximum: int | None = None) -> None:
+    """Raise ValueError unless `value` is an int ≥ minimum (and ≤ maximum when given)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum or (
+        maximum is not None and value > maximum
+    ):
+        bound = f"an integer ≥ {minimum}" if maximum is None else f"an integer in [{minimum}, {maximum}]"
+        raise ValueError(f"'{name}' must be {bound}, got {value!r}.")
+
+
+def check_optional_seconds(name: str, value: float | None) -> None:
+    """Raise ValueError unless `value` is None or a finite number of seconds > 0."""
+    if value is not None:
+        check_range(name, value, 0.0, 86400.0, low_open=True)
+
+
+__all__ = ["check_int", "check_optional_seconds", "check_range"]
