@@ -16,6 +16,19 @@ from haystack_cfrag.components.embedding_deduplicator import EmbeddingDeduplicat
 from haystack_cfrag.components.multi_query_retriever import MultiQueryRetriever
 from haystack_cfrag.components.parallel_draft_generator import ParallelDraftGenerator
 from haystack_cfrag.components.spectral_stratifier import SpectralStratifier
+from haystack_cfrag.graph import (
+    BASELINE_EDGE,
+    DEDUP,
+    DRAFTER,
+    EXPANDER,
+    OUTPUTS,
+    QUERY_INPUTS,
+    RANKER,
+    RETRIEVER,
+    STRATIFIER,
+    Edge,
+    cf_rag_connections,
+)
 from haystack_cfrag.serialization import deserialize_init_components, serialize_component
 
 def _pipeline_class() -> type:
@@ -33,6 +46,8 @@ PAPER: dict[str, Any] = {
     "draft_prompt": "app_g", "evidence": "cited", "duel": False,
 }
 """The paper's configuration (shipped as `cf_rag_paper`): `CounterfactualRAG(**PAPER, chat_generator=…)`."""
+
+_JOINER = "joiner"  # not in the shipped graph: your `documents` and the retriever's meet here
 
 _INJECTED = ("chat_generator", "retriever", "text_embedder", "document_embedder", "scorer", "synthesizer")
 
@@ -168,19 +183,16 @@ class CounterfactualRAG:
         self.evidence = evidence
         self.duel = duel
         self.pipeline = self._build()
-        documents = ["joiner.documents"]
+        documents = [f"{_JOINER}.documents"]
         if baseline and retriever is None:
-            documents.append("drafter.baseline_documents")  # verify-only: your retrieval is the baseline's
-        self.input_mapping = {
-            "query": ["expander.query", "stratifier.query", "drafter.query", "ranker.query"],
-            "documents": documents,
-        }
-        self.output_mapping = {"ranker.answers": "answers", "ranker.answer": "answer", "ranker.trace": "trace"}
+            documents.append(BASELINE_EDGE[1])  # verify-only: your retrieval is the baseline's
+        self.input_mapping = {"query": list(QUERY_INPUTS), "documents": documents}
+        self.output_mapping = {socket: name for name, socket in OUTPUTS.items()}
 
     def _build(self) -> Pipeline:
         pipe = _pipeline_class()()
         pipe.add_component(
-            "expander",
+            EXPANDER,
             CounterfactualQueryExpander(
                 chat_generator=self.chat_generator,
                 text_embedder=self.text_embedder,
@@ -193,12 +205,12 @@ class CounterfactualRAG:
                 raise_on_failure=self.raise_on_failure,
             ),
         )
-        pipe.add_component("joiner", DocumentJoiner(join_mode="concatenate", sort_by_score=False))
+        pipe.add_component(_JOINER, DocumentJoiner(join_mode="concatenate", sort_by_score=False))
         pipe.add_component(
-            "dedup", EmbeddingDeduplicator(document_embedder=self.document_embedder, threshold=self.dedup_threshold)
+            DEDUP, EmbeddingDeduplicator(document_embedder=self.document_embedder, threshold=self.dedup_threshold)
         )
         pipe.add_component(
-            "stratifier",
+            STRATIFIER,
             SpectralStratifier(
                 n_clusters=self.n_clusters,
                 n_subsets=self.n_subsets,
@@ -214,7 +226,7 @@ class CounterfactualRAG:
             ),
         )
         pipe.add_component(
-            "drafter",
+            DRAFTER,
             ParallelDraftGenerator(
                 chat_generator=self.chat_generator,
                 max_workers=self.max_workers,
@@ -226,7 +238,7 @@ class CounterfactualRAG:
             ),
         )
         pipe.add_component(
-            "ranker",
+            RANKER,
             CausalArbitrationRanker(
                 text_embedder=self.text_embedder,
                 scorer=self.scorer,
@@ -241,7 +253,7 @@ class CounterfactualRAG:
         )
         if self.retriever is not None:
             pipe.add_component(
-                "retriever",
+                RETRIEVER,
                 MultiQueryRetriever(
                     retriever=self.retriever,
                     query_embedder=self.text_embedder,
@@ -249,19 +261,24 @@ class CounterfactualRAG:
                     max_workers=self.max_workers,
                 ),
             )
-            pipe.connect("expander.queries", "retriever.queries")
-            pipe.connect("retriever.documents", "joiner.documents")
-            if self.baseline:
-                pipe.connect("retriever.original_documents", "drafter.baseline_documents")
-        pipe.connect("joiner.documents", "dedup.documents")
-        pipe.connect("expander.queries", "dedup.queries")
-        pipe.connect("expander.queries", "stratifier.queries")
-        pipe.connect("dedup.documents", "stratifier.documents")
-        pipe.connect("stratifier.subsets", "drafter.subsets")
-        pipe.connect("drafter.drafts", "ranker.drafts")
-        pipe.connect("expander.counterfactuals", "ranker.counterfactuals")
-        pipe.connect("expander.degradations", "ranker.degradations")
+        for sender, receiver in self._connections():
+            pipe.connect(sender, receiver)
         return pipe
+
+    def _connections(self) -> list[Edge]:
+        """The shipped graph (`haystack_cfrag.graph`) for this configuration, with the joiner.
+
+        The joiner stands in front of `dedup.documents`: your `documents` and the retriever's
+        meet there. Verify-only (no retriever) drops the retriever's edges.
+        """
+        joined = f"{_JOINER}.documents"
+        edges = [(joined, f"{DEDUP}.documents")]
+        for sender, receiver in cf_rag_connections(baseline=self.baseline, causal_order=self.order == "causal"):
+            if receiver == f"{DEDUP}.documents":
+                receiver = joined
+            if self.retriever is not None or RETRIEVER not in (sender.split(".")[0], receiver.split(".")[0]):
+                edges.append((sender, receiver))
+        return edges
 
     if TYPE_CHECKING:
 

@@ -8,6 +8,9 @@
 | `standard_rag` | top-k retrieval → one generation: the baseline of every comparison |
 | `closed_book` | the same LLM without retrieval |
 
+The three CF-RAG files are written by hand; their components and connections are those of
+`haystack_cfrag.graph`, which `CounterfactualRAG` builds from (tests/unit/test_graph.py checks).
+
 Load one with `haystack_cfrag.load_pipeline("cf_rag")` (the allowlist check and `embedded:`
 models included), or deploy the folder with stock Hayhooks (docs/serving.md):
 

@@ -349,7 +349,7 @@ def test_mention_evidence_falls_back_to_the_subset():
 @pytest.mark.parametrize("module", ["haystack_cfrag.core.arbitration", "haystack_cfrag.core.stratify",
                                     "haystack_cfrag.core.replies", "haystack_cfrag.prompts",
                                     "haystack_cfrag.components._common", "haystack_cfrag.evaluation.metrics",
-                                    "haystack_cfrag.validation"])
+                                    "haystack_cfrag.validation", "haystack_cfrag.graph"])
 def test_module_examples_run(module):
     import doctest
     import importlib

@@ -1,0 +1,83 @@
+"""The CF-RAG graph, written once: its components' names, connections, inputs and outputs.
+
+`CounterfactualRAG` builds its inner pipeline from it, and a unit test checks that every shipped
+CF-RAG file (`cf_rag.yml`, `cf_rag_fast.yml`, `cf_rag_paper.yml`) names exactly these
+components and connections: the YAML files stay hand-written and commented, this module is
+what they must agree with.
+
+    expander ─queries─▶ retriever ─documents─▶ dedup ─documents─▶ stratifier ─subsets─▶ drafter ─drafts─▶ ranker
+    expander ─queries─▶ dedup, stratifier (the causal order)
+    expander ─counterfactuals, degradations─▶ ranker
+    retriever ─original_documents─▶ drafter.baseline_documents (the baseline draft: standard RAG's answer)
+
+The default graph (`cf_rag`, `cf_rag_fast`) has every edge; the paper's (`cf_rag_paper`) has no
+baseline draft and orders passages by relevance, so it lacks those two edges:
+
+>>> PAPER_CONNECTIONS == cf_rag_connections(baseline=False, causal_order=False)
+True
+>>> sorted(set(CONNECTIONS) - set(PAPER_CONNECTIONS)) == sorted([BASELINE_EDGE, CAUSAL_ORDER_EDGE])
+True
+"""
+
+from __future__ import annotations
+
+EXPANDER, RETRIEVER, DEDUP, STRATIFIER, DRAFTER, RANKER = (
+    "expander", "retriever", "dedup", "stratifier", "drafter", "ranker"
+)
+COMPONENTS = (EXPANDER, RETRIEVER, DEDUP, STRATIFIER, DRAFTER, RANKER)
+"""The components' names, in the order the data flows."""
+
+Edge = tuple[str, str]
+"""(sender, receiver), each "component.socket", as `Pipeline.connect` takes them."""
+
+BASELINE_EDGE: Edge = (f"{RETRIEVER}.original_documents", f"{DRAFTER}.baseline_documents")
+"""The baseline draft reads the original query's own results (`baseline=True`)."""
+
+CAUSAL_ORDER_EDGE: Edge = (f"{EXPANDER}.queries", f"{STRATIFIER}.queries")
+"""The counterfactuals the stratifier ranks passages by (`order="causal"`; unused otherwise)."""
+
+CONNECTIONS: tuple[Edge, ...] = (
+    BASELINE_EDGE,
+    (f"{EXPANDER}.queries", f"{RETRIEVER}.queries"),
+    (f"{EXPANDER}.queries", f"{DEDUP}.queries"),
+    CAUSAL_ORDER_EDGE,
+    (f"{RETRIEVER}.documents", f"{DEDUP}.documents"),
+    (f"{DEDUP}.documents", f"{STRATIFIER}.documents"),
+    (f"{STRATIFIER}.subsets", f"{DRAFTER}.subsets"),
+    (f"{DRAFTER}.drafts", f"{RANKER}.drafts"),
+    (f"{EXPANDER}.counterfactuals", f"{RANKER}.counterfactuals"),
+    (f"{EXPANDER}.degradations", f"{RANKER}.degradations"),
+)
+"""The default graph's connections, in the order the YAML files list them."""
+
+
+def cf_rag_connections(*, baseline: bool = True, causal_order: bool = True) -> tuple[Edge, ...]:
+    """The connections of a CF-RAG graph: the default one, less the edges a configuration does not use.
+
+    :param baseline: keep `BASELINE_EDGE` (the drafter's baseline reads the original query's results).
+    :param causal_order: keep `CAUSAL_ORDER_EDGE` (the stratifier's `order="causal"` reads the counterfactuals).
+    """
+    dropped = {edge for edge, kept in ((BASELINE_EDGE, baseline), (CAUSAL_ORDER_EDGE, causal_order)) if not kept}
+    return tuple(edge for edge in CONNECTIONS if edge not in dropped)
+
+
+PAPER_CONNECTIONS = cf_rag_connections(baseline=False, causal_order=False)
+"""The paper's graph (`cf_rag_paper`): no baseline draft, passages in relevance order."""
+
+QUERY_INPUTS = (f"{EXPANDER}.query", f"{STRATIFIER}.query", f"{DRAFTER}.query", f"{RANKER}.query")
+"""The sockets the pipeline's `query` input goes to."""
+
+OUTPUTS = {"answer": f"{RANKER}.answer", "answers": f"{RANKER}.answers", "trace": f"{RANKER}.trace"}
+"""The pipeline's outputs and the sockets they come from."""
+
+__all__ = [
+    "BASELINE_EDGE",
+    "CAUSAL_ORDER_EDGE",
+    "COMPONENTS",
+    "CONNECTIONS",
+    "OUTPUTS",
+    "PAPER_CONNECTIONS",
+    "QUERY_INPUTS",
+    "Edge",
+    "cf_rag_connections",
+]
