@@ -128,6 +128,10 @@ class CounterfactualRAG:
         time_budget_s: float | None = None,
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
         raise_on_failure: bool = False,
+        counterfactual_prompt_template: str | None = None,
+        draft_prompt_template: str | None = None,
+        synthesis_prompt_template: str | None = None,
+        duel_prompt_template: str | None = None,
     ) -> None:
         """
         :param chat_generator: writes counterfactuals and drafts (any Haystack ChatGenerator).
@@ -145,6 +149,13 @@ class CounterfactualRAG:
         :param baseline: draft standard RAG's answer first and let the ranker protect it (see `override_margin`).
         :param duel: settle a disagreement with the baseline by one passage per answer, read by the
             `synthesizer` (by `chat_generator` when no synthesizer is given).
+        :param counterfactual_prompt_template: the expander's `prompt_template` (None = its built-in prompt).
+        :param draft_prompt_template: the drafter's `prompt_template`, for the subsets' drafts (the
+            baseline keeps standard RAG's prompt).
+        :param synthesis_prompt_template: the ranker's `prompt_template`, for the synthesis.
+        :param duel_prompt_template: the ranker's `duel_prompt_template`, for the duel.
+            Each template is checked by its component for the placeholders it needs (docs/method.md,
+            "Prompt templates"); None keeps the default prompt.
         Other parameters: see the six components (N, θ_sim, θ_dedup, K, M, ρ, λ, θ_agree) and
         docs/method.md for the default's options (`override_margin`, `prompt_style`,
         `paraphrase_threshold`, `pool`, `selection`, `order`, `draft_prompt` = the drafter's
@@ -182,6 +193,10 @@ class CounterfactualRAG:
         self.draft_prompt = draft_prompt
         self.evidence = evidence
         self.duel = duel
+        self.counterfactual_prompt_template = counterfactual_prompt_template
+        self.draft_prompt_template = draft_prompt_template
+        self.synthesis_prompt_template = synthesis_prompt_template
+        self.duel_prompt_template = duel_prompt_template
         self.pipeline = self._build()
         documents = [f"{_JOINER}.documents"]
         if baseline and retriever is None:
@@ -203,6 +218,7 @@ class CounterfactualRAG:
                 timeout_s=self.timeout_s,
                 max_query_chars=self.max_query_chars,
                 raise_on_failure=self.raise_on_failure,
+                prompt_template=self.counterfactual_prompt_template,
             ),
         )
         pipe.add_component(_JOINER, DocumentJoiner(join_mode="concatenate", sort_by_score=False))
@@ -235,6 +251,7 @@ class CounterfactualRAG:
                 max_query_chars=self.max_query_chars,
                 raise_on_failure=self.raise_on_failure,
                 prompt=self.draft_prompt,
+                prompt_template=self.draft_prompt_template,
             ),
         )
         pipe.add_component(
@@ -249,6 +266,8 @@ class CounterfactualRAG:
                 evidence=self.evidence,
                 duel=self.duel and self.baseline,
                 override_margin=self.override_margin if self.baseline else None,
+                prompt_template=self.synthesis_prompt_template,
+                duel_prompt_template=self.duel_prompt_template,
             ),
         )
         if self.retriever is not None:
@@ -321,6 +340,10 @@ class CounterfactualRAG:
             draft_prompt=self.draft_prompt,
             evidence=self.evidence,
             duel=self.duel,
+            counterfactual_prompt_template=self.counterfactual_prompt_template,
+            draft_prompt_template=self.draft_prompt_template,
+            synthesis_prompt_template=self.synthesis_prompt_template,
+            duel_prompt_template=self.duel_prompt_template,
         )
 
     @classmethod

@@ -12,6 +12,7 @@ from haystack.dataclasses import ChatMessage, GeneratedAnswer
 
 from haystack_cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
 from haystack_cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
+from haystack_cfrag.components.counterfactual_rag import CounterfactualRAG
 from haystack_cfrag.components.parallel_draft_generator import ParallelDraftGenerator
 from haystack_cfrag.dataclasses import Draft
 from haystack_cfrag.prompts import (
@@ -108,6 +109,28 @@ def test_ranker_overrides_round_trip_and_are_sent():
     out, reader = duel_case(duel_prompt_template=DUEL_TEMPLATE)
     shown = [d[i] for i in out["trace"]["override"]["duel"]["passages"]]
     assert reader.prompts == [DUEL_TEMPLATE.format(query=dk.QUESTION, evidence=render_plain_evidence(shown))]
+
+
+def test_counterfactual_rag_passes_its_templates_to_its_components_and_round_trips():
+    templates = {"counterfactual_prompt_template": CF_TEMPLATE, "draft_prompt_template": DRAFT_TEMPLATE,
+                 "synthesis_prompt_template": SYNTHESIS_TEMPLATE, "duel_prompt_template": DUEL_TEMPLATE}
+    rag = CounterfactualRAG(chat_generator=PromptRecorder(), text_embedder=HashingTextEmbedder(), **templates)
+    again = round_trip(rag)
+    assert {key: again.to_dict()["init_parameters"][key] for key in templates} == templates
+    expander, drafter, ranker = (again.pipeline.get_component(n) for n in ("expander", "drafter", "ranker"))
+    assert (expander.prompt_template, drafter.prompt_template) == (CF_TEMPLATE, DRAFT_TEMPLATE)
+    assert (ranker.prompt_template, ranker.duel_prompt_template) == (SYNTHESIS_TEMPLATE, DUEL_TEMPLATE)
+    cast = docs()["cast"]
+    again.run(query=dk.QUESTION, documents=[cast])
+    sent = again.chat_generator.prompts
+    assert sent[0] == CF_TEMPLATE.format(n_candidates=3, query=dk.QUESTION)
+    assert DRAFT_TEMPLATE.format(query=dk.QUESTION, evidence=render_plain_evidence([cast])) in sent
+    # None (the default) keeps the built-in prompts; a bad template is refused by its component
+    default = CounterfactualRAG(chat_generator=PromptRecorder())
+    assert all(default.to_dict()["init_parameters"][key] is None for key in templates)
+    assert default.pipeline.get_component("drafter").prompt_template is None
+    with pytest.raises(ValueError, match="ParallelDraftGenerator: 'prompt_template' lacks the placeholder"):
+        CounterfactualRAG(chat_generator=PromptRecorder(), draft_prompt_template="Answer {query} in one word.")
 
 
 # ---------------------------------------------------------------- checked at init
