@@ -1,0 +1,249 @@
+"""Algorithm 1 (paper 4.2.3) with the conservative override and the duel: pure, over arrays and answers.
+
+`arbitrate` scores each draft (φ per criterion, Ψ), orders the drafts and decides: consensus,
+synthesis or the best score (the paper), or — with a baseline and an override margin — the
+baseline, an override, or a duel to hold. A duel needs an LLM reading of one passage per
+answer; `settle_duel` applies what that reading named. The ranker
+(`CausalArbitrationRanker`) prepares the matrices and evidence sets, makes the LLM calls and
+writes the trace; this module only decides.
+
+Inputs, over drafts j and documents i (the union of the drafts' evidence):
+
+- `relevance` R: R[0, i] = s(q, e_i), R[1:, i] = s(q'_k, e_i) for the counterfactuals;
+- `answer_doc_cosine`: cos(Enc(a_j), Enc(e_i));
+- `mentions`: Mention(a_j, e_i) in [0, 1];
+- `evidence`: E_j as columns.
+
+Positions returned (`order`, `Override.baseline`, …) are positions in `answers`.
+
+    >>> R = np.array([[0.9, 0.8, 0.7],      # s(q, e): "Who is the lead actor?"
+    ...               [0.2, 0.9, 0.8]])     # s(q', e): "Who played the villain?"
+    >>> answers = ["Christian Bale", "Heath Ledger"]
+    >>> mentions = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]])
+    >>> cosine = np.array([[0.6, 0.1, 0.1], [0.1, 0.7, 0.7]])
+    >>> rules = Rules(weights=arb.default_weights(0.4))
+    >>> a = arbitrate(answers, R, cosine, mentions, [[0], [1, 2]], rules)
+    >>> a.decision, a.order, [round(p, 3) for p in a.psi], round(a.scores[1]["causal"], 3)
+    ('best_score', (0, 1), [0.73, 0.395], -0.1)
+
+With draft 1 as the baseline (standard RAG's reading), a margin the challenger does not reach
+and a duel: the reading of one passage per answer decides.
+
+    >>> duel = arbitrate(answers, R, cosine, mentions, [[0], [1, 2]],
+    ...                  replace(rules, override_margin=1.0, duel=True), baseline=1)
+    >>> duel.decision, duel.override.decision, duel.override.duel
+    ('duel', 'baseline', ((0, 0), (1, 1)))
+    >>> settled = settle_duel(duel, "Christian Bale", answers)
+    >>> settled.decision, settled.order, settled.override.duel_winner
+    ('override', (0, 1), 0)
+    >>> settle_duel(duel, "Gary Oldman", answers).decision      # named no candidate: the margin rule stands
+    'baseline'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, TypedDict
+
+import numpy as np
+
+from haystack_cfrag.core import arbitration as arb
+from haystack_cfrag.core.text import agreement_matrix, answers_agree
+
+__all__ = ["MENTION_THRESHOLD", "Arbitration", "Decision", "Override", "Rules", "Scores", "arbitrate",
+           "duel_candidates", "settle_duel"]
+
+MENTION_THRESHOLD = 0.5
+
+Decision = Literal["consensus", "synthesis", "best_score", "baseline", "override"]
+"""How arbitration ended: the paper's three ways, or the conservative override's two."""
+
+
+class Scores(TypedDict):
+    """φ of one draft per criterion (None: the criterion is missing, e.g. φ_causal without counterfactuals)."""
+
+    coherence: float
+    causal: float | None
+    confidence: float | None
+    specificity: float
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The decision settings (the ranker's init parameters, with the weights of this call)."""
+
+    weights: dict[str, float]
+    """w_k over `arbitration.CRITERIA`, before criteria missing for every draft are renormalised away."""
+    coherence_weights: tuple[float, float] = (0.5, 0.5)
+    agreement_threshold: float = 0.8
+    consensus_threshold: float = 2 / 3
+    consensus_min_causal: float | None = None
+    synthesis: bool = False
+    """Whether a synthesizer can write the answer when there is no consensus."""
+    override_margin: float | None = None
+    duel: bool = False
+
+
+@dataclass(frozen=True)
+class Override:
+    """The conservative override's account: the margin rule, and the duel when one is held."""
+
+    baseline: int
+    margin: float
+    gap: float | None
+    """Ψ(best disagreeing draft) − Ψ(baseline); None when every draft agrees with the baseline."""
+    winner: int
+    """The margin rule's winner."""
+    decision: Decision
+    """The margin rule's decision: "baseline" or "override"."""
+    duel: tuple[tuple[int, int], ...] = ()
+    """(candidate, passage column) pairs, decisive-first; () when no duel is held."""
+    duel_answer: str | None = None
+    """What the duel's reading named (None until `settle_duel`)."""
+    duel_pick: int | None = None
+    """The candidate the reading named; None when it named none (or before `settle_duel`)."""
+
+    @property
+    def duel_winner(self) -> int:
+        """The duel's winner: the candidate it named, else the margin rule's."""
+        return self.winner if self.duel_pick is None else self.duel_pick
+
+
+@dataclass(frozen=True)
+class Arbitration:
+    """The outcome of `arbitrate`: per-draft scores, the order (winner first) and the decision."""
+
+    order: tuple[int, ...]
+    decision: Decision | Literal["duel"]
+    """A `Decision`, or "duel" while a duel awaits its reading (see `settle_duel`)."""
+    scores: tuple[Scores, ...]
+    psi: tuple[float, ...]
+    agreements: tuple[float, ...]
+    """Share of drafts agreeing with each draft (itself included)."""
+    weights: dict[str, float]
+    """The weights used: renormalised over the criteria present."""
+    margins: np.ndarray | None
+    """Per document: s(q, e) − max_{q'} s(q', e); None without counterfactuals."""
+    override: Override | None = None
+
+    @property
+    def best(self) -> int:
+        """Position of the winning draft."""
+        return self.order[0]
+
+
+def arbitrate(
+    answers: Sequence[str],
+    relevance: np.ndarray,
+    answer_doc_cosine: np.ndarray,
+    mentions: np.ndarray,
+    evidence: Sequence[Sequence[int]],
+    rules: Rules,
+    *,
+    indices: Sequence[int] | None = None,
+    token_logprobs: Sequence[Sequence[float] | None] | None = None,
+    baseline: int | None = None,
+) -> Arbitration:
+    """Score, order and decide (Algorithm 1; the conservative override when `baseline` and a margin are set).
+
+    :param answers: the drafts' answers (at least one).
+    :param indices: the drafts' own numbers: equal Ψ puts the lower first (default: positions).
+    :param token_logprobs: per draft, for φ_conf (None: missing).
+    :param baseline: position of the baseline draft, if any.
+    """
+    margins = arb.causal_margins(relevance)
+    l1, l2 = rules.coherence_weights
+    logprobs = list(token_logprobs) if token_logprobs is not None else [None] * len(answers)
+    scores = tuple(
+        Scores(
+            coherence=arb.phi_coherence(answer_doc_cosine[j], relevance[0], mentions[j], evidence[j],
+                                        lambda1=l1, lambda2=l2),
+            causal=arb.phi_causal(margins, evidence[j]) if margins is not None else None,
+            confidence=arb.phi_confidence(logprobs[j]),
+            specificity=arb.phi_specificity(answer),
+        )
+        for j, answer in enumerate(answers)
+    )
+    available = {k: any(s[k] is not None for s in scores) for k in arb.CRITERIA}
+    weights = arb.effective_weights(rules.weights, available)
+    psis = tuple(arb.psi(s, weights) for s in scores)
+    keys = list(indices) if indices is not None else list(range(len(answers)))
+    order = sorted(range(len(psis)), key=lambda j: (-psis[j], keys[j]))
+    agreements = tuple(arb.agreement(list(answers), j, rules.agreement_threshold) for j in range(len(answers)))
+    best = order[0]
+    override = None
+    decision: Decision | Literal["duel"]
+    if rules.override_margin is not None and baseline is not None:
+        agree = list(agreement_matrix(list(answers), rules.agreement_threshold)[baseline] > 0)
+        causal = [s["causal"] for s in scores]
+        winner, decision, gap = arb.override_decision(psis, causal, agree, baseline, rules.override_margin)
+        order = [winner] + [j for j in order if j != winner]
+        override = Override(baseline=baseline, margin=rules.override_margin, gap=gap, winner=winner,
+                            decision=decision)
+        if rules.duel:
+            candidates = duel_candidates(answers, agree, baseline, mentions, rules.agreement_threshold)
+            pairs = arb.duel_passages(candidates, mentions, relevance[0], margins, MENTION_THRESHOLD)
+            if len(pairs) >= 2:
+                override = replace(override, duel=tuple(pairs))
+                decision = "duel"
+    elif agreements[best] >= rules.consensus_threshold - 1e-9 and _causally_supported(scores[best], rules):
+        decision = "consensus"
+    elif rules.synthesis:
+        decision = "synthesis"
+    else:
+        decision = "best_score"
+    return Arbitration(order=tuple(order), decision=decision, scores=scores, psi=psis, agreements=agreements,
+                       weights=weights, margins=margins, override=override)
+
+
+def duel_candidates(
+    answers: Sequence[str],
+    agrees_with_baseline: Sequence[bool],
+    baseline: int,
+    mentions: np.ndarray,
+    threshold: float = 0.8,
+) -> list[int]:
+    """The baseline and one draft per distinct disagreeing answer that fewer passages name.
+
+    A duel undoes volume: it is held only against answers named by fewer passages than the
+    baseline's (the Correlation Trap's signature). Where the challenger is as loud or louder,
+    a re-reading only changes the passage order, and the baseline stands.
+
+    >>> m = np.array([[1, 1, 1], [1, 0, 0], [1, 0, 0], [1, 1, 1]])   # named by 3, 1, 1 and 3 passages
+    >>> duel_candidates(["Heath Ledger", "Christian Bale", "christian bale", "Nolan"], [True, False, False, False], 0, m)
+    [0, 1]
+    """
+    named = (np.asarray(mentions, dtype=float) >= MENTION_THRESHOLD).sum(axis=1)
+    distinct = [baseline]
+    for j, answer in enumerate(answers):
+        if j != baseline and not agrees_with_baseline[j] and named[j] < named[baseline] and not any(
+            answers_agree(answer, answers[k], threshold) for k in distinct
+        ):
+            distinct.append(j)
+    return distinct
+
+
+def settle_duel(arbitration: Arbitration, named: str, answers: Sequence[str], threshold: float = 0.8) -> Arbitration:
+    """Apply the duel's reading: the candidate whose answer `named` agrees with wins, first in the order.
+
+    When the reading named none of the candidates, the margin rule's winner and decision stand.
+    """
+    override = arbitration.override
+    if arbitration.decision != "duel" or override is None:
+        raise ValueError("settle_duel needs an arbitration whose decision is 'duel'.")
+    pick = next((j for j, _ in override.duel if named and answers_agree(named, answers[j], threshold)), None)
+    if pick is None:
+        decision: Decision = override.decision
+    else:
+        decision = "baseline" if pick == override.baseline else "override"
+    settled = replace(override, duel_answer=named, duel_pick=pick)
+    winner = settled.duel_winner
+    order = (winner,) + tuple(j for j in arbitration.order if j != winner)
+    return replace(arbitration, order=order, decision=decision, override=settled)
+
+
+def _causally_supported(scores: Scores, rules: Rules) -> bool:
+    """Whether a consensus may end arbitration (always, unless `consensus_min_causal` is set and φ_causal is lower)."""
+    causal = scores["causal"]
+    return rules.consensus_min_causal is None or causal is None or causal >= rules.consensus_min_causal
