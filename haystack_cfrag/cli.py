@@ -34,6 +34,7 @@ from haystack_cfrag.cli_checks import (
 )
 from haystack_cfrag.parameters import PARAMETERS
 from haystack_cfrag.progress import StatusLine
+from haystack_cfrag.trace import format_trace, why_no_answer
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
@@ -156,15 +157,7 @@ def _no_answer(result: Any) -> str | None:
     """Why a run produced no answer (None when it did)."""
     if result.answer.strip():
         return None
-    trace = result.trace or {}
-    drafts = trace.get("drafts") or []
-    if trace.get("decision") == "no_evidence" or (result.trace is not None and not drafts):
-        why = "no evidence was found in the store"
-    elif drafts and all(d.get("error") for d in drafts):
-        why = f"every LLM call failed ({len(drafts)} of {len(drafts)} drafts; see the trace)"
-    else:
-        why = "the model's reply held no answer"
-    return f"{result.pipeline}: no answer: {why}"
+    return f"{result.pipeline}: no answer: {why_no_answer(result.trace)}"
 
 
 @main.command()
@@ -354,51 +347,6 @@ def printable(text: str) -> str:
     from haystack_cfrag.core.text import clean_query  # noqa: PLC0415
 
     return clean_query(text)
-
-
-def format_trace(trace: dict[str, Any]) -> str:
-    """A readable account of an arbitration trace."""
-    lines = ["", "Counterfactuals:"]
-    cfs = trace.get("counterfactual_details") or [{"text": t} for t in trace.get("counterfactuals", [])]
-    for c in cfs:
-        extra = f" [{c['type']}, sim {c['similarity']:.2f}]" if "type" in c else ""
-        lines.append(f"  - {printable(str(c['text']))}{extra}")
-    if not cfs:
-        lines.append("  (none)")
-    clusters = trace.get("clusters") or {}
-    if clusters:
-        lines.append(f"Clusters: {len(clusters)} (" + ", ".join(f"{k}: {len(v)} docs" for k, v in clusters.items()) + ")")
-    weights = trace.get("weights", {})
-    lines.append(f"Drafts (scorer: {trace.get('scorer')}, weights: "
-                 + ", ".join(f"{k} {v:.2f}" for k, v in weights.items() if v) + "):")
-    override = trace.get("override") or {}
-    for d in trace.get("drafts", []):
-        if d.get("error"):
-            lines.append(f"  #{d['index']}: FAILED ({printable(str(d['error']))})")
-            continue
-        s = d["scores"]
-        fmt = lambda v: "—" if v is None else f"{v:+.3f}"  # noqa: E731
-        tag = " (baseline: standard RAG's reading)" if d["index"] == override.get("baseline_draft") else ""
-        lines.append(f"  #{d['index']}{tag} {d['answer']!r}  Ψ {d['psi']:+.3f}  coh {fmt(s['coherence'])}  "
-                     f"causal {fmt(s['causal'])}  conf {fmt(s['confidence'])}  spec {fmt(s['specificity'])}  "
-                     f"agree {d['agreement']:.2f}")
-        for e in d["evidence"]:
-            margin = "" if e["causal_margin"] is None else f"  margin {e['causal_margin']:+.3f}"
-            lines.append(f"       · {printable(str(e.get('title') or e['id']))} (cluster {e.get('cluster')}, s {e['relevance']:.3f}{margin})")
-    duel = override.get("duel")
-    if duel:
-        titles = {e["id"]: e.get("title") or e["id"] for d in trace.get("drafts", []) for e in d.get("evidence", [])}
-        shown = "; ".join(printable(str(titles.get(i, i))) for i in duel["passages"])
-        lines.append(f"Duel (one passage per answer): {shown} → {printable(str(duel.get('answer', '')))!r}, "
-                     f"draft #{duel.get('winner')} wins")
-    elif override and override.get("gap") is not None:
-        lines.append(f"Override check: best challenger's Ψ − baseline's = {override['gap']:+.3f} "
-                     f"(needs ≥ {override['margin']} and a higher φ_causal)")
-    lines.append(f"Decision: {trace.get('decision')} (agreement {trace.get('agreement', 0):.2f}) → {trace.get('answer')!r}")
-    for d in trace.get("degradations") or []:
-        details = ", ".join(f"{k} {v}" for k, v in d.items() if k not in ("stage", "reason"))
-        lines.append(f"Degraded: {d['stage']}: {d['reason']}" + (f" ({details})" if details else ""))
-    return "\n".join(lines)
 
 
 def format_cost(result: Any, indent: str = "") -> str:

@@ -1,7 +1,14 @@
-"""CausalArbitrationRanker: score drafts on coherence and causal discrimination (4.2.2–4.2.3, Alg. 1)."""
+"""CausalArbitrationRanker: score drafts on coherence and causal discrimination (4.2.2–4.2.3, Alg. 1).
+
+This module is the Haystack side: checks, s(q, e) from the scorer or the embeddings, the LLM
+calls of the duel and the synthesis, the outputs. The decision itself is the pure
+`core.algorithm.arbitrate`; the trace's schema, constructor and rendering are in
+`haystack_cfrag.trace`.
+"""
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -22,8 +29,9 @@ from haystack_cfrag.components._common import (
 )
 from haystack_cfrag.components._protocols import ChatGenerator, TextEmbedder
 from haystack_cfrag.core import arbitration as arb
+from haystack_cfrag.core.algorithm import MENTION_THRESHOLD, Arbitration, Override, Rules, arbitrate, settle_duel
 from haystack_cfrag.core.replies import parse_draft_reply
-from haystack_cfrag.core.text import agreement_matrix, answers_agree, bag_of_words_matrix, mention_matrix
+from haystack_cfrag.core.text import bag_of_words_matrix, mention_matrix
 from haystack_cfrag.core.vectors import as_matrix, cosine_matrix, cosine_to_relevance, valid_embedding_mask
 from haystack_cfrag.dataclasses import BASELINE_SOURCES, NO_EVIDENCE, SOURCE_KEY, Draft
 from haystack_cfrag.llm_tracing import LLMCall
@@ -37,13 +45,24 @@ from haystack_cfrag.prompts import (
     render_plain_evidence,
 )
 from haystack_cfrag.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.trace import (
+    DraftEntry,
+    DuelEntry,
+    EvidenceEntry,
+    FailedDraftEntry,
+    MarginRuleEntry,
+    OverrideEntry,
+    Trace,
+    TraceDecision,
+    failed_draft_entry,
+    make_trace,
+)
 from haystack_cfrag.validation import check_int, check_range
 
 logger = logging.getLogger(__name__)
 
 SCORES_KEY = "cfrag_scores"
 EVIDENCE_MODES = ("cited", "subset", "mentions")
-MENTION_THRESHOLD = 0.5
 
 _DUEL = LLMCall(stage="duel", component="CausalArbitrationRanker", generator_name="synthesizer")
 _SYNTHESIS = LLMCall(stage="synthesis", component="CausalArbitrationRanker", generator_name="synthesizer")
@@ -267,24 +286,24 @@ class CausalArbitrationRanker:
             return self._no_drafts(case)
         case.relevance = self._relevance(case)
         case.embed(embed_texts(self.text_embedder, case.texts_to_embed()) if self.text_embedder is not None else None)
-        ranked = self._arbitrate(case, causal_weight)
+        arbitration = self._arbitrate(case, causal_weight)
         synthesis = None
-        if ranked["decision"] == "duel":
+        if arbitration.decision == "duel":
             try:
                 reply = call_with_timeout(
-                    self.synthesizer, None, llm_call=_DUEL, messages=[self._duel_prompt(case, ranked)]
+                    self.synthesizer, None, llm_call=_DUEL, messages=[self._duel_prompt(case, arbitration)]
                 )["replies"]
-            except Exception as exc:  # noqa: BLE001  (the margin rule decides, see _resolve_duel)
+            except Exception as exc:  # noqa: BLE001  (the margin rule decides, see _settle_duel)
                 reply = self._synthesis_failed(exc)
-            self._resolve_duel(case, ranked, reply)
-        elif ranked["decision"] == "synthesis":
+            arbitration = self._settle_duel(case, arbitration, reply)
+        elif arbitration.decision == "synthesis":
             try:
-                prompt = self._synthesis_prompt(case, ranked)
+                prompt = self._synthesis_prompt(case, arbitration)
                 synthesis = call_with_timeout(self.synthesizer, None, llm_call=_SYNTHESIS, messages=[prompt])[
                     "replies"]
             except Exception as exc:  # noqa: BLE001  (falls back to the best draft, see _finish)
                 synthesis = self._synthesis_failed(exc)
-        return self._finish(case, ranked, synthesis)
+        return self._finish(case, arbitration, synthesis)
 
     @component.output_types(answers=list[GeneratedAnswer], answer=str, trace=dict[str, Any])
     async def run_async(
@@ -304,25 +323,25 @@ class CausalArbitrationRanker:
         case.relevance = await self._relevance_async(case)
         embedded = await embed_texts_async(self.text_embedder, case.texts_to_embed()) if self.text_embedder else None
         case.embed(embedded)
-        ranked = self._arbitrate(case, causal_weight)
+        arbitration = self._arbitrate(case, causal_weight)
         synthesis = None
-        if ranked["decision"] == "duel":
+        if arbitration.decision == "duel":
             try:
                 reply = (await call_async_with_timeout(
-                    self.synthesizer, None, llm_call=_DUEL, messages=[self._duel_prompt(case, ranked)]
+                    self.synthesizer, None, llm_call=_DUEL, messages=[self._duel_prompt(case, arbitration)]
                 ))["replies"]
             except Exception as exc:  # noqa: BLE001
                 reply = self._synthesis_failed(exc)
-            self._resolve_duel(case, ranked, reply)
-        elif ranked["decision"] == "synthesis":
-            prompt = self._synthesis_prompt(case, ranked)
+            arbitration = self._settle_duel(case, arbitration, reply)
+        elif arbitration.decision == "synthesis":
+            prompt = self._synthesis_prompt(case, arbitration)
             try:
                 synthesis = (await call_async_with_timeout(
                     self.synthesizer, None, llm_call=_SYNTHESIS, messages=[prompt]
                 ))["replies"]
             except Exception as exc:  # noqa: BLE001
                 synthesis = self._synthesis_failed(exc)
-        return self._finish(case, ranked, synthesis)
+        return self._finish(case, arbitration, synthesis)
 
     def _case(
         self,
@@ -367,138 +386,73 @@ class CausalArbitrationRanker:
         check_range("causal_weight", lam, 0.0, 1.0)
         return arb.default_weights(lam)
 
-    def _arbitrate(self, case: _Case, causal_weight: float | None) -> dict[str, Any]:
-        rel = case.relevance
-        margins = arb.causal_margins(rel)
-        cos_ad = cosine_matrix(case.answer_emb, case.doc_emb)
-        mentions = mention_matrix([d.answer for d in case.drafts], [d.content or "" for d in case.docs])
+    def _arbitrate(self, case: _Case, causal_weight: float | None) -> Arbitration:
+        """Algorithm 1 over the case's matrices (`core.algorithm.arbitrate`)."""
         if self.evidence == "mentions":
-            case.use_mentions(mentions)
-        l1, l2 = self.coherence_weights
-        scores = []
-        for j, draft in enumerate(case.drafts):
-            ev = case.evidence[j]
-            scores.append(
-                {
-                    "coherence": arb.phi_coherence(cos_ad[j], rel[0], mentions[j], ev, lambda1=l1, lambda2=l2),
-                    "causal": arb.phi_causal(margins, ev) if margins is not None else None,
-                    "confidence": arb.phi_confidence(draft.token_logprobs),
-                    "specificity": arb.phi_specificity(draft.answer),
-                }
-            )
-        available = {k: any(s[k] is not None for s in scores) for k in arb.CRITERIA}
-        weights = arb.effective_weights(self._weights(causal_weight), available)
-        psis = [arb.psi(s, weights) for s in scores]
-        order = sorted(range(len(psis)), key=lambda j: (-psis[j], case.drafts[j].index))
-        answers = [d.answer for d in case.drafts]
-        agreements = [arb.agreement(answers, j, self.agreement_threshold) for j in range(len(answers))]
-        best = order[0]
-        baseline = case.baseline()
-        override = None
-        ranked_pairs: list[tuple[int, int]] = []
-        if self.override_margin is not None and baseline is not None:
-            agree = agreement_matrix(answers, self.agreement_threshold)[baseline] > 0
-            causal = [sc["causal"] for sc in scores]
-            winner, decision, gap = arb.override_decision(psis, causal, list(agree), baseline, self.override_margin)
-            order = [winner] + [j for j in order if j != winner]
-            override = {"baseline_draft": case.drafts[baseline].index, "margin": self.override_margin, "gap": gap}
-            pairs = self._duel_pairs(answers, list(agree), baseline, mentions, rel, margins) if self.duel else []
-            if len(pairs) >= 2:
-                override["duel"] = {"passages": [case.docs[i].id for _, i in pairs],
-                                    "candidates": [case.drafts[j].index for j, _ in pairs],
-                                    "margin_rule": {"winner": case.drafts[winner].index, "decision": decision}}
-                decision = "duel"
-                ranked_pairs = pairs
-        elif agreements[best] >= self.consensus_threshold - 1e-9 and self._causally_supported(scores[best]):
-            decision = "consensus"
-        elif self.synthesizer is not None:
-            decision = "synthesis"
-        else:
-            decision = "best_score"
-        return {
-            "override": override,
-            "duel_pairs": ranked_pairs,
-            "scores": scores,
-            "psi": psis,
-            "order": order,
-            "agreements": agreements,
-            "weights": weights,
-            "margins": margins,
-            "mentions": mentions,
-            "decision": decision,
-        }
+            case.use_mentions()
+        rules = Rules(
+            weights=self._weights(causal_weight),
+            coherence_weights=self.coherence_weights,
+            agreement_threshold=self.agreement_threshold,
+            consensus_threshold=self.consensus_threshold,
+            consensus_min_causal=self.consensus_min_causal,
+            synthesis=self.synthesizer is not None,
+            override_margin=self.override_margin,
+            duel=self.duel,
+        )
+        return arbitrate(
+            case.answers,
+            case.relevance,
+            cosine_matrix(case.answer_emb, case.doc_emb),
+            case.mentions,
+            case.evidence,
+            rules,
+            indices=[d.index for d in case.drafts],
+            token_logprobs=[d.token_logprobs for d in case.drafts],
+            baseline=case.baseline(),
+        )
 
-    def _duel_pairs(self, answers: list[str], agree: list[bool], baseline: int, mentions: np.ndarray,
-                    rel: np.ndarray, margins: np.ndarray | None) -> list[tuple[int, int]]:
-        """The baseline and one draft per distinct disagreeing answer that fewer passages name, with their passages.
-
-        A duel undoes volume: it is held only against answers named by fewer passages than the
-        baseline's (the Correlation Trap's signature). Where the challenger is as loud or louder,
-        a re-reading only changes the passage order, and the baseline stands.
-        """
-        named = (np.asarray(mentions, dtype=float) >= MENTION_THRESHOLD).sum(axis=1)
-        distinct = [baseline]
-        for j, answer in enumerate(answers):
-            if j != baseline and not agree[j] and named[j] < named[baseline] and not any(
-                answers_agree(answer, answers[k], self.agreement_threshold) for k in distinct
-            ):
-                distinct.append(j)
-        return arb.duel_passages(distinct, mentions, rel[0], margins, MENTION_THRESHOLD)
-
-    def _duel_prompt(self, case: _Case, ranked: dict[str, Any]) -> ChatMessage:
-        docs = [case.docs[i] for _, i in ranked["duel_pairs"]]
+    def _duel_prompt(self, case: _Case, arbitration: Arbitration) -> ChatMessage:
+        docs = [case.docs[i] for _, i in arbitration.override.duel]
         template = self.duel_prompt_template or SHORT_DRAFT_PROMPT
         return ChatMessage.from_user(template.format(query=case.query, evidence=render_plain_evidence(docs)))
 
-    def _resolve_duel(self, case: _Case, ranked: dict[str, Any], reply: list[ChatMessage]) -> None:
-        """The duel's answer picks its candidate; without a usable one the margin rule's decision stands.
-
-        `ranked["order"]` starts with the margin rule's winner until the duel names another.
-        """
-        duel = ranked["override"]["duel"]
-        text = parse_draft_reply((reply[0].text or "") if reply else "")["answer"]
-        duel["answer"] = text
-        picked = next((j for j, _ in ranked["duel_pairs"]
-                       if text and answers_agree(text, case.drafts[j].answer, self.agreement_threshold)), None)
-        if picked is None:
+    def _settle_duel(self, case: _Case, arbitration: Arbitration, reply: list[ChatMessage]) -> Arbitration:
+        """The duel's answer picks its candidate; without a usable one the margin rule's decision stands."""
+        named = parse_draft_reply((reply[0].text or "") if reply else "")["answer"]
+        settled = settle_duel(arbitration, named, case.answers, self.agreement_threshold)
+        if settled.override.duel_pick is None:
             case.degradations.append(degradation("duel", "the duel named none of the candidates; the margin rule decided",
-                                                 answer=text))
-            winner = ranked["order"][0]
-            ranked["decision"] = duel["margin_rule"]["decision"]
-        else:
-            winner = picked
-            ranked["decision"] = "baseline" if winner == case.baseline() else "override"
-        duel["winner"] = case.drafts[winner].index
-        ranked["order"] = [winner] + [j for j in ranked["order"] if j != winner]
-
-    def _causally_supported(self, scores: dict[str, float | None]) -> bool:
-        """Whether a consensus may end arbitration (always, unless `consensus_min_causal` is set and φ_causal is lower)."""
-        causal = scores.get("causal")
-        return self.consensus_min_causal is None or causal is None or causal >= self.consensus_min_causal
+                                                 answer=named))
+        return settled
 
     @staticmethod
     def _synthesis_failed(exc: Exception) -> list[ChatMessage]:
         logger.warning("CausalArbitrationRanker: the synthesizer failed ({error})", error=repr(exc))
         return []
 
-    def _synthesis_prompt(self, case: _Case, ranked: dict[str, Any]) -> ChatMessage:
-        top = ranked["order"][: self.synthesis_top]
-        lines = render_drafts([(case.drafts[j].answer, case.drafts[j].rationale, ranked["psi"][j]) for j in top])
+    def _synthesis_prompt(self, case: _Case, arbitration: Arbitration) -> ChatMessage:
+        top = arbitration.order[: self.synthesis_top]
+        lines = render_drafts([(case.drafts[j].answer, case.drafts[j].rationale, arbitration.psi[j]) for j in top])
         template = self.prompt_template or SYNTHESIS_PROMPT
         return ChatMessage.from_user(template.format(query=case.query, drafts=lines))
 
     # ------------------------------------------------------------------ outputs
-    def _finish(self, case: _Case, ranked: dict[str, Any], synthesis: list[ChatMessage] | None) -> dict[str, Any]:
+    def _finish(
+        self, case: _Case, arbitration: Arbitration, synthesis: list[ChatMessage] | None
+    ) -> dict[str, Any]:
         answers = []
-        for j in ranked["order"]:
+        for j in arbitration.order:
             draft = case.drafts[j]
+            scores = arbitration.scores[j]
             meta = {
-                SCORES_KEY: {**ranked["scores"][j], "psi": ranked["psi"][j], "agreement": ranked["agreements"][j]},
+                SCORES_KEY: {**scores, "psi": arbitration.psi[j], "agreement": arbitration.agreements[j]},
                 "cfrag_draft_index": draft.index,
                 "rationale": draft.rationale,
             }
             answers.append(GeneratedAnswer(data=draft.answer, query=case.query, documents=draft.documents, meta=meta))
         final = answers[0].data
+        decision: TraceDecision = arbitration.decision
         if synthesis is not None:
             text = synthesis[0].text if synthesis else ""
             parsed = parse_draft_reply(text or "")
@@ -519,12 +473,12 @@ class CausalArbitrationRanker:
                 )
             else:
                 logger.warning("CausalArbitrationRanker: no usable synthesis; the best-scoring draft wins")
-                ranked["decision"] = "best_score"
+                decision = "best_score"
                 case.degradations.append(degradation("synthesis", "no usable synthesis; the best-scoring draft won"))
-        trace = case.trace(ranked, final)
-        return {"answers": answers, "answer": final, "trace": trace}
+        return {"answers": answers, "answer": final, "trace": case.trace(arbitration, decision, final)}
 
     def _no_drafts(self, case: _Case) -> dict[str, Any]:
+        decision: TraceDecision
         if case.failed and all(d.error == NO_EVIDENCE for d in case.failed):
             decision = "no_evidence"
         else:
@@ -534,17 +488,8 @@ class CausalArbitrationRanker:
                 degradation("drafts", f"every draft failed ({len(case.failed)} of {len(case.failed)})")
             )
         logger.warning("CausalArbitrationRanker: no usable draft ({decision})", decision=decision)
-        trace = {
-            "query": case.query,
-            "counterfactuals": case.queries[1:],
-            "drafts": [_failed_entry(d) for d in case.failed],
-            "ranking": [],
-            "agreement": 0.0,
-            "decision": decision,
-            "override": None,
-            "answer": "",
-            "degradations": case.degradations,
-        }
+        trace = make_trace(query=case.query, counterfactuals=case.queries[1:], decision=decision, answer="",
+                           drafts=[failed_draft_entry(d) for d in case.failed], degradations=case.degradations)
         return {"answers": [], "answer": "", "trace": trace}
 
 
@@ -604,8 +549,18 @@ class _Case:
         """Position of the first usable baseline draft (the drafter's baseline, or an `answers` input), if any."""
         return next((j for j, d in enumerate(self.drafts) if d.meta.get(SOURCE_KEY) in BASELINE_SOURCES), None)
 
-    def use_mentions(self, mentions: np.ndarray) -> None:
+    @property
+    def answers(self) -> list[str]:
+        return [d.answer for d in self.drafts]
+
+    @cached_property
+    def mentions(self) -> np.ndarray:
+        """Mention(a_j, e_i) of each draft's answer in each document."""
+        return mention_matrix(self.answers, [d.content or "" for d in self.docs])
+
+    def use_mentions(self) -> None:
         """E_j := the documents that mention draft j's answer (its own subset when none does)."""
+        mentions = self.mentions
         for j in range(len(self.drafts)):
             picked = arb.mention_evidence(mentions[j], self.evidence[j], MENTION_THRESHOLD)
             self.evidence_kind[j] = "mentions" if np.max(mentions[j], initial=0.0) >= MENTION_THRESHOLD else "subset"
@@ -658,58 +613,74 @@ class _Case:
             mat = 1.0 / (1.0 + np.exp(-mat))
         return mat
 
-    def trace(self, ranked: dict[str, Any], final: str) -> dict[str, Any]:
+    def trace(self, arbitration: Arbitration, decision: TraceDecision, final: str) -> Trace:
         """The JSON-serialisable account of the decision."""
-        rel, margins, mentions = self.relevance, ranked["margins"], ranked["mentions"]
+        rel, margins, mentions = self.relevance, arbitration.margins, self.mentions
         clusters: dict[str, list[str]] = {}
         for doc in self.docs:
             if "cfrag_cluster" in doc.meta:
                 clusters.setdefault(str(doc.meta["cfrag_cluster"]), []).append(doc.id)
-        entries = []
+        entries: list[DraftEntry | FailedDraftEntry] = []
         for j, draft in enumerate(self.drafts):
             evidence = [
-                {
-                    "id": self.docs[i].id,
-                    "title": self.docs[i].meta.get("title"),
-                    "cluster": self.docs[i].meta.get("cfrag_cluster"),
-                    "relevance": float(rel[0, i]),
-                    "max_counterfactual_relevance": float(rel[1:, i].max()) if rel.shape[0] > 1 else None,
-                    "causal_margin": float(margins[i]) if margins is not None else None,
-                    "mention": float(mentions[j, i]),
-                }
+                EvidenceEntry(
+                    id=self.docs[i].id,
+                    title=self.docs[i].meta.get("title"),
+                    cluster=self.docs[i].meta.get("cfrag_cluster"),
+                    relevance=float(rel[0, i]),
+                    max_counterfactual_relevance=float(rel[1:, i].max()) if rel.shape[0] > 1 else None,
+                    causal_margin=float(margins[i]) if margins is not None else None,
+                    mention=float(mentions[j, i]),
+                )
                 for i in dict.fromkeys(self.evidence[j])
             ]
             entries.append(
-                {
-                    "index": draft.index,
-                    "answer": draft.answer,
-                    "rationale": draft.rationale,
-                    "parsed_by": draft.parsed_by,
-                    "evidence_kind": self.evidence_kind[j],
-                    "seen": len(draft.documents),
-                    "evidence": evidence,
-                    "scores": ranked["scores"][j],
-                    "psi": ranked["psi"][j],
-                    "agreement": ranked["agreements"][j],
-                }
+                DraftEntry(
+                    index=draft.index,
+                    answer=draft.answer,
+                    rationale=draft.rationale,
+                    parsed_by=draft.parsed_by,
+                    evidence_kind=self.evidence_kind[j],
+                    seen=len(draft.documents),
+                    evidence=evidence,
+                    scores=arbitration.scores[j],
+                    psi=arbitration.psi[j],
+                    agreement=arbitration.agreements[j],
+                )
             )
-        best = ranked["order"][0]
-        return {
-            "query": self.query,
-            "counterfactuals": self.queries[1:],
-            "counterfactual_details": self.details,
-            "scorer": self.scorer_kind,
-            "weights": ranked["weights"],
-            "clusters": clusters,
-            "drafts": entries + [_failed_entry(d) for d in self.failed],
-            "ranking": [self.drafts[j].index for j in ranked["order"]],
-            "best_draft": self.drafts[best].index,
-            "agreement": ranked["agreements"][best],
-            "decision": ranked["decision"],
-            "override": ranked["override"],
-            "answer": final,
-            "degradations": self.degradations,
-        }
+        best = arbitration.best
+        return make_trace(
+            query=self.query,
+            counterfactuals=self.queries[1:],
+            counterfactual_details=self.details,
+            scorer=self.scorer_kind,
+            weights=arbitration.weights,
+            clusters=clusters,
+            drafts=entries + [failed_draft_entry(d) for d in self.failed],
+            ranking=[self.drafts[j].index for j in arbitration.order],
+            best_draft=self.drafts[best].index,
+            agreement=arbitration.agreements[best],
+            decision=decision,
+            override=self._override_entry(arbitration.override),
+            answer=final,
+            degradations=self.degradations,
+        )
+
+    def _override_entry(self, override: Override | None) -> OverrideEntry | None:
+        """The override's account with draft numbers and document ids (positions in `Override`)."""
+        if override is None:
+            return None
+        entry = OverrideEntry(baseline_draft=self.drafts[override.baseline].index, margin=override.margin,
+                              gap=override.gap)
+        if override.duel:
+            entry["duel"] = DuelEntry(
+                passages=[self.docs[i].id for _, i in override.duel],
+                candidates=[self.drafts[j].index for j, _ in override.duel],
+                margin_rule=MarginRuleEntry(winner=self.drafts[override.winner].index, decision=override.decision),
+                answer=override.duel_answer or "",
+                winner=self.drafts[override.duel_winner].index,
+            )
+        return entry
 
 
 def cited_documents(draft: Draft) -> list[Document]:
@@ -752,7 +723,3 @@ def draft_degradations(usable: list[Draft], failed: list[Draft]) -> list[dict[st
         if draft.parsed_by == "first_line"
     ]
     return out
-
-
-def _failed_entry(draft: Draft) -> dict[str, Any]:
-    return {"index": draft.index, "answer": draft.answer, "error": draft.error or "empty answer", "evidence": []}

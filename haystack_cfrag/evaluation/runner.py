@@ -38,6 +38,7 @@ from haystack_cfrag.evaluation.metrics import exact_match, f1, lenient_containme
 from haystack_cfrag.evaluation.summary import read_records
 from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, System, parse_systems
 from haystack_cfrag.runtime import Runtime
+from haystack_cfrag.trace import Trace, scored_drafts
 
 logger = logging.getLogger(__name__)
 
@@ -259,13 +260,11 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator, cond: Condition, it
     return record
 
 
-def candidates(trace: dict[str, Any], item: EvalItem) -> list[dict[str, Any]]:
+def candidates(trace: Trace, item: EvalItem) -> list[dict[str, Any]]:
     """Every usable draft of a CF-RAG trace, scored: what the oracle over candidates and offline
     re-arbitration (e.g. `scripts/override_sweep.py`) read without re-running the models."""
     out = []
-    for d in trace.get("drafts") or []:
-        if d.get("error"):
-            continue
+    for d in scored_drafts(trace):
         out.append({
             "index": d["index"], "answer": d["answer"], "psi": d.get("psi"), "scores": d.get("scores"),
             "evidence": [e.get("title") or "" for e in d.get("evidence") or []], "seen": d.get("seen"),

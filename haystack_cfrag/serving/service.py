@@ -26,6 +26,7 @@ from haystack_cfrag import models
 from haystack_cfrag.errors import one_line, squash
 from haystack_cfrag.parameters import PARAMETERS
 from haystack_cfrag.serving.requests import RequestError, check_params, check_question
+from haystack_cfrag.trace import Trace, failed_drafts
 
 logger = logging.getLogger(__name__)
 
@@ -253,7 +254,7 @@ def build_response(
     name: str,
     question: str,
     answer: str,
-    trace: dict[str, Any] | None,
+    trace: Trace | None,
     documents: list[dict[str, Any]],
     out: dict[str, Any],
     seconds: float,
@@ -277,7 +278,7 @@ def build_response(
     if not answer:
         warnings.append("no answer: every draft failed or no evidence was found")
     if trace:
-        failed = [d for d in trace.get("drafts", []) if d.get("error")]
+        failed = failed_drafts(trace)
         if failed:
             warnings.append(f"{len(failed)} of {len(trace.get('drafts', []))} drafts failed")
         if wanted_counterfactuals and not trace.get("counterfactuals"):
