@@ -187,6 +187,54 @@ def warm_up_all(*components: Any) -> None:
             comp.warm_up()
 
 
+def _closable(components: tuple[Any, ...]) -> list[Any]:
+    """The components that are not None, each once (one generator is often injected in several roles)."""
+    seen: dict[int, Any] = {}
+    for comp in components:
+        if comp is not None:
+            seen.setdefault(id(comp), comp)
+    return list(seen.values())
+
+
+def close_all(*components: Any) -> None:
+    """Call close on every injected component that has one, each once.
+
+    Haystack's convention: a component's `close` releases what it holds (a client, a loaded
+    model), may be called again, and a later `warm_up` or run opens it anew.
+    """
+    for comp in _closable(components):
+        if hasattr(comp, "close"):
+            comp.close()
+
+
+async def close_all_async(*components: Any) -> None:
+    """Async twin of `close_all`: `close_async` where a component has one, else `close`."""
+    for comp in _closable(components):
+        if hasattr(comp, "close_async"):
+            await comp.close_async()
+        elif hasattr(comp, "close"):
+            comp.close()
+
+
+class ClosesInjected:
+    """Mixin: `close` and `close_async` release what the injected components hold.
+
+    The components hold no resources of their own (their thread pools live for one run); the
+    generators, embedders and retrievers injected into them may (a client, a loaded model, a
+    store connection). `_INJECTED` names the attributes that hold them.
+    """
+
+    _INJECTED: tuple[str, ...] = ()
+
+    def close(self) -> None:
+        """Release what the injected components hold; as safe to call again as their `close` (Haystack's are)."""
+        close_all(*(getattr(self, name) for name in self._INJECTED))
+
+    async def close_async(self) -> None:
+        """Async twin of `close`: an injected component's `close_async` where it has one."""
+        await close_all_async(*(getattr(self, name) for name in self._INJECTED))
+
+
 def accepts(comp: Any, parameter: str) -> bool:
     """Whether the component's run accepts a keyword `parameter`.
 

@@ -10,6 +10,7 @@ from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.components._common import (
     DEFAULT_MAX_QUERY_CHARS,
+    ClosesInjected,
     accepts,
     call_async_with_timeout,
     call_with_timeout,
@@ -48,7 +49,7 @@ logger = logging.getLogger(__name__)
 
 
 @component
-class CounterfactualQueryExpander:
+class CounterfactualQueryExpander(ClosesInjected):
     """
     Generates N counterfactual questions: on the same topic as the query, with a different answer.
 
@@ -80,6 +81,8 @@ class CounterfactualQueryExpander:
     print(out["queries"])  # the original, then the villain question
     ```
     """
+
+    _INJECTED = ("chat_generator", "text_embedder")
 
     def __init__(
         self,
@@ -174,7 +177,7 @@ class CounterfactualQueryExpander:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CounterfactualQueryExpander:
         """Deserialise, including the injected components."""
-        return default_from_dict(cls, deserialize_init_components(data, ("chat_generator", "text_embedder")))
+        return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
 
     # ------------------------------------------------------------------ run
     @component.output_types(

@@ -8,7 +8,7 @@ from haystack import Document, Pipeline, default_from_dict, default_to_dict, sup
 from haystack.components.joiners import DocumentJoiner
 from haystack.dataclasses import GeneratedAnswer
 
-from haystack_cfrag.components._common import DEFAULT_MAX_QUERY_CHARS
+from haystack_cfrag.components._common import DEFAULT_MAX_QUERY_CHARS, close_all, close_all_async
 from haystack_cfrag.components._protocols import ChatGenerator, DocumentEmbedder, Retriever, TextEmbedder
 from haystack_cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
 from haystack_cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
@@ -298,6 +298,22 @@ class CounterfactualRAG:
             if self.retriever is not None or RETRIEVER not in (sender.split(".")[0], receiver.split(".")[0]):
                 edges.append((sender, receiver))
         return edges
+
+    def close(self) -> None:
+        """Release what its components hold: each inner component's `close`, then the injected ones'.
+
+        The injected components are closed directly too, since the ranker (which holds the
+        `scorer` and the `synthesizer`) has no `close`. A generator shared by several components
+        is so closed more than once, which Haystack's `close` allows, as it allows a second call.
+        """
+        close_all(*self._holders())
+
+    async def close_async(self) -> None:
+        """Async twin of `close`: `close_async` where a component has one."""
+        await close_all_async(*self._holders())
+
+    def _holders(self) -> list[Any]:
+        return [instance for _, instance in self.pipeline.walk()] + [getattr(self, key) for key in _INJECTED]
 
     if TYPE_CHECKING:
 

@@ -8,6 +8,7 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from haystack_cfrag.components._common import (
+    ClosesInjected,
     embed_texts,
     embed_texts_async,
     ensure_embeddings,
@@ -25,7 +26,7 @@ logger = logging.getLogger(__name__)
 
 
 @component
-class EmbeddingDeduplicator:
+class EmbeddingDeduplicator(ClosesInjected):
     """
     Removes near-duplicates, low-quality text and (optionally) irrelevant documents.
 
@@ -50,6 +51,8 @@ class EmbeddingDeduplicator:
     print(len(EmbeddingDeduplicator().run(documents=docs)["documents"]))  # 2
     ```
     """
+
+    _INJECTED = ("document_embedder", "text_embedder")
 
     def __init__(
         self,
@@ -102,7 +105,7 @@ class EmbeddingDeduplicator:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EmbeddingDeduplicator:
         """Deserialise, including the injected components."""
-        return default_from_dict(cls, deserialize_init_components(data, ("document_embedder", "text_embedder")))
+        return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document], queries: list[str] | None = None) -> dict[str, list[Document]]:

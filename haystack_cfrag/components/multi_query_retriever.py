@@ -9,7 +9,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from haystack_cfrag.components._common import accepts, run_async_or_thread, warm_up_all, with_meta
+from haystack_cfrag.components._common import ClosesInjected, accepts, run_async_or_thread, warm_up_all, with_meta
 from haystack_cfrag.components._protocols import Retriever, TextEmbedder
 from haystack_cfrag.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.validation import check_int
@@ -20,7 +20,7 @@ PROVENANCE_KEY = "cfrag_provenance"
 
 
 @component
-class MultiQueryRetriever:
+class MultiQueryRetriever(ClosesInjected):
     """
     Runs any Haystack retriever for several queries and unions the results by document id.
 
@@ -50,6 +50,8 @@ class MultiQueryRetriever:
     print([d.meta["cfrag_provenance"] for d in docs])
     ```
     """
+
+    _INJECTED = ("retriever", "query_embedder")
 
     def __init__(
         self,
@@ -96,7 +98,7 @@ class MultiQueryRetriever:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MultiQueryRetriever:
         """Deserialise, including the injected components."""
-        return default_from_dict(cls, deserialize_init_components(data, ("retriever", "query_embedder")))
+        return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
 
     @component.output_types(documents=list[Document], original_documents=list[Document])
     def run(

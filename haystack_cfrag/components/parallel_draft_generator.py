@@ -15,6 +15,7 @@ from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.components._common import (
     DEFAULT_MAX_QUERY_CHARS,
+    ClosesInjected,
     accepts,
     call_async_with_timeout,
     call_with_timeout,
@@ -43,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 
 @component
-class ParallelDraftGenerator:
+class ParallelDraftGenerator(ClosesInjected):
     """
     Writes one draft answer per evidence subset with any Haystack ChatGenerator.
 
@@ -72,6 +73,8 @@ class ParallelDraftGenerator:
     print(gen.run(query="Who is the lead actor in The Dark Knight?", subsets=subsets)["drafts"][0].answer)
     ```
     """
+
+    _INJECTED = ("chat_generator",)
 
     def __init__(
         self,
@@ -148,7 +151,7 @@ class ParallelDraftGenerator:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ParallelDraftGenerator:
         """Deserialise, including the injected generator."""
-        return default_from_dict(cls, deserialize_init_components(data, ("chat_generator",)))
+        return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
 
     @component.output_types(drafts=list[Draft])
     def run(

@@ -9,6 +9,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from haystack_cfrag.components._common import (
     DEFAULT_MAX_QUERY_CHARS,
+    ClosesInjected,
     embed_texts,
     embed_texts_async,
     ensure_embeddings,
@@ -37,7 +38,7 @@ ORDERS = ("relevance", "causal")
 
 
 @component
-class SpectralStratifier:
+class SpectralStratifier(ClosesInjected):
     """
     Splits the evidence into K spectral clusters and draws M subsets, one per draft.
 
@@ -73,6 +74,8 @@ class SpectralStratifier:
     print([len(s) for s in out["subsets"]])
     ```
     """
+
+    _INJECTED = ("text_embedder", "document_embedder")
 
     def __init__(
         self,
@@ -163,7 +166,7 @@ class SpectralStratifier:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SpectralStratifier:
         """Deserialise, including the injected components."""
-        return default_from_dict(cls, deserialize_init_components(data, ("text_embedder", "document_embedder")))
+        return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
 
     @component.output_types(subsets=list[list[Document]], documents=list[Document])
     def run(
