@@ -17,6 +17,7 @@ from haystack.dataclasses import ChatMessage, ExtractedAnswer, GeneratedAnswer
 
 from haystack_cfrag.components._common import (
     DEFAULT_MAX_QUERY_CHARS,
+    ClosesInjected,
     accepts,
     call_async_with_timeout,
     call_with_timeout,
@@ -69,7 +70,7 @@ _SYNTHESIS = LLMCall(stage="synthesis", component="CausalArbitrationRanker", gen
 
 
 @component
-class CausalArbitrationRanker:
+class CausalArbitrationRanker(ClosesInjected):
     """
     Ranks drafts by Ψ = Σ w_k φ_k and decides by consensus or synthesis (Algorithm 1).
 
@@ -125,6 +126,8 @@ class CausalArbitrationRanker:
     print(out["answer"], out["trace"]["decision"])
     ```
     """
+
+    _INJECTED = ("text_embedder", "scorer", "synthesizer")
 
     def __init__(
         self,
@@ -255,7 +258,7 @@ class CausalArbitrationRanker:
     def from_dict(cls, data: dict[str, Any]) -> CausalArbitrationRanker:
         """Deserialise, including the injected components."""
         return default_from_dict(
-            cls, deserialize_init_components(data, ("text_embedder", "scorer", "synthesizer"))
+            cls, deserialize_init_components(data, cls._INJECTED)
         )
 
     # ------------------------------------------------------------------ run

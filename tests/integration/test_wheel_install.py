@@ -7,6 +7,7 @@ fakes defined in the check script, which the allowlist admits by name), runs CF-
 the mock generator, and runs `cfrag --help`.
 """
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -81,8 +82,14 @@ def run(command, **kwargs):
 
 
 def test_wheel_installs_and_ships_its_pipelines(tmp_path):
+    # built from a copy of what the wheel is made of: setuptools leaves build/ beside the sources,
+    # and a stale build/lib in the checkout would both litter it and leak removed modules into wheels
+    source = tmp_path / "source"
+    shutil.copytree(ROOT / "haystack_cfrag", source / "haystack_cfrag", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
     wheels = tmp_path / "wheels"
-    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(ROOT)],
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(source)],
         cwd=tmp_path)
     (wheel,) = wheels.glob("haystack_cfrag-*.whl")
     venv = tmp_path / "venv"

@@ -2,7 +2,8 @@
 
 from click.testing import CliRunner
 
-from haystack_cfrag.cli import format_trace, main
+from haystack_cfrag.cli import main
+from haystack_cfrag.trace import format_trace
 
 
 def test_empty_question_is_refused():

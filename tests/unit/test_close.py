@@ -64,6 +64,7 @@ COMPONENTS = {
     "dedup": (cfrag.EmbeddingDeduplicator, ("document_embedder", "text_embedder")),
     "stratifier": (cfrag.SpectralStratifier, ("text_embedder", "document_embedder")),
     "retriever": (cfrag.MultiQueryRetriever, ("retriever", "query_embedder")),
+    "ranker": (cfrag.CausalArbitrationRanker, ("text_embedder", "scorer", "synthesizer")),
 }
 
 
@@ -72,6 +73,7 @@ def test_close_releases_the_injected_components_and_is_safe_twice(name):
     cls, keys = COMPONENTS[name]
     held = holders()
     held["query_embedder"] = held["text_embedder"]
+    held["scorer"], held["synthesizer"] = Holds(), HoldingReader(candidates=dk.CANDIDATES)
     comp = cls(**{key: held[key] for key in keys})
     comp.close()
     comp.close()
@@ -80,7 +82,7 @@ def test_close_releases_the_injected_components_and_is_safe_twice(name):
     assert all(held[key].async_closes == 1 for key in keys)
     # injected components without close (or none at all) are left alone
     cls(**{key: (HashingTextEmbedder() if "embedder" in key else held[key]) for key in keys}).close()
-    if name in ("dedup", "stratifier"):
+    if name in ("dedup", "stratifier", "ranker"):
         cls().close()
 
 

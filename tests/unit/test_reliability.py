@@ -455,7 +455,7 @@ def test_an_unlabelled_synthesis_is_used_and_recorded():
 
 
 def test_cfrag_ask_shows_the_degradations():
-    from haystack_cfrag.cli import format_trace
+    from haystack_cfrag.trace import format_trace
 
     out = verify_rag(faulty("exception", on="counterfactual")).run(query=dk.QUESTION, documents=embedded_docs())
     text = format_trace(out["trace"])

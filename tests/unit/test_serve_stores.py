@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 
-from haystack_cfrag import cli_serve, stores
+from haystack_cfrag import stores
+import haystack_cfrag.cli.serve as cli_serve
 from haystack_cfrag.cli import main
 from haystack_cfrag.serving.service import CFRAGService, ServingConfig
 from haystack_cfrag.stores import StoreSpec

@@ -4,7 +4,7 @@ import pytest
 import yaml
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from haystack_cfrag.cli_serve import server_env
+from haystack_cfrag.cli.serve import server_env
 from haystack_cfrag.serving.deploy import MARKER, DeployDirError, deployable_yaml, write_deploy_dir
 from haystack_cfrag.serving.requests import (
     RequestError,

@@ -9,7 +9,7 @@
 Models default to the embedded ones (no keys, no hub); `--llm`, `--embedder` and `--scorer`
 take any spec of `haystack_cfrag.models` (a GGUF path, openai:URL, a hub id or folder).
 
-Arguments are checked before any model loads (`haystack_cfrag.cli_checks`); every error is one
+Arguments are checked before any model loads (`haystack_cfrag.cli.checks`); every error is one
 line (`cfrag --debug …` shows the traceback), and a run that produced nothing exits with 1.
 """
 
@@ -26,7 +26,7 @@ import click
 
 from haystack_cfrag import models
 from haystack_cfrag.errors import one_line
-from haystack_cfrag.cli_checks import (
+from haystack_cfrag.cli.checks import (
     PARAMETER_OPTIONS,
     check_model_spec,
     check_run_parameters,
@@ -360,8 +360,8 @@ def format_cost(result: Any, indent: str = "") -> str:
 
 def _register_subcommands() -> None:
     """Commands kept in their own modules (evaluation, serving)."""
-    from haystack_cfrag.cli_eval import eval_command  # noqa: PLC0415
-    from haystack_cfrag.cli_serve import serve  # noqa: PLC0415
+    from haystack_cfrag.cli.evaluate import eval_command  # noqa: PLC0415
+    from haystack_cfrag.cli.serve import serve  # noqa: PLC0415
 
     main.add_command(eval_command)
     main.add_command(serve)
@@ -369,5 +369,3 @@ def _register_subcommands() -> None:
 
 _register_subcommands()
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -30,7 +30,7 @@ from typing import Any
 import click
 
 from haystack_cfrag import models
-from haystack_cfrag.cli_checks import check_model_spec, check_store_spec
+from haystack_cfrag.cli.checks import check_model_spec, check_store_spec
 
 SERVED = ("cf_rag", "cf_rag_fast", "standard_rag")
 SERVER = [sys.executable, "-m", "haystack_cfrag.serving.app"]

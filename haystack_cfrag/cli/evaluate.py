@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from haystack_cfrag import models
-from haystack_cfrag.cli_checks import check_model_spec
+from haystack_cfrag.cli.checks import check_model_spec
 from haystack_cfrag.evaluation.corpus import CORPUS_MODES, INJECTION_VARIANTS
 from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, SWEEP_PARAMETERS
 

@@ -1,0 +1,7 @@
+"""`python -m haystack_cfrag.cli …` runs `cfrag …`."""
+
+import sys
+
+from haystack_cfrag.cli.app import main
+
+sys.exit(main())
