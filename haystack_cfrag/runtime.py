@@ -9,10 +9,11 @@ times and LLM usage.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from haystack import Pipeline
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag import models
-from haystack_cfrag.parameters import TARGETS
+from haystack_cfrag.parameters import PARAMETERS, TARGETS
 from haystack_cfrag.serialization import serialize_component
 from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.loading import component_key, pipeline_from_dict, pipeline_inputs, share_injected_components
@@ -42,6 +43,7 @@ class Answer:
     seconds: float
     stages: dict[str, float]
     llm: dict[str, Any]
+    outputs: dict[str, Any] = field(default_factory=dict, repr=False)  # the pipeline's raw outputs
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-serialisable."""
@@ -59,8 +61,11 @@ class Answer:
 class Runtime:
     """Models and a store, shared by every pipeline built from it.
 
-    `ask` runs one question at a time (a lock): in-process models (llama.cpp, local
-    transformers) are not thread-safe, and LLM usage is counted by wrapping the generator.
+    `ask` is the one way a question is run — by the CLI, the evaluation and the service. It runs
+    one question at a time (a lock) when the models are in-process (llama.cpp, local
+    transformers are not thread-safe) or when it times the stages (the tracer is process-wide);
+    the service's questions against a server or the mock run concurrently. LLM usage is counted
+    per question (`timing.count_llm_usage`).
     """
 
     def __init__(
@@ -102,6 +107,7 @@ class Runtime:
         }
         self._warm = False
         self._lock = threading.Lock()
+        self._build_lock = threading.Lock()
         self._built: dict[tuple[str, str], Pipeline] = {}
 
     def warm_up(self) -> None:
@@ -184,18 +190,33 @@ class Runtime:
         params: dict[str, Any] | None = None,
         *,
         progress: Callable[[str], None] | None = None,
+        timed: bool = True,
     ) -> Answer:
         """Run one question through a pipeline file; time each stage and count LLM usage.
 
-        `progress` is told each stage and LLM call as it starts (e.g. `haystack_cfrag.progress.StatusLine`).
+        :param params: parameters of `haystack_cfrag.parameters` (checked by the caller). Those
+            marked `per_request` are passed as run-time inputs; the others build (once) a pipeline
+            with them as init parameters.
+        :param progress: told each stage and LLM call as it starts (e.g. `haystack_cfrag.progress.StatusLine`).
+        :param timed: time the stages with a process-wide tracer (`stages`); the service turns it
+            off, so that concurrent requests run concurrently and a user's own tracer stays in place.
         """
         file = pipeline_path(path)
-        with self._lock:
-            pipe = self._pipeline_once(file, params)
-            generators = [c for _, n in pipe.walk() for c in _generators(n)]
+        build = {k: v for k, v in (params or {}).items() if not PARAMETERS[k].per_request}
+        pipe = self.built(file, build)
+        data = pipeline_inputs(file, query=question)
+        components = {name for name, _ in pipe.walk()}
+        for key, value in (params or {}).items():
+            target = PARAMETERS[key]
+            if target.per_request and value is not None and target.component in components:
+                data.setdefault(target.component, {})[target.target] = value
+        generators = [c for _, n in pipe.walk() for c in _generators(n)]
+        exclusive = self._lock if self.sequential or timed else contextlib.nullcontext()
+        with exclusive:
             start = time.perf_counter()
-            with timed_stages(progress) as timer, count_llm_usage(*generators) as usage:
-                out = pipe.run(pipeline_inputs(file, query=question))
+            with (timed_stages(progress) if timed else contextlib.nullcontext()) as timer, \
+                    count_llm_usage(*generators) as usage:
+                out = pipe.run(data)
             seconds = time.perf_counter() - start
         answer, trace, docs = _read_outputs(out)
         return Answer(
@@ -204,19 +225,22 @@ class Runtime:
             trace=trace,
             documents=docs,
             seconds=seconds,
-            stages=dict(timer.seconds),
+            stages=dict(timer.seconds) if timer is not None else {},
             llm=usage.as_dict(),
+            outputs=out,
         )
 
-    def _pipeline_once(self, file: Path, params: dict[str, Any] | None) -> Pipeline:
-        """Build and warm a pipeline the first time a (file, parameters) pair is asked, then reuse it."""
+    def built(self, path: str | Path, params: dict[str, Any] | None = None) -> Pipeline:
+        """The warmed pipeline `ask` runs for a file and build-time parameters, built the first time."""
+        file = pipeline_path(path)
         key = (str(file.resolve()), repr(sorted((params or {}).items())))
-        if key not in self._built:
-            self.warm_up()
-            pipe = self.pipeline(file, params)
-            pipe.warm_up()
-            self._built[key] = pipe
-        return self._built[key]
+        with self._build_lock:
+            if key not in self._built:
+                self.warm_up()
+                pipe = self.pipeline(file, params)
+                pipe.warm_up()
+                self._built[key] = pipe
+            return self._built[key]
 
 
 def _default_retriever(store: Any) -> Any | None:

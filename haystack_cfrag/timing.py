@@ -3,13 +3,15 @@
 `StageTimer` is a Haystack tracer: it sums the wall time of each component run by component
 name (`seconds`), and reads the LLM-call spans our components open (`haystack_cfrag.llm_tracing`):
 one `LLMCallRecord` per call in `llm_calls`, with `llm_seconds` by stage and `llm_usage()`.
-`count_llm_usage` counts the calls of given generator instances instead (every call, ours or a
-pipeline's own generator component).
+`count_llm_usage` counts the calls of given generator instances made in the current context
+(every call, ours or a pipeline's own generator component), so concurrent questions each get
+their own count.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import threading
 import time
@@ -164,6 +166,7 @@ class LLMUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    reported: int = 0  # replies that carried token counts (a server or the mock; 0: tokens unknown)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -173,39 +176,66 @@ class LLMUsage:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "seconds": round(self.seconds, 3),
+            "reported": self.reported,
         }
+
+    def add_call(self, seconds: float, replies: list[Any]) -> None:
+        """One finished call: its time and the tokens its replies report."""
+        with self._lock:
+            self.seconds += seconds
+            for reply in replies:
+                meta_usage = (getattr(reply, "meta", None) or {}).get("usage") or {}
+                if meta_usage:
+                    self.reported += 1
+                    self.prompt_tokens += int(meta_usage.get("prompt_tokens") or 0)
+                    self.completion_tokens += int(meta_usage.get("completion_tokens") or 0)
+
+
+# the usage of the question running in this context; worker threads of the drafter and the
+# timed calls run in a copy of the context, so their calls land in the same LLMUsage
+_CURRENT_USAGE: contextvars.ContextVar[LLMUsage | None] = contextvars.ContextVar("cfrag_llm_usage", default=None)
+
+
+def watch_generators(*generators: Any) -> None:
+    """Wrap each generator's `run` once, so that its calls count into the current `count_llm_usage` block.
+
+    Outside such a block a wrapped generator runs as before (one context-variable read). A call
+    counts when it is made: a failed call is a call.
+    """
+    for generator in {id(g): g for g in generators}.values():
+        if getattr(generator, "_cfrag_usage_watched", False):
+            continue
+        generator.run = _counted(generator.run)
+        generator._cfrag_usage_watched = True
+
+
+def _counted(original: Any) -> Any:
+    @functools.wraps(original)
+    def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        usage = _CURRENT_USAGE.get()
+        if usage is None:
+            return original(*args, **kwargs)
+        with usage._lock:
+            usage.calls += 1
+        start = time.perf_counter()
+        result = original(*args, **kwargs)
+        usage.add_call(time.perf_counter() - start, (result or {}).get("replies") or [])
+        return result
+
+    return counted
 
 
 @contextlib.contextmanager
 def count_llm_usage(*generators: Any) -> Iterator[LLMUsage]:
-    """Count calls and tokens of generator instances during the block, summed into one LLMUsage.
+    """Count calls and tokens of these generators made in this context (this question) during the block.
 
-    Each instance's `run` is wrapped for the block and restored after it.
+    Concurrent blocks in other threads or tasks count their own calls: the usage lives in a
+    context variable, not on the generator.
     """
+    watch_generators(*generators)
     usage = LLMUsage()
-
-    def wrap(original: Any) -> Any:
-        @functools.wraps(original)
-        def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
-            start = time.perf_counter()
-            result = original(*args, **kwargs)
-            elapsed = time.perf_counter() - start
-            with usage._lock:
-                usage.calls += 1
-                usage.seconds += elapsed
-                for reply in result.get("replies") or []:
-                    meta_usage = (reply.meta or {}).get("usage") or {}
-                    usage.prompt_tokens += int(meta_usage.get("prompt_tokens") or 0)
-                    usage.completion_tokens += int(meta_usage.get("completion_tokens") or 0)
-            return result
-
-        return counted
-
-    unique = list({id(g): g for g in generators}.values())
-    for generator in unique:
-        generator.run = wrap(generator.run)
+    token = _CURRENT_USAGE.set(usage)
     try:
         yield usage
     finally:
-        for generator in unique:
-            del generator.run  # back to the class method
+        _CURRENT_USAGE.reset(token)

@@ -13,7 +13,6 @@ at a time (a lock). The mock generator and OpenAI-compatible servers run request
 
 from __future__ import annotations
 
-import contextvars
 import os
 import threading
 import time
@@ -24,7 +23,6 @@ from haystack import logging
 
 from haystack_cfrag import models
 from haystack_cfrag.errors import one_line, squash
-from haystack_cfrag.parameters import PARAMETERS
 from haystack_cfrag.serving.requests import RequestError, check_params, check_question
 from haystack_cfrag.trace import Trace, failed_drafts
 
@@ -33,9 +31,6 @@ logger = logging.getLogger(__name__)
 PIPELINES = ("cf_rag", "cf_rag_fast", "standard_rag")
 
 __all__ = ["PIPELINES", "CFRAGService", "PipelineFailedError", "RequestError", "ServingConfig", "get_service"]
-
-# the LLM usage of the request running in this context (see _count_usage)
-_REQUEST_USAGE: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("cfrag_usage", default=None)
 
 
 class PipelineFailedError(RuntimeError):
@@ -148,10 +143,6 @@ class CFRAGService:
             allowed_modules=allowed_modules,
         )
         self.runtime.warm_up()
-        # in-process models are not thread-safe; the mock and servers (openai:) are
-        self._run_lock: threading.Lock | None = threading.Lock() if self.runtime.sequential else None
-        self._build_lock = threading.Lock()
-        self._pipelines: dict[str, Any] = {}
         logger.info(
             "CF-RAG service ready: {n} documents, generator {gen}, in {s:.1f} s",
             n=store.count_documents(),
@@ -160,88 +151,39 @@ class CFRAGService:
         )
 
     def pipeline(self, name: str) -> Any:
-        """The warmed pipeline of a shipped pipeline name, built on first use."""
+        """The warmed pipeline of a shipped pipeline name (the one `answer` runs), built on first use."""
         if name not in PIPELINES:
             raise RequestError(f"Unknown pipeline '{name}' (served: {', '.join(PIPELINES)}).")
-        from haystack_cfrag.runtime import _generators  # noqa: PLC0415
-
-        with self._build_lock:
-            if name not in self._pipelines:
-                pipe = self.runtime.pipeline(name)
-                pipe.warm_up()
-                for _, comp in pipe.walk():
-                    for generator in _generators(comp):
-                        _count_usage(generator)
-                self._pipelines[name] = pipe
-            return self._pipelines[name]
+        return self.runtime.built(name)
 
     def answer(self, name: str, question: Any, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Answer one question; RequestError for bad input, PipelineFailedError when the pipeline raises."""
-        from haystack_cfrag.loading import pipeline_inputs  # noqa: PLC0415
-        from haystack_cfrag.pipelines import pipeline_path  # noqa: PLC0415
-        from haystack_cfrag.runtime import _read_outputs  # noqa: PLC0415
+        """Answer one question; RequestError for bad input, PipelineFailedError when the pipeline raises.
 
+        The question runs through `Runtime.ask`, as in `cfrag ask` and the evaluation, untimed:
+        requests against a server or the mock run concurrently.
+        """
         question = check_question(question)
         checked = check_params(dict(params or {}))
-        pipe = self.pipeline(name)
-        data = pipeline_inputs(pipeline_path(name), query=question)
-        components = {n for n, _ in pipe.walk()}
-        for key, value in checked.items():
-            target = PARAMETERS[key]
-            if target.component in components:
-                data.setdefault(target.component, {})[target.target] = value
-        usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "reported": 0}
-        token = _REQUEST_USAGE.set(usage)
-        start = time.perf_counter()
+        self.pipeline(name)
         try:
-            if self._run_lock is None:
-                out = pipe.run(data)
-            else:
-                with self._run_lock:
-                    out = pipe.run(data)
+            result = self.runtime.ask(name, question, checked, timed=False)
         except Exception as exc:  # a model or component failure the components did not absorb
             logger.warning("CF-RAG service: pipeline {pipeline} failed: {error}", pipeline=name, error=repr(exc))
             raise PipelineFailedError(f"The pipeline '{name}' failed: {one_line(exc)}") from exc
-        finally:
-            _REQUEST_USAGE.reset(token)
-        seconds = time.perf_counter() - start
-        answer, trace, documents = _read_outputs(out)
-        if not answer and trace and trace.get("decision") == "all_drafts_failed":
+        trace = result.trace
+        if not result.answer and trace and trace.get("decision") == "all_drafts_failed":
             # CF-RAG degrades call by call; when every call failed there is no answer to degrade to
             reasons = [d.get("error") or d.get("reason") for d in trace.get("degradations") or []]
             reason = next((r for r in reasons if r), "every LLM call failed")
             raise PipelineFailedError(f"The pipeline '{name}' failed: every LLM call failed ({squash(str(reason))})")
         wanted_counterfactuals = checked.get("n_counterfactuals") != 0
-        result = build_response(name, question, answer, trace, documents, out, seconds, wanted_counterfactuals)
-        result["usage"] = _usage_report(usage)
-        return result
+        response = build_response(name, question, result.answer, trace, result.documents, result.outputs,
+                                  result.seconds, wanted_counterfactuals)
+        response["usage"] = _usage_report(result.llm)
+        return response
 
 
-def _count_usage(generator: Any) -> None:
-    """Wrap `generator.run` (once) to add each call's reported tokens to the current request's usage."""
-    if getattr(generator, "_cfrag_usage_counted", False):
-        return
-    original = generator.run
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        usage = _REQUEST_USAGE.get()
-        if usage is not None:
-            usage["calls"] += 1  # counted when made: a failed call is a call
-        result = original(*args, **kwargs)
-        if usage is not None:
-            for reply in (result or {}).get("replies") or []:
-                reported = (getattr(reply, "meta", None) or {}).get("usage") or {}
-                if reported:
-                    usage["reported"] += 1
-                    usage["prompt_tokens"] += int(reported.get("prompt_tokens") or 0)
-                    usage["completion_tokens"] += int(reported.get("completion_tokens") or 0)
-        return result
-
-    generator.run = counted
-    generator._cfrag_usage_counted = True
-
-
-def _usage_report(usage: dict[str, int]) -> dict[str, int] | None:
+def _usage_report(usage: dict[str, Any]) -> dict[str, int] | None:
     """OpenAI-style usage of one request, or None when no generator reported tokens."""
     if not usage["reported"]:
         return None

@@ -92,7 +92,7 @@ def test_cf_rag_fast_through_the_server_with_concurrent_drafts(llama_server):
     # challengers go to the server two at a time.
     params = {"n_subsets": 2, "draft_workers": 2}
     result = rt.ask("cf_rag_fast", QUESTION, params)
-    assert rt._pipeline_once(pipeline_path("cf_rag_fast"), params).get_component("drafter").max_workers == 2
+    assert rt.built(pipeline_path("cf_rag_fast"), {"draft_workers": 2}).get_component("drafter").max_workers == 2
     assert result.answer.strip() and len(result.trace["drafts"]) == 1 + 2
     assert not any(d.get("error") for d in result.trace["drafts"])
     duel = 1 if (result.trace["override"] or {}).get("duel") else 0
