@@ -89,7 +89,7 @@ def test_wheel_installs_and_ships_its_pipelines(tmp_path):
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     wheels = tmp_path / "wheels"
-    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(source)],
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(source)],
         cwd=tmp_path)
     (wheel,) = wheels.glob("haystack_cfrag-*.whl")
     venv = tmp_path / "venv"
