@@ -76,7 +76,7 @@ class _Recorder:
             return result
         replies = result.get("replies") if isinstance(result, dict) else None
         metas = [getattr(r, "meta", None) or {} for r in replies or []]
-        tokens_in, tokens_out = _token_counts(metas)
+        tokens_in, tokens_out = token_counts(metas)
         if tokens_in is not None:
             self.span.set_tag(INPUT_TOKENS_TAG, tokens_in)
         if tokens_out is not None:
@@ -164,7 +164,7 @@ def _find_model(params: Any, depth: int) -> str | None:
     return None
 
 
-def _token_counts(metas: list[dict[str, Any]]) -> tuple[int | None, int | None]:
+def token_counts(metas: list[dict[str, Any]]) -> tuple[int | None, int | None]:
     """(prompt, completion) tokens summed over the replies' meta["usage"]; None where none reports them."""
     totals: list[int | None] = [None, None]
     for meta in metas:

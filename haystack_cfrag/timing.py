@@ -180,15 +180,14 @@ class LLMUsage:
         }
 
     def add_call(self, seconds: float, replies: list[Any]) -> None:
-        """One finished call: its time and the tokens its replies report."""
+        """One finished call: its time and the tokens its replies report (read as its span reads them)."""
+        metas = [getattr(reply, "meta", None) or {} for reply in replies]
+        prompt, completion = lt.token_counts(metas)
         with self._lock:
             self.seconds += seconds
-            for reply in replies:
-                meta_usage = (getattr(reply, "meta", None) or {}).get("usage") or {}
-                if meta_usage:
-                    self.reported += 1
-                    self.prompt_tokens += int(meta_usage.get("prompt_tokens") or 0)
-                    self.completion_tokens += int(meta_usage.get("completion_tokens") or 0)
+            self.reported += sum(1 for meta in metas if meta.get("usage"))
+            self.prompt_tokens += prompt or 0
+            self.completion_tokens += completion or 0
 
 
 # the usage of the question running in this context; worker threads of the drafter and the

@@ -2,11 +2,11 @@
 
 Wrapper folders (`<name>/pipeline_wrapper.py`) are copied from `haystack_cfrag/serving/wrappers`.
 A shipped YAML file deployed as a Hayhooks YAML pipeline (`<name>_yaml.yml`) is the file as it
-is — top-level `inputs`/`outputs` included — with three changes Hayhooks cannot make itself:
-`embedded:` model names resolved to local paths (Hayhooks loads YAML with Haystack's
-`Pipeline.loads`, which knows nothing of them), the chat generator replaced by the mock when
-serving with the mock, and the in-memory document store pointed at the service's named index,
-so that it reads the same documents as the wrappers.
+is — top-level `inputs`/`outputs` included — with the changes serving needs: the text
+embedders given the service's embedder, the chat generator replaced by the mock when serving
+with the mock, and the in-memory document store pointed at the service's named index, so that
+it reads the same documents as the wrappers. `embedded:` model names stay as they are: the
+shipped files' generator and embedders resolve them when their models load.
 
 A deploy directory is never emptied blindly: `cfrag serve` writes into a new or empty folder,
 or into one it made before (its marker file, `.cfrag-serve.json`, lists what it wrote), and
@@ -22,7 +22,6 @@ from typing import Any
 
 import yaml
 
-from haystack_cfrag.models import resolve_embedded_models
 from haystack_cfrag.serialization import serialize_component
 from haystack_cfrag.serving.service import PIPELINES, ServingConfig
 
@@ -62,7 +61,6 @@ def deployable_yaml(name: str, config: ServingConfig) -> str:
     data = yaml.safe_load(pipeline_path(name).read_text(encoding="utf-8"))
     generator = serialize_component(config.mock_generator()) if config.generator == "mock" else None
     data = _rewrite(data, config, generator)
-    data = resolve_embedded_models(data)
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
