@@ -67,6 +67,10 @@ def metadata(config: Any, injected: list[Any] | None = None) -> dict[str, Any]:
     }
 
 
+def _on(flag: Any) -> str:
+    return "on" if flag else "off"
+
+
 def _show(values: list[Any]) -> str:
     return ", ".join(str(v) for v in values)
 
@@ -84,6 +88,9 @@ def differences(old: dict[str, Any], new: dict[str, Any], conditions: set[str]) 
     for name in ("max_tokens", "scorer"):
         if old_config.get(name) != new_config.get(name):
             out.append(f"{name}: {old_config.get(name)} in the folder, {new_config.get(name)} in this run")
+    if old_config.get("cache", True) != new_config.get("cache", True):  # folders from before the option: cached
+        out.append(f"reply cache: {_on(old_config.get('cache', True))} in the folder, "
+                   f"{_on(new_config.get('cache', True))} in this run (a latency run's seconds are all real)")
     rows = ("format", "offset", "limit")
     old_rows, new_rows = [old_config.get(k) for k in rows], [new_config.get(k) for k in rows]
     if old_rows != new_rows and any(row_dependent(c) for c in conditions):

@@ -62,6 +62,10 @@ class EvalConfig:
     :param inject_limit: questions per injection level (default: all of `limit`).
     :param out: the output folder (records, cache, results, report, plots).
     :param allowed_modules: extra trusted modules for pipeline files given by path (your components).
+    :param cache: answer repeated prompts from `out/llm_cache.jsonl` (their first seconds counted).
+        False = a latency run: every call is made, and each system has its own model instance, so
+        llama.cpp's prompt-prefix reuse only carries over between that system's own calls, as in a
+        deployment that runs it alone.
     """
 
     data: str
@@ -84,6 +88,7 @@ class EvalConfig:
     max_tokens: int = 256
     allowed_modules: list[str] | None = None
     progress: bool = True
+    cache: bool = True
 
     def __post_init__(self) -> None:
         if self.corpus not in CORPUS_MODES:
@@ -187,15 +192,32 @@ def run_eval(
     previous = read_records(out)
     provenance.record_run(out, meta, {r["condition"] for r in previous})
 
-    generator = chat_generator or models.chat_generator(config.llm, max_tokens=config.max_tokens)
-    cached = CachingChatGenerator(generator=generator, path=str(out / "llm_cache.jsonl"))
-    query_embedder = text_embedder or models.text_embedder(config.embedder, device=config.device)
     if (text_embedder is None) != (document_embedder is None):
         raise ValueError("Pass both text_embedder and document_embedder (the same model), or neither.")
+    query_embedder = text_embedder or models.text_embedder(config.embedder, device=config.device)
     doc_embedder = document_embedder or models.document_embedder(config.embedder, device=config.device)
-    runtime = Runtime(store=_empty_store(), chat_generator=cached, text_embedder=query_embedder,
-                      scorer=config.scorer, device=config.device, allowed_modules=config.allowed_modules)
-    runtime.warm_up()
+
+    def new_runtime(generator: Any) -> Runtime:
+        runtime = Runtime(store=_empty_store(), chat_generator=generator, text_embedder=query_embedder,
+                          scorer=config.scorer, device=config.device, allowed_modules=config.allowed_modules)
+        runtime.warm_up()
+        return runtime
+
+    cached: CachingChatGenerator | None = None
+    runtimes: dict[str, Runtime] = {}
+    if config.cache:
+        generator = chat_generator or models.chat_generator(config.llm, max_tokens=config.max_tokens)
+        cached = CachingChatGenerator(generator=generator, path=str(out / "llm_cache.jsonl"))
+        shared = new_runtime(cached)
+
+    def runtime_for(system: System) -> Runtime:
+        """The shared runtime, or in a latency run the system's own (its own model instance and KV cache)."""
+        if config.cache:
+            return shared
+        if system.key() not in runtimes:
+            runtimes[system.key()] = new_runtime(
+                chat_generator or models.chat_generator(config.llm, max_tokens=config.max_tokens))
+        return runtimes[system.key()]
     if hasattr(doc_embedder, "warm_up"):
         doc_embedder.warm_up()
     corpus = Corpus(items, lambda docs: doc_embedder.run(documents=docs)["documents"],
@@ -214,22 +236,26 @@ def run_eval(
     current: tuple[str, str] | None = None
     injected: list[Any] = []
     with (out / "records.jsonl").open("a", encoding="utf-8") as fh:
+        store = None
         for cond, item, system in _progress(todo, config.progress):
             if cond.corpus == "pooled":
-                runtime.use_store(pooled)
+                store = pooled
             elif current != (cond.name, item.id):  # one store per question and condition, built once
                 current = (cond.name, item.id)
                 injected = corpus.inject(item, cond.inject, cond.variant) if cond.variant else []
-                runtime.use_store(corpus.item_store(item, injected))
+                store = corpus.item_store(item, injected)
+            runtime = runtime_for(system)
+            runtime.use_store(store)
             record = _run_one(runtime, cached, cond, item, system, len(injected))
             fh.write(json.dumps(record, default=str) + "\n")
             fh.flush()
     return read_records(out)
 
 
-def _run_one(runtime: Runtime, cached: CachingChatGenerator, cond: Condition, item: EvalItem,
+def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condition, item: EvalItem,
              system: System, n_injected: int) -> dict[str, Any]:
-    cached.reset_counters()
+    if cached is not None:
+        cached.reset_counters()
     record: dict[str, Any] = {
         "key": _record_key(cond.name, system, item.id), "condition": cond.name, "inject": cond.inject,
         "variant": cond.variant, "system": system.name, "pipeline": system.pipeline, "params": system.params,
@@ -244,14 +270,16 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator, cond: Condition, it
     except Exception as exc:  # noqa: BLE001 — a failed question is a result, not the end of the run
         logger.warning("{system} failed on {qid}: {error}", system=system.name, qid=item.id, error=repr(exc))
         record.update(answer="", error=repr(exc), seconds=time.perf_counter() - start, stages={}, llm={},
-                      evidence=[], cache_hits=cached.hits, seconds_equivalent=time.perf_counter() - start,
+                      evidence=[], cache_hits=cached.hits if cached else 0,
+                      seconds_equivalent=time.perf_counter() - start,
                       **score(item, "", []))
         return record
     titles = [d.get("title") or "" for d in result.documents]
     trace = result.trace or {}
     record.update(
         answer=result.answer, error=None, seconds=result.seconds, stages=result.stages, llm=result.llm,
-        evidence=titles, cache_hits=cached.hits, seconds_equivalent=result.seconds + cached.hit_seconds,
+        evidence=titles, cache_hits=cached.hits if cached else 0,
+        seconds_equivalent=result.seconds + (cached.hit_seconds if cached else 0.0),
         decision=trace.get("decision"), n_counterfactuals=len(trace.get("counterfactuals") or []),
         counterfactuals=trace.get("counterfactuals") or [], override=trace.get("override"),
         candidates=candidates(trace, item), answer_normalized=normalize_answer(result.answer),

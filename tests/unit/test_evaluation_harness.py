@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from haystack import component
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cli import main
@@ -139,14 +140,16 @@ def test_system_names_ablations_and_sweeps():
         sweep_systems("top", [1])
 
 
+@component
 class CountingReader(KeywordReader):
     """KeywordReader that counts its real calls."""
 
     calls = 0
 
-    def run(self, messages, generation_kwargs=None):
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, messages: list[ChatMessage], generation_kwargs: dict | None = None) -> dict:
         CountingReader.calls += 1
-        return super().run(messages=messages)
+        return KeywordReader.run(self, messages=messages)
 
 
 def _fakes(items):
@@ -175,6 +178,31 @@ def test_run_resumes_from_records_and_reuses_cached_replies(tmp_path):
     config.systems.append("cf_rag_fast")
     more = run_eval(config, **_fakes(items))
     assert len(more) == len(records) + 3
+
+
+def test_a_latency_run_makes_every_call_with_a_model_instance_per_system(tmp_path, monkeypatch):
+    """--no-cache: no reply is replayed, so every second is real, and no system shares llama.cpp's KV state."""
+    items = load_items(HOTPOT, limit=2)
+    made = []
+
+    def new_generator(spec, max_tokens):
+        made.append(CountingReader(candidates=[i.answers[0] for i in items]))
+        return made[-1]
+
+    monkeypatch.setattr(runner.models, "chat_generator", new_generator)
+    base = {"data": str(HOTPOT), "limit": 2, "out": str(tmp_path), "progress": False, "allowed_modules": ["tests"],
+            "systems": ["standard_rag", "cf_rag", "cf_rag_lambda0"]}
+    fakes = {k: v for k, v in _fakes(items).items() if k != "chat_generator"}
+    CountingReader.calls = 0
+    records = run_eval(EvalConfig(cache=False, **base), **fakes)
+    assert len(records) == 6 and not any(r["error"] for r in records)
+    assert len(made) == 3                                      # one model instance per system
+    assert all(r["cache_hits"] == 0 and r["seconds_equivalent"] == r["seconds"] for r in records)
+    # cf_rag_lambda0 differs from cf_rag only after generation, yet its calls are made again
+    assert CountingReader.calls == sum(r["llm"]["calls"] for r in records)
+    assert not (tmp_path / "llm_cache.jsonl").exists()
+    with pytest.raises(provenance.ResumeMismatchError, match="reply cache: off in the folder, on in this run"):
+        run_eval(EvalConfig(**base), **_fakes(items))
 
 
 def _folder_hashes(folder):
