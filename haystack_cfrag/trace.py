@@ -105,13 +105,15 @@ class MarginRuleEntry(TypedDict):
 
 
 class DuelEntry(TypedDict):
-    """A duel: one passage per candidate answer, read once."""
+    """A duel: one passage per candidate answer, read once (and once more in reverse order to confirm an override)."""
 
     passages: list[str]
     candidates: list[int]
     margin_rule: MarginRuleEntry
     answer: str
     winner: int
+    confirm_answer: NotRequired[str]
+    """What the reverse-order reading named; present only when the duel's pick was checked that way."""
 
 
 class OverrideEntry(TypedDict):
@@ -254,7 +256,10 @@ def format_trace(trace: Trace) -> str:
     if duel:
         titles = {e["id"]: e.get("title") or e["id"] for d in trace.get("drafts", []) for e in d.get("evidence", [])}
         shown = "; ".join(clean_query(str(titles.get(i, i))) for i in duel["passages"])
-        lines.append(f"Duel (one passage per answer): {shown} → {clean_query(str(duel.get('answer', '')))!r}, "
+        again = ""
+        if "confirm_answer" in duel:
+            again = f", in reverse order → {clean_query(str(duel['confirm_answer']))!r}"
+        lines.append(f"Duel (one passage per answer): {shown} → {clean_query(str(duel.get('answer', '')))!r}{again}, "
                      f"draft #{duel.get('winner')} wins")
     elif override and override.get("gap") is not None:
         lines.append(f"Override check: best challenger's Ψ − baseline's = {override['gap']:+.3f} "

@@ -30,7 +30,16 @@ from haystack_cfrag.components._common import (
 )
 from haystack_cfrag.components._protocols import ChatGenerator, TextEmbedder
 from haystack_cfrag.core import arbitration as arb
-from haystack_cfrag.core.algorithm import MENTION_THRESHOLD, Arbitration, Override, Rules, arbitrate, settle_duel
+from haystack_cfrag.core.algorithm import (
+    MENTION_THRESHOLD,
+    Arbitration,
+    Override,
+    Rules,
+    arbitrate,
+    confirm_duel,
+    needs_confirmation,
+    settle_duel,
+)
 from haystack_cfrag.core.replies import parse_draft_reply
 from haystack_cfrag.core.text import bag_of_words_matrix, mention_matrix
 from haystack_cfrag.core.vectors import as_matrix, cosine_matrix, cosine_to_relevance, valid_embedding_mask
@@ -146,6 +155,7 @@ class CausalArbitrationRanker(ClosesInjected):
         override_margin: float | None = None,
         consensus_min_causal: float | None = None,
         duel: bool = False,
+        duel_confirm: bool = False,
         prompt_template: str | None = None,
         duel_prompt_template: str | None = None,
     ) -> None:
@@ -176,6 +186,10 @@ class CausalArbitrationRanker(ClosesInjected):
             decisive-first) with standard RAG's prompt, and the answer it names wins ("duel").
             Volume cannot outvote the decisive passage there. Falls back to `override_margin`
             when fewer than two answers have a passage or the duel names none of them.
+        :param duel_confirm: when the duel names a challenger, read the same passages once more in
+            reverse order; the challenger replaces the baseline only when that reading names it
+            again (a small reader tends to name the first passage's answer). One more call, only
+            when a duel would replace the baseline.
         :param prompt_template: replaces the synthesis prompt (None = `prompts.SYNTHESIS_PROMPT`): a
             `str.format` string with the placeholders {query} and {drafts}.
         :param duel_prompt_template: replaces the duel's prompt (None = standard RAG's,
@@ -187,6 +201,8 @@ class CausalArbitrationRanker(ClosesInjected):
                        parameter="duel_prompt_template")
         if duel and synthesizer is None:
             raise ValueError("'duel' needs a 'synthesizer' (a ChatGenerator) to read the duel passages.")
+        if not isinstance(duel_confirm, bool):
+            raise ValueError(f"'duel_confirm' must be true or false, got {duel_confirm!r}.")
         if override_margin is not None:
             check_range("override_margin", override_margin, -1.0, 1.0)
         if consensus_min_causal is not None:
@@ -225,6 +241,7 @@ class CausalArbitrationRanker(ClosesInjected):
         self.override_margin = override_margin
         self.consensus_min_causal = consensus_min_causal
         self.duel = duel
+        self.duel_confirm = duel_confirm
         self.prompt_template = prompt_template
         self.duel_prompt_template = duel_prompt_template
 
@@ -250,6 +267,7 @@ class CausalArbitrationRanker(ClosesInjected):
             override_margin=self.override_margin,
             consensus_min_causal=self.consensus_min_causal,
             duel=self.duel,
+            duel_confirm=self.duel_confirm,
             prompt_template=self.prompt_template,
             duel_prompt_template=self.duel_prompt_template,
         )
@@ -292,13 +310,9 @@ class CausalArbitrationRanker(ClosesInjected):
         arbitration = self._arbitrate(case, causal_weight)
         synthesis = None
         if arbitration.decision == "duel":
-            try:
-                reply = call_with_timeout(
-                    self.synthesizer, None, llm_call=_DUEL, messages=[self._duel_prompt(case, arbitration)]
-                )["replies"]
-            except Exception as exc:  # noqa: BLE001  (the margin rule decides, see _settle_duel)
-                reply = self._synthesis_failed(exc)
-            arbitration = self._settle_duel(case, arbitration, reply)
+            arbitration = self._settle_duel(case, arbitration, self._read_duel(case, arbitration))
+            if self.duel_confirm and needs_confirmation(arbitration):
+                arbitration = self._confirm_duel(case, arbitration, self._read_duel(case, arbitration, reverse=True))
         elif arbitration.decision == "synthesis":
             try:
                 prompt = self._synthesis_prompt(case, arbitration)
@@ -329,13 +343,11 @@ class CausalArbitrationRanker(ClosesInjected):
         arbitration = self._arbitrate(case, causal_weight)
         synthesis = None
         if arbitration.decision == "duel":
-            try:
-                reply = (await call_async_with_timeout(
-                    self.synthesizer, None, llm_call=_DUEL, messages=[self._duel_prompt(case, arbitration)]
-                ))["replies"]
-            except Exception as exc:  # noqa: BLE001
-                reply = self._synthesis_failed(exc)
+            reply = await self._read_duel_async(case, arbitration)
             arbitration = self._settle_duel(case, arbitration, reply)
+            if self.duel_confirm and needs_confirmation(arbitration):
+                reply = await self._read_duel_async(case, arbitration, reverse=True)
+                arbitration = self._confirm_duel(case, arbitration, reply)
         elif arbitration.decision == "synthesis":
             prompt = self._synthesis_prompt(case, arbitration)
             try:
@@ -415,8 +427,26 @@ class CausalArbitrationRanker(ClosesInjected):
             baseline=case.baseline(),
         )
 
-    def _duel_prompt(self, case: _Case, arbitration: Arbitration) -> ChatMessage:
-        docs = [case.docs[i] for _, i in arbitration.override.duel]
+    def _read_duel(self, case: _Case, arbitration: Arbitration, *, reverse: bool = False) -> list[ChatMessage]:
+        """The synthesizer's reading of the duel passages ([] when it fails: the margin rule decides)."""
+        try:
+            return call_with_timeout(self.synthesizer, None, llm_call=_DUEL,
+                                     messages=[self._duel_prompt(case, arbitration, reverse)])["replies"]
+        except Exception as exc:  # noqa: BLE001
+            return self._synthesis_failed(exc)
+
+    async def _read_duel_async(self, case: _Case, arbitration: Arbitration, *,
+                               reverse: bool = False) -> list[ChatMessage]:
+        """Async twin of `_read_duel`."""
+        try:
+            return (await call_async_with_timeout(self.synthesizer, None, llm_call=_DUEL,
+                                                  messages=[self._duel_prompt(case, arbitration, reverse)]))["replies"]
+        except Exception as exc:  # noqa: BLE001
+            return self._synthesis_failed(exc)
+
+    def _duel_prompt(self, case: _Case, arbitration: Arbitration, reverse: bool = False) -> ChatMessage:
+        pairs = arbitration.override.duel
+        docs = [case.docs[i] for _, i in (pairs[::-1] if reverse else pairs)]
         template = self.duel_prompt_template or SHORT_DRAFT_PROMPT
         return ChatMessage.from_user(template.format(query=case.query, evidence=render_plain_evidence(docs)))
 
@@ -428,6 +458,16 @@ class CausalArbitrationRanker(ClosesInjected):
             case.degradations.append(degradation("duel", "the duel named none of the candidates; the margin rule decided",
                                                  answer=named))
         return settled
+
+    def _confirm_duel(self, case: _Case, arbitration: Arbitration, reply: list[ChatMessage]) -> Arbitration:
+        """The reverse-order reading keeps the duel's override only when it names the same challenger."""
+        named = parse_draft_reply((reply[0].text or "") if reply else "")["answer"]
+        confirmed = confirm_duel(arbitration, named, case.answers, self.agreement_threshold)
+        if not confirmed.override.confirmed:
+            case.degradations.append(degradation(
+                "duel", "the reverse-order reading did not name the duel's pick again; the margin rule decided",
+                answer=named))
+        return confirmed
 
     @staticmethod
     def _synthesis_failed(exc: Exception) -> list[ChatMessage]:
@@ -683,6 +723,8 @@ class _Case:
                 answer=override.duel_answer or "",
                 winner=self.drafts[override.duel_winner].index,
             )
+            if override.confirmed is not None:
+                entry["duel"]["confirm_answer"] = override.confirm_answer or ""
         return entry
 
 

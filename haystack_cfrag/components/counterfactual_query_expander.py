@@ -100,6 +100,7 @@ class CounterfactualQueryExpander(ClosesInjected):
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
         prompt_style: str = "json",
         prompt_template: str | None = None,
+        stop_after_lines: bool = False,
     ) -> None:
         """
         :param chat_generator: any Haystack ChatGenerator instance (writes the candidates).
@@ -122,9 +123,19 @@ class CounterfactualQueryExpander(ClosesInjected):
             one): a `str.format` string with the placeholders {query} and {n_candidates} (literal
             braces doubled, as in `prompts.COUNTERFACTUAL_PROMPT`); the reply is still read as
             `prompt_style` says (JSON candidates, or one question per line).
+        :param stop_after_lines: "lines" style only: end the reply after the candidates asked for,
+            by adding the stop sequences "\\n{n+1}." and "\\n{n+1})" to the generation arguments (a
+            small model numbers its lines and often goes on writing more). Questions past the
+            candidates asked for are never generated: fewer completion tokens, the same kept
+            questions unless the first ones fail validation. Needs a generator that takes a `stop`
+            generation argument (llama.cpp, OpenAI-compatible servers).
         """
         if prompt_style not in PROMPT_STYLES:
             raise ValueError(f"'prompt_style' must be one of {list(PROMPT_STYLES)}, got {prompt_style!r}.")
+        if not isinstance(stop_after_lines, bool):
+            raise ValueError(f"'stop_after_lines' must be true or false, got {stop_after_lines!r}.")
+        if stop_after_lines and prompt_style != "lines":
+            raise ValueError("'stop_after_lines' needs prompt_style 'lines' (a JSON reply has no numbered lines).")
         check_template(prompt_template, COUNTERFACTUAL_FIELDS, component="CounterfactualQueryExpander")
         check_int("n_counterfactuals", n_counterfactuals, 0, 10)
         check_range("similarity_threshold", similarity_threshold, 0.0, 1.0, low_open=True)
@@ -150,6 +161,7 @@ class CounterfactualQueryExpander(ClosesInjected):
         self.max_query_chars = max_query_chars
         self.prompt_style = prompt_style
         self.prompt_template = prompt_template
+        self.stop_after_lines = stop_after_lines
 
     def warm_up(self) -> None:
         """Warm up the injected generator and embedder."""
@@ -172,6 +184,7 @@ class CounterfactualQueryExpander(ClosesInjected):
             max_query_chars=self.max_query_chars,
             prompt_style=self.prompt_style,
             prompt_template=self.prompt_template,
+            stop_after_lines=self.stop_after_lines,
         )
 
     @classmethod
@@ -245,8 +258,11 @@ class CounterfactualQueryExpander(ClosesInjected):
         template = self.prompt_template or (COUNTERFACTUAL_LINES_PROMPT if lines else COUNTERFACTUAL_PROMPT)
         prompt = ChatMessage.from_user(template.format(query=query, n_candidates=n_candidates))
         kwargs: dict[str, Any] = {"messages": [prompt]}
-        if self.generation_kwargs and accepts(self.chat_generator, "generation_kwargs"):
-            kwargs["generation_kwargs"] = dict(self.generation_kwargs)
+        generation = dict(self.generation_kwargs or {})
+        if self.stop_after_lines:
+            generation["stop"] = [*generation.get("stop", []), *line_stops(n_candidates)]
+        if generation and accepts(self.chat_generator, "generation_kwargs"):
+            kwargs["generation_kwargs"] = generation
         return kwargs
 
     def _parse(self, text: str) -> tuple[str, list[dict[str, str]]]:
@@ -319,6 +335,15 @@ class CounterfactualQueryExpander(ClosesInjected):
             for i in chosen
         ]
         return _output(query, counterfactuals, degradations)
+
+
+def line_stops(n: int) -> list[str]:
+    """Stop sequences that end a numbered list after its n-th line.
+
+    >>> line_stops(3)
+    ['\\n4.', '\\n4)']
+    """
+    return [f"\n{n + 1}.", f"\n{n + 1})"]
 
 
 def same_as_earlier(candidates: list[dict[str, str]]) -> list[bool]:

@@ -43,7 +43,7 @@ def _pipeline_class() -> type:
 PAPER: dict[str, Any] = {
     "similarity_threshold": 0.7, "n_clusters": 4, "n_subsets": 3, "baseline": False, "override_margin": None,
     "prompt_style": "json", "paraphrase_threshold": 0.97, "pool": "all", "selection": "sampled", "order": "relevance",
-    "draft_prompt": "app_g", "evidence": "cited", "duel": False,
+    "draft_prompt": "app_g", "evidence": "cited", "duel": False, "duel_confirm": False, "stop_after_lines": False,
 }
 """The paper's configuration (shipped as `cf_rag_paper`): `CounterfactualRAG(**PAPER, chat_generator=…)`."""
 
@@ -122,6 +122,8 @@ class CounterfactualRAG:
         draft_prompt: str = "short",
         evidence: str = "mentions",
         duel: bool = True,
+        duel_confirm: bool = True,
+        stop_after_lines: bool = True,
         max_workers: int = 4,
         random_state: int | None = None,
         timeout_s: float | None = None,
@@ -149,6 +151,10 @@ class CounterfactualRAG:
         :param baseline: draft standard RAG's answer first and let the ranker protect it (see `override_margin`).
         :param duel: settle a disagreement with the baseline by one passage per answer, read by the
             `synthesizer` (by `chat_generator` when no synthesizer is given).
+        :param duel_confirm: a duel replaces the baseline only when a reading of its passages in
+            reverse order names the same answer (the ranker's `duel_confirm`).
+        :param stop_after_lines: end the expander's reply after the N questions asked for (its
+            `stop_after_lines`; "lines" prompt style only, a generator that takes `stop`).
         :param counterfactual_prompt_template: the expander's `prompt_template` (None = its built-in prompt).
         :param draft_prompt_template: the drafter's `prompt_template`, for the subsets' drafts (the
             baseline keeps standard RAG's prompt).
@@ -193,6 +199,8 @@ class CounterfactualRAG:
         self.draft_prompt = draft_prompt
         self.evidence = evidence
         self.duel = duel
+        self.duel_confirm = duel_confirm
+        self.stop_after_lines = stop_after_lines
         self.counterfactual_prompt_template = counterfactual_prompt_template
         self.draft_prompt_template = draft_prompt_template
         self.synthesis_prompt_template = synthesis_prompt_template
@@ -215,6 +223,7 @@ class CounterfactualRAG:
                 similarity_threshold=self.similarity_threshold,
                 paraphrase_threshold=self.paraphrase_threshold,
                 prompt_style=self.prompt_style,
+                stop_after_lines=self.stop_after_lines and self.prompt_style == "lines",
                 timeout_s=self.timeout_s,
                 max_query_chars=self.max_query_chars,
                 raise_on_failure=self.raise_on_failure,
@@ -265,6 +274,7 @@ class CounterfactualRAG:
                 max_query_chars=self.max_query_chars,
                 evidence=self.evidence,
                 duel=self.duel and self.baseline,
+                duel_confirm=self.duel_confirm,
                 override_margin=self.override_margin if self.baseline else None,
                 prompt_template=self.synthesis_prompt_template,
                 duel_prompt_template=self.duel_prompt_template,
@@ -356,6 +366,8 @@ class CounterfactualRAG:
             draft_prompt=self.draft_prompt,
             evidence=self.evidence,
             duel=self.duel,
+            duel_confirm=self.duel_confirm,
+            stop_after_lines=self.stop_after_lines,
             counterfactual_prompt_template=self.counterfactual_prompt_template,
             draft_prompt_template=self.draft_prompt_template,
             synthesis_prompt_template=self.synthesis_prompt_template,

@@ -38,6 +38,18 @@ and a duel: the reading of one passage per answer decides.
     ('override', (0, 1), 0)
     >>> settle_duel(duel, "Gary Oldman", answers).decision      # named no candidate: the margin rule stands
     'baseline'
+
+A small reader tends to name the answer of the passage it reads first. An override can
+therefore be confirmed by a second reading of the same passages in reverse order: it stands
+only when that reading names the challenger again.
+
+    >>> needs_confirmation(settled)
+    True
+    >>> confirm_duel(settled, "Christian Bale", answers).decision
+    'override'
+    >>> unconfirmed = confirm_duel(settled, "Heath Ledger", answers)
+    >>> unconfirmed.decision, unconfirmed.best, unconfirmed.override.confirmed
+    ('baseline', 1, False)
 """
 
 from __future__ import annotations
@@ -52,7 +64,7 @@ from haystack_cfrag.core import arbitration as arb
 from haystack_cfrag.core.text import agreement_matrix, answers_agree
 
 __all__ = ["MENTION_THRESHOLD", "Arbitration", "Decision", "Override", "Rules", "Scores", "arbitrate",
-           "duel_candidates", "settle_duel"]
+           "confirm_duel", "duel_candidates", "needs_confirmation", "settle_duel"]
 
 MENTION_THRESHOLD = 0.5
 
@@ -103,11 +115,17 @@ class Override:
     """What the duel's reading named (None until `settle_duel`)."""
     duel_pick: int | None = None
     """The candidate the reading named; None when it named none (or before `settle_duel`)."""
+    confirm_answer: str | None = None
+    """What the confirming reading (the duel's passages in reverse order) named; None when none was held."""
+    confirmed: bool | None = None
+    """Whether the confirming reading named `duel_pick` again; None when none was held."""
 
     @property
     def duel_winner(self) -> int:
-        """The duel's winner: the candidate it named, else the margin rule's."""
-        return self.winner if self.duel_pick is None else self.duel_pick
+        """The duel's winner: the candidate it named (and, when a confirmation was held, named again), else the margin rule's."""
+        if self.duel_pick is None or self.confirmed is False:
+            return self.winner
+        return self.duel_pick
 
 
 @dataclass(frozen=True)
@@ -238,6 +256,31 @@ def settle_duel(arbitration: Arbitration, named: str, answers: Sequence[str], th
     else:
         decision = "baseline" if pick == override.baseline else "override"
     settled = replace(override, duel_answer=named, duel_pick=pick)
+    winner = settled.duel_winner
+    order = (winner,) + tuple(j for j in arbitration.order if j != winner)
+    return replace(arbitration, order=order, decision=decision, override=settled)
+
+
+def needs_confirmation(arbitration: Arbitration) -> bool:
+    """Whether a settled duel replaced the baseline and has not been confirmed yet (see `confirm_duel`)."""
+    override = arbitration.override
+    return (arbitration.decision == "override" and override is not None and bool(override.duel)
+            and override.duel_pick is not None and override.duel_pick != override.baseline
+            and override.confirmed is None)
+
+
+def confirm_duel(arbitration: Arbitration, named: str, answers: Sequence[str], threshold: float = 0.8) -> Arbitration:
+    """Apply the confirming reading (the duel's passages in reverse order) to a duel that replaced the baseline.
+
+    The override stands only when `named` agrees with the duel's pick again; otherwise the
+    margin rule's winner and decision stand, as when the duel names no candidate.
+    """
+    override = arbitration.override
+    if override is None or override.duel_pick is None or not needs_confirmation(arbitration):
+        raise ValueError("confirm_duel needs a settled duel that replaced the baseline and was not confirmed.")
+    confirmed = bool(named) and answers_agree(named, answers[override.duel_pick], threshold)
+    settled = replace(override, confirm_answer=named, confirmed=confirmed)
+    decision: Decision = "override" if confirmed else override.decision
     winner = settled.duel_winner
     order = (winner,) + tuple(j for j in arbitration.order if j != winner)
     return replace(arbitration, order=order, decision=decision, override=settled)

@@ -373,3 +373,83 @@ def test_every_parameter_in_the_table_reaches_a_real_init_parameter_of_the_defau
     for name, bad in (("pool", "everything"), ("pool", 1), ("duel", "true"), ("duel", 1), ("override_margin", "0.1")):
         with pytest.raises(ParameterError, match=f"'{name}'"):
             PARAMETERS[name].check(bad)
+
+
+# ---------------------------------------------------------------- the duel's reverse-order confirmation
+@component
+class FirstPassageReader:
+    """A reader with the position bias of a small model: it names the answer of the first passage it reads."""
+
+    def __init__(self, candidates: list[str]) -> None:
+        self.candidates = candidates
+        self.prompts: list[str] = []
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, messages: list[ChatMessage]) -> dict[str, Any]:
+        text = messages[0].text
+        self.prompts.append(text)
+        first = text.split("[1] ", 1)[1].split("\n", 1)[0]
+        named = next((c for c in self.candidates if c.split()[-1] in first), "nobody")
+        return {"replies": [ChatMessage.from_assistant(f"Answer: {named}")]}
+
+
+def test_an_override_that_depends_on_passage_order_is_not_confirmed():
+    """PopQA's failure: the duel named whatever its first passage said; read in reverse, it names the baseline."""
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
+    reviews = [docs[f"review-{i}"] for i in range(4)]
+    challengers = [("Christian Bale", [docs["cast"]]), ("Heath Ledger", reviews)]
+    reader = FirstPassageReader(dk.CANDIDATES)
+    unconfirmed, _ = _case("Heath Ledger", challengers, override_margin=1.0, duel=True, duel_confirm=True,
+                           synthesizer=reader)
+    duel = unconfirmed["trace"]["override"]["duel"]
+    assert len(reader.prompts) == 2                                       # the duel, then the same passages reversed
+    first, second = (p.split("Documents:\n", 1)[1].split("Question:")[0] for p in reader.prompts)
+    assert first.split("\n")[0][4:] == second.split("\n")[1][4:] and first != second
+    assert duel["answer"] != duel["confirm_answer"] == "Heath Ledger"
+    assert unconfirmed["answer"] == "Heath Ledger" and unconfirmed["trace"]["decision"] == "baseline"
+    assert any("reverse-order" in d["reason"] for d in unconfirmed["trace"]["degradations"])
+    # without the confirmation, the same biased reading replaces the baseline
+    reader = FirstPassageReader(dk.CANDIDATES)
+    unchecked, _ = _case("Heath Ledger", challengers, override_margin=1.0, duel=True, synthesizer=reader)
+    assert unchecked["answer"] == duel["answer"] != "Heath Ledger" and len(reader.prompts) == 1
+    assert "confirm_answer" not in unchecked["trace"]["override"]["duel"]
+
+
+def test_an_override_that_holds_in_either_order_stands():
+    """The Dark Knight: a reader that weighs what the passages say names the cast entry in both orders."""
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
+    reviews = [docs[f"review-{i}"] for i in range(4)]
+    reader = KeywordReader(candidates=dk.CANDIDATES)
+    out, _ = _case("Heath Ledger", [("Christian Bale", [docs["cast"]]), ("Heath Ledger", reviews)],
+                   override_margin=1.0, duel=True, duel_confirm=True, synthesizer=reader)
+    duel = out["trace"]["override"]["duel"]
+    assert len(reader.prompts) == 2 and duel["answer"] == duel["confirm_answer"] == "Christian Bale"
+    assert out["answer"] == "Christian Bale" and out["trace"]["decision"] == "override"
+    with pytest.raises(ValueError, match="duel_confirm"):
+        CausalArbitrationRanker(duel_confirm="yes")
+
+
+def test_no_confirmation_is_asked_when_the_duel_keeps_the_baseline():
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
+    reviews = [docs[f"review-{i}"] for i in range(4)]
+    reader = RecordingGenerator(reply="Answer: Heath Ledger")
+    out, _ = _case("Heath Ledger", [("Christian Bale", [docs["cast"]]), ("Heath Ledger", reviews)],
+                   override_margin=1.0, duel=True, duel_confirm=True, synthesizer=reader)
+    assert len(reader.kwargs) == 1 and out["trace"]["decision"] == "baseline"
+    assert "confirm_answer" not in out["trace"]["override"]["duel"]
+
+
+# ---------------------------------------------------------------- the expander stops after N lines
+def test_the_expander_stops_its_reply_after_the_questions_asked_for():
+    gen = RecordingGenerator(reply="1. Who played the villain in The Dark Knight?\n2. Who directed The Dark Knight?")
+    kwargs = {"chat_generator": gen, "n_counterfactuals": 2, "prompt_style": "lines", "similarity_threshold": 0.1}
+    CounterfactualQueryExpander(**kwargs, stop_after_lines=True, generation_kwargs={"stop": ["\n\n"]}).run(
+        query=dk.QUESTION)
+    CounterfactualQueryExpander(**kwargs, stop_after_lines=True).run(query=dk.QUESTION, n_counterfactuals=3)
+    CounterfactualQueryExpander(**kwargs).run(query=dk.QUESTION)
+    assert gen.kwargs == [{"stop": ["\n\n", "\n3.", "\n3)"]}, {"stop": ["\n4.", "\n4)"]}, None]
+    with pytest.raises(ValueError, match="stop_after_lines"):
+        CounterfactualQueryExpander(chat_generator=gen, prompt_style="json", stop_after_lines=True)
+    shipped = yaml.safe_load(CF_RAG.read_text())["components"]
+    assert shipped["expander"]["init_parameters"]["stop_after_lines"] is True
+    assert shipped["ranker"]["init_parameters"]["duel_confirm"] is True

@@ -72,8 +72,13 @@ def test_a_trace_with_a_duel_has_exactly_the_declared_keys():
     trace = arbitrated(override_margin=1.0, duel=True, synthesizer=KeywordReader(candidates=dk.CANDIDATES))
     check_arbitrated(trace)
     assert set(trace["override"]) == declared(tr.OverrideEntry)
-    assert set(trace["override"]["duel"]) == declared(tr.DuelEntry)
+    assert set(trace["override"]["duel"]) == declared(tr.DuelEntry) - {"confirm_answer"}   # no confirmation asked
     assert set(trace["override"]["duel"]["margin_rule"]) == declared(tr.MarginRuleEntry)
+    # the duel replaced the baseline, so with duel_confirm a second reading was made and recorded
+    confirmed = arbitrated(override_margin=1.0, duel=True, duel_confirm=True,
+                           synthesizer=KeywordReader(candidates=dk.CANDIDATES))
+    check_arbitrated(confirmed)
+    assert set(confirmed["override"]["duel"]) == declared(tr.DuelEntry)
 
 
 def test_a_trace_of_the_margin_rule_has_exactly_the_declared_keys():
