@@ -35,6 +35,7 @@ __all__ = [
     "Scores",
     "Trace",
     "TraceDecision",
+    "duel_readings",
     "failed_draft_entry",
     "failed_drafts",
     "format_trace",
@@ -203,6 +204,16 @@ def failed_draft_entry(draft: Draft) -> FailedDraftEntry:
 def failed_drafts(trace: Trace) -> list[FailedDraftEntry]:
     """The drafts that failed (those with an "error")."""
     return [d for d in trace.get("drafts") or [] if d.get("error")]
+
+
+def duel_readings(trace: Trace | None) -> int:
+    """LLM calls the duel made: 0 (no duel), 1, or 2 when its override was read again in reverse order.
+
+    >>> duel_readings({"override": {"duel": {"answer": "a", "confirm_answer": "a"}}}), duel_readings({"override": None})
+    (2, 0)
+    """
+    duel = ((trace or {}).get("override") or {}).get("duel")
+    return 0 if not duel else 1 + ("confirm_answer" in duel)
 
 
 def scored_drafts(trace: Trace) -> list[DraftEntry]:

@@ -6,6 +6,7 @@ import numpy as np
 
 from haystack_cfrag import models
 from haystack_cfrag.pipelines import pipeline_path
+from haystack_cfrag.trace import duel_readings
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
 
@@ -38,8 +39,7 @@ def test_default_cf_rag_end_to_end_on_real_models(runtime):
     assert result.answer.strip() and trace["decision"] in {"baseline", "override"}
     baseline = [d for d in trace["drafts"] if d["index"] == trace["override"]["baseline_draft"]]
     assert len(baseline) == 1 and baseline[0]["answer"]
-    duel = 1 if trace["override"].get("duel") else 0
-    assert result.llm["calls"] == 1 + len(trace["drafts"]) + duel   # expander, baseline + challengers, duel
+    assert result.llm["calls"] == 1 + len(trace["drafts"]) + duel_readings(trace)   # expander, baseline + challengers, duel
     assert result.llm["prompt_tokens"] > 0 and result.llm["completion_tokens"] > 0
     json.dumps(result.as_dict())
     print("\ncf_rag:", result.answer, "|", trace["decision"], trace["override"], "|", result.stages)
@@ -77,8 +77,7 @@ def test_fast_pipeline_uses_llama_cpp_token_logprobs(runtime):
     rt = Runtime(store=runtime.store, max_tokens=160, logprobs=True)
     fast = rt.ask(pipeline_path("cf_rag_fast"), QUESTION)
     assert fast.answer.strip() and len(fast.trace["drafts"]) == 2
-    duel = 1 if fast.trace["override"].get("duel") else 0
-    assert fast.llm["calls"] == 2 + duel  # baseline, one challenger (and the duel); N=0: no expander
+    assert fast.llm["calls"] == 2 + duel_readings(fast.trace)  # baseline, one challenger (and the duel); N=0: no expander
     challenger = next(d for d in fast.trace["drafts"] if d["index"] != fast.trace["override"]["baseline_draft"])
     conf = challenger["scores"]["confidence"]
     assert conf is not None and 0 < conf <= 1

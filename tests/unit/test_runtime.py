@@ -6,6 +6,7 @@ from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.runtime import Runtime
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
+from haystack_cfrag.trace import duel_readings
 
 
 def runtime():
@@ -21,9 +22,7 @@ def test_compare_standard_and_cf_rag_on_one_runtime():
     cf = rt.ask("cf_rag", dk.QUESTION, {"random_state": 0})
     assert std.answer == "Heath Ledger" and std.llm["calls"] == 1 and std.trace is None
     assert cf.answer in dk.CANDIDATES and cf.trace["drafts"]
-    duel = (cf.trace["override"] or {}).get("duel")
-    readings = 0 if not duel else 1 + ("confirm_answer" in duel)   # the duel, and its reverse-order check
-    assert cf.llm["calls"] == 1 + len(cf.trace["drafts"]) + readings  # counterfactuals, baseline, challengers, duel
+    assert cf.llm["calls"] == 1 + len(cf.trace["drafts"]) + duel_readings(cf.trace)  # counterfactuals, baseline, challengers, duel
     assert set(cf.stages) == {"expander", "retriever", "dedup", "stratifier", "drafter", "ranker"}
     assert all(v >= 0 for v in cf.stages.values()) and cf.seconds >= sum(cf.stages.values()) * 0.5
 
@@ -42,9 +41,7 @@ def test_parameters_reach_the_components():
     out = rt.ask("cf_rag", dk.QUESTION, {"n_counterfactuals": 0, "n_subsets": 2, "causal_weight": 0.0})
     assert out.trace["counterfactuals"] == [] and len(out.trace["drafts"]) == 1 + 2  # the baseline, two challengers
     assert out.trace["weights"]["causal"] == 0.0
-    duel = (out.trace["override"] or {}).get("duel")
-    readings = 0 if not duel else 1 + ("confirm_answer" in duel)   # the duel, and its reverse-order check
-    assert out.llm["calls"] == 3 + readings  # N = 0: no counterfactual call; the baseline, two challengers, the duel
+    assert out.llm["calls"] == 3 + duel_readings(out.trace)  # N = 0: no counterfactual call; the baseline, two challengers, the duel
 
 
 
