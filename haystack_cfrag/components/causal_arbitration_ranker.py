@@ -460,14 +460,10 @@ class CausalArbitrationRanker(ClosesInjected):
         return settled
 
     def _confirm_duel(self, case: _Case, arbitration: Arbitration, reply: list[ChatMessage]) -> Arbitration:
-        """The reverse-order reading keeps the duel's override only when it names the same challenger."""
+        """The reverse-order reading keeps the duel's override only when it names the same challenger
+        (the trace's `confirm_answer` shows what it named; a failed call confirms nothing)."""
         named = parse_draft_reply((reply[0].text or "") if reply else "")["answer"]
-        confirmed = confirm_duel(arbitration, named, case.answers, self.agreement_threshold)
-        if not confirmed.override.confirmed:
-            case.degradations.append(degradation(
-                "duel", "the reverse-order reading did not name the duel's pick again; the margin rule decided",
-                answer=named))
-        return confirmed
+        return confirm_duel(arbitration, named, case.answers, self.agreement_threshold)
 
     @staticmethod
     def _synthesis_failed(exc: Exception) -> list[ChatMessage]:
