@@ -122,7 +122,7 @@ class CounterfactualRAG:
         draft_prompt: str = "short",
         evidence: str = "mentions",
         duel: bool = True,
-        duel_confirm: bool = True,
+        duel_confirm: bool = False,
         stop_after_lines: bool = True,
         max_workers: int = 4,
         random_state: int | None = None,

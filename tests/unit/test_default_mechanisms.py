@@ -452,4 +452,4 @@ def test_the_expander_stops_its_reply_after_the_questions_asked_for():
         CounterfactualQueryExpander(chat_generator=gen, prompt_style="json", stop_after_lines=True)
     shipped = yaml.safe_load(CF_RAG.read_text())["components"]
     assert shipped["expander"]["init_parameters"]["stop_after_lines"] is True
-    assert shipped["ranker"]["init_parameters"]["duel_confirm"] is True
+    assert shipped["ranker"]["init_parameters"]["duel_confirm"] is False   # measured: it undid a dev_a win
