@@ -203,21 +203,19 @@ def run_eval(
         runtime.warm_up()
         return runtime
 
-    cached: CachingChatGenerator | None = None
+    def new_generator() -> Any:
+        return chat_generator or models.chat_generator(config.llm, max_tokens=config.max_tokens)
+
+    cached = CachingChatGenerator(generator=new_generator(), path=str(out / "llm_cache.jsonl")) if config.cache else None
     runtimes: dict[str, Runtime] = {}
-    if config.cache:
-        generator = chat_generator or models.chat_generator(config.llm, max_tokens=config.max_tokens)
-        cached = CachingChatGenerator(generator=generator, path=str(out / "llm_cache.jsonl"))
-        shared = new_runtime(cached)
 
     def runtime_for(system: System) -> Runtime:
-        """The shared runtime, or in a latency run the system's own (its own model instance and KV cache)."""
-        if config.cache:
-            return shared
-        if system.key() not in runtimes:
-            runtimes[system.key()] = new_runtime(
-                chat_generator or models.chat_generator(config.llm, max_tokens=config.max_tokens))
-        return runtimes[system.key()]
+        """One runtime for every system (through the reply cache), or in a latency run one per
+        system, with its own model instance and so its own llama.cpp KV state."""
+        key = "" if cached is not None else system.key()
+        if key not in runtimes:
+            runtimes[key] = new_runtime(cached if cached is not None else new_generator())
+        return runtimes[key]
     if hasattr(doc_embedder, "warm_up"):
         doc_embedder.warm_up()
     corpus = Corpus(items, lambda docs: doc_embedder.run(documents=docs)["documents"],
