@@ -452,7 +452,7 @@ class CausalArbitrationRanker(ClosesInjected):
 
     def _settle_duel(self, case: _Case, arbitration: Arbitration, reply: list[ChatMessage]) -> Arbitration:
         """The duel's answer picks its candidate; without a usable one the margin rule's decision stands."""
-        named = parse_draft_reply((reply[0].text or "") if reply else "")["answer"]
+        named = _named(reply)
         settled = settle_duel(arbitration, named, case.answers, self.agreement_threshold)
         if settled.override.duel_pick is None:
             case.degradations.append(degradation("duel", "the duel named none of the candidates; the margin rule decided",
@@ -462,7 +462,7 @@ class CausalArbitrationRanker(ClosesInjected):
     def _confirm_duel(self, case: _Case, arbitration: Arbitration, reply: list[ChatMessage]) -> Arbitration:
         """The reverse-order reading keeps the duel's override only when it names the same challenger
         (the trace's `confirm_answer` shows what it named; a failed call confirms nothing)."""
-        named = parse_draft_reply((reply[0].text or "") if reply else "")["answer"]
+        named = _named(reply)
         return confirm_duel(arbitration, named, case.answers, self.agreement_threshold)
 
     @staticmethod
@@ -722,6 +722,11 @@ class _Case:
             if override.confirmed is not None:
                 entry["duel"]["confirm_answer"] = override.confirm_answer or ""
         return entry
+
+
+def _named(reply: list[ChatMessage]) -> str:
+    """The answer a duel reading named ("" when the call failed or gave no answer)."""
+    return parse_draft_reply((reply[0].text or "") if reply else "")["answer"]
 
 
 def cited_documents(draft: Draft) -> list[Document]:

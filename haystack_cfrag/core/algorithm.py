@@ -256,9 +256,7 @@ def settle_duel(arbitration: Arbitration, named: str, answers: Sequence[str], th
     else:
         decision = "baseline" if pick == override.baseline else "override"
     settled = replace(override, duel_answer=named, duel_pick=pick)
-    winner = settled.duel_winner
-    order = (winner,) + tuple(j for j in arbitration.order if j != winner)
-    return replace(arbitration, order=order, decision=decision, override=settled)
+    return _with_duel_outcome(arbitration, settled, decision)
 
 
 def needs_confirmation(arbitration: Arbitration) -> bool:
@@ -281,9 +279,14 @@ def confirm_duel(arbitration: Arbitration, named: str, answers: Sequence[str], t
     confirmed = bool(named) and answers_agree(named, answers[override.duel_pick], threshold)
     settled = replace(override, confirm_answer=named, confirmed=confirmed)
     decision: Decision = "override" if confirmed else override.decision
-    winner = settled.duel_winner
+    return _with_duel_outcome(arbitration, settled, decision)
+
+
+def _with_duel_outcome(arbitration: Arbitration, override: Override, decision: Decision) -> Arbitration:
+    """`arbitration` with the duel's account, its decision, and the duel's winner first in the order."""
+    winner = override.duel_winner
     order = (winner,) + tuple(j for j in arbitration.order if j != winner)
-    return replace(arbitration, order=order, decision=decision, override=settled)
+    return replace(arbitration, order=order, decision=decision, override=override)
 
 
 def _causally_supported(scores: Scores, rules: Rules) -> bool:
