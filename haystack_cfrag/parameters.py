@@ -68,14 +68,15 @@ class Parameter:
             return value
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ParameterError(f"'{self.name}' must be {self.describe()}, got {_shown(value)}.")
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):  # an int is finite, however long
             raise ParameterError(f"'{self.name}' must be a finite number, got {value!r}.")
         if self.kind is int and isinstance(value, float) and not value.is_integer():
             raise ParameterError(f"'{self.name}' must be {self.describe()}, got {value!r}.")
+        # int against float compares exactly in Python (no conversion, no overflow), so a huge int is out of range
         too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
         too_high = self.high is not None and value > self.high
         if too_low or too_high:
-            raise ParameterError(f"'{self.name}' must be {self.describe()}, got {value!r}.")
+            raise ParameterError(f"'{self.name}' must be {self.describe()}, got {_number(value)}.")
         return int(value) if self.kind is int else float(value)
 
     def json_schema(self) -> dict[str, Any]:
@@ -151,6 +152,14 @@ def check_parameters(values: Mapping[str, Any], allowed: Iterable[str] = REQUEST
 
 def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _number(value: float) -> str:
+    """A refused number as written, shortened when it is long (an integer of thousands of digits)."""
+    if isinstance(value, int) and value.bit_length() > 14_000:  # beyond Python's 4,300-digit str() limit
+        return "an integer of more than 4,000 digits"
+    text = repr(value)
+    return text if len(text) <= 24 else f"{text[:12]}…{text[-6:]} ({len(text.lstrip('-'))} digits)"
 
 
 def _shown(value: Any) -> str:

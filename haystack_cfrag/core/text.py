@@ -7,6 +7,7 @@ Pure functions, no Haystack. The normalisation is the official SQuAD / HotpotQA 
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 import unicodedata
@@ -150,12 +151,74 @@ def clean_query(text: str) -> str:
 
     NFKC folds full-width and compatibility forms (so mixed scripts compare as users expect);
     characters of Unicode category C (control, format such as zero-width or bidi overrides,
-    private use, unassigned) become spaces; runs of white space become one space. Letters of
-    every script are kept.
+    private use, unassigned, lone surrogates) become spaces; runs of white space become one
+    space. Letters of every script are kept. The text is made stream-safe first
+    (`stream_safe`), so the time is linear in its length for any input.
     """
-    text = unicodedata.normalize("NFKC", text)
+    text = unicodedata.normalize("NFKC", stream_safe(text))
     text = "".join(" " if unicodedata.category(ch).startswith("C") else ch for ch in text)
     return " ".join(text.split())
+
+
+MAX_NON_STARTERS = 30
+"""UAX #15's Stream-Safe Text Format: at most 30 non-starters (combining marks) in a row."""
+_CGJ = "\u034f"  # COMBINING GRAPHEME JOINER: a starter that joins nothing, the format's separator
+
+
+def stream_safe(text: str) -> str:
+    """`text` in the Stream-Safe Text Format of UAX #15: a CGJ after every 30 non-starters in a row.
+
+    Normalisation sorts each run of combining marks by class, in time quadratic in the run's
+    length: one letter and 60,000 marks of two classes in reverse order take seconds. No
+    language needs more than a few marks on a letter; the format caps runs at 30 (counted in
+    the compatibility decomposition, as the standard does), so normalising is linear in the
+    text's length. Text without such a run is returned unchanged.
+    """
+    if text.isascii():
+        return text
+    info, suspicious = _non_starter_table()
+    if suspicious.search(text) is None:
+        return text
+    out: list[str] = []
+    run = 0
+    for ch in text:
+        lead, trail, whole = info.get(ch, (0, 0, False))
+        if run + lead > MAX_NON_STARTERS:
+            out.append(_CGJ)
+            run = 0
+        out.append(ch)
+        run = run + lead if whole else trail
+    return "".join(out)
+
+
+@functools.cache
+def _non_starter_table() -> tuple[dict[str, tuple[int, int, bool]], re.Pattern[str]]:
+    """Per character with non-starters in its NFKD: (leading, trailing, all non-starters); and a
+    pattern of the stretches of leading-non-starter characters long enough to pass the cap.
+
+    Built once (about 0.1 s), from this Python's own Unicode tables; every combining mark and
+    decomposable character lies in planes 0-2.
+    """
+    info: dict[str, tuple[int, int, bool]] = {}
+    for cp in range(0x30000):
+        ch = chr(cp)
+        if not (unicodedata.combining(ch) or unicodedata.decomposition(ch)):
+            continue
+        classes = [unicodedata.combining(c) for c in unicodedata.normalize("NFKD", ch)]
+        lead = next((i for i, c in enumerate(classes) if c == 0), len(classes))
+        trail = next((i for i, c in enumerate(reversed(classes)) if c == 0), len(classes))
+        if lead or trail:
+            info[ch] = (lead, trail, lead == len(classes))
+    leads = sorted(ord(ch) for ch, (lead, _, _) in info.items() if lead)
+    max_lead = max(info[chr(cp)][0] for cp in leads)
+    max_trail = max(trail for _, trail, _ in info.values())
+    shortest = (MAX_NON_STARTERS - max_trail) // max_lead + 1  # fewer in a row never reach the cap
+    ranges, start = [], leads[0]
+    for prev, cp in zip(leads, [*leads[1:], None], strict=True):
+        if cp != prev + 1:
+            ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(prev))}" if prev > start else re.escape(chr(start)))
+            start = cp
+    return info, re.compile(f"[{''.join(ranges)}]{{{shortest},}}")
 
 
 def truncate_text(text: str, max_chars: int) -> str:

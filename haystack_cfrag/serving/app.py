@@ -11,7 +11,9 @@ make the server run code. `--allow-deploy` keeps Hayhooks' live deployment, behi
 Also removed: `/draw/{name}` (it asks mermaid.ink over the network) and the OpenAI file upload;
 Hayhooks' trace and monitoring APIs are off. CORS allows only the `--cors-origin` origins (none
 by default). `middleware.Guard` checks hosts, the token, bodies; every request-validation error
-body is JSON (FastAPI's own handler fails on a non-finite input and answers 500).
+body is JSON (FastAPI's own handler fails on a non-finite input and answers 500). Log lines are
+cut to `MAX_LOGGED_CHARS` (Hayhooks logs each `/run` request's fields), and MCP's `/sse` lets a
+client leave without an "Exception in ASGI application".
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from haystack_cfrag.serving.requests import check_pipeline_inputs, check_run_req
 
 API_KEY_ENV = "CFRAG_API_KEY"
 DROPPED_ROUTES = ("/draw/{pipeline_name}", "/v1/files", "/files")
+MAX_LOGGED_CHARS = 500
 
 
 def configure_hayhooks(pipelines_dir: Path, *, host: str, allow_deploy: bool, cors_origins: list[str]) -> None:
@@ -97,7 +100,35 @@ def mcp_app(pipelines_dir: Path, *, host: str, allow_deploy: bool, api_key: str 
         return await call_tool(request)
 
     server.request_handlers[types.CallToolRequest] = checked_call_tool
-    return Guard(create_starlette_app(server), api_key=api_key, allowed_hosts=allowed_hosts(host))
+    app = create_starlette_app(server)
+    quiet_sse_route(app.router)
+    return Guard(app, api_key=api_key, allowed_hosts=allowed_hosts(host))
+
+
+class _AlreadySent:
+    """The response of an endpoint that has sent its own (an SSE stream): sends nothing more."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        return None
+
+
+def quiet_sse_route(router: Any) -> None:
+    """Make MCP's `/sse` endpoint return a response when its client leaves.
+
+    Hayhooks' endpoint streams through the MCP SDK and returns None when the client disconnects;
+    Starlette then calls None ("Exception in ASGI application", a TypeError, in the log).
+    """
+    from starlette.routing import Route  # noqa: PLC0415
+
+    for i, route in enumerate(router.routes):
+        if isinstance(route, Route) and route.path == "/sse":
+            endpoint = route.endpoint
+
+            async def handle_sse(request: Any, endpoint: Any = endpoint) -> _AlreadySent:
+                await endpoint(request)
+                return _AlreadySent()
+
+            router.routes[i] = Route("/sse", endpoint=handle_sse, methods=sorted(route.methods or ["GET"]))
 
 
 def drop_routes(router: Any, paths: tuple[str, ...]) -> None:
@@ -136,6 +167,33 @@ def allowed_hosts(host: str) -> tuple[str, ...] | None:
     return LOOPBACK_HOSTS if host in LOOPBACK_HOSTS else None
 
 
+class _Shortened:
+    """A logged value cut to MAX_LOGGED_CHARS characters (what the log shows as its repr)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = f"{text[:MAX_LOGGED_CHARS]}… ({len(text)} characters)"
+
+    def __repr__(self) -> str:
+        return self.text
+
+    __str__ = __repr__
+
+
+def shorten_log_record(record: dict[str, Any]) -> None:
+    """Loguru patcher: a message or bound value longer than MAX_LOGGED_CHARS is cut, its length shown.
+
+    Hayhooks logs the fields of every `/run` request (`params=…`); no request can write more than
+    a few hundred characters into the log.
+    """
+    for key, value in list(record["extra"].items()):
+        if isinstance(value, (str, dict, list, tuple)):
+            text = repr(value)
+            if len(text) > MAX_LOGGED_CHARS:
+                record["extra"][key] = _Shortened(text)
+    if len(record["message"]) > MAX_LOGGED_CHARS:
+        record["message"] = _Shortened(record["message"]).text
+
+
 async def json_safe_validation_error(_request: Any, exc: Any) -> Any:
     """FastAPI's 422 without the refused input (which may be NaN, huge, or hostile text): type, field, message."""
     from fastapi.responses import JSONResponse  # noqa: PLC0415
@@ -171,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
         app = mcp_app(args.pipelines_dir, host=args.host, allow_deploy=args.allow_deploy, api_key=api_key)
     intercept_stdlib_logging(settings.intercepted_loggers,
                              access_log_excluded_path_prefixes=settings.access_log_excluded_path_prefixes)
+    from hayhooks.server.logger import log  # noqa: PLC0415  (loguru's logger, which Hayhooks logs to)
+
+    log.configure(patcher=shorten_log_record)
     uvicorn.run(app, host=args.host, port=args.port, log_config=None,
                 timeout_graceful_shutdown=settings.graceful_shutdown_timeout)
     return 0

@@ -3,6 +3,9 @@
 `Guard` wraps Hayhooks' REST app and its MCP app (see `haystack_cfrag.serving.app`). Per HTTP
 request, in order:
 
+0. each of the headers the guard decides on (`Host`, `Authorization`, `Content-Type`) may be
+   sent once — else 400: with two, the guard and the app behind it could read different ones
+   (Starlette reads the first), so the request would be checked as one thing and run as another;
 1. the `Host` header must name an allowed host (when the server listens on loopback: a web
    page cannot reach it through DNS rebinding) — else 400;
 2. with a token (`CFRAG_API_KEY`), `Authorization: Bearer <token>` is required, compared in
@@ -11,11 +14,15 @@ request, in order:
    strictly (`requests.load_json`) and handed to the route's check, if it has one — else 422.
 
 It also closes OpenAI chat streams with `data: [DONE]`, as OpenAI's end, and turns a 500 of a
-pipeline's `/run` route (Hayhooks' "Pipeline execution failed") into a 503.
+pipeline's `/run` route (Hayhooks' "Pipeline execution failed") into a 503. A client that leaves
+an OpenAI stream early is let go quietly: the stream (already computed, a few chunks) is allowed
+to finish, for at most `DISCONNECT_GRACE_S`, before the app hears of the disconnect, so that no
+generator is abandoned half-way (Hayhooks' stream tracing then prints a traceback).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 from collections.abc import Awaitable, Callable
@@ -33,6 +40,9 @@ BodyCheck = Callable[[Any], Any]
 MAX_BODY_BYTES = 1 << 20
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 SSE_DONE_PATHS = ("/v1/chat/completions", "/chat/completions")
+STREAM_PATHS = (*SSE_DONE_PATHS, "/v1/responses", "/responses")
+SINGLE_HEADERS = {"host": "Host", "authorization": "Authorization", "content-type": "Content-Type"}
+DISCONNECT_GRACE_S = 5.0
 
 
 class Guard:
@@ -65,8 +75,9 @@ class Guard:
         if scope["type"] not in ("http", "websocket"):  # lifespan
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        refusal = self._refusal(scope, headers)
+        pairs = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers", [])]
+        headers = dict(pairs)
+        refusal = _repeated_header(pairs) or self._refusal(scope, headers)
         if refusal is not None:
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})
@@ -83,7 +94,11 @@ class Guard:
                 await _json(send, 422, problem)
                 return
             receive = _replay(body, receive)
-        await self.app(scope, receive, _closing(scope["path"], send))
+        finished = None
+        if scope["type"] == "http" and scope["path"] in STREAM_PATHS:
+            finished = asyncio.Event()
+            receive = _disconnect_after(finished, receive)
+        await self.app(scope, receive, _closing(scope["path"], send, finished))
 
     def _refusal(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str, dict[str, str]] | None:
         if self.allowed_hosts is not None and _host_name(headers.get("host", "")) not in self.allowed_hosts:
@@ -108,6 +123,15 @@ class Guard:
         except RequestError as exc:
             return str(exc)
         return None
+
+
+def _repeated_header(pairs: list[tuple[str, str]]) -> tuple[int, str, dict[str, str]] | None:
+    """A 400 when a header of `SINGLE_HEADERS` comes more than once (the one parsing of each)."""
+    names = [name for name, _ in pairs if name in SINGLE_HEADERS]
+    for name in SINGLE_HEADERS:
+        if names.count(name) > 1:
+            return 400, f"The request has {names.count(name)} {SINGLE_HEADERS[name]} headers; send one.", {}
+    return None
 
 
 def _host_name(host: str) -> str:
@@ -147,8 +171,30 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-def _closing(path: str, send: Send) -> Send:
-    """`send` that ends chat SSE streams with `data: [DONE]` and maps a pipeline route's 500 to 503."""
+def _disconnect_after(finished: asyncio.Event, receive: Receive) -> Receive:
+    """`receive` that holds a client's disconnect until the response is finished (at most DISCONNECT_GRACE_S).
+
+    Starlette cancels a streaming response when the client leaves; the stream's generator is then
+    never closed and Hayhooks' tracing prints a traceback when it is collected. CF-RAG's streams
+    are computed before they start, so letting them finish costs nothing: what is sent after the
+    client left is dropped by the server.
+    """
+
+    async def held() -> Message:
+        message = await receive()
+        if message["type"] == "http.disconnect" and not finished.is_set():
+            try:
+                await asyncio.wait_for(finished.wait(), DISCONNECT_GRACE_S)
+            except TimeoutError:
+                pass
+        return message
+
+    return held
+
+
+def _closing(path: str, send: Send, finished: asyncio.Event | None = None) -> Send:
+    """`send` that ends chat SSE streams with `data: [DONE]`, maps a pipeline route's 500 to 503, and sets
+    `finished` after the last body message."""
     is_run = path.endswith("/run")
     done_stream = False
 
@@ -163,6 +209,8 @@ def _closing(path: str, send: Send) -> Send:
             await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": True})
             done_stream = False
         await send(message)
+        if finished is not None and message["type"] == "http.response.body" and not message.get("more_body", False):
+            finished.set()
 
     return wrapped
 

@@ -2,15 +2,19 @@
 
 Every check raises `RequestError` (HTTP 422) with one sentence naming the field and what is
 allowed. Parameter types and ranges come from `haystack_cfrag.parameters`; the question is
-cleaned with `core.text.clean_query` (what is answered and echoed back is the cleaned text).
+cleaned with `core.text.clean_query` (what is answered and echoed back is the cleaned text),
+and only when its raw text is at most `MAX_RAW_QUESTION_CHARS` long: no text of unbounded
+length is ever normalised (the checks run on the server's event loop).
 Bodies are parsed strictly: NaN and ±Infinity are not JSON and a number too large for a
-float is not finite, so both are refused, naming the field.
+float is not finite, so both are refused, naming the field; so is a string holding a lone
+surrogate (a `\\ud800` escape), which is not Unicode text and could not be written back.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -18,6 +22,8 @@ from haystack_cfrag.core.text import clean_query
 from haystack_cfrag.parameters import REQUEST_PARAMETERS, ParameterError, check_parameters
 
 MAX_QUESTION_CHARS = 2000
+MAX_RAW_QUESTION_CHARS = 4 * MAX_QUESTION_CHARS
+"""The longest question text accepted before cleaning (room for spaces and control characters)."""
 # OpenAI's request fields: accepted and ignored (CF-RAG decodes greedily, answers once)
 OPENAI_CHAT_FIELDS = frozenset(
     "model messages stream stream_options temperature top_p n stop max_tokens max_completion_tokens "
@@ -37,9 +43,15 @@ class RequestError(ValueError):
 
 
 def check_question(value: Any, field: str = "question") -> str:
-    """The cleaned question; RequestError unless it is a string with 1 to 2000 characters of text."""
+    """The cleaned question; RequestError unless it is a string with 1 to 2000 characters of text.
+
+    The raw text is bounded before it is cleaned: at most `MAX_RAW_QUESTION_CHARS` characters.
+    """
     if not isinstance(value, str):
         raise RequestError(f"'{field}' must be a string, got {type(value).__name__}.")
+    if len(value) > MAX_RAW_QUESTION_CHARS:
+        raise RequestError(f"'{field}' is longer than {MAX_RAW_QUESTION_CHARS} characters before cleaning "
+                           f"({len(value)}); at most {MAX_QUESTION_CHARS} characters of text are answered.")
     text = clean_query(value)
     if not text:
         raise RequestError(f"'{field}' is empty (nothing but white space or control characters).")
@@ -128,28 +140,37 @@ def _parse_float(text: str) -> float | _NonFinite:
 
 
 def load_json(raw: bytes) -> Any:
-    """A JSON body, strictly: RequestError for invalid JSON and for non-finite numbers, naming the field."""
+    """A JSON body, strictly: RequestError for invalid JSON, non-finite numbers and lone surrogates, naming the field."""
     try:
         data = json.loads(raw, parse_constant=_NonFinite, parse_float=_parse_float)
     except RecursionError as exc:
         raise RequestError("The body is not valid JSON: it is nested too deeply.") from exc
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer with too many digits
         raise RequestError(f"The body is not valid JSON: {str(exc)[:200]}.") from exc
-    found = _non_finite(data, "")
-    if found is not None:
-        path, text = found
-        raise RequestError(f"'{path or 'body'}' must be a finite number, got {text}.")
+    problem = _refused_value(data)
+    if problem is not None:
+        raise RequestError(problem)
     return data
 
 
-def _non_finite(data: Any, path: str) -> tuple[str, str] | None:
-    stack = [(data, path)]
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _refused_value(data: Any) -> str | None:
+    """The first non-finite number or string with a lone surrogate in a parsed body, as a message."""
+    stack: list[tuple[Any, str]] = [(data, "")]
     while stack:
         value, where = stack.pop()
         if isinstance(value, _NonFinite):
-            return where, str(value)
-        if isinstance(value, dict):
-            stack.extend((v, f"{where}.{k}" if where else str(k)) for k, v in value.items())
+            return f"'{where or 'body'}' must be a finite number, got {value}."
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                return f"'{where or 'body'}' is not Unicode text: it holds a lone surrogate."
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                if _SURROGATE.search(k):
+                    return f"'{where or 'body'}' has a key that is not Unicode text (a lone surrogate)."
+                stack.append((v, f"{where}.{k}" if where else k))
         elif isinstance(value, list):
             stack.extend((v, f"{where}[{i}]") for i, v in enumerate(value))
     return None

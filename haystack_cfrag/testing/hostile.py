@@ -1,15 +1,18 @@
-"""Hostile and careless requests to a served CF-RAG, with the answer each must get (issue #18).
+"""Hostile and careless requests to a served CF-RAG, with the answer each must get (issues #18, #23).
 
-Shared by the HTTP tests (`tests/integration/test_serving.py`) and the load run
-(`scripts/load_test.py --hostile-share`), against `cfrag serve --mock --pipeline cf_rag
---pipeline standard_rag --yaml cf_rag_fast`. Bodies are raw bytes: NaN, Infinity and deep
-nesting cannot be written by a JSON encoder, which is the point.
+Shared by the HTTP tests (`tests/integration/test_serving.py`, `test_security_round2_server.py`)
+and the load run (`scripts/load_test.py --hostile-share`), against `cfrag serve --mock --pipeline
+cf_rag --pipeline standard_rag --yaml cf_rag_fast`. Bodies are raw bytes: NaN, Infinity and deep
+nesting cannot be written by a JSON encoder, which is the point. `hostile_requests` are bodies
+sent with one JSON content type; `hostile_header_requests` need headers of their own (two
+Content-Type headers); `worst_case_cleaning` is the question that made normalisation stall
+the server (issue #23).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 SERVED_ARGS = ["--mock", "--pipeline", "cf_rag", "--pipeline", "standard_rag", "--yaml", "cf_rag_fast"]
@@ -38,6 +41,20 @@ class Hostile:
     body: bytes
     status: int
     message: str
+    headers: tuple[tuple[str, str], ...] = field(default=(("content-type", "application/json"),))
+
+
+JSON_HEADERS = (("content-type", "application/json"),)
+HUGE_INT = "1" + "0" * 400  # 401 digits: an int, too large for a float (issue #23)
+LONE_SURROGATE = "\ud800"
+
+
+def worst_case_cleaning(marks: int = 30_000) -> bytes:
+    """A `/cf_rag/run` body whose question is one letter and `marks` U+0301 then `marks` U+0316
+    (combining marks of two classes in reverse order): NFKC sorts them in quadratic time. With
+    the default, 120 KB: before issue #23, /status waited 4.6 s while one was cleaned; 260,000
+    (just under the 1 MiB body limit) would have taken minutes."""
+    return json.dumps({"question": "a" + "\u0301" * marks + "\u0316" * marks}, ensure_ascii=False).encode()
 
 
 def _json(data: Any) -> bytes:
@@ -106,4 +123,55 @@ def hostile_requests(marker: str = "/nonexistent/cfrag-marker") -> list[Hostile]
         Hostile("deploy YAML", "/deploy-yaml", _json({"name": "evil", "source_code": "components: {}"}), 404,
                 "Not Found"),
         Hostile("undeploy", "/undeploy/cf_rag", b"", 404, "Not Found"),
+        # issue #23: bounded before cleaning, numbers without float overflow, lone surrogates
+        Hostile("worst-case cleaning 120 KB", run, worst_case_cleaning(), 422,
+                "'question' is longer than 8000 characters before cleaning"),
+        Hostile("worst-case cleaning 8000 characters", run, worst_case_cleaning(3999), 422,
+                "'question' is longer than 2000 characters"),
+        Hostile("chat worst-case cleaning", "/v1/chat/completions",
+                _json({"model": "cf_rag", "messages": [{"role": "user", "content": "a" + "\u0301\u0316" * 30_000}]}),
+                422, "'messages[-1].content' is longer than 8000 characters before cleaning"),
+        Hostile("YAML worst-case cleaning", "/cf_rag_fast_yaml/run", _json({"query": "a" + "\u0301" * 9000}), 422,
+                "'query' is longer than 8000 characters before cleaning"),
+        Hostile("900 KB of zero-width characters", run,
+                json.dumps({"question": "Who is Batman?" + "\u200b" * 300_000}, ensure_ascii=False).encode(), 422,
+                "'question' is longer than 8000 characters before cleaning"),
+        Hostile("huge integer", run, f'{{"question": "Who?", "n_subsets": {HUGE_INT}}}'.encode(), 422,
+                "'n_subsets' must be an integer in [1, 20], got 100000000000"),
+        Hostile("huge negative integer for a number", run,
+                f'{{"question": "Who?", "causal_weight": -{HUGE_INT}}}'.encode(), 422,
+                "'causal_weight' must be a number in [0, 1], got -10000000000"),
+        Hostile("chat huge integer", "/v1/chat/completions",
+                _json(_chat())[:-1] + f', "n_counterfactuals": {HUGE_INT}}}'.encode(), 422,
+                "'n_counterfactuals' must be an integer in [0, 10]"),
+        Hostile("responses huge integer", "/v1/responses",
+                f'{{"model": "cf_rag", "input": "Who?", "causal_weight": {HUGE_INT}}}'.encode(), 422,
+                "'causal_weight' must be a number in [0, 1]"),
+        Hostile("YAML huge integer as the query", "/cf_rag_fast_yaml/run", f'{{"query": {HUGE_INT}}}'.encode(), 422,
+                "'query' must be a string, got int"),
+        Hostile("chat lone-surrogate model", "/v1/chat/completions", _json(_chat(model=LONE_SURROGATE)), 422,
+                "'model' is not Unicode text"),
+        Hostile("responses lone-surrogate model", "/v1/responses",
+                _json({"model": LONE_SURROGATE, "input": "Who?"}), 422, "'model' is not Unicode text"),
+        Hostile("lone-surrogate question", run, _json({"question": "Who\udc80?"}), 422,
+                "'question' is not Unicode text"),
     ]
+
+
+def hostile_header_requests() -> list[Hostile]:
+    """Cases that need headers of their own: two Content-Type headers, each order (issue #23)."""
+    run = "/cf_rag/run"
+    json_then_text = (("content-type", "application/json"), ("content-type", "text/plain"))
+    return [
+        Hostile("two content types, JSON first", run, _json({"question": "x" * 25_000}), 400,
+                "2 Content-Type headers", json_then_text),
+        Hostile("two content types, text first", run, _json({"question": "Who?", "top_k": 500}), 400,
+                "2 Content-Type headers", json_then_text[::-1]),
+        Hostile("two content types, chat", "/v1/chat/completions", _json(_chat()), 400, "2 Content-Type headers",
+                json_then_text),
+    ]
+
+
+def all_hostile_requests(marker: str = "/nonexistent/cfrag-marker") -> list[Hostile]:
+    """`hostile_requests` and `hostile_header_requests`: what the load run mixes in."""
+    return [*hostile_requests(marker), *hostile_header_requests()]

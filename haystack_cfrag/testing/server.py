@@ -52,6 +52,16 @@ class Server:
         with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310  (local URL)
             return json.load(response)
 
+    def log_size(self) -> int:
+        """The size of the server's log so far, in bytes (an offset for `log_since`)."""
+        return self.log.stat().st_size if self.log.exists() else 0
+
+    def log_since(self, offset: int) -> str:
+        """What the server (REST and MCP) logged from byte `offset` on."""
+        with self.log.open("rb") as fh:
+            fh.seek(offset)
+            return fh.read().decode("utf-8", errors="replace")
+
     def hayhooks_pid(self) -> int | None:
         """The pid of the REST server process (a child of `cfrag serve` running Hayhooks' app)."""
         try:
