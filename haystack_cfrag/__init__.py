@@ -5,17 +5,7 @@ original question more than its counterfactuals, draft answers from separate evi
 and arbitrate them on coherence and causal discrimination.
 """
 
-from haystack_cfrag.components import (
-    CausalArbitrationRanker,
-    CounterfactualQueryExpander,
-    CounterfactualRAG,
-    EmbeddingDeduplicator,
-    MultiQueryRetriever,
-    ParallelDraftGenerator,
-    SpectralStratifier,
-)
-from haystack_cfrag.dataclasses import Draft
-from haystack_cfrag.loading import load_pipeline
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -30,3 +20,31 @@ __all__ = [
     "SpectralStratifier",
     "load_pipeline",
 ]
+
+# Imported on first use (PEP 562): `import haystack_cfrag` stays cheap, so that the `cfrag`
+# command is still in its own hands when Ctrl-C comes while Haystack imports.
+_HOMES = {name: "haystack_cfrag.components" for name in __all__}
+_HOMES.update({"Draft": "haystack_cfrag.dataclasses", "load_pipeline": "haystack_cfrag.loading"})
+
+if TYPE_CHECKING:
+    from haystack_cfrag.components import (
+        CausalArbitrationRanker,
+        CounterfactualQueryExpander,
+        CounterfactualRAG,
+        EmbeddingDeduplicator,
+        MultiQueryRetriever,
+        ParallelDraftGenerator,
+        SpectralStratifier,
+    )
+    from haystack_cfrag.dataclasses import Draft
+    from haystack_cfrag.loading import load_pipeline
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        import importlib  # noqa: PLC0415
+
+        value = getattr(importlib.import_module(_HOMES[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,15 +1,23 @@
-"""Files to passages for indexing: text, Markdown, PDF and JSONL files read and split.
+"""Files to passages for indexing: text, Markdown, PDF and JSONL files selected, read and split.
 
-Text, Markdown and PDF files go through Haystack's converters; JSONL lines are passages
-already (`read_jsonl`). `split_documents` cuts the rest into ~250-token passages with overlap
-(Haystack's `DocumentSplitter`). `cfrag index` embeds them and writes them to a store
+`select_files` is the one file filter of `cfrag index`: a file named on the command line must
+be of a type read here (`SUFFIXES`: .txt .text .md .markdown .pdf .jsonl; a file without a
+suffix is never read); a folder is read recursively, and what it holds that is hidden (any
+name below the folder starting with "."), of another type, or a link leading out of the
+folder is skipped and counted (`FileSelection.skipped`). Text, Markdown and PDF files go
+through Haystack's converters; JSONL lines are passages already (`read_jsonl`).
+`split_documents` cuts the rest into ~250-token passages with overlap (Haystack's
+`DocumentSplitter`). `cfrag index` embeds them and writes them to a store
 (`haystack_cfrag.stores`); the demo store is built from `read_jsonl` of the shipped corpus.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +60,107 @@ def read_jsonl(path: Path) -> list[Document]:
     return docs
 
 
-TEXT_SUFFIXES = (".txt", ".text", ".md", ".markdown", "")
+TEXT_SUFFIXES = (".txt", ".text", ".md", ".markdown")
 SUFFIXES = (*TEXT_SUFFIXES, ".pdf", ".jsonl")
+"""The file types `cfrag index` reads (lower-cased suffixes); nothing else, a file without a suffix included."""
+
+
+@dataclass
+class FileSelection:
+    """The files to read, and what a folder held that was skipped (paths, by reason)."""
+
+    files: list[Path] = field(default_factory=list)
+    hidden: list[Path] = field(default_factory=list)
+    other_types: list[Path] = field(default_factory=list)
+    outside: list[Path] = field(default_factory=list)
+
+    def skipped(self) -> str:
+        """What was skipped in words, e.g. "skipped 3 hidden, 2 of other types"; "" when nothing was."""
+        parts = [f"{len(self.hidden)} hidden" if self.hidden else "",
+                 f"{len(self.other_types)} of other types" if self.other_types else "",
+                 f"{len(self.outside)} links leading out of the folder" if self.outside else ""]
+        shown = ", ".join(p for p in parts if p)
+        return f"skipped {shown}" if shown else ""
+
+
+def unsupported(path: Path) -> str | None:
+    """Why `cfrag index` does not read `path` ("no file type" or "unsupported file type '.png'"), None when it does."""
+    suffix = path.suffix.lower()
+    if suffix in SUFFIXES:
+        return None
+    what = "no file type suffix" if not suffix else f"unsupported file type '{suffix}'"
+    return f"{what} (cfrag index reads {', '.join(SUFFIXES)})"
+
+
+def select_files(paths: Iterable[Path], *, include_hidden: bool = False) -> FileSelection:
+    """The files `cfrag index` reads from files and folders named on the command line.
+
+    A file named is read when its type is in `SUFFIXES` (hidden or not: naming it is the
+    choice). A folder is walked recursively and sorted; skipped and counted: hidden files and
+    folders (a name below the folder starting with "."; read with `include_hidden`, their type
+    still checked), files of other types or without a suffix, anything not a regular file, and
+    links whose target lies outside the folder (or nowhere). Links to folders are not followed
+    (what they lead to inside the folder is read where it is).
+
+    :raises ValueError: naming a file named on the command line that is not read, or not a regular file.
+    """
+    selection = FileSelection()
+    for path in paths:
+        if path.is_dir():
+            _walk(path, selection, include_hidden)
+            continue
+        why = unsupported(path)
+        if why:
+            raise ValueError(f"{path}: {why}.")
+        if not path.is_file():  # a FIFO or a device would block or never end
+            raise ValueError(f"{path}: not a regular file.")
+        selection.files.append(path)
+    return selection
+
+
+def _walk(folder: Path, selection: FileSelection, include_hidden: bool) -> None:
+    root = folder.resolve()
+    for current, dirs, names in os.walk(folder):  # links to folders are listed in `dirs`, never entered
+        here = Path(current)
+        for name in sorted(dirs):
+            path = here / name
+            if name.startswith(".") and not include_hidden:
+                selection.hidden.append(path)
+                dirs.remove(name)
+            elif path.is_symlink():
+                if not _inside(path, root):
+                    selection.outside.append(path)
+        dirs.sort()
+        for name in sorted(names):
+            path = here / name
+            if name.startswith(".") and not include_hidden:
+                selection.hidden.append(path)
+            elif path.is_symlink() and not _inside(path, root):
+                selection.outside.append(path)
+            elif unsupported(path) or not _regular(path):
+                selection.other_types.append(path)
+            else:
+                selection.files.append(path)
+
+
+def _inside(link: Path, root: Path) -> bool:
+    """Whether a link's target exists and lies inside `root`."""
+    try:
+        target = link.resolve(strict=True)
+    except (OSError, RuntimeError):  # dangling, or a loop
+        return False
+    return target == root or root in target.parents
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False
 
 
 def convert_files(paths: Iterable[Path]) -> tuple[list[Document], list[Path]]:
-    """Documents from files: .txt, .md, .pdf through Haystack's converters; .jsonl as passages.
+    """Documents from files: .txt, .text, .md, .markdown, .pdf through Haystack's converters; .jsonl as passages.
 
     :returns: the documents with text, and the files that gave none (empty, or a PDF without
         extractable text), each logged as a warning.
@@ -66,9 +169,10 @@ def convert_files(paths: Iterable[Path]) -> tuple[list[Document], list[Path]]:
     docs: list[Document] = []
     no_text: list[Path] = []
     for path in paths:
+        why = unsupported(path)
+        if why:
+            raise ValueError(f"{path}: {why}.")
         suffix = path.suffix.lower()
-        if suffix not in SUFFIXES:
-            raise ValueError(f"{path}: unsupported file type '{suffix}' (use .txt, .md, .pdf or .jsonl).")
         if suffix == ".jsonl":
             found = read_jsonl(path)
         else:

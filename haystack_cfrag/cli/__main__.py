@@ -2,6 +2,6 @@
 
 import sys
 
-from haystack_cfrag.cli.app import main
+from haystack_cfrag.cli import main
 
 sys.exit(main())

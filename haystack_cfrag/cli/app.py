@@ -38,6 +38,8 @@ from haystack_cfrag.trace import format_trace, why_no_answer
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
+INTERRUPTED = 130  # the exit code of a command stopped by Ctrl-C (128 + SIGINT)
+
 
 def _model_options(func: Any) -> Any:
     options = [
@@ -50,7 +52,8 @@ def _model_options(func: Any) -> Any:
                      help="Sentence-transformers model: embedded:…, a hub id or a local folder."),
         click.option("--scorer", default=None, help="Cross-encoder for s(q, e) (hub id or folder); default: embedder cosine."),
         click.option("--device", default=None, help="Device for embedders/cross-encoders, e.g. cuda:0."),
-        click.option("--max-tokens", default=256, show_default=True, help="Generation limit per LLM call."),
+        click.option("--max-tokens", default=256, show_default=True, type=click.IntRange(1, 32768),
+                     help="Generation limit per LLM call."),
         click.option("--logprobs", is_flag=True,
                      help="Ask the LLM for token log-probabilities (φ_conf in the trace); 1.5-3× slower with llama.cpp."),
     ]
@@ -68,11 +71,17 @@ def _param_options(func: Any) -> Any:
 
 
 class _Main(click.Group):
-    """The `cfrag` group: every error is one line; `--debug` shows the traceback of an unexpected one."""
+    """The `cfrag` group: every error is one line; `--debug` shows the traceback of an unexpected one;
+    Ctrl-C anywhere in a command is "Interrupted." and exit 130 (128 + SIGINT, as a shell reports it)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            if ctx.params.get("debug"):
+                raise
+            click.echo("Interrupted.", err=True)
+            ctx.exit(INTERRUPTED)
         except click.UsageError as exc:
             exc.ctx = None  # the message names the option: no usage block around it
             raise
@@ -233,30 +242,43 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
               help="Words per passage (≈ 250 tokens).")
 @click.option("--overlap", default=30, show_default=True, type=click.IntRange(min=0),
               help="Words shared by consecutive passages (fewer than --words).")
+@click.option("--include-hidden", is_flag=True,
+              help="Also read hidden files and folders (names starting with '.') inside a FOLDER, "
+                   "e.g. .env or .git: secrets often live there. Their type must still be one of those read.")
 def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str | None, words: int,
-          overlap: int) -> None:
-    """Split text, Markdown, PDF or JSONL files into passages, embed them and write them to a store.
+          overlap: int, include_hidden: bool) -> None:
+    """Split files into passages, embed them and write them to a store.
 
-    A folder is read recursively (files of those types only). No passage at all is an error.
+    \b
+    Reads exactly these types (by suffix, any case):
+      .txt .text .md .markdown  UTF-8 text
+      .pdf                      its extractable text
+      .jsonl                    one passage per line ({"content": …})
+
+    A file named here must be of one of those types (a file without a suffix is an error). A
+    FOLDER is read recursively, files of those types only; skipped and counted in the summary:
+    hidden files and folders (any name below FOLDER starting with '.', unless --include-hidden),
+    files of other types or without a suffix, and links leading out of FOLDER (or nowhere); links
+    to folders are not followed. No passage at all is an error.
     """
     from haystack.document_stores.types import DuplicatePolicy  # noqa: PLC0415
 
-    from haystack_cfrag.indexing import SUFFIXES, convert_files, split_documents  # noqa: PLC0415
+    from haystack_cfrag.indexing import convert_files, select_files, split_documents  # noqa: PLC0415
     from haystack_cfrag.stores import close_document_store, open_document_store, redact, save_document_store  # noqa: PLC0415
 
     if overlap >= words:
         raise click.BadParameter(f"must be smaller than --words ({words}), got {overlap}", param_hint="--overlap")
     spec = check_store_spec(store_path, create=True)
     check_model_spec(embedder, "--embedder")
-    files = []
-    for path in paths:
-        if path.is_dir():
-            found = sorted(x for x in path.rglob("*") if x.is_file() and x.suffix.lower() in SUFFIXES)
-            if not found:
-                raise click.BadParameter(f"{path} holds no .txt, .md, .pdf or .jsonl file", param_hint="PATHS")
-            files += found
-        else:
-            files.append(path)
+    try:
+        selection = select_files(paths, include_hidden=include_hidden)
+    except ValueError as exc:  # a file named on the command line that is not read: names it
+        raise click.ClickException(one_line(exc, typed=False)) from exc
+    files = selection.files
+    skipped = selection.skipped()
+    if not files:
+        raise click.BadParameter(f"{', '.join(map(str, paths))} holds no .txt, .md, .pdf or .jsonl file"
+                                 + (f" ({skipped})" if skipped else ""), param_hint="PATHS")
     start = time.perf_counter()
     try:
         docs, no_text = convert_files(files)
@@ -269,7 +291,10 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
     doc_embedder.warm_up()
     embedded = doc_embedder.run(documents=passages)["documents"]
     dim = len(embedded[0].embedding) if embedded and embedded[0].embedding is not None else None
-    store = open_document_store(spec, embedding_dim=dim, create=True)
+    try:
+        store = open_document_store(spec, embedding_dim=dim, create=True)
+    except ValueError as exc:  # e.g. a table of another dimension
+        raise click.ClickException(one_line(exc, typed=False)) from exc
     try:
         written = store.write_documents(embedded, policy=DuplicatePolicy.OVERWRITE)
         save_document_store(store, spec)
@@ -278,7 +303,7 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
         close_document_store(store)
     where = spec.location if spec.kind == "memory" else redact(str(spec))
     click.echo(f"{len(files)} files → {len(passages)} passages, {written} written; store has "
-               f"{count} in {time.perf_counter() - start:.1f} s → {where}")
+               f"{count} in {time.perf_counter() - start:.1f} s → {where}" + (f"; {skipped}" if skipped else ""))
 
 
 @main.command()

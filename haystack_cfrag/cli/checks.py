@@ -31,7 +31,8 @@ def check_run_parameters(values: dict[str, Any]) -> dict[str, Any]:
         try:
             checked[name] = PARAMETERS[name].check(value)
         except ParameterError as exc:
-            raise click.BadParameter(f"must be {PARAMETERS[name].describe()}, got {value!r}",
+            shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:20]}… ({len(repr(value))} characters)"
+            raise click.BadParameter(f"must be {PARAMETERS[name].describe()}, got {shown}",
                                      param_hint=options.get(name, name)) from exc
     return checked
 
@@ -60,7 +61,12 @@ def check_model_spec(spec: str, option: str) -> None:
 
 
 def check_store_spec(text: str, *, create: bool, option: str = "--store") -> Any:
-    """The parsed store spec; for reading (`create=False`) the store must exist where that can be seen locally."""
+    """The parsed store spec, its local files checked where they can be seen, before anything loads or embeds.
+
+    For reading (`create=False`) the store must exist; an existing local file must be a store of
+    its kind (a user's own JSON file or a folder is refused, `create` or not: `cfrag index` never
+    replaces a file that is not a store).
+    """
     from haystack_cfrag.stores import parse_store_spec  # noqa: PLC0415
 
     try:
@@ -82,4 +88,44 @@ def check_store_spec(text: str, *, create: bool, option: str = "--store") -> Any
     elif not local.exists():
         raise click.BadParameter(f"no store at {local}: create it with `cfrag index FILES --store {text}`",
                                  param_hint=option)
+    try:
+        _check_local_store(spec, local, create)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from exc
     return spec
+
+
+def _check_local_store(spec: Any, local: Path, create: bool) -> None:
+    """ValueError when an existing local path is not a store of `spec`'s kind."""
+    from haystack_cfrag.stores.opening import check_memory_store_file  # noqa: PLC0415
+
+    if spec.kind == "memory" and local.exists():
+        check_memory_store_file(local)
+    elif spec.kind == "faiss":
+        companion = local.with_suffix(".json")
+        if local.exists() and not local.is_file():
+            raise ValueError(f"{local} is not a file: name the FAISS store cfrag index wrote (faiss:PATH)")
+        if create and not local.exists() and companion.exists():
+            raise ValueError(f"{companion} exists but {local} does not: it is not part of a FAISS store cfrag "
+                             "index wrote, and cfrag never replaces it; name another PATH")
+    elif spec.kind == "qdrant":
+        if local.exists() and not local.is_dir():
+            raise ValueError(f"{local} is not a folder: a local Qdrant store is the folder cfrag index wrote")
+        if create and local.is_dir() and any(local.iterdir()) and not _qdrant_folder(local):
+            shown = ", ".join(sorted(p.name for p in local.iterdir())[:5])
+            raise ValueError(f"{local} holds files that are not a local Qdrant store ({shown}): Qdrant would write "
+                             "its meta.json and collection/ among them; name a new folder or one cfrag index wrote")
+        if not create and not (local / "collection" / spec.name).is_dir():
+            raise ValueError(f"no Qdrant collection '{spec.name}' in {local}: create it with "
+                             f"`cfrag index FILES --store {spec}`")
+
+
+def _qdrant_folder(folder: Path) -> bool:
+    """Whether `folder` is a local Qdrant store (its meta.json lists collections)."""
+    import json  # noqa: PLC0415
+
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and "collections" in meta

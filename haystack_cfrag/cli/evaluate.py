@@ -1,7 +1,15 @@
-"""`cfrag eval`: the evaluation harness from the command line (see `haystack_cfrag.evaluation`)."""
+"""`cfrag eval`: the evaluation harness from the command line (see `haystack_cfrag.evaluation`).
+
+Every system and sweep value is checked before the first question runs, and the --out folder
+must be cfrag eval's: new, empty, holding its marker `.cfrag-eval.json`, or a run folder it
+wrote before markers existed (its `metadata.json` or `records.jsonl`). Anything else is refused
+with one line naming the folder and what it holds: `metadata.json` and `report.md` there are
+the user's, and cfrag eval never replaces them.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -9,7 +17,9 @@ import click
 from haystack_cfrag import models
 from haystack_cfrag.cli.checks import check_model_spec
 from haystack_cfrag.evaluation.corpus import CORPUS_MODES, INJECTION_VARIANTS
-from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, SWEEP_PARAMETERS
+from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, SWEEP_PARAMETERS, check_systems, parse_system
+
+EVAL_MARKER = ".cfrag-eval.json"
 
 
 def _ints(text: str) -> list[int]:
@@ -26,8 +36,47 @@ def _sweep_systems(sweeps: tuple[str, ...]) -> list[str]:
         param, sep, values = sweep.partition("=")
         if not sep or param not in SWEEP_PARAMETERS or not values:
             raise click.BadParameter(f"'{sweep}': use PARAM=V1,V2,… with PARAM in {sorted(SWEEP_PARAMETERS)}.")
-        names += [f"cf_rag[{param}={v.strip()}]" for v in values.split(",") if v.strip()]
+        for value in (v.strip() for v in values.split(",") if v.strip()):
+            name = f"cf_rag[{param}={value}]"
+            try:
+                parse_system(name)
+            except ValueError as exc:
+                raise click.BadParameter(f"'{sweep}': {exc}", param_hint="--sweep") from exc
+            names.append(name)
     return names
+
+
+def _check_systems(specs: str, option: str) -> None:
+    try:
+        check_systems(specs)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from exc
+
+
+def made_by_eval(folder: Path) -> bool:
+    """Whether `folder` is a run folder cfrag eval wrote before its marker existed: its metadata or records."""
+    try:
+        meta = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
+        if isinstance(meta, dict) and {"haystack_cfrag", "config"} <= meta.keys():
+            return True
+    except (OSError, ValueError):
+        pass
+    try:
+        with (folder / "records.jsonl").open(encoding="utf-8") as fh:
+            first = json.loads(fh.readline())
+    except (OSError, ValueError):
+        return False
+    return isinstance(first, dict) and {"condition", "system", "qid"} <= first.keys()
+
+
+def _check_out(out: Path) -> None:
+    """Refuse, before anything is written, an --out folder cfrag eval did not make."""
+    from haystack_cfrag.serving.deploy import FolderOwnershipError, owned_folder  # noqa: PLC0415
+
+    try:
+        owned_folder(out, "cfrag eval", EVAL_MARKER, adopt=made_by_eval)
+    except FolderOwnershipError as exc:
+        raise click.BadParameter(str(exc), param_hint="--out") from exc
 
 
 @click.command("eval")
@@ -64,18 +113,31 @@ def eval_command(data: Path, fmt: str, limit: int, offset: int, main_limit: int 
                  sweeps: tuple[str, ...], inject_levels: str, inject_variants: str, inject_systems: str,
                  inject_limit: int | None, skip_main: bool, out: Path, llm: str, embedder: str, scorer: str | None,
                  device: str | None, max_tokens: int, no_cache: bool, report_only: bool, no_plots: bool) -> None:
-    """Evaluate systems side by side on DATA; results resume from --out."""
+    """Evaluate systems side by side on DATA; results resume from --out.
+
+    --out is a new or empty folder, or one cfrag eval wrote (its marker .cfrag-eval.json, or its
+    records): any other folder is refused, and no file cfrag eval did not write is replaced.
+    """
     from haystack_cfrag.evaluation import EvalConfig, run_eval, write_outputs  # noqa: PLC0415
     from haystack_cfrag.evaluation.provenance import ResumeMismatchError  # noqa: PLC0415
+    from haystack_cfrag.serving.deploy import mark_folder  # noqa: PLC0415
 
     if not report_only:
         for spec, option in ((llm, "--llm"), (embedder, "--embedder"), (scorer, "--scorer")):
             if spec:
                 check_model_spec(spec, option)
+        swept = _sweep_systems(sweeps)
+        if systems.strip():
+            _check_systems(systems, "--systems")
+        if not systems.strip() and not swept and not skip_main:
+            raise click.BadParameter("names no system", param_hint="--systems")
+        _check_systems(inject_systems, "--inject-systems")
+    _check_out(out)
+    if not report_only:
         try:
             config = EvalConfig(
                 data=str(data), format=fmt, limit=limit, offset=offset, main_limit=main_limit, corpus=corpus,
-                systems=[s for s in [systems] if s] + _sweep_systems(sweeps),
+                systems=[s for s in [systems] if s.strip()] + swept,
                 inject_levels=_ints(inject_levels), inject_variants=[v for v in inject_variants.split(",") if v],
                 inject_systems=[inject_systems], inject_limit=inject_limit, skip_main=skip_main, out=str(out),
                 llm=llm, embedder=embedder, scorer=scorer, device=device, max_tokens=max_tokens,
@@ -87,6 +149,8 @@ def eval_command(data: Path, fmt: str, limit: int, offset: int, main_limit: int 
             run_eval(config)
         except ResumeMismatchError as exc:  # a folder of another run: say what differs, touch nothing
             raise click.ClickException(str(exc)) from exc
+    if out.is_dir():
+        mark_folder(out, "cfrag eval", EVAL_MARKER)
     results = write_outputs(out, with_plots=not no_plots)
     click.echo(f"{sum(len(c['systems']) for c in results['conditions'].values())} system results → "
                f"{out / 'results.json'}, {out / 'report.md'}")

@@ -168,22 +168,39 @@ def serve(host: str, port: int, pipelines: tuple[str, ...], yaml_pipelines: tupl
 
 
 def run_children(commands: list[list[str]], env: dict[str, str]) -> int:
-    """Start the commands, forward SIGINT/SIGTERM to them, and return when the first exits (the rest are stopped)."""
-    children = [subprocess.Popen(cmd, env=env) for cmd in commands]  # noqa: S603
+    """Start the commands and return when the first exits (the rest are stopped).
+
+    The children run in their own process group, so a terminal's Ctrl-C reaches only this
+    process: it stops them with SIGTERM (a clean shutdown, and no traceback from a child still
+    importing) and, once they are gone, raises KeyboardInterrupt ("Interrupted.", exit 130).
+    SIGTERM is passed on as it is.
+    """
+    children: list[subprocess.Popen[bytes]] = []
+    interrupted: list[int] = []
 
     def stop(signum: int, _frame: Any) -> None:
+        if signum == signal.SIGINT:
+            interrupted.append(signum)
         for child in children:
             if child.poll() is None:
-                child.send_signal(signum)
+                child.send_signal(signal.SIGTERM)
 
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}  # before any child starts
     try:
+        for cmd in commands:
+            if interrupted:
+                break
+            children.append(subprocess.Popen(cmd, env=env, process_group=0))  # noqa: S603
         while True:
+            if interrupted:  # the finally below stops and waits for every child
+                raise KeyboardInterrupt
             for child in children:
                 try:
                     code = child.wait(timeout=0.5)
                 except subprocess.TimeoutExpired:
                     continue
+                if interrupted:
+                    raise KeyboardInterrupt
                 return code
     finally:
         for child in children:

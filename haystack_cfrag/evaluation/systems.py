@@ -4,7 +4,10 @@ Names: `closed_book`, `standard_rag`, `cf_rag`, `cf_rag_fast`, `cf_rag_paper` (t
 configuration), the ablations `cf_rag_n0` (no counterfactuals), `cf_rag_k1` (one cluster),
 `cf_rag_lambda0` (no causal term), `cf_rag_no_override` (the baseline always stands), any YAML path,
 and any of these with overrides in brackets: `cf_rag[causal_weight=0.2,n_subsets=2]`
-(parameters: see `haystack_cfrag.runtime.PARAMETER_TARGETS`).
+(parameters: see `haystack_cfrag.parameters`; each value is checked against its range when the
+system is read). `check_systems` also checks, before anything runs, that each pipeline is a
+shipped name or a YAML pipeline file (`cfrag eval` refuses anything else; `run_eval` records
+a system that cannot load as a failed result).
 
 Usage:
     >>> [s.name for s in parse_systems("standard_rag,cf_rag[causal_weight=0.2]")]
@@ -19,9 +22,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from haystack_cfrag.runtime import PARAMETER_TARGETS
+import yaml
+
+from haystack_cfrag.parameters import PARAMETERS, ParameterError
+from haystack_cfrag.parameters import TARGETS as PARAMETER_TARGETS
 
 BASELINE = "standard_rag"
 DEFAULT_SYSTEMS = ("closed_book", "standard_rag", "cf_rag_fast", "cf_rag", "cf_rag_paper", "cf_rag_lambda0", "cf_rag_n0",
@@ -76,7 +83,39 @@ def parse_system(spec: str) -> System:
         if not sep or key not in PARAMETER_TARGETS:
             raise ValueError(f"System '{spec}': '{part}' is not param=value with param in {sorted(PARAMETER_TARGETS)}.")
         params[key] = _value(value.strip())
+        try:
+            PARAMETERS[key].check(params[key])  # the value as written is kept: it is part of the records' keys
+        except ParameterError as exc:
+            raise ValueError(f"System '{spec}': {exc}") from exc
     return System(spec, pipeline, params)
+
+
+def check_system(system: System) -> None:
+    """ValueError naming the system unless its pipeline is a shipped name or a YAML file with `components`."""
+    from haystack_cfrag.pipelines import shipped_pipelines  # noqa: PLC0415
+
+    if system.pipeline in shipped_pipelines():
+        return
+    path = Path(system.pipeline)
+    if not path.is_file():
+        raise ValueError(f"System '{system.name}': no pipeline '{system.pipeline}' (shipped: "
+                         f"{', '.join(shipped_pipelines())}, ablations: {', '.join(ABLATIONS)}; or a .yml file).")
+    if path.suffix.lower() not in (".yml", ".yaml"):
+        raise ValueError(f"System '{system.name}': {path} is not a pipeline file (.yml or .yaml).")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"System '{system.name}': {path} is not readable YAML ({type(exc).__name__}).") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("components"), dict):
+        raise ValueError(f"System '{system.name}': {path} is not a Haystack pipeline file (no 'components').")
+
+
+def check_systems(specs: str) -> list[System]:
+    """`parse_systems`, each system's parameters and pipeline checked (`check_system`): ValueError on the first bad one."""
+    systems = parse_systems(specs)
+    for system in systems:
+        check_system(system)
+    return systems
 
 
 def parse_systems(specs: str) -> list[System]:

@@ -11,12 +11,15 @@ shipped files' generator and embedders resolve them when their models load.
 A deploy directory is never emptied blindly: `cfrag serve` writes into a new or empty folder,
 or into one it made before (its marker file, `.cfrag-serve.json`, lists what it wrote), and
 then replaces only what the marker lists. Any other folder is refused, naming what it holds.
+`owned_folder` and `mark_folder` are that rule for any cfrag command that writes into a folder
+the user names (`cfrag eval --out` too, with its own marker).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,23 +32,62 @@ WRAPPERS_DIR = Path(__file__).resolve().parent / "wrappers"
 MARKER = ".cfrag-serve.json"
 
 
-class DeployDirError(ValueError):
-    """A deploy directory `cfrag serve` must not write into (a file, or a folder it did not make)."""
+class FolderOwnershipError(ValueError):
+    """A folder a cfrag command must not write into: a file, or a folder it did not make."""
+
+
+DeployDirError = FolderOwnershipError  # the deploy directory's name for it
+
+
+def owned_folder(target: Path, command: str, marker: str, *,
+                 adopt: Callable[[Path], bool] | None = None) -> dict[str, Any]:
+    """The marker `command` left in `target` ({} for a new or empty folder): it may write there.
+
+    A folder is `command`'s when it is new, empty, holds `marker` written by `command`, or
+    `adopt(target)` recognises it (a folder made before markers existed). Anything else raises
+    FolderOwnershipError naming the folder and what it holds, before anything is written.
+    """
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise FolderOwnershipError(f"{target} is not a folder: name a new folder, an empty one, or one {command} made.")
+    if not target.exists():
+        return {}
+    if (target / marker).exists():
+        try:
+            data = json.loads((target / marker).read_text(encoding="utf-8"))
+            valid = isinstance(data, dict) and data.get("written_by", command) == command
+        except (OSError, ValueError):
+            valid = False
+        if not valid:
+            raise FolderOwnershipError(f"{target / marker} is not a marker {command} wrote; name another folder.")
+        return data
+    present = sorted(p.name for p in target.iterdir())
+    if present and not (adopt is not None and adopt(target)):
+        shown = ", ".join(present[:5]) + (" …" if len(present) > 5 else "")
+        raise FolderOwnershipError(f"{target} holds files {command} did not write ({shown}): it never replaces "
+                                   "them; name a new or empty folder.")
+    return {}
+
+
+def mark_folder(target: Path, command: str, marker: str, **extra: Any) -> None:
+    """Write `command`'s marker into `target` (see `owned_folder`)."""
+    target.mkdir(parents=True, exist_ok=True)
+    (target / marker).write_text(json.dumps({"written_by": command, **extra}), encoding="utf-8")
 
 
 def check_deploy_dir(target: Path) -> list[str]:
-    """What `cfrag serve` wrote into `target` before (to replace); DeployDirError when it must not write there."""
-    if target.is_symlink() or (target.exists() and not target.is_dir()):
-        raise DeployDirError(f"{target} is not a folder: name a new folder, an empty one, or one cfrag serve made.")
+    """What `cfrag serve` wrote into `target` before (to replace); DeployDirError when it must not write there.
+
+    Stricter than `owned_folder`: Hayhooks deploys every folder it finds, so a folder holding
+    anything the marker does not list is refused too.
+    """
+    data = owned_folder(target, "cfrag serve", MARKER)
     if not target.exists():
         return []
     present = sorted(p.name for p in target.iterdir() if p.name != MARKER)
-    written: list[str] = []
-    if (target / MARKER).exists():
-        try:
-            written = list(json.loads((target / MARKER).read_text(encoding="utf-8"))["written"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise DeployDirError(f"{target / MARKER} is not a marker cfrag serve wrote; name another folder.") from exc
+    try:
+        written = [str(name) for name in data.get("written", [])] if data else []
+    except TypeError as exc:
+        raise DeployDirError(f"{target / MARKER} is not a marker cfrag serve wrote; name another folder.") from exc
     others = [name for name in present if name not in written]
     if others:
         shown = ", ".join(others[:5]) + (" …" if len(others) > 5 else "")
@@ -97,7 +139,7 @@ def write_deploy_dir(
         else:
             path.unlink()
     written = [*wrappers, *(f"{name}_yaml.yml" for name in yaml_pipelines or [])]
-    (target / MARKER).write_text(json.dumps({"written_by": "cfrag serve", "written": written}), encoding="utf-8")
+    mark_folder(target, "cfrag serve", MARKER, written=written)
     for name in wrappers:
         (target / name).mkdir()
         shutil.copy(WRAPPERS_DIR / name / "pipeline_wrapper.py", target / name / "pipeline_wrapper.py")

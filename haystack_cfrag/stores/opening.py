@@ -9,8 +9,12 @@ that reads a store of each kind.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -91,10 +95,14 @@ def save_document_store(store: Any, spec: str | os.PathLike[str] | StoreSpec) ->
     elif s.kind == "faiss":
         base = Path(s.location)
         base.parent.mkdir(parents=True, exist_ok=True)
-        tmp = base.with_name(base.name + ".tmp")
-        store.save(tmp)  # writes tmp.faiss and tmp.json
-        for suffix in (".json", ".faiss"):  # the index last: a reader keys on .faiss
-            os.replace(tmp.with_suffix(suffix), base.with_suffix(suffix))
+        folder = Path(tempfile.mkdtemp(prefix=f".{base.name}.", suffix=".tmp", dir=base.parent))  # a new, unique name
+        try:
+            tmp = folder / base.name
+            store.save(tmp)  # writes tmp.faiss and tmp.json
+            for suffix in (".json", ".faiss"):  # the index last: a reader keys on .faiss
+                os.replace(tmp.with_suffix(suffix), base.with_suffix(suffix))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def close_document_store(store: Any) -> None:
@@ -120,18 +128,59 @@ def open_memory_store(path: Path, *, create: bool = False) -> Any:
     from haystack.document_stores.in_memory import InMemoryDocumentStore  # noqa: PLC0415
 
     if path.exists():
-        return InMemoryDocumentStore.load_from_disk(str(path))
+        check_memory_store_file(path)
+        try:
+            return InMemoryDocumentStore.load_from_disk(str(path))
+        except Exception as exc:  # noqa: BLE001  (Haystack raises KeyError, DocumentStoreError, TypeError …)
+            raise ValueError(f"{path} is not a store cfrag index wrote (it does not load: {type(exc).__name__}); "
+                             "name another file.") from exc
     if not create:
         raise FileNotFoundError(f"No store at {path}: create it with `cfrag index FILES --store {path}`.")
     return InMemoryDocumentStore(embedding_similarity_function="cosine")
 
 
+_MEMORY_STORE_HEAD = re.compile(rb'\A\s*\{\s*"type"\s*:\s*"[A-Za-z0-9_.]*InMemoryDocumentStore"')
+
+
+def check_memory_store_file(path: Path) -> None:
+    """ValueError naming `path` unless it is a file that Haystack's `InMemoryDocumentStore.save_to_disk` wrote.
+
+    Only the first bytes are read (a store can be large): the JSON object must begin with its
+    `"type"`, the class of the in-memory store; a user's own JSON file, a folder or an empty
+    file is refused before anything loads, embeds or writes.
+    """
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder, not a store file: name the .json file cfrag index wrote.")
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(512)
+    except OSError as exc:
+        raise ValueError(f"{path} cannot be read ({exc.strerror or type(exc).__name__}).") from exc
+    if not _MEMORY_STORE_HEAD.match(head):
+        raise ValueError(f"{path} is not a store cfrag index wrote (no InMemoryDocumentStore JSON): "
+                         "name another file; cfrag never replaces it.")
+
+
 def save_memory_store(store: Any, path: Path) -> None:
-    """Save an in-memory store as JSON atomically (write a temporary file, then rename)."""
+    """Save an in-memory store as JSON atomically: a new temporary file beside it (a unique name), then rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    store.save_to_disk(str(tmp))
-    tmp.replace(path)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        store.save_to_disk(str(tmp))
+        tmp.chmod(mode)  # mkstemp's file is private (0600): the store keeps the mode a plain write gives
+        tmp.replace(path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _open_faiss(s: StoreSpec, embedding_dim: int | None, create: bool, device: int | None) -> Any:

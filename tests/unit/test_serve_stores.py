@@ -60,8 +60,10 @@ def test_a_bad_store_spec_is_refused_in_one_line_before_anything_starts(serve, s
 def test_store_specs_of_ask_are_accepted_and_reach_the_server_as_they_are(serve, tmp_path, spec):
     (tmp_path / "stores").mkdir()
     (tmp_path / "stores" / "demo.faiss").write_bytes(b"")
-    (tmp_path / "qdrant").mkdir()
-    (tmp_path / "saved.json").write_text("{}")
+    (tmp_path / "qdrant" / "collection" / "cfrag").mkdir(parents=True)  # a local Qdrant store with its collection
+    (tmp_path / "saved.json").write_text(  # the head of a saved store (a user's own "{}" is refused: issue 23)
+        '{"type": "haystack.document_stores.in_memory.document_store.InMemoryDocumentStore", "init_parameters": {}, '
+        '"documents": []}')
     code, output, env = serve("--store", spec)
     assert code == 0 and env is not None, output
     assert env["CFRAG_STORE"] == spec
