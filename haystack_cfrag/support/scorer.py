@@ -1,0 +1,360 @@
+"""ReaderSupportScorer: the reader's own support score for given answers (docs/support.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+
+from haystack_cfrag.components._common import DEFAULT_MAX_QUERY_CHARS, ClosesInjected, prepare_query
+from haystack_cfrag.components._protocols import ChatGenerator
+from haystack_cfrag.prompts import check_template, render_evidence
+from haystack_cfrag.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.support.backends import AnswerLogprobs, SupportBackend, backend_for
+from haystack_cfrag.support.math import (
+    OPTION_LETTERS,
+    counterfactual_margin,
+    evidence_pmi,
+    mean_logprob,
+    option_orders,
+    option_scores,
+)
+from haystack_cfrag.validation import check_int
+
+logger = logging.getLogger(__name__)
+
+COMPONENT = "ReaderSupportScorer"
+
+SUPPORT_PROMPT = """Answer the question using only the evidence below.
+
+Evidence:
+{evidence}
+
+Question: {query}
+Reply with the short answer only."""
+"""The user turn whose assistant reply is the scored answer: evidence first, the question last."""
+
+SUPPORT_FIELDS = ("query", "evidence")
+
+OPTIONS_PROMPT = """Answer the question using only the evidence below.
+
+Evidence:
+{evidence}
+
+Question: {query}
+Options:
+{options}
+Reply with the letter of the correct option only."""
+"""The multiple-choice reading: the candidates listed as lettered options after the question."""
+
+
+@dataclass
+class SupportScores:
+    """What one scoring of answers gives (the component's outputs, as a dataclass)."""
+
+    support: list[float]
+    counterfactual_support: list[list[float]]
+    margin: list[float | None]
+    erased_support: list[float] | None = None
+    pmi: list[float] | None = None
+    trace: dict[str, Any] = field(default_factory=dict)
+
+    def as_outputs(self) -> dict[str, Any]:
+        """The component's output dict."""
+        return {
+            "support": self.support,
+            "counterfactual_support": self.counterfactual_support,
+            "margin": self.margin,
+            "erased_support": self.erased_support,
+            "pmi": self.pmi,
+            "trace": self.trace,
+        }
+
+
+@component
+class ReaderSupportScorer(ClosesInjected):
+    """
+    Scores given answers by the reader's own log-probabilities: support(a | q, E).
+
+    For each answer a: `support` = mean log P(a's tokens | prompt(q, E)) with the evidence E
+    rendered first (as the drafter renders it), the question q last and a as the assistant's
+    reply; `counterfactual_support` = the same under each counterfactual question q'_j;
+    `margin` = support(a | q, E) − max_j support(a | q'_j, E) (None without counterfactuals);
+    with `erased_contrast=True`, `erased_support` = support(a | q, ∅) and `pmi` = support −
+    erased_support. Calls run in the order that reuses llama.cpp's prompt prefix (every answer
+    under q, then under each q'_j, then without evidence); `trace` gives the cost: calls,
+    tokens evaluated and reused, seconds per call. The generator is any
+    LlamaCppChatGenerator, HuggingFaceLocalChatGenerator/TransformersChatGenerator or
+    OpenAIChatGenerator pointed at a server that returns prompt log-probabilities (vLLM);
+    other generators, and servers without prompt log-probabilities, are refused with a one-line
+    error. Other components call `score` (one answer) or `scores` (the run's outputs as a
+    dataclass), sharing this implementation.
+
+    ### Usage example
+    ```python
+    from haystack import Document
+    from haystack_cfrag.components.llama_cpp_logprobs import LlamaCppLogprobsChatGenerator
+    from haystack_cfrag.support import ReaderSupportScorer
+
+    gen = LlamaCppLogprobsChatGenerator(model="embedded:qwen2.5-coder-1.5b-instruct", n_ctx=2048)
+    scorer = ReaderSupportScorer(chat_generator=gen)
+    out = scorer.run(query="Who is the lead actor in The Dark Knight?", answers=["Christian Bale"],
+                     documents=[Document(content="Christian Bale stars as Bruce Wayne.")],
+                     counterfactual_queries=["Who played the villain in The Dark Knight?"])
+    print(out["support"], out["margin"], out["trace"]["tokens_evaluated"])
+    ```
+    """
+
+    _INJECTED = ("chat_generator",)
+
+    def __init__(
+        self,
+        *,
+        chat_generator: ChatGenerator,
+        erased_contrast: bool = False,
+        max_evidence_chars: int | None = 2000,
+        max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
+        prompt_template: str | None = None,
+        chat_template: str | None = None,
+    ) -> None:
+        """
+        :param chat_generator: the reader (a Haystack ChatGenerator whose log-probabilities can be read).
+        :param erased_contrast: also score each answer without evidence (`erased_support`, `pmi`).
+        :param max_evidence_chars: each passage is cut to this many characters (None = whole), as the drafter does.
+        :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
+        :param prompt_template: replaces the built-in user turn: a `str.format` string with {query} and {evidence}.
+        :param chat_template: Jinja chat template for OpenAI-compatible servers (None = ChatML);
+            in-process models use their own.
+        """
+        if not isinstance(erased_contrast, bool):
+            raise ValueError(
+                f"{COMPONENT}: 'erased_contrast' must be true or false, got {erased_contrast!r}."
+            )
+        if max_evidence_chars is not None:
+            check_int("max_evidence_chars", max_evidence_chars, 1)
+        if max_query_chars is not None:
+            check_int("max_query_chars", max_query_chars, 1)
+        check_template(prompt_template, SUPPORT_FIELDS, component=COMPONENT)
+        if chat_template is not None and (not isinstance(chat_template, str) or not chat_template.strip()):
+            raise ValueError(f"{COMPONENT}: 'chat_template' must be a non-empty Jinja string or None.")
+        self.chat_generator = chat_generator
+        self.erased_contrast = erased_contrast
+        self.max_evidence_chars = max_evidence_chars
+        self.max_query_chars = max_query_chars
+        self.prompt_template = prompt_template
+        self.chat_template = chat_template
+        self._backend: SupportBackend | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def warm_up(self) -> None:
+        """Pick the backend for the injected generator and load the model (once)."""
+        self._ensure_backend()
+
+    def _ensure_backend(self) -> SupportBackend:
+        if self._backend is None:
+            backend = backend_for(self.chat_generator, chat_template=self.chat_template)
+            backend.warm_up()
+            self._backend = backend
+        return self._backend
+
+    def close(self) -> None:
+        """Release the backend's client and what the injected generator holds."""
+        backend, self._backend = self._backend, None
+        if backend is not None and hasattr(backend, "close"):
+            backend.close()
+        ClosesInjected.close(self)
+
+    async def close_async(self) -> None:
+        """Async twin of `close`."""
+        backend, self._backend = self._backend, None
+        if backend is not None and hasattr(backend, "close"):
+            backend.close()
+        await ClosesInjected.close_async(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise, including the injected generator."""
+        return default_to_dict(
+            self,
+            chat_generator=serialize_component(self.chat_generator),
+            erased_contrast=self.erased_contrast,
+            max_evidence_chars=self.max_evidence_chars,
+            max_query_chars=self.max_query_chars,
+            prompt_template=self.prompt_template,
+            chat_template=self.chat_template,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ReaderSupportScorer:
+        """Deserialise, including the injected generator."""
+        return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
+
+    # ------------------------------------------------------------------ sockets
+    @component.output_types(
+        support=list[float],
+        counterfactual_support=list[list[float]],
+        margin=list[float | None],
+        erased_support=list[float] | None,
+        pmi=list[float] | None,
+        trace=dict[str, Any],
+    )
+    def run(
+        self,
+        query: str,
+        answers: list[str],
+        documents: list[Document],
+        counterfactual_queries: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """
+        :param query: the question q.
+        :param answers: the candidate answers to score.
+        :param documents: the evidence E, in the order it is shown.
+        :param counterfactual_queries: the counterfactual questions q'_j (None or [] = no margin).
+        :returns: `support` (per answer), `counterfactual_support` (per answer × q'), `margin`
+            (per answer; None without counterfactuals), `erased_support` and `pmi` (per answer, with
+            `erased_contrast=True`, else None), `trace` (backend, calls, tokens evaluated/reused, seconds).
+        """
+        return self.scores(query, answers, documents, counterfactual_queries).as_outputs()
+
+    @component.output_types(
+        support=list[float],
+        counterfactual_support=list[list[float]],
+        margin=list[float | None],
+        erased_support=list[float] | None,
+        pmi=list[float] | None,
+        trace=dict[str, Any],
+    )
+    async def run_async(
+        self,
+        query: str,
+        answers: list[str],
+        documents: list[Document],
+        counterfactual_queries: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Async twin of `run`, with the same sockets (the scoring runs in a worker thread)."""
+        scores = await asyncio.to_thread(self.scores, query, answers, documents, counterfactual_queries)
+        return scores.as_outputs()
+
+    # ------------------------------------------------------------------ plain methods
+    def score(self, query: str, answer: str, documents: list[Document]) -> float:
+        """support(answer | query, documents): one length-normalised log-probability."""
+        return self._scores(query, [answer], documents, None, erased=False).support[0]
+
+    def scores(
+        self,
+        query: str,
+        answers: list[str],
+        documents: list[Document],
+        counterfactual_queries: list[str] | None = None,
+    ) -> SupportScores:
+        """The run's outputs as a `SupportScores` (for other components: CER, CDF-RAG, CF-RAG)."""
+        return self._scores(query, answers, documents, counterfactual_queries, erased=self.erased_contrast)
+
+    def _scores(
+        self, query: Any, answers: Any, documents: Any, counterfactual_queries: Any, *, erased: bool
+    ) -> SupportScores:
+        query, answers, documents, cfs = self._check(query, answers, documents, counterfactual_queries)
+        if not answers:
+            empty = [] if erased else None
+            return SupportScores(
+                [], [], [], empty, list(empty) if empty is not None else None, self._trace([], 0.0)
+            )
+        backend = self._ensure_backend()
+        evidence = render_evidence(documents, self.max_evidence_chars)
+        calls: list[dict[str, Any]] = []
+        start = time.perf_counter()
+
+        def one(q: str, answer_index: int, ev: str, role: str) -> float:
+            result = backend.answer_logprobs(self._prompt(q, ev), answers[answer_index])
+            calls.append(_call_record(role, answer_index, result))
+            return mean_logprob(result.token_logprobs)
+
+        # the order that reuses the prefix: every answer under q, then under each q'_j, then erased
+        support = [one(query, i, evidence, "q") for i in range(len(answers))]
+        by_cf = [[one(cf, i, evidence, f"q'{j}") for i in range(len(answers))] for j, cf in enumerate(cfs)]
+        cf_support = [[row[i] for row in by_cf] for i in range(len(answers))]
+        margin = [counterfactual_margin(s, row) for s, row in zip(support, cf_support, strict=True)]
+        erased_support = pmi = None
+        if erased:
+            empty = render_evidence([])
+            erased_support = [one(query, i, empty, "erased") for i in range(len(answers))]
+            pmi = [evidence_pmi(s, e) for s, e in zip(support, erased_support, strict=True)]
+        trace = self._trace(calls, time.perf_counter() - start)
+        return SupportScores(support, cf_support, margin, erased_support, pmi, trace)
+
+    def option_support(
+        self, query: str, answers: list[str], documents: list[Document], max_orders: int | None = None
+    ) -> list[float]:
+        """The multiple-choice reading: the answers listed as lettered options after the question,
+        each order's letters scored as the reply, renormalised over the options and averaged over
+        the cyclic orders (`option_scores`: a position bias cancels). One call per option per order.
+        """
+        query, answers, documents, _ = self._check(query, answers, documents, None)
+        if not answers:
+            return []
+        if len(answers) > len(OPTION_LETTERS):
+            raise ValueError(f"{COMPONENT}: at most {len(OPTION_LETTERS)} options, got {len(answers)}.")
+        backend = self._ensure_backend()
+        evidence = render_evidence(documents, self.max_evidence_chars)
+        orders = option_orders(len(answers), max_orders)
+        rows = []
+        for order in orders:
+            options = "\n".join(f"{OPTION_LETTERS[p]}. {answers[c]}" for p, c in enumerate(order))
+            prompt = OPTIONS_PROMPT.format(evidence=evidence, query=query, options=options)
+            rows.append(
+                [
+                    mean_logprob(backend.answer_logprobs(prompt, OPTION_LETTERS[p]).token_logprobs)
+                    for p in range(len(order))
+                ]
+            )
+        return option_scores(orders, rows)
+
+    # ------------------------------------------------------------------ steps
+    def _prompt(self, query: str, evidence: str) -> str:
+        return (self.prompt_template or SUPPORT_PROMPT).format(query=query, evidence=evidence)
+
+    def _check(
+        self, query: Any, answers: Any, documents: Any, counterfactual_queries: Any
+    ) -> tuple[str, list[str], list[Document], list[str]]:
+        query = prepare_query(query, COMPONENT, self.max_query_chars)
+        if not isinstance(answers, list) or not all(isinstance(a, str) and a.strip() for a in answers):
+            raise ValueError(f"{COMPONENT}: 'answers' must be a list of non-empty strings.")
+        if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
+            raise ValueError(f"{COMPONENT}: 'documents' must be a list of documents.")
+        if counterfactual_queries is None:
+            cfs: list[str] = []
+        elif isinstance(counterfactual_queries, list) and all(
+            isinstance(q, str) for q in counterfactual_queries
+        ):
+            cfs = [prepare_query(q, COMPONENT, self.max_query_chars) for q in counterfactual_queries]
+        else:
+            raise ValueError(f"{COMPONENT}: 'counterfactual_queries' must be a list of strings or None.")
+        return query, [a.strip() for a in answers], list(documents), cfs
+
+    def _trace(self, calls: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+        backend = self._backend.name if self._backend is not None else None
+        return {
+            "backend": backend,
+            "calls": len(calls),
+            "tokens_evaluated": sum(c["tokens_evaluated"] for c in calls),
+            "tokens_reused": sum(c["tokens_reused"] for c in calls),
+            "seconds": seconds,
+            "per_call": calls,
+        }
+
+
+def _call_record(role: str, answer_index: int, result: AnswerLogprobs) -> dict[str, Any]:
+    """One scoring in the trace: under which question, which answer, its cost."""
+    return {
+        "query": role,
+        "answer": answer_index,
+        "answer_tokens": len(result.token_logprobs),
+        "tokens_evaluated": result.tokens_evaluated,
+        "tokens_reused": result.tokens_reused,
+        "seconds": round(result.seconds, 4),
+    }
+
+
+__all__ = ["OPTIONS_PROMPT", "SUPPORT_PROMPT", "ReaderSupportScorer", "SupportScores"]
