@@ -1,0 +1,505 @@
+"""EvidenceSetSelector: CER's minimal sufficient evidence set, read from the reader's support (docs/cer.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import ChatMessage
+
+from haystack_cfrag.cer.math.quality import (
+    ALPHA,
+    DELTA,
+    EPSILON,
+    K_MAX,
+    KAPPA,
+    MU,
+    THETA,
+    WEIGHTS,
+    check_cer_parameters,
+    coverage,
+    pmi_probability,
+    quality_score,
+    support_probability,
+)
+from haystack_cfrag.cer.math.search import (
+    Effects,
+    MemoisedQuality,
+    SearchResult,
+    minimal_sufficient_set,
+    set_effects,
+)
+from haystack_cfrag.components._common import (
+    DEFAULT_MAX_QUERY_CHARS,
+    ClosesInjected,
+    call_async_with_timeout,
+    call_with_timeout,
+    degradation,
+    prepare_query,
+    warm_up_all,
+    with_meta,
+)
+from haystack_cfrag.components._protocols import ChatGenerator
+from haystack_cfrag.core.replies import parse_draft_reply
+from haystack_cfrag.core.text import bag_of_words_matrix
+from haystack_cfrag.llm_tracing import LLMCall, current_span
+from haystack_cfrag.prompts import SHORT_DRAFT_PROMPT, render_plain_evidence
+from haystack_cfrag.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.validation import check_int, check_range
+
+logger = logging.getLogger(__name__)
+
+COMPONENT = "EvidenceSetSelector"
+ENTAILMENT = ("support", "pmi")
+CONTRADICTION = ("off", "yes_no")
+VERIFY_QUESTION = '{query}\nIs "{answer}" the answer the evidence gives? Reply yes or no.'
+"""The question whose "no" / "yes" support gives p_contra with `contradiction="yes_no"`."""
+
+NECESSITY_KEY = "cer_necessity"
+DELETION_KEY = "cer_deletion_effect"
+RANK_KEY = "cer_rank"
+
+
+class SupportScorer(Protocol):
+    """What the selector needs of a support scorer: length-normalised log P(answer | query, documents).
+
+    `haystack_cfrag.support.ReaderSupportScorer` fits; so does any object with this method.
+    """
+
+    def score(self, query: str, answer: str, documents: list[Document]) -> float:
+        """Length-normalised log-probability of `answer` to `query` after the reader reads `documents`."""
+        ...
+
+
+@component
+class EvidenceSetSelector(ClosesInjected):
+    """
+    Keeps the smallest set of the given passages whose quality F̂ reaches θ (CER, Algorithm 1).
+
+    The reader drafts one answer a from the top `draft_top_k` passages (standard RAG's prompt;
+    or pass `answer`), then a forward greedy search adds, one at a time, the passage whose
+    measured quality gain F̂(S ∪ {d}) − F̂(S), less μ·|d|/1000, is largest, until F̂ ≥ θ and the
+    gain stays below δ for two rounds (or K_max, or the pool ends); reverse pruning then removes
+    passages while F̂ without them stays ≥ θ + ε. F̂ = (w1·p_entail + w2·p_cov − w3·p_contra −
+    w4·|S|/K_max) / (w1 + w2), with p_entail the reader's support of a (`support_scorer.score`),
+    p_cov the share of a's key tokens in S, p_contra the reader's "no" to "is a the answer?"
+    (`contradiction="yes_no"`) or 0. The pool is the first `k_max` documents, in the order given.
+
+    `documents` are the kept passages, most useful first (copies, with `cer_necessity`,
+    `cer_deletion_effect` and `cer_rank` in their meta); `trace` has each step's candidate
+    utilities, F̂ after each step, the pruned passages, Nec(d), the deletion and replacement
+    effects and the number of scorings. When θ is not reached the set is returned anyway and
+    `degradations` says so; when the draft or a scoring fails, the top `draft_top_k` passages
+    are returned (or the error raised with `raise_on_failure=True`).
+
+    ### Usage example
+    ```python
+    from haystack import Document
+    from haystack.components.generators.chat import MockChatGenerator
+    from haystack_cfrag.cer.components import EvidenceSetSelector
+
+    class NameScorer:  # a stand-in for ReaderSupportScorer: high support when a passage names the answer
+        def score(self, query, answer, documents):
+            return -0.05 if any(answer in (d.content or "") for d in documents) else -3.0
+
+    selector = EvidenceSetSelector(
+        support_scorer=NameScorer(), chat_generator=MockChatGenerator(responses="Answer: Christian Bale")
+    )
+    docs = [Document(content="Heath Ledger's Joker dominates the film."),
+            Document(content="Cast: lead actor Christian Bale stars as Bruce Wayne.")]
+    print([d.content for d in selector.run(query="Who is the lead actor in The Dark Knight?", documents=docs)["documents"]])
+    ```
+    """
+
+    _INJECTED = ("support_scorer", "chat_generator")
+
+    def __init__(
+        self,
+        *,
+        support_scorer: SupportScorer,
+        chat_generator: ChatGenerator | None = None,
+        theta: float = THETA,
+        epsilon: float = EPSILON,
+        mu: float = MU,
+        kappa: float = KAPPA,
+        delta: float = DELTA,
+        k_max: int = K_MAX,
+        alpha: float = ALPHA,
+        weights: Sequence[float] = WEIGHTS,
+        draft_top_k: int = 5,
+        entailment: str = "support",
+        pmi_scale: float = 1.0,
+        contradiction: str = "off",
+        replacement: bool = True,
+        min_size: int = 1,
+        prune_unnecessary: bool = True,
+        raise_on_failure: bool = False,
+        max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
+    ) -> None:
+        """
+        :param support_scorer: anything with `score(query, answer, documents) -> float` (a log-probability).
+        :param chat_generator: drafts the answer whose support is measured (None: `answer` must be given to `run`).
+        :param theta: F̂ a sufficient set reaches, in (0, 1].
+        :param epsilon: pruning margin, in [0, 0.5].
+        :param mu: length cost per 1000 words of a passage, in [0, 1].
+        :param kappa: uncertainty bonus, in [0, 1]; unused here (σ̂ = 0), kept for the paper's table.
+        :param delta: gain under which a round counts towards the two-round stop, in [0, 0.5].
+        :param k_max: pool size and largest set, ≥ 1 (also p_len's normaliser).
+        :param alpha: deletion against replacement effect in the fused effect (Eq. 7), in [0, 1].
+        :param weights: (w1, w2, w3, w4) of F̂, each in [0, 1], w1 + w2 > 0.
+        :param draft_top_k: passages the answer is drafted from (the first of the pool), ≥ 1.
+        :param entailment: "support" (p_entail = exp of the support) or "pmi" (σ of support(S) − support(∅)).
+        :param pmi_scale: the PMI in nats per token that maps to σ(1), > 0 (with "pmi").
+        :param contradiction: "off" (p_contra = 0) or "yes_no" (the reader's share of "no"; two more scorings per set).
+        :param replacement: report each kept passage's replacement effect, its hard negative being
+            the most similar pool passage outside the set (lexical cosine; one scoring per kept passage).
+        :param min_size: pruning keeps at least this many passages, ≥ 0.
+        :param prune_unnecessary: also prune passages whose removal does not lower F̂ (docs/cer.md).
+        :param raise_on_failure: raise when the draft or a scoring fails instead of degrading to the top passages.
+        :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
+        """
+        check_cer_parameters(
+            theta=theta,
+            epsilon=epsilon,
+            mu=mu,
+            kappa=kappa,
+            delta=delta,
+            k_max=k_max,
+            alpha=alpha,
+            weights=weights,
+        )
+        if not callable(getattr(support_scorer, "score", None)):
+            raise ValueError(
+                f"'support_scorer' must have a score(query, answer, documents) method, got {support_scorer!r}."
+            )
+        if entailment not in ENTAILMENT:
+            raise ValueError(f"'entailment' must be one of {list(ENTAILMENT)}, got {entailment!r}.")
+        if contradiction not in CONTRADICTION:
+            raise ValueError(f"'contradiction' must be one of {list(CONTRADICTION)}, got {contradiction!r}.")
+        check_int("draft_top_k", draft_top_k, 1)
+        check_range("pmi_scale", pmi_scale, 0.0, 1e6, low_open=True)
+        check_int("min_size", min_size, 0)
+        if max_query_chars is not None:
+            check_int("max_query_chars", max_query_chars, 1)
+        self.support_scorer = support_scorer
+        self.chat_generator = chat_generator
+        self.theta = theta
+        self.epsilon = epsilon
+        self.mu = mu
+        self.kappa = kappa
+        self.delta = delta
+        self.k_max = k_max
+        self.alpha = alpha
+        self.weights = tuple(float(w) for w in weights)
+        self.draft_top_k = draft_top_k
+        self.entailment = entailment
+        self.pmi_scale = pmi_scale
+        self.contradiction = contradiction
+        self.replacement = replacement
+        self.min_size = min_size
+        self.prune_unnecessary = prune_unnecessary
+        self.raise_on_failure = raise_on_failure
+        self.max_query_chars = max_query_chars
+
+    def warm_up(self) -> None:
+        """Warm up the injected scorer and generator."""
+        warm_up_all(self.support_scorer, self.chat_generator)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise, including the injected scorer and generator."""
+        return default_to_dict(
+            self,
+            support_scorer=serialize_component(self.support_scorer),
+            chat_generator=serialize_component(self.chat_generator),
+            theta=self.theta,
+            epsilon=self.epsilon,
+            mu=self.mu,
+            kappa=self.kappa,
+            delta=self.delta,
+            k_max=self.k_max,
+            alpha=self.alpha,
+            weights=list(self.weights),
+            draft_top_k=self.draft_top_k,
+            entailment=self.entailment,
+            pmi_scale=self.pmi_scale,
+            contradiction=self.contradiction,
+            replacement=self.replacement,
+            min_size=self.min_size,
+            prune_unnecessary=self.prune_unnecessary,
+            raise_on_failure=self.raise_on_failure,
+            max_query_chars=self.max_query_chars,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvidenceSetSelector:
+        """Deserialise, including the injected scorer and generator."""
+        return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
+
+    @component.output_types(
+        documents=list[Document], answer=str, trace=dict[str, Any], degradations=list[dict[str, Any]]
+    )
+    def run(self, query: str, documents: list[Document], answer: str | None = None) -> dict[str, Any]:
+        """
+        :param query: the question.
+        :param documents: the retrieved passages, best first (only the first `k_max` are considered).
+        :param answer: the answer whose support is measured (None = draft one with the chat generator).
+        :returns: `documents` (the minimal set, most useful first), `answer` (the answer measured),
+            `trace` and `degradations`.
+        """
+        query, pool, answer = self._check(query, documents, answer)
+        if not pool:
+            return self._outputs([], answer or "", {"pool": []}, [])
+        degradations: list[dict[str, Any]] = []
+        if answer is None:
+            answer = self._draft(query, pool, degradations)
+        if not answer:
+            return self._fallback(pool, "", degradations)
+        return self._select(query, pool, answer, degradations)
+
+    @component.output_types(
+        documents=list[Document], answer=str, trace=dict[str, Any], degradations=list[dict[str, Any]]
+    )
+    async def run_async(
+        self, query: str, documents: list[Document], answer: str | None = None
+    ) -> dict[str, Any]:
+        """Async twin of `run`: the draft through the generator's run_async, the search in a worker thread."""
+        query, pool, answer = self._check(query, documents, answer)
+        if not pool:
+            return self._outputs([], answer or "", {"pool": []}, [])
+        degradations: list[dict[str, Any]] = []
+        if answer is None:
+            answer = await self._draft_async(query, pool, degradations)
+        if not answer:
+            return self._fallback(pool, "", degradations)
+        return await asyncio.to_thread(self._select, query, pool, answer, degradations)
+
+    # ------------------------------------------------------------------ steps
+    def _check(self, query: Any, documents: Any, answer: Any) -> tuple[str, list[Document], str | None]:
+        query = prepare_query(query, COMPONENT, self.max_query_chars)
+        if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
+            raise ValueError(f"{COMPONENT}: 'documents' must be a list of documents.")
+        if answer is not None and not (isinstance(answer, str) and answer.strip()):
+            raise ValueError(f"{COMPONENT}: 'answer' must be a non-empty string or None.")
+        if answer is None and self.chat_generator is None:
+            raise ValueError(f"{COMPONENT}: without a chat_generator, 'answer' must be given.")
+        return query, list(documents[: self.k_max]), None if answer is None else answer.strip()
+
+    def _draft_kwargs(self, query: str, pool: list[Document]) -> dict[str, Any]:
+        evidence = render_plain_evidence(pool[: self.draft_top_k])
+        return {
+            "messages": [ChatMessage.from_user(SHORT_DRAFT_PROMPT.format(query=query, evidence=evidence))]
+        }
+
+    def _draft(self, query: str, pool: list[Document], degradations: list[dict[str, Any]]) -> str:
+        try:
+            result = call_with_timeout(
+                self.chat_generator, None, llm_call=_llm_call(), **self._draft_kwargs(query, pool)
+            )
+        except Exception as exc:  # noqa: BLE001  (degrades, see class doc)
+            return self._draft_failed(repr(exc), degradations, exc)
+        return self._parse_draft(result, degradations)
+
+    async def _draft_async(self, query: str, pool: list[Document], degradations: list[dict[str, Any]]) -> str:
+        try:
+            result = await call_async_with_timeout(
+                self.chat_generator, None, llm_call=_llm_call(), **self._draft_kwargs(query, pool)
+            )
+        except Exception as exc:  # noqa: BLE001  (degrades, see class doc)
+            return self._draft_failed(repr(exc), degradations, exc)
+        return self._parse_draft(result, degradations)
+
+    def _parse_draft(self, result: dict[str, Any], degradations: list[dict[str, Any]]) -> str:
+        replies = result.get("replies") or []
+        answer = parse_draft_reply((replies[0].text or "") if replies else "")["answer"].strip()
+        return answer or self._draft_failed("empty reply", degradations)
+
+    def _draft_failed(
+        self, reason: str, degradations: list[dict[str, Any]], exc: Exception | None = None
+    ) -> str:
+        if self.raise_on_failure:
+            raise RuntimeError(f"{COMPONENT}: the answer draft failed: {reason}") from exc
+        logger.warning(
+            "{component}: the answer draft failed ({reason}); keeping the top passages",
+            component=COMPONENT,
+            reason=reason,
+        )
+        degradations.append(
+            degradation("cer_draft", f"the answer draft failed: {reason}; the top passages are kept")
+        )
+        return ""
+
+    def _select(
+        self, query: str, pool: list[Document], answer: str, degradations: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        started = time.monotonic()
+        scoring = _Scoring(self, query, answer, pool)
+        quality = MemoisedQuality(scoring.quality)
+        try:
+            result = minimal_sufficient_set(
+                len(pool),
+                quality,
+                lengths=[len((d.content or "").split()) for d in pool],
+                theta=self.theta,
+                epsilon=self.epsilon,
+                mu=self.mu,
+                kappa=self.kappa,
+                delta=self.delta,
+                k_max=self.k_max,
+                min_size=self.min_size,
+                prune_unnecessary=self.prune_unnecessary,
+            )
+            replacements = _hard_negatives(pool, result.kept) if self.replacement else {}
+            effects = set_effects(result.kept, quality, replacements=replacements, alpha=self.alpha)
+        except Exception as exc:
+            if self.raise_on_failure:
+                raise RuntimeError(f"{COMPONENT}: support scoring failed: {exc}") from exc
+            logger.warning(
+                "{component}: support scoring failed ({error}); keeping the top passages",
+                component=COMPONENT,
+                error=repr(exc),
+            )
+            degradations.append(
+                degradation("cer_search", f"support scoring failed: {exc!r}; the top passages are kept")
+            )
+            return self._fallback(pool, answer, degradations, scorer_calls=scoring.calls)
+        if not result.reached:
+            degradations.append(
+                degradation(
+                    "cer_search",
+                    "the quality threshold θ was not reached; the set is returned anyway",
+                    quality=result.quality,
+                    theta=self.theta,
+                )
+            )
+        trace = self._trace(pool, answer, result, effects, replacements, scoring, time.monotonic() - started)
+        kept = [
+            with_meta(pool[i], **{NECESSITY_KEY: nec, DELETION_KEY: dele, RANK_KEY: rank})
+            for rank, (i, nec, dele) in enumerate(
+                zip(result.kept, effects.necessity, effects.deletion, strict=True)
+            )
+        ]
+        return self._outputs(kept, answer, trace, degradations)
+
+    def _fallback(
+        self, pool: list[Document], answer: str, degradations: list[dict[str, Any]], scorer_calls: int = 0
+    ) -> dict[str, Any]:
+        top = pool[: self.draft_top_k]
+        trace = {
+            "pool": [d.id for d in pool],
+            "kept": [d.id for d in top],
+            "fallback": True,
+            "scorer_calls": scorer_calls,
+        }
+        return self._outputs(list(top), answer, trace, degradations)
+
+    @staticmethod
+    def _outputs(
+        docs: list[Document], answer: str, trace: dict[str, Any], degradations: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        return {
+            "documents": docs,
+            "answer": answer,
+            "trace": {**trace, "degradations": list(degradations)},
+            "degradations": degradations,
+        }
+
+    def _trace(
+        self,
+        pool: list[Document],
+        answer: str,
+        result: SearchResult,
+        effects: Effects,
+        replacements: dict[int, int],
+        scoring: _Scoring,
+        seconds: float,
+    ) -> dict[str, Any]:
+        ids = [d.id for d in pool]
+        kept = [ids[i] for i in result.kept]
+        return {
+            "answer": answer,
+            "pool": ids,
+            "steps": [
+                {
+                    "chosen": ids[s.chosen],
+                    "utilities": {ids[d]: u for d, u in s.utilities.items()},
+                    "quality": s.quality,
+                    "gain": s.gain,
+                }
+                for s in result.steps
+            ],
+            "qualities": result.qualities,
+            "initial_quality": result.initial_quality,
+            "forward": [ids[i] for i in result.forward],
+            "pruned": [ids[i] for i in result.pruned],
+            "kept": kept,
+            "quality": result.quality,
+            "reached": result.reached,
+            "stop": result.stop,
+            "necessity": dict(zip(kept, effects.necessity, strict=True)),
+            "deletion_effects": dict(zip(kept, effects.deletion, strict=True)),
+            "replacement_effects": dict(zip(kept, effects.replacement, strict=True)),
+            "fused_effects": dict(zip(kept, effects.fused, strict=True)),
+            "replacements": {ids[d]: ids[r] for d, r in replacements.items()},
+            "quality_calls": scoring.sets,
+            "scorer_calls": scoring.calls,
+            "seconds": seconds,
+            "fallback": False,
+        }
+
+
+class _Scoring:
+    """F̂ over tuples of pool indices, from the support scorer (one run's answer and pool)."""
+
+    def __init__(self, selector: EvidenceSetSelector, query: str, answer: str, pool: list[Document]) -> None:
+        self.s = selector
+        self.query, self.answer, self.pool = query, answer, pool
+        self.calls = 0
+        self.sets = 0
+        self._support: dict[tuple[int, ...], float] = {}
+
+    def _score(self, query: str, answer: str, docs: list[Document]) -> float:
+        self.calls += 1
+        return float(self.s.support_scorer.score(query, answer, docs))
+
+    def support(self, idx: tuple[int, ...]) -> float:
+        if idx not in self._support:
+            self._support[idx] = self._score(self.query, self.answer, [self.pool[i] for i in idx])
+        return self._support[idx]
+
+    def quality(self, idx: tuple[int, ...]) -> float:
+        self.sets += 1
+        docs = [self.pool[i] for i in idx]
+        if self.s.entailment == "pmi":
+            p_entail = pmi_probability(self.support(idx) - self.support(()), self.s.pmi_scale)
+        else:
+            p_entail = support_probability(self.support(idx))
+        p_cov = coverage(self.answer, [d.content or "" for d in docs])
+        p_contra = self._contradiction(docs) if self.s.contradiction == "yes_no" else 0.0
+        return quality_score(p_entail, p_cov, p_contra, len(idx), weights=self.s.weights, k_max=self.s.k_max)
+
+    def _contradiction(self, docs: list[Document]) -> float:
+        question = VERIFY_QUESTION.format(query=self.query, answer=self.answer)
+        p_yes = support_probability(self._score(question, "yes", docs))
+        p_no = support_probability(self._score(question, "no", docs))
+        return p_no / (p_yes + p_no) if p_yes + p_no > 0 else 0.0
+
+
+def _hard_negatives(pool: list[Document], kept: tuple[int, ...]) -> dict[int, int]:
+    """For each kept passage, the most similar pool passage outside the set (lexical cosine); none if the pool has none."""
+    outside = [i for i in range(len(pool)) if i not in kept]
+    if not outside:
+        return {}
+    vectors = bag_of_words_matrix([d.content or "" for d in pool])
+    sims = vectors @ vectors.T
+    return {d: outside[int(np.argmax(sims[d, outside]))] for d in kept}
+
+
+def _llm_call() -> LLMCall:
+    return LLMCall(stage="cer_draft", component=COMPONENT, parent_span=current_span())
+
+
+__all__ = ["EvidenceSetSelector", "SupportScorer"]

@@ -1,0 +1,364 @@
+"""CER's quality function, calibration, necessity and counterfactual effects (paper 003, Eq. 3–7, 17–19).
+
+Pure functions over numbers and strings: no Haystack, no model. One function per equation:
+
+| paper | function |
+|---|---|
+| Eq. 3 / 17, z = w1·p_entail + w2·p_cov − w3·p_contra − w4·p_len | `raw_quality` |
+| p_len = \\|S\\| / K_max | `length_penalty` |
+| F̂ on the scale of θ (zero-shot stand-in for Eq. 18) | `quality_score` |
+| Eq. 18, F̂_cal = σ(z / T) | `temperature_calibration` |
+| p_cov, the answer's key tokens found in S | `key_tokens`, `coverage` |
+| p_entail / p_contra from the reader's log-probabilities | `support_probability`, `pmi_probability` |
+| Eq. 19, U = τ̂ − μ·\\|d\\|/1000 + κ·σ̂ | `utility` |
+| Eq. 4, Nec(d) | `necessity` |
+| Eq. 5 / 6 / 7, deletion, replacement, fused effect | `deletion_effect`, `replacement_effect`, `fused_effect` |
+| parameter ranges | `check_cer_parameters` |
+
+Scale of F̂. The paper's θ = 0.75 applies to a *calibrated* F̂ (Eq. 18: σ(z/T), T learned on a
+validation set against GPT-4 judgements). The raw z of Eq. 17 can never reach 0.75 with the
+paper's weights (its best value is w1 + w2 = 0.7, less the length term), so z alone cannot be
+compared with θ. Zero-shot, with no T to learn, `quality_score` divides z by w1 + w2 — the z of
+a perfect set (full entailment, full coverage, no contradiction, no length): F̂ = 1 for a perfect
+set, and θ = 0.75 reads "three quarters of the best attainable quality". It can be negative
+(contradiction outweighing support); the search only compares it with θ and with itself.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+
+from haystack_cfrag.core.text import STOPWORDS, content_words, tokens
+from haystack_cfrag.validation import check_int, check_range
+
+# ---------------------------------------------------------------- the paper's defaults (Sec. 4.2)
+WEIGHTS = (0.4, 0.3, 0.2, 0.1)
+"""(w1, w2, w3, w4): entailment, coverage, contradiction, length (Eq. 3 / 17)."""
+THETA = 0.75
+"""Quality threshold θ: the forward search has reached a sufficient set when F̂ ≥ θ."""
+EPSILON = 0.05
+"""Safety margin ε: reverse pruning removes d only while F̂(C \\ {d}) ≥ θ + ε (Eq. 22)."""
+MU = 0.05
+"""Length cost μ of the utility, per 1000 tokens of a passage (Eq. 19)."""
+KAPPA = 0.2
+"""Uncertainty bonus κ of the utility (Eq. 19); unused zero-shot, where σ̂ = 0."""
+DELTA = 0.02
+"""Gain below which a round counts towards the two-round stop of the forward search."""
+K_MAX = 25
+"""K_max: the candidate pool size K_2 and the length normaliser of p_len."""
+ALPHA = 0.7
+"""Weight α of the deletion effect against the replacement effect (Eq. 7)."""
+
+RANGES: dict[str, tuple[float, float]] = {
+    "theta": (0.0, 1.0),
+    "epsilon": (0.0, 0.5),
+    "mu": (0.0, 1.0),
+    "kappa": (0.0, 1.0),
+    "delta": (0.0, 0.5),
+    "alpha": (0.0, 1.0),
+}
+"""Closed ranges of the scalar parameters (θ also excludes 0: a threshold of 0 admits any set)."""
+
+
+def check_cer_parameters(
+    *,
+    theta: float = THETA,
+    epsilon: float = EPSILON,
+    mu: float = MU,
+    kappa: float = KAPPA,
+    delta: float = DELTA,
+    k_max: int = K_MAX,
+    alpha: float = ALPHA,
+    weights: Sequence[float] = WEIGHTS,
+) -> None:
+    """Raise ValueError naming the first parameter outside its range.
+
+    θ ∈ (0, 1], ε ∈ [0, 0.5], μ ∈ [0, 1], κ ∈ [0, 1], δ ∈ [0, 0.5], α ∈ [0, 1], K_max an
+    integer ≥ 1, weights four numbers in [0, 1] with w1 + w2 > 0 (else F̂ has no scale).
+
+    >>> check_cer_parameters()
+    >>> check_cer_parameters(theta=1.2)
+    Traceback (most recent call last):
+    ...
+    ValueError: 'theta' must be in (0.0, 1.0], got 1.2.
+    >>> check_cer_parameters(weights=(0.0, 0.0, 0.2, 0.1))
+    Traceback (most recent call last):
+    ...
+    ValueError: 'weights' must give w1 + w2 > 0 (entailment or coverage must count), got (0.0, 0.0, 0.2, 0.1).
+    """
+    values = {"theta": theta, "epsilon": epsilon, "mu": mu, "kappa": kappa, "delta": delta, "alpha": alpha}
+    for name, value in values.items():
+        low, high = RANGES[name]
+        check_range(name, value, low, high, low_open=name == "theta")
+    check_int("k_max", k_max, 1)
+    check_weights(weights)
+
+
+def check_weights(weights: Sequence[float]) -> None:
+    """Raise ValueError unless `weights` are four numbers in [0, 1] with w1 + w2 > 0."""
+    if not isinstance(weights, (tuple, list)) or len(weights) != 4:
+        raise ValueError(f"'weights' must be four numbers (w1, w2, w3, w4), got {weights!r}.")
+    for i, w in enumerate(weights, start=1):
+        check_range(f"w{i}", w, 0.0, 1.0)
+    if weights[0] + weights[1] <= 0:
+        raise ValueError(
+            f"'weights' must give w1 + w2 > 0 (entailment or coverage must count), got {tuple(weights)!r}."
+        )
+
+
+# ---------------------------------------------------------------- Eq. 3 / 17, Eq. 18
+def length_penalty(size: int, k_max: int = K_MAX) -> float:
+    """p_len(S) = |S| / K_max (Eq. 3).
+
+    >>> length_penalty(5, 25)
+    0.2
+    """
+    return size / k_max
+
+
+def raw_quality(
+    p_entail: float,
+    p_cov: float,
+    p_contra: float,
+    size: int,
+    *,
+    weights: Sequence[float] = WEIGHTS,
+    k_max: int = K_MAX,
+) -> float:
+    """z = w1·p_entail + w2·p_cov − w3·p_contra − w4·|S|/K_max (Eq. 3 / 17, uncalibrated).
+
+    >>> round(raw_quality(1.0, 1.0, 0.0, 1), 3)     # a perfect single passage: 0.4 + 0.3 − 0.1/25
+    0.696
+    >>> round(raw_quality(0.2, 0.0, 0.5, 5), 3)
+    -0.04
+    """
+    w1, w2, w3, w4 = weights
+    return w1 * p_entail + w2 * p_cov - w3 * p_contra - w4 * length_penalty(size, k_max)
+
+
+def quality_score(
+    p_entail: float,
+    p_cov: float,
+    p_contra: float,
+    size: int,
+    *,
+    weights: Sequence[float] = WEIGHTS,
+    k_max: int = K_MAX,
+) -> float:
+    """F̂(q, S) on θ's scale: z / (w1 + w2), 1.0 for a perfect set of no length (see the module doc).
+
+    >>> round(quality_score(1.0, 1.0, 0.0, 1), 4)
+    0.9943
+    >>> quality_score(0.5, 1.0, 0.0, 0) < THETA <= quality_score(0.75, 1.0, 0.0, 1)
+    True
+    """
+    return raw_quality(p_entail, p_cov, p_contra, size, weights=weights, k_max=k_max) / (
+        weights[0] + weights[1]
+    )
+
+
+def temperature_calibration(z: float, temperature: float) -> float:
+    """F̂_cal = σ(z / T) (Eq. 18): the paper's calibration, with T learned on validation data.
+
+    Kept for a user who fits T; the zero-shot default is `quality_score`'s max-normalisation.
+
+    >>> temperature_calibration(0.0, 0.5)
+    0.5
+    >>> round(temperature_calibration(0.7, 0.5), 3)
+    0.802
+    """
+    check_range("temperature", temperature, 0.0, math.inf, low_open=True, high_open=True)
+    return _sigmoid(z / temperature)
+
+
+# ---------------------------------------------------------------- p_cov
+_CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*")
+_HAS_DIGIT = re.compile(r"\d")
+
+
+def key_tokens(answer: str) -> list[str]:
+    """The answer's key tokens: entities, numbers and dates, by a heuristic (p_cov's denominator).
+
+    - Capitalised words and words with a digit, when the answer has any: "the lead actor
+      Christian Bale" → [christian, bale]; "March 3, 1990" → [march, 3, 1990].
+    - Otherwise its content words: "a science fiction film" → [science, fiction, film].
+    Stop words never count ("The", "Yes"); tokens are SQuAD-normalised (lower case, no
+    punctuation), unique, in order. An answer with none (e.g. "yes") has no key tokens.
+
+    >>> key_tokens("The lead actor Christian Bale")
+    ['christian', 'bale']
+    >>> key_tokens("on 3 March 1990")
+    ['3', 'march', '1990']
+    >>> key_tokens("a science fiction film")
+    ['science', 'fiction', 'film']
+    >>> key_tokens("Yes")
+    []
+    """
+    marked = [w for w in re.findall(r"\S+", answer) if _CAPITALISED.match(w) or _HAS_DIGIT.search(w)]
+    found = [t for w in marked for t in tokens(w) if t not in STOPWORDS]
+    if not found:
+        found = [t for w in content_words(answer) for t in tokens(w)]
+    return list(dict.fromkeys(found))
+
+
+def coverage(answer: str, texts: Iterable[str]) -> float:
+    """p_cov(q, S): the share of the answer's key tokens that occur in S's texts, in [0, 1].
+
+    Whole-token match after SQuAD normalisation ("1,000" matches "1000"). An answer with no
+    key tokens ("yes", "no") has nothing to cover: 1.0 (vacuously full), so for yes/no
+    answers p_cov does not discriminate and p_entail decides.
+
+    >>> coverage("Christian Bale", ["Cast: lead actor Christian Bale stars as Bruce Wayne."])
+    1.0
+    >>> coverage("Christian Bale", ["Heath Ledger plays the Joker.", "Bale returns as Batman."])
+    0.5
+    >>> coverage("Christian Bale", [])
+    0.0
+    >>> coverage("yes", [])
+    1.0
+    """
+    keys = key_tokens(answer)
+    if not keys:
+        return 1.0
+    present = {t for text in texts for t in tokens(text)}
+    return sum(1 for k in keys if k in present) / len(keys)
+
+
+# ---------------------------------------------------------------- reader log-probabilities → [0, 1]
+def support_probability(log_prob: float) -> float:
+    """exp of a length-normalised log P(a | q, E): the geometric-mean token probability, in [0, 1].
+
+    The reader's support of its own answer read as p_entail. Positive inputs (rounding) are
+    clipped to 1; −inf gives 0.
+
+    >>> support_probability(0.0)
+    1.0
+    >>> round(support_probability(-0.105), 3)
+    0.9
+    >>> support_probability(float("-inf"))
+    0.0
+    """
+    if math.isnan(log_prob):
+        raise ValueError("'log_prob' must be a number, got nan.")
+    return math.exp(min(0.0, log_prob))
+
+
+def pmi_probability(pmi: float, scale: float = 1.0) -> float:
+    """σ(PMI / scale): an evidence-erased contrast support(a|q,E) − support(a|q,∅) mapped to (0, 1).
+
+    0.5 when the evidence leaves the answer's per-token log-probability unchanged; `scale`
+    is the PMI (nats per token) that maps to σ(1) ≈ 0.73. Scale 1.0 is a documented guess,
+    not a fit: a passage that lifts the answer from −2 to −0.2 nats per token gives 0.86.
+
+    >>> pmi_probability(0.0)
+    0.5
+    >>> round(pmi_probability(1.8), 2)
+    0.86
+    """
+    check_range("scale", scale, 0.0, math.inf, low_open=True, high_open=True)
+    if math.isnan(pmi):
+        raise ValueError("'pmi' must be a number, got nan.")
+    return _sigmoid(pmi / scale)
+
+
+def _sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+# ---------------------------------------------------------------- Eq. 19
+def utility(gain: float, length: float, *, mu: float = MU, kappa: float = KAPPA, sigma: float = 0.0) -> float:
+    """U(d | q, C) = τ̂(d | q, C) − μ·|d|/1000 + κ·σ̂(d | q, C) (Eq. 19).
+
+    `gain` is τ̂ (zero-shot: the measured marginal gain F̂(C ∪ {d}) − F̂(C)), `length` is
+    |d| in tokens, `sigma` is σ̂ (zero-shot: 0, so κ has no effect).
+
+    >>> round(utility(0.3, 200), 4)               # 0.3 − 0.05·0.2
+    0.29
+    >>> round(utility(0.3, 200, sigma=0.1), 4)     # + 0.2·0.1
+    0.31
+    """
+    return gain - mu * length / 1000.0 + kappa * sigma
+
+
+# ---------------------------------------------------------------- Eq. 4–7
+def deletion_effect(full: float, without: float) -> float:
+    """Δy_del(d) = F̂(q, S) − F̂(q, S \\ {d}) (Eq. 5): the quality lost when d is removed.
+
+    >>> round(deletion_effect(0.9, 0.3), 3)
+    0.6
+    """
+    return full - without
+
+
+def replacement_effect(full: float, replaced: float) -> float:
+    """Δy_rep(d) = F̂(q, S) − F̂(q, S ∪ {d'} \\ {d}) (Eq. 6), d' a near-duplicate hard negative of d.
+
+    >>> round(replacement_effect(0.9, 0.1), 3)
+    0.8
+    """
+    return full - replaced
+
+
+def fused_effect(deletion: float, replacement: float, alpha: float = ALPHA) -> float:
+    """Δy(d) = α·Δy_del(d) + (1 − α)·Δy_rep(d) (Eq. 7; α = 0.7).
+
+    >>> round(fused_effect(0.6, 0.8), 3)
+    0.66
+    """
+    check_range("alpha", alpha, 0.0, 1.0)
+    return alpha * deletion + (1.0 - alpha) * replacement
+
+
+def necessity(deletion_effects: Sequence[float]) -> list[float]:
+    """Nec(d) = max(0, Δy_del(d)) / Σ_{d' ∈ S} max(0, Δy_del(d')) (Eq. 4), one per kept passage.
+
+    Sums to one over the kept set when any deletion effect is positive. When none is (no
+    single passage's removal lowers F̂, e.g. two passages that each suffice), Eq. 4 divides
+    by zero: every Nec(d) is 0 — no passage is individually necessary — rather than a
+    uniform 1/|S| that would claim a necessity nothing measured.
+
+    >>> necessity([1.5, 0.5, -0.2])
+    [0.75, 0.25, 0.0]
+    >>> necessity([-0.01, 0.0])
+    [0.0, 0.0]
+    >>> necessity([])
+    []
+    """
+    clipped = [max(0.0, float(e)) for e in deletion_effects]
+    total = sum(clipped)
+    if total <= 0.0:
+        return [0.0] * len(clipped)
+    return [c / total for c in clipped]
+
+
+__all__ = [
+    "ALPHA",
+    "DELTA",
+    "EPSILON",
+    "KAPPA",
+    "K_MAX",
+    "MU",
+    "RANGES",
+    "THETA",
+    "WEIGHTS",
+    "check_cer_parameters",
+    "check_weights",
+    "coverage",
+    "deletion_effect",
+    "fused_effect",
+    "key_tokens",
+    "length_penalty",
+    "necessity",
+    "pmi_probability",
+    "quality_score",
+    "raw_quality",
+    "replacement_effect",
+    "support_probability",
+    "temperature_calibration",
+    "utility",
+]

@@ -1,0 +1,339 @@
+"""CER's minimal sufficient evidence set search (paper 003, Sec. 3.6, Algorithm 1), over a quality callable.
+
+Pure: the passages are indices 0..n−1 of a candidate pool, F̂ is a callable over tuples of
+indices, so any quality function (a reader's support, a trained surrogate, a test table)
+drives the same search.
+
+    C ← ∅
+    forward: add d* = argmax_{d ∉ C} U(d | q, C),  U = τ̂(d | q, C) − μ·|d|/1000 + κ·σ̂(d | q, C)
+             stop once F̂(C) ≥ θ and the gain F̂(C) − F̂(C_prev) < δ for two rounds in a row,
+             or |C| = K_max, or the pool is empty
+    prune:   traverse C in reverse order of addition; remove d if F̂(C \\ {d}) ≥ θ + ε;
+             repeat until nothing can be removed
+
+Zero-shot τ̂ is the measured marginal gain F̂(C ∪ {d}) − F̂(C) (one quality call per candidate
+per round, memoised); a trained τ̂ can be passed as `gain`. σ̂ defaults to 0 (κ unused).
+
+Choices where the paper is silent (each is a parameter or documented here):
+
+- Order. F̂ is called with the indices in order of addition (the order a prompt would show
+  them); every set the search evaluates is a subsequence of that order, so a set is always
+  called in the same order and memoising by tuple is memoising by set.
+- Ties in U go to the lower index (the candidate ranked higher by the retriever).
+- The two-round stop counts rounds *after which* F̂ ≥ θ and whose gain is < δ; a round with
+  F̂ < θ or gain ≥ δ resets the count (the paper: "for two consecutive rounds after crossing
+  the threshold").
+- Pruning never empties the set below `min_size` (default 1): a selector that returns no
+  passage leaves the reader closed-book, which the user did not ask for.
+- `prune_unnecessary` (default True) adds one rule to Alg. 1: d is also removed when
+  F̂(C \\ {d}) ≥ max(θ, F̂(C)), i.e. when d's deletion effect is ≤ 0 (Nec(d) = 0) and the set
+  stays sufficient without it. Alg. 1 alone keeps the passages the two-round stop adds
+  whenever F̂ sits in [θ, θ + ε): passages that added nothing. False gives Alg. 1 as written.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from haystack_cfrag.cer.math.quality import (
+    ALPHA,
+    DELTA,
+    EPSILON,
+    K_MAX,
+    KAPPA,
+    MU,
+    THETA,
+    check_cer_parameters,
+    deletion_effect,
+    fused_effect,
+    necessity,
+    replacement_effect,
+    utility,
+)
+from haystack_cfrag.validation import check_int
+
+Quality = Callable[[tuple[int, ...]], float]
+"""F̂(q, S): the quality of the passages `S` (indices into the pool, in the order shown)."""
+Gain = Callable[[tuple[int, ...], int], float]
+"""τ̂(d | q, C): the predicted gain of adding passage `d` to the set `C`."""
+
+STOP_DELTA = "delta"
+STOP_K_MAX = "k_max"
+STOP_POOL = "pool"
+
+
+class MemoisedQuality:
+    """A quality callable that calls the wrapped one once per distinct tuple and counts the calls.
+
+    Each call of the wrapped function is an LLM scoring: `calls` is the cost. A non-finite
+    value raises ValueError naming the set.
+
+    >>> seen = []
+    >>> q = MemoisedQuality(lambda s: seen.append(s) or len(s) / 10)
+    >>> q((0, 1)), q((0, 1)), q(())
+    (0.2, 0.2, 0.0)
+    >>> q.calls, seen
+    (2, [(0, 1), ()])
+    """
+
+    def __init__(self, quality: Quality) -> None:
+        self._quality = quality
+        self._memo: dict[tuple[int, ...], float] = {}
+
+    @property
+    def calls(self) -> int:
+        """Distinct sets evaluated so far (calls of the wrapped function)."""
+        return len(self._memo)
+
+    @property
+    def evaluated(self) -> Mapping[tuple[int, ...], float]:
+        """Every set evaluated so far and its F̂, in call order."""
+        return dict(self._memo)
+
+    def __call__(self, indices: tuple[int, ...]) -> float:
+        key = tuple(indices)
+        if key not in self._memo:
+            value = float(self._quality(key))
+            if not math.isfinite(value):
+                raise ValueError(f"quality of the set {key} is not finite: {value!r}.")
+            self._memo[key] = value
+        return self._memo[key]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One forward round: every candidate's utility, the one chosen, F̂ after adding it and the gain."""
+
+    chosen: int
+    utilities: Mapping[int, float]
+    quality: float
+    gain: float
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What Algorithm 1 returns, with its trace.
+
+    - `kept`: the minimal set, in order of addition (most useful first).
+    - `forward`: the set when the forward phase stopped, in order of addition.
+    - `steps`: one `Step` per forward round.
+    - `pruned`: the passages reverse pruning removed, in order of removal.
+    - `initial_quality`: F̂(∅); `quality`: F̂(kept); `reached`: F̂(kept) ≥ θ.
+    - `stop`: why the forward phase stopped ("delta", "k_max" or "pool").
+    - `quality_calls`: quality calls this search made (memoised: distinct sets only).
+    """
+
+    kept: tuple[int, ...]
+    forward: tuple[int, ...]
+    steps: tuple[Step, ...]
+    pruned: tuple[int, ...]
+    initial_quality: float
+    quality: float
+    reached: bool
+    stop: str
+    quality_calls: int
+    theta: float = field(default=THETA)
+
+    @property
+    def qualities(self) -> list[float]:
+        """F̂ after each forward round."""
+        return [s.quality for s in self.steps]
+
+
+def minimal_sufficient_set(
+    n: int,
+    quality: Quality,
+    *,
+    lengths: Sequence[float] | None = None,
+    gain: Gain | None = None,
+    uncertainty: Gain | None = None,
+    theta: float = THETA,
+    epsilon: float = EPSILON,
+    mu: float = MU,
+    kappa: float = KAPPA,
+    delta: float = DELTA,
+    k_max: int = K_MAX,
+    min_size: int = 1,
+    prune_unnecessary: bool = True,
+) -> SearchResult:
+    """Algorithm 1 over a pool of `n` passages: forward greedy with the δ two-round stop, then reverse pruning.
+
+    :param n: pool size; passages are the indices 0..n−1 (ties in utility go to the lower index).
+    :param quality: F̂ over a tuple of indices (wrapped in `MemoisedQuality` unless it is one).
+    :param lengths: |d| in tokens per passage, for the μ·|d|/1000 cost (None = no length cost).
+    :param gain: τ̂(d | C); None = the measured marginal gain F̂(C ∪ {d}) − F̂(C).
+    :param uncertainty: σ̂(d | C) for the κ bonus; None = 0 (κ unused).
+    :param theta, epsilon, mu, kappa, delta, k_max: the paper's parameters (`check_cer_parameters`).
+    :param min_size: pruning keeps at least this many passages (0 allows the empty set).
+    :param prune_unnecessary: also prune d when F̂(C \\ {d}) ≥ max(θ, F̂(C)) (see the module doc).
+
+    >>> table = {(): 0.0, (0,): 0.5, (1,): 0.4, (2,): 0.4, (0, 1): 0.6, (0, 2): 0.6, (1, 2): 0.95,
+    ...          (0, 1, 2): 0.95}
+    >>> result = minimal_sufficient_set(3, lambda s: table[tuple(sorted(s))])
+    >>> result.forward, result.kept, result.pruned, result.reached
+    ((0, 1, 2), (1, 2), (0,), True)
+    """
+    check_int("n", n, 0)
+    check_cer_parameters(theta=theta, epsilon=epsilon, mu=mu, kappa=kappa, delta=delta, k_max=k_max)
+    check_int("min_size", min_size, 0)
+    if lengths is not None and len(lengths) != n:
+        raise ValueError(f"'lengths' must have one entry per passage ({n}), got {len(lengths)}.")
+    q = quality if isinstance(quality, MemoisedQuality) else MemoisedQuality(quality)
+    calls_before = q.calls
+
+    chosen, steps, stop = _forward(
+        n, q, lengths, gain, uncertainty, theta=theta, mu=mu, kappa=kappa, delta=delta, k_max=k_max
+    )
+    kept, pruned = _prune(
+        chosen, q, theta=theta, epsilon=epsilon, min_size=min_size, unnecessary=prune_unnecessary
+    )
+    final = q(kept)
+    return SearchResult(
+        kept=kept,
+        forward=chosen,
+        steps=tuple(steps),
+        pruned=tuple(pruned),
+        initial_quality=q(()),
+        quality=final,
+        reached=final >= theta,
+        stop=stop,
+        quality_calls=q.calls - calls_before,
+        theta=theta,
+    )
+
+
+def _forward(
+    n: int,
+    q: MemoisedQuality,
+    lengths: Sequence[float] | None,
+    gain: Gain | None,
+    uncertainty: Gain | None,
+    *,
+    theta: float,
+    mu: float,
+    kappa: float,
+    delta: float,
+    k_max: int,
+) -> tuple[tuple[int, ...], list[Step], str]:
+    chosen: tuple[int, ...] = ()
+    current = q(chosen)
+    steps: list[Step] = []
+    quiet_rounds = 0
+    while True:
+        pool = [d for d in range(n) if d not in chosen]
+        if not pool:
+            return chosen, steps, STOP_POOL
+        if len(chosen) >= k_max:
+            return chosen, steps, STOP_K_MAX
+        utilities: dict[int, float] = {}
+        for d in pool:
+            tau = gain(chosen, d) if gain is not None else q(chosen + (d,)) - current
+            sigma = uncertainty(chosen, d) if uncertainty is not None else 0.0
+            length = lengths[d] if lengths is not None else 0.0
+            utilities[d] = utility(tau, length, mu=mu, kappa=kappa, sigma=sigma)
+        best = max(pool, key=lambda d: (utilities[d], -d))
+        chosen = chosen + (best,)
+        new = q(chosen)
+        step_gain = new - current
+        current = new
+        steps.append(Step(chosen=best, utilities=utilities, quality=new, gain=step_gain))
+        quiet_rounds = quiet_rounds + 1 if new >= theta and step_gain < delta else 0
+        if quiet_rounds >= 2:
+            return chosen, steps, STOP_DELTA
+
+
+def _prune(
+    chosen: tuple[int, ...],
+    q: MemoisedQuality,
+    *,
+    theta: float,
+    epsilon: float,
+    min_size: int,
+    unnecessary: bool,
+) -> tuple[tuple[int, ...], list[int]]:
+    kept = chosen
+    pruned: list[int] = []
+    changed = True
+    while changed:
+        changed = False
+        for d in reversed(kept):
+            if len(kept) <= min_size:
+                break
+            without = tuple(i for i in kept if i != d)
+            rest = q(without)
+            if rest >= theta + epsilon or (unnecessary and rest >= theta and rest >= q(kept)):
+                kept = without
+                pruned.append(d)
+                changed = True
+    return kept, pruned
+
+
+@dataclass(frozen=True)
+class Effects:
+    """Per kept passage (in the order of `kept`): Δy_del, Δy_rep (None without a replacement), Δy, Nec."""
+
+    kept: tuple[int, ...]
+    deletion: tuple[float, ...]
+    replacement: tuple[float | None, ...]
+    fused: tuple[float, ...]
+    necessity: tuple[float, ...]
+
+
+def set_effects(
+    kept: Sequence[int],
+    quality: Quality,
+    *,
+    replacements: Mapping[int, int] | None = None,
+    alpha: float = ALPHA,
+) -> Effects:
+    """Deletion, replacement and fused effects (Eq. 5–7) and Nec(d) (Eq. 4) of each kept passage.
+
+    `replacements[d]` is the hard negative d' that replaces d (placed at d's position); a
+    passage without one has no replacement effect and its fused effect is its deletion effect.
+    Pass the search's `MemoisedQuality` to reuse its calls (|S| more calls at most, plus one per
+    replacement).
+
+    >>> table = {(1, 2): 0.95, (2,): 0.4, (1,): 0.4, (1, 0): 0.5}
+    >>> e = set_effects((1, 2), lambda s: table[s], replacements={2: 0})
+    >>> [round(x, 2) for x in e.deletion], e.necessity
+    ([0.55, 0.55], (0.5, 0.5))
+    >>> e.replacement[0], round(e.replacement[1], 2), round(e.fused[1], 3)
+    (None, 0.45, 0.52)
+    """
+    kept = tuple(kept)
+    q = quality if isinstance(quality, MemoisedQuality) else MemoisedQuality(quality)
+    full = q(kept)
+    deletion, replacement, fused = [], [], []
+    for d in kept:
+        dele = deletion_effect(full, q(tuple(i for i in kept if i != d)))
+        rep = None
+        if replacements is not None and d in replacements:
+            swapped = tuple(replacements[d] if i == d else i for i in kept)
+            rep = replacement_effect(full, q(swapped))
+        deletion.append(dele)
+        replacement.append(rep)
+        fused.append(dele if rep is None else fused_effect(dele, rep, alpha))
+    return Effects(
+        kept=kept,
+        deletion=tuple(deletion),
+        replacement=tuple(replacement),
+        fused=tuple(fused),
+        necessity=tuple(necessity(deletion)),
+    )
+
+
+__all__ = [
+    "STOP_DELTA",
+    "STOP_K_MAX",
+    "STOP_POOL",
+    "Effects",
+    "Gain",
+    "MemoisedQuality",
+    "Quality",
+    "SearchResult",
+    "Step",
+    "minimal_sufficient_set",
+    "set_effects",
+]
