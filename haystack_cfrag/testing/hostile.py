@@ -1,7 +1,7 @@
 """Hostile and careless requests to a served CF-RAG, with the answer each must get (issues #18, #23).
 
 Shared by the HTTP tests (`tests/integration/test_serving.py`, `test_security_round2_server.py`)
-and the load run (`scripts/load_test.py --hostile-share`), against `cfrag serve --mock --pipeline
+and the load run (`benchmarks/load_test.py --hostile-share`), against `cfrag serve --mock --pipeline
 cf_rag --pipeline standard_rag --yaml cf_rag_fast`. Bodies are raw bytes: NaN, Infinity and deep
 nesting cannot be written by a JSON encoder, which is the point. `hostile_requests` are bodies
 sent with one JSON content type; `hostile_header_requests` need headers of their own (two

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -284,8 +285,9 @@ def test_injection_levels_share_level_zero_and_report_every_variant(tmp_path):
     report = (tmp_path / "report.md").read_text()
     assert "Injection `distractor`" in report and (tmp_path / "injection_distractor.png").stat().st_size > 0
     assert json.loads((tmp_path / "results.json").read_text())["metadata"]["models"]["llm"] == "CountingReader"
-    # scripts/injection_evidence.py counts the other questions' passages that reached the evidence
-    script = [sys.executable, str(ROOT / "scripts" / "injection_evidence.py"), str(HOTPOT), str(tmp_path)]
+    # benchmarks/analysis/injection_evidence.py counts the other questions' passages that reached the evidence
+    tool = ROOT / "benchmarks" / "analysis" / "injection_evidence.py"
+    script = [sys.executable, str(tool), str(HOTPOT), str(tmp_path)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([*script, "--limit", "3"], capture_output=True, text=True, env=env, check=True)
     rows = {(f[0], int(f[1])): f for f in (line.split() for line in done.stdout.splitlines()[1:])}
@@ -294,6 +296,14 @@ def test_injection_levels_share_level_zero_and_report_every_variant(tmp_path):
     assert rows[("standard_rag", 2)][2] == "3" and 0 <= float(rows[("standard_rag", 2)][4]) <= 2
     refused = subprocess.run([*script, "--limit", "1"], capture_output=True, text=True, env=env)
     assert refused.returncode != 0 and "not in the first 1 rows" in refused.stderr
+    # a run folder as committed under docs/results/: the records only in replay.tar.xz, read without extracting
+    committed = tmp_path / "committed"
+    committed.mkdir()
+    with tarfile.open(committed / "replay.tar.xz", "w:xz") as tar:
+        tar.add(tmp_path / "records.jsonl", arcname="records.jsonl")
+    archived = subprocess.run([*script[:-1], str(committed), "--limit", "3"], capture_output=True, text=True, env=env,
+                              check=True)
+    assert archived.stdout == done.stdout
 
 
 def _rec(system, qid, em, seconds=1.0, **extra):
