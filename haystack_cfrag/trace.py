@@ -35,6 +35,7 @@ __all__ = [
     "Scores",
     "Trace",
     "TraceDecision",
+    "decision_lines",
     "duel_readings",
     "failed_draft_entry",
     "failed_drafts",
@@ -263,6 +264,20 @@ def format_trace(trace: Trace) -> str:
             margin = "" if e["causal_margin"] is None else f"  margin {e['causal_margin']:+.3f}"
             lines.append(f"       · {clean_query(str(e.get('title') or e['id']))} "
                          f"(cluster {e.get('cluster')}, s {e['relevance']:.3f}{margin})")
+    lines += decision_lines(trace)
+    for d in trace.get("degradations") or []:
+        details = ", ".join(f"{k} {v}" for k, v in d.items() if k not in ("stage", "reason"))
+        lines.append(f"Degraded: {d['stage']}: {d['reason']}" + (f" ({details})" if details else ""))
+    return "\n".join(lines)
+
+
+def decision_lines(trace: Trace) -> list[str]:
+    """Why the answer won, in one or two lines: the duel or the override check, then the decision.
+
+    `cfrag ask` prints them at the end of the trace and `cfrag compare` under CF-RAG's answer.
+    """
+    lines: list[str] = []
+    override = trace.get("override") or {}
     duel = override.get("duel")
     if duel:
         titles = {e["id"]: e.get("title") or e["id"] for d in trace.get("drafts", []) for e in d.get("evidence", [])}
@@ -276,7 +291,4 @@ def format_trace(trace: Trace) -> str:
         lines.append(f"Override check: best challenger's Ψ − baseline's = {override['gap']:+.3f} "
                      f"(needs ≥ {override['margin']} and a higher φ_causal)")
     lines.append(f"Decision: {trace.get('decision')} (agreement {trace.get('agreement', 0):.2f}) → {trace.get('answer')!r}")
-    for d in trace.get("degradations") or []:
-        details = ", ".join(f"{k} {v}" for k, v in d.items() if k not in ("stage", "reason"))
-        lines.append(f"Degraded: {d['stage']}: {d['reason']}" + (f" ({details})" if details else ""))
-    return "\n".join(lines)
+    return lines

@@ -34,7 +34,7 @@ from haystack_cfrag.cli.checks import (
 )
 from haystack_cfrag.parameters import PARAMETERS
 from haystack_cfrag.progress import StatusLine
-from haystack_cfrag.trace import format_trace, why_no_answer
+from haystack_cfrag.trace import decision_lines, format_trace, why_no_answer
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
@@ -219,6 +219,8 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
         click.echo(f"Question: {printable(question)}\n")
         for r in results:
             click.echo(click.style(f"{r.pipeline:>14}: {printable(r.answer)}", bold=True))
+            if r.trace:  # why CF-RAG's answer won: the duel or override check, then the decision
+                click.echo("\n".join("                " + line for line in decision_lines(r.trace)))
             click.echo(format_cost(r, indent="                "))
         base = results[0].seconds or 1e-9
         for r in results[1:]:

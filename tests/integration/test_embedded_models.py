@@ -9,6 +9,7 @@ from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.trace import duel_readings
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
+DEMO_QUESTION = "Which is the tallest mountain on Earth when measured from base to summit?"  # the Makefile's
 
 
 def test_embedded_embedder_gives_unit_vectors():
@@ -29,7 +30,16 @@ def test_gguf_is_assembled_and_hash_checked():
 def test_demo_store_holds_the_dark_knight_case(runtime):
     ids = {d.id for d in runtime.store.filter_documents()}
     assert {"dark-knight-0", "dark-knight-1", "dark-knight-interview"} <= ids
+    assert {f"mauna-kea-{i}" for i in range(5)} <= ids   # the README demo's case (make demo)
     assert runtime.store.count_documents() >= 300
+
+
+def test_readme_demo_standard_rag_falls_for_the_trap_and_cf_rag_does_not(runtime):
+    """`make demo`'s question, as the README shows it: four Everest passages outvote the one on Mauna Kea."""
+    standard = runtime.ask(pipeline_path("standard_rag"), DEMO_QUESTION)
+    result = runtime.ask(pipeline_path("cf_rag"), DEMO_QUESTION)
+    assert "everest" in standard.answer.lower()
+    assert "mauna kea" in result.answer.lower() and result.trace["decision"] == "override"
 
 
 def test_default_cf_rag_end_to_end_on_real_models(runtime):
