@@ -22,14 +22,12 @@ from haystack import Pipeline
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag import models
-from haystack_cfrag.parameters import PARAMETERS, TARGETS
+from haystack_cfrag.registry import parameters_of
 from haystack_cfrag.serialization import serialize_component
 from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.loading import component_key, pipeline_from_dict, pipeline_inputs, share_injected_components
 from haystack_cfrag.timing import count_llm_usage, timed_stages
 
-# parameter → (component, init parameter) in the shipped pipelines: one table, haystack_cfrag.parameters
-PARAMETER_TARGETS = TARGETS
 
 
 @dataclass
@@ -123,12 +121,15 @@ class Runtime:
         data = yaml.safe_load(pipeline_path(path).read_text(encoding="utf-8"))
         data = self._with_models(data)
         overrides: dict[str, Any] = self._retriever_overrides(data)
+        table = parameters_of(path)
         for key, value in (params or {}).items():
-            comp, param = PARAMETER_TARGETS[key]
+            comp, param = table[key].component, table[key].target
             if value is not None and comp in data["components"]:
                 overrides[f"{comp}.{param}"] = value
-        if self.sequential and "drafter" in data["components"]:
-            overrides["drafter.max_workers"] = 1
+        if self.sequential:  # one call at a time wherever a component would write drafts side by side
+            for name, comp in data["components"].items():
+                if "max_workers" in comp.get("init_parameters", {}):
+                    overrides[f"{name}.max_workers"] = 1
         pipe = pipeline_from_dict(data, overrides=overrides, share_models=False, allowed_modules=self.allowed_modules)
         # injected models are shared; a pipeline *node* (standard_rag's generator and embedder)
         # is its own instance of the same configuration (Haystack wires sockets per instance):
@@ -202,12 +203,13 @@ class Runtime:
             off, so that concurrent requests run concurrently and a user's own tracer stays in place.
         """
         file = pipeline_path(path)
-        build = {k: v for k, v in (params or {}).items() if not PARAMETERS[k].per_request}
+        table = parameters_of(path)
+        build = {k: v for k, v in (params or {}).items() if not table[k].per_request}
         pipe = self.built(file, build)
         data = pipeline_inputs(file, query=question)
         components = {name for name, _ in pipe.walk()}
         for key, value in (params or {}).items():
-            target = PARAMETERS[key]
+            target = table[key]
             if target.per_request and value is not None and target.component in components:
                 data.setdefault(target.component, {})[target.target] = value
         generators = [c for _, n in pipe.walk() for c in _generators(n)]
@@ -218,7 +220,7 @@ class Runtime:
                     count_llm_usage(*generators) as usage:
                 out = pipe.run(data)
             seconds = time.perf_counter() - start
-        answer, trace, docs = _read_outputs(out)
+        answer, trace, docs = read_outputs(out)
         return Answer(
             pipeline=file.stem,
             answer=answer,
@@ -252,26 +254,39 @@ def _default_retriever(store: Any) -> Any | None:
     return embedding_retriever(store)
 
 
-def _generators(comp: Any) -> list[Any]:
+def _is_generator(comp: Any) -> bool:
     outputs = getattr(comp, "__haystack_output__", None)
-    is_generator = outputs is not None and "replies" in outputs._sockets_dict
-    found = [comp] if is_generator else []
-    for attr in ("chat_generator", "synthesizer"):
-        inner = getattr(comp, attr, None)
-        if inner is not None:
-            found.append(inner)
-    return found
+    return outputs is not None and "replies" in outputs._sockets_dict
 
 
-def _read_outputs(out: dict[str, Any]) -> tuple[str, dict[str, Any] | None, list[dict[str, Any]]]:
-    if "ranker" in out:
-        ranker = out["ranker"]
-        best = ranker["answers"][0] if ranker["answers"] else None
-        return ranker["answer"], ranker["trace"], [_doc_summary(d) for d in (best.documents if best else [])]
-    answers = out.get("answer_builder", {}).get("answers") or []
-    if not answers:
-        return "", None, []
-    return (answers[0].data or "").strip(), None, [_doc_summary(d) for d in answers[0].documents]
+def _generators(comp: Any) -> list[Any]:
+    """The component if it is a generator, and the generators injected into it (its `_INJECTED` parts)."""
+    found = [comp] if _is_generator(comp) else []
+    injected = (getattr(comp, attr, None) for attr in getattr(comp, "_INJECTED", ()))
+    return found + [inner for inner in injected if inner is not None and _is_generator(inner)]
+
+
+def read_outputs(out: dict[str, Any]) -> tuple[str, dict[str, Any] | None, list[dict[str, Any]]]:
+    """(answer, trace, evidence) of a pipeline run, read from its output sockets, whatever the nodes are named.
+
+    A component that outputs `answer` (a string) gives the answer, its `trace` and the documents of
+    the first of its `answers`; otherwise the first `answers` list of `GeneratedAnswer`s gives them
+    (standard RAG's `AnswerBuilder`). No answer socket: an empty answer.
+
+    >>> from haystack.dataclasses import GeneratedAnswer
+    >>> read_outputs({"builder": {"answers": [GeneratedAnswer(data=" Bale ", query="q", documents=[])]}})
+    ('Bale', None, [])
+    """
+    for sockets in out.values():
+        if isinstance(sockets, dict) and isinstance(sockets.get("answer"), str):
+            best = (sockets.get("answers") or [None])[0]
+            docs = getattr(best, "documents", None) or []
+            return sockets["answer"], sockets.get("trace"), [_doc_summary(d) for d in docs]
+    for sockets in out.values():
+        answers = sockets.get("answers") if isinstance(sockets, dict) else None
+        if answers and hasattr(answers[0], "data"):
+            return (answers[0].data or "").strip(), None, [_doc_summary(d) for d in answers[0].documents or []]
+    return "", None, []
 
 
 def _doc_summary(doc: Any) -> dict[str, Any]:

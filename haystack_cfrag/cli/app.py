@@ -33,6 +33,7 @@ from haystack_cfrag.cli.checks import (
     check_store_spec,
 )
 from haystack_cfrag.parameters import PARAMETERS
+from haystack_cfrag.registry import REGISTRY
 from haystack_cfrag.progress import StatusLine
 from haystack_cfrag.trace import decision_lines, format_trace, why_no_answer
 
@@ -172,7 +173,7 @@ def _no_answer(result: Any) -> str | None:
 @main.command()
 @click.argument("question")
 @click.option("--pipeline", "pipeline", default="cf_rag", show_default=True,
-              help="A pipeline file, or a shipped name: cf_rag, cf_rag_fast, cf_rag_paper, standard_rag.")
+              help=f"A pipeline file, or a shipped name: {', '.join(REGISTRY)}.")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer and trace as JSON.")
 @_param_options
 @_model_options

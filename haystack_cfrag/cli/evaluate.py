@@ -18,6 +18,7 @@ from haystack_cfrag import models
 from haystack_cfrag.cli.checks import check_model_spec
 from haystack_cfrag.evaluation.corpus import CORPUS_MODES, INJECTION_VARIANTS
 from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, SWEEP_PARAMETERS, check_systems, parse_system
+from haystack_cfrag.registry import injection_pipelines
 
 EVAL_MARKER = ".cfrag-eval.json"
 
@@ -96,7 +97,7 @@ def _check_out(out: Path) -> None:
 @click.option("--inject", "inject_levels", default="", help="N_inject levels, e.g. 0,2,4,8,16 (per-question corpus).")
 @click.option("--inject-variants", default="distractor", show_default=True,
               help=f"Comma-separated among {', '.join(INJECTION_VARIANTS)}.")
-@click.option("--inject-systems", default="standard_rag,cf_rag_fast,cf_rag", show_default=True)
+@click.option("--inject-systems", default=",".join(injection_pipelines()), show_default=True)
 @click.option("--inject-limit", type=click.IntRange(min=1), default=None, help="Questions per injection level.")
 @click.option("--skip-main", is_flag=True, help="Only the injection levels.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("eval-results"), show_default=True)

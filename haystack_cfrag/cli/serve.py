@@ -31,8 +31,9 @@ import click
 
 from haystack_cfrag import models
 from haystack_cfrag.cli.checks import check_model_spec, check_store_spec
+from haystack_cfrag.registry import served_pipelines
 
-SERVED = ("cf_rag", "cf_rag_fast", "standard_rag")
+SERVED = served_pipelines()
 SERVER = [sys.executable, "-m", "haystack_cfrag.serving.app"]
 ORIGIN = re.compile(r"https?://[A-Za-z0-9.\-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:]+\](:[0-9]{1,5})?")
 

@@ -37,12 +37,13 @@ from haystack_cfrag.evaluation.llm_cache import CachingChatGenerator
 from haystack_cfrag.evaluation.metrics import exact_match, f1, lenient_containment, trap_hit
 from haystack_cfrag.evaluation.summary import read_records
 from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, System, parse_systems
+from haystack_cfrag.registry import injection_pipelines
 from haystack_cfrag.runtime import Runtime
 from haystack_cfrag.trace import Trace, scored_drafts
 
 logger = logging.getLogger(__name__)
 
-INJECTION_SYSTEMS = ("standard_rag", "cf_rag_fast", "cf_rag")
+INJECTION_SYSTEMS = injection_pipelines()
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The systems an evaluation compares: a pipeline file plus parameter overrides.
 
-Names: `closed_book`, `standard_rag`, `cf_rag`, `cf_rag_fast`, `cf_rag_paper` (the paper's
-configuration), the ablations `cf_rag_n0` (no counterfactuals), `cf_rag_k1` (one cluster),
+Names: every shipped pipeline of `haystack_cfrag.registry` (`closed_book`, `standard_rag`,
+`cf_rag`, `cf_rag_fast`, `cf_rag_paper`, …), the ablations `cf_rag_n0` (no counterfactuals), `cf_rag_k1` (one cluster),
 `cf_rag_lambda0` (no causal term), `cf_rag_no_override` (the baseline always stands), any YAML path,
 and any of these with overrides in brackets: `cf_rag[causal_weight=0.2,n_subsets=2]`
 (parameters: see `haystack_cfrag.parameters`; each value is checked against its range when the
@@ -29,10 +29,9 @@ import yaml
 
 from haystack_cfrag.parameters import PARAMETERS, ParameterError
 from haystack_cfrag.parameters import TARGETS as PARAMETER_TARGETS
+from haystack_cfrag.registry import BASELINE, REGISTRY
 
-BASELINE = "standard_rag"
-DEFAULT_SYSTEMS = ("closed_book", "standard_rag", "cf_rag_fast", "cf_rag", "cf_rag_paper", "cf_rag_lambda0", "cf_rag_n0",
-                   "cf_rag_k1")
+DEFAULT_SYSTEMS = (*REGISTRY, "cf_rag_lambda0", "cf_rag_n0", "cf_rag_k1")  # every shipped pipeline, then ablations
 ABLATIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "cf_rag_n0": ("cf_rag", {"n_counterfactuals": 0}),
     "cf_rag_k1": ("cf_rag", {"n_clusters": 1}),

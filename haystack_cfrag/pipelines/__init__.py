@@ -1,12 +1,10 @@
-"""The shipped pipeline files (package data), found by name after a plain `pip install`.
+"""Where the shipped pipeline files are: found by name, from a wheel or from a checkout.
 
-| name | what it is |
-|---|---|
-| `cf_rag` | the default CF-RAG: standard RAG's answer as the baseline, counterfactual challengers |
-| `cf_rag_fast` | the same graph with fewer calls (N=0, M=1) |
-| `cf_rag_paper` | the paper's configuration (docs/method.md, "Two configurations") |
-| `standard_rag` | top-k retrieval → one generation: the baseline of every comparison |
-| `closed_book` | the same LLM without retrieval |
+The one source is the repository's top-level `pipelines/` folder (flat YAML: hand it to
+`hayhooks run --pipelines-dir pipelines`). The wheel ships the same files as
+`haystack_cfrag/pipelines/*.yml` (hatchling's `force-include`, pyproject.toml); an editable
+install has none there, so the checkout's folder is used. What each pipeline is, its family
+and parameters: `haystack_cfrag.registry`.
 
 The three CF-RAG files are written by hand; their components and connections are those of
 `haystack_cfrag.graph`, which `CounterfactualRAG` builds from (tests/unit/test_graph.py checks).
@@ -25,7 +23,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-PIPELINES_DIR = Path(__file__).resolve().parent
+_PACKAGED = Path(__file__).resolve().parent
+_CHECKOUT = _PACKAGED.parents[1] / "pipelines"
+PIPELINES_DIR = _PACKAGED if any(_PACKAGED.glob("*.yml")) or not _CHECKOUT.is_dir() else _CHECKOUT
+"""The folder of the shipped YAML files: the installed package's, else the checkout's `pipelines/`."""
 
 
 def shipped_pipelines() -> list[str]:

@@ -4,9 +4,8 @@
   variables, one pipeline per file, request validation, degraded answers).
 - `wrapper`: `CFRAGPipelineWrapper`, the Hayhooks `BasePipelineWrapper` behind
   `/<pipeline>/run`, `/v1/chat/completions` and the MCP tool.
-- `wrappers/`: a Hayhooks pipelines directory (`hayhooks run --pipelines-dir …`), one
-  wrapper folder per shipped pipeline.
-- `deploy`: writes a deploy directory for `cfrag serve` (wrappers, and the shipped YAML files
+- `deploy`: writes a deploy directory for `cfrag serve` (a wrapper folder per served pipeline
+  of `haystack_cfrag.registry`, and the shipped YAML files
   made deployable as Hayhooks YAML pipelines).
 
 See docs/serving.md.

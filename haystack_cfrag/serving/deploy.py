@@ -1,6 +1,6 @@
 """The deploy directory `cfrag serve` hands to Hayhooks: wrapper folders and deployable YAML files.
 
-Wrapper folders (`<name>/pipeline_wrapper.py`) are copied from `haystack_cfrag/serving/wrappers`.
+Wrapper folders (`<name>/pipeline_wrapper.py`) are written from `WRAPPER_TEMPLATE` for served pipelines of the registry.
 A shipped YAML file deployed as a Hayhooks YAML pipeline (`<name>_yaml.yml`) is the file as it
 is — top-level `inputs`/`outputs` included — with the changes serving needs: the text
 embedders given the service's embedder, the chat generator replaced by the mock when serving
@@ -28,7 +28,15 @@ import yaml
 from haystack_cfrag.serialization import serialize_component
 from haystack_cfrag.serving.service import PIPELINES, ServingConfig
 
-WRAPPERS_DIR = Path(__file__).resolve().parent / "wrappers"
+WRAPPER_TEMPLATE = '''"""Hayhooks wrapper of the shipped pipeline {name}, written by `cfrag serve` (see haystack_cfrag.serving.wrapper)."""
+
+from haystack_cfrag.serving.wrapper import CFRAGPipelineWrapper
+
+
+class PipelineWrapper(CFRAGPipelineWrapper):
+    pipeline_name = "{name}"
+'''
+"""A wrapper folder's `pipeline_wrapper.py`: one per served pipeline of the registry, none written by hand."""
 MARKER = ".cfrag-serve.json"
 
 
@@ -142,7 +150,7 @@ def write_deploy_dir(
     mark_folder(target, "cfrag serve", MARKER, written=written)
     for name in wrappers:
         (target / name).mkdir()
-        shutil.copy(WRAPPERS_DIR / name / "pipeline_wrapper.py", target / name / "pipeline_wrapper.py")
+        (target / name / "pipeline_wrapper.py").write_text(WRAPPER_TEMPLATE.format(name=name), encoding="utf-8")
     for name in yaml_pipelines or []:
         (target / f"{name}_yaml.yml").write_text(deployable_yaml(name, config), encoding="utf-8")
     return target

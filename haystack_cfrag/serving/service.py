@@ -23,12 +23,13 @@ from haystack import logging
 
 from haystack_cfrag import models
 from haystack_cfrag.errors import one_line, squash
+from haystack_cfrag.registry import served_pipelines
 from haystack_cfrag.serving.requests import RequestError, check_params, check_question
 from haystack_cfrag.trace import Trace, failed_drafts
 
 logger = logging.getLogger(__name__)
 
-PIPELINES = ("cf_rag", "cf_rag_fast", "standard_rag")
+PIPELINES = served_pipelines()  # the registry's served pipelines
 
 __all__ = ["PIPELINES", "CFRAGService", "PipelineFailedError", "RequestError", "ServingConfig", "get_service"]
 

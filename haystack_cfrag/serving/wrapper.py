@@ -1,7 +1,8 @@
 """The Hayhooks pipeline wrapper of CF-RAG: `/<pipeline>/run`, OpenAI chat and responses, and an MCP tool.
 
-Each folder of `haystack_cfrag/serving/wrappers/` holds a `pipeline_wrapper.py` that subclasses
-`CFRAGPipelineWrapper` and names its pipeline file. All wrappers of a process share one
+`cfrag serve` writes one folder per served pipeline of `haystack_cfrag.registry` into its deploy
+directory, each with a `pipeline_wrapper.py` that subclasses `CFRAGPipelineWrapper` and names its
+pipeline (`serving.deploy.WRAPPER_TEMPLATE`). All wrappers of a process share one
 `CFRAGService` (models loaded once). Hayhooks builds the request model of `/run` and the MCP
 tool's input schema from the signature of `run_api`, which is generated from
 `haystack_cfrag.parameters` (types and ranges as JSON Schema); the values themselves are checked

@@ -2,26 +2,27 @@
 
 Only the documented allowlist setting (`HAYSTACK_DESERIALIZATION_ALLOWLIST=haystack_cfrag`) is
 set: the `embedded:` model names are resolved by the components themselves when their models
-load, so the first request answers. The files are copied unchanged from the installed package.
+load, so the first request answers. The folder served is the checkout's top-level `pipelines/`,
+unchanged: `hayhooks run --pipelines-dir pipelines`, as docs/serving.md says.
 """
 
-import shutil
+from pathlib import Path
 
 import httpx
 import pytest
 
-from haystack_cfrag.pipelines import pipeline_path
+from haystack_cfrag.registry import REGISTRY
 from haystack_cfrag.testing.server import stock_hayhooks
 
-SHIPPED = ["standard_rag", "cf_rag_fast"]
+PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 
 
 @pytest.fixture(scope="module")
-def stock_server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("stock")
-    for name in SHIPPED:
-        shutil.copy(pipeline_path(name), folder / f"{name}.yml")
-    with stock_hayhooks(folder, expect=SHIPPED, env={"HAYSTACK_DESERIALIZATION_ALLOWLIST": "haystack_cfrag"}) as server:
+def stock_server():
+    # flat YAML and nothing else: Hayhooks deploys every *.y*ml and takes every subfolder for a wrapper
+    assert sorted(p.name for p in PIPELINES.iterdir()) == sorted(f"{name}.yml" for name in REGISTRY)
+    with stock_hayhooks(PIPELINES, expect=list(REGISTRY),
+                        env={"HAYSTACK_DESERIALIZATION_ALLOWLIST": "haystack_cfrag"}) as server:
         yield server
 
 

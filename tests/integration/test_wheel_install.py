@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,16 +83,21 @@ def run(command, **kwargs):
 
 
 def test_wheel_installs_and_ships_its_pipelines(tmp_path):
-    # built from a copy of what the wheel is made of: setuptools leaves build/ beside the sources,
-    # and a stale build/lib in the checkout would both litter it and leak removed modules into wheels
+    # built from a copy of what the wheel is made of, so that nothing a build leaves can land in the checkout
     source = tmp_path / "source"
-    shutil.copytree(ROOT / "haystack_cfrag", source / "haystack_cfrag", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("haystack_cfrag", "pipelines"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     wheels = tmp_path / "wheels"
     run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(source)],
         cwd=tmp_path)
     (wheel,) = wheels.glob("haystack_cfrag-*.whl")
+    # the top-level pipelines/ folder is the one source: the wheel ships exactly its files
+    with zipfile.ZipFile(wheel) as whl:
+        shipped = {Path(n).name: whl.read(n) for n in whl.namelist() if n.startswith("haystack_cfrag/pipelines/")
+                   and n.endswith(".yml")}
+    assert shipped == {p.name: p.read_bytes() for p in (ROOT / "pipelines").glob("*.yml")}
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", str(venv)])
     python = venv / "bin" / "python"

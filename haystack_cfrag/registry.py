@@ -1,0 +1,92 @@
+"""The shipped pipelines, in one place: what the CLI, the runtime, the evaluation and the server know of them.
+
+Each entry names a YAML file of the top-level `pipelines/` folder (shipped in the wheel as
+`haystack_cfrag/pipelines/`), its method family, what it is, the family's parameter table
+(`haystack_cfrag.parameters`: which component and init parameter each tunable sets, its range)
+and where it takes part: served by `cfrag serve`, run under injection by `cfrag eval --inject`,
+or the baseline of every comparison. Nothing above the components names a pipeline or a node:
+they read this registry, and the runtime reads a run's answer from its declared output sockets
+(`answer`/`trace`, or a `GeneratedAnswer` list; see `haystack_cfrag.runtime.read_outputs`).
+
+Adding a method is: its subpackage, its YAML in `pipelines/`, and one entry here.
+
+    >>> from haystack_cfrag.registry import REGISTRY, served_pipelines
+    >>> REGISTRY["cf_rag"].family, "cf_rag" in served_pipelines()
+    ('cf_rag', True)
+    >>> REGISTRY["standard_rag"].path.name
+    'standard_rag.yml'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from haystack_cfrag.parameters import PARAMETERS, Parameter
+from haystack_cfrag.pipelines import pipeline_path
+
+BASELINE = "standard_rag"
+"""The pipeline every comparison measures against (standard RAG: top-k retrieval, one generation)."""
+
+
+@dataclass(frozen=True)
+class ShippedPipeline:
+    """One shipped pipeline: its name (= its YAML file's stem), family, description and roles."""
+
+    name: str
+    family: str
+    description: str
+    parameters: Mapping[str, Parameter] = field(default_factory=dict)
+    served: bool = False
+    injection: bool = False
+
+    @property
+    def path(self) -> Path:
+        """The YAML file (the installed package's copy, or the checkout's `pipelines/`)."""
+        return pipeline_path(self.name)
+
+
+REGISTRY: dict[str, ShippedPipeline] = {
+    p.name: p
+    for p in (
+        ShippedPipeline("standard_rag", "baseline", "top-k retrieval -> one generation: the baseline of every "
+                        "comparison", served=True, injection=True),
+        ShippedPipeline("closed_book", "baseline", "the same LLM without retrieval"),
+        ShippedPipeline("cf_rag", "cf_rag", "the default CF-RAG: standard RAG's answer as the baseline, "
+                        "counterfactual challengers, a duel", PARAMETERS, served=True, injection=True),
+        ShippedPipeline("cf_rag_fast", "cf_rag", "the same graph with fewer calls (N=0, M=1)", PARAMETERS,
+                        served=True, injection=True),
+        ShippedPipeline("cf_rag_paper", "cf_rag", "the paper's configuration (docs/method.md, 'Two "
+                        "configurations')", PARAMETERS),
+    )
+}
+
+
+def served_pipelines() -> tuple[str, ...]:
+    """Names `cfrag serve` and the service offer."""
+    return tuple(name for name, p in REGISTRY.items() if p.served)
+
+
+def injection_pipelines() -> tuple[str, ...]:
+    """Names `cfrag eval --inject` runs by default."""
+    return tuple(name for name, p in REGISTRY.items() if p.injection)
+
+
+def parameters_of(name_or_path: str | Path) -> Mapping[str, Parameter]:
+    """The parameter table of a shipped pipeline; a pipeline file of your own gets CF-RAG's table.
+
+    A parameter applies only where the file has its component, so a table that names components
+    a file lacks is harmless (the runtime and the checks skip them).
+    """
+    entry = REGISTRY.get(Path(str(name_or_path)).stem) if not Path(str(name_or_path)).is_file() else None
+    return entry.parameters if entry is not None else PARAMETERS
+
+
+def describe() -> str:
+    """The shipped names with their descriptions, one per line (for `--help` texts)."""
+    return "\n".join(f"{name}: {p.description}" for name, p in REGISTRY.items())
+
+
+__all__ = ["BASELINE", "REGISTRY", "ShippedPipeline", "describe", "injection_pipelines", "parameters_of",
+           "served_pipelines"]

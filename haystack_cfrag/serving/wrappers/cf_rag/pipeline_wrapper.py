@@ -1,7 +1,0 @@
-"""Hayhooks wrapper of haystack_cfrag/pipelines/cf_rag.yml (see haystack_cfrag.serving.wrapper and docs/serving.md)."""
-
-from haystack_cfrag.serving.wrapper import CFRAGPipelineWrapper
-
-
-class PipelineWrapper(CFRAGPipelineWrapper):
-    pipeline_name = "cf_rag"

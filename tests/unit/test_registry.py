@@ -1,0 +1,60 @@
+"""One registry of shipped pipelines, read by the CLI, the runtime, the evaluation and the server."""
+
+import doctest
+import importlib
+from pathlib import Path
+
+import pytest
+from haystack import Document
+from haystack.dataclasses import GeneratedAnswer
+
+from haystack_cfrag import registry
+from haystack_cfrag.pipelines import PIPELINES_DIR, shipped_pipelines
+from haystack_cfrag.runtime import read_outputs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_shipped_yaml_has_one_entry_and_every_entry_a_yaml():
+    assert sorted(registry.REGISTRY) == shipped_pipelines()
+    assert all(entry.path.parent == PIPELINES_DIR for entry in registry.REGISTRY.values())
+
+
+def test_a_checkout_reads_the_top_level_pipelines_folder():
+    # an editable install has no YAML inside the package: the checkout's folder is the one source
+    assert PIPELINES_DIR == ROOT / "pipelines"
+    assert not list((ROOT / "haystack_cfrag" / "pipelines").glob("*.yml"))
+
+
+@pytest.mark.parametrize("module", ["haystack_cfrag.cli.serve", "haystack_cfrag.serving.service",
+                                    "haystack_cfrag.evaluation.systems", "haystack_cfrag.evaluation.runner"])
+def test_the_name_lists_above_the_components_come_from_the_registry(module):
+    source = Path(importlib.import_module(module).__file__).read_text()
+    # no tuple of shipped names written by hand (the registry's entries are the one list)
+    assert '("cf_rag", "cf_rag_fast", "standard_rag")' not in source
+    assert '("standard_rag", "cf_rag_fast", "cf_rag")' not in source
+
+
+def test_served_and_injection_pipelines_are_registry_entries_and_include_the_baseline():
+    assert set(registry.served_pipelines()) <= set(registry.REGISTRY)
+    assert registry.BASELINE in registry.served_pipelines() and registry.BASELINE in registry.injection_pipelines()
+    from haystack_cfrag.cli.serve import SERVED
+    from haystack_cfrag.serving.service import PIPELINES
+
+    assert SERVED == PIPELINES == registry.served_pipelines()
+
+
+def test_read_outputs_takes_the_answer_socket_whatever_the_node_is_called():
+    doc = Document(id="d1", content="Bale plays Batman.", meta={"title": "Cast"})
+    best = GeneratedAnswer(data="Christian Bale", query="q", documents=[doc])
+    answer, trace, docs = read_outputs({"my_arbiter": {"answer": "Christian Bale", "trace": {"decision": "x"},
+                                                       "answers": [best]}})
+    assert (answer, trace, [d["id"] for d in docs]) == ("Christian Bale", {"decision": "x"}, ["d1"])
+    answer, trace, docs = read_outputs({"builder_2": {"answers": [GeneratedAnswer(data=" Bale\n", query="q",
+                                                                                  documents=[doc])]}})
+    assert (answer, trace, docs[0]["title"]) == ("Bale", None, "Cast")
+    assert read_outputs({"retriever": {"documents": [doc]}}) == ("", None, [])
+
+
+def test_registry_doctest():
+    assert doctest.testmod(registry).failed == 0
