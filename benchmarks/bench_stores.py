@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from haystack_cfrag import models  # noqa: E402
+
+from haystack_cfrag.adapters import factories  # noqa: E402
 from haystack_cfrag.stores import (  # noqa: E402
     close_document_store,
     embedding_retriever,
@@ -80,7 +82,7 @@ def main() -> None:
         questions = [json.loads(line)["question"] for line in
                      (ROOT / "tests/data/hotpotqa_dev_a_30.jsonl").read_text().splitlines() if line.strip()]
         questions = (questions * (1 + args.queries // len(questions)))[: args.queries]
-        embedder = models.text_embedder()
+        embedder = factories.text_embedder()
         embedder.warm_up()
         embedder.run(text="warm up")
         embed_s, vectors = [], []

@@ -4,6 +4,7 @@ Replace these three objects with your own store, embedder and generator.
 """
 
 from haystack_cfrag import models
+from haystack_cfrag.adapters import factories
 from haystack_cfrag.stores import open_model_store
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
@@ -12,8 +13,8 @@ QUESTION = "Who is the lead actor in The Dark Knight?"
 def demo_components():
     """(store, text_embedder, chat_generator) on the embedded defaults, warmed up."""
     store = open_model_store()
-    text_embedder = models.text_embedder()
-    generator = models.chat_generator(max_tokens=160)
+    text_embedder = factories.text_embedder()
+    generator = factories.chat_generator(max_tokens=160)
     text_embedder.warm_up()
     generator.warm_up()
     return store, text_embedder, generator

@@ -1,8 +1,10 @@
-"""haystack-cfrag: Counterfactual RAG (CF-RAG) as Haystack components.
+"""haystack-cfrag: causal retrieval-augmented generation as Haystack components.
 
-Generate counterfactual questions, retrieve for all of them, keep evidence that supports the
-original question more than its counterfactuals, draft answers from separate evidence strata
-and arbitrate them on coherence and causal discrimination.
+One subpackage per method family — `cfrag` (Counterfactual RAG), `cer` (minimal sufficient
+evidence sets) — beside the shared primitive `support` (the reader's own support score) and the
+infrastructure every family uses (`common`, `adapters`, `models`, `loading`, `runtime`,
+`registry`). Every public component is exported here and imported on first use. The layout and
+how to add a family: docs/architecture.md.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -15,19 +17,23 @@ __all__ = [
     "CounterfactualRAG",
     "Draft",
     "EmbeddingDeduplicator",
+    "EvidenceSetSelector",
     "MultiQueryRetriever",
     "ParallelDraftGenerator",
+    "ReaderSupportScorer",
     "SpectralStratifier",
     "load_pipeline",
 ]
 
 # Imported on first use (PEP 562): `import haystack_cfrag` stays cheap, so that the `cfrag`
 # command is still in its own hands when Ctrl-C comes while Haystack imports.
-_HOMES = {name: "haystack_cfrag.components" for name in __all__}
-_HOMES.update({"Draft": "haystack_cfrag.dataclasses", "load_pipeline": "haystack_cfrag.loading"})
+_HOMES = {name: "haystack_cfrag.cfrag.components" for name in __all__}
+_HOMES.update({"Draft": "haystack_cfrag.cfrag.dataclasses", "load_pipeline": "haystack_cfrag.loading",
+               "EvidenceSetSelector": "haystack_cfrag.cer.components.evidence_set_selector",
+               "ReaderSupportScorer": "haystack_cfrag.support.scorer"})
 
 if TYPE_CHECKING:
-    from haystack_cfrag.components import (
+    from haystack_cfrag.cfrag.components import (
         CausalArbitrationRanker,
         CounterfactualQueryExpander,
         CounterfactualRAG,
@@ -36,8 +42,10 @@ if TYPE_CHECKING:
         ParallelDraftGenerator,
         SpectralStratifier,
     )
-    from haystack_cfrag.dataclasses import Draft
+    from haystack_cfrag.cer.components.evidence_set_selector import EvidenceSetSelector
+    from haystack_cfrag.cfrag.dataclasses import Draft
     from haystack_cfrag.loading import load_pipeline
+    from haystack_cfrag.support.scorer import ReaderSupportScorer
 
 
 def __getattr__(name: str) -> Any:

@@ -9,7 +9,6 @@ the pre-check is the only gate — so the refusal behaves the same on both.
 
 from __future__ import annotations
 
-import copy
 import inspect
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from haystack import Pipeline
 
 from haystack_cfrag.models import resolve_embedded_models
 from haystack_cfrag.pipelines import pipeline_path
-from haystack_cfrag.serialization import serialize_component
+from haystack_cfrag.common.serialization import serialize_component
 
 PACKAGE_MODULES = ("haystack_cfrag",)
 TRUSTED_PREFIXES = ("haystack", "haystack_integrations", "haystack_experimental", "haystack_cfrag")
@@ -69,7 +68,7 @@ def pipeline_from_dict(
     """`load_pipeline` for an already parsed dict (the input is not changed)."""
     if not isinstance(data, dict) or "components" not in data:
         raise ValueError("A pipeline file must be a mapping with a 'components' section.")
-    data = copy.deepcopy(data)
+    data = renamed_types(data)
     for key, value in (overrides or {}).items():
         _apply_override(data, key, value)
     patterns = list(PACKAGE_MODULES) + list(allowed_modules or [])
@@ -84,14 +83,47 @@ def pipeline_from_dict(
     return pipe
 
 
-INJECTED_ATTRIBUTES = (
-    "chat_generator",
-    "text_embedder",
-    "query_embedder",
-    "document_embedder",
-    "scorer",
-    "synthesizer",
-)
+# Type paths of YAML written before the family layout (0.1, issue #24) -> where the classes live now.
+# Haystack 3.4's `default_from_dict` refuses a `type:` that is not the class's real import path, so
+# a re-export could not keep such files loading; `load_pipeline` rewrites them (stock
+# `Pipeline.loads` refuses them: write the new paths there).
+_MOVED_MODULES = {
+    ("components", "causal_arbitration_ranker"): "haystack_cfrag.cfrag.components.causal_arbitration_ranker",
+    ("components", "counterfactual_query_expander"): "haystack_cfrag.cfrag.components.counterfactual_query_expander",
+    ("components", "counterfactual_rag"): "haystack_cfrag.cfrag.components.counterfactual_rag",
+    ("components", "embedding_deduplicator"): "haystack_cfrag.cfrag.components.embedding_deduplicator",
+    ("components", "multi_query_retriever"): "haystack_cfrag.cfrag.components.multi_query_retriever",
+    ("components", "parallel_draft_generator"): "haystack_cfrag.cfrag.components.parallel_draft_generator",
+    ("components", "spectral_stratifier"): "haystack_cfrag.cfrag.components.spectral_stratifier",
+    ("components", "llama_cpp_logprobs"): "haystack_cfrag.adapters.llama_cpp_logprobs",
+    ("components", "model_spec_text_embedder"): "haystack_cfrag.adapters.model_spec_text_embedder",
+}
+RENAMED_TYPES = {
+    ".".join(("haystack_cfrag", *old)): new for old, new in _MOVED_MODULES.items()
+}
+"""Old module path of a shipped class -> its module now (`load_pipeline` applies it to every `type:`)."""
+
+
+def renamed_types(data: Any) -> Any:
+    """A copy of a pipeline dict with every `type:` of a moved class rewritten to its current path.
+
+    >>> old = "haystack_cfrag." + "components.spectral_stratifier.SpectralStratifier"
+    >>> renamed_types({"type": old})["type"]
+    'haystack_cfrag.cfrag.components.spectral_stratifier.SpectralStratifier'
+    """
+    if isinstance(data, dict):
+        out = {k: renamed_types(v) for k, v in data.items()}
+        kind = out.get("type")
+        if isinstance(kind, str):
+            module, _, name = kind.rpartition(".")
+            if module in RENAMED_TYPES:
+                out["type"] = f"{RENAMED_TYPES[module]}.{name}"
+        return out
+    if isinstance(data, list):
+        return [renamed_types(v) for v in data]
+    return data
+
+
 
 
 def share_injected_components(pipe: Pipeline, pool: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -102,14 +134,20 @@ def share_injected_components(pipe: Pipeline, pool: dict[str, Any] | None = None
     """
     pool = {} if pool is None else pool
     for _, comp in pipe.walk():
-        for attr in INJECTED_ATTRIBUTES:
+        for attr in getattr(comp, "_INJECTED", ()):  # each component declares its injected parts
             inner = getattr(comp, attr, None)
-            if inner is None or not hasattr(inner, "to_dict"):
+            # models are shared; a retriever keeps its own store instance (two equal configurations
+            # may still point at different stores: the runtime points each at its store)
+            if inner is None or not hasattr(inner, "to_dict") or _holds_store(inner):
                 continue
             shared = pool.setdefault(component_key(inner), inner)
             if shared is not inner:
                 setattr(comp, attr, shared)
     return pool
+
+
+def _holds_store(comp: Any) -> bool:
+    return any(attr in getattr(comp, "__dict__", {}) for attr in ("document_store", "_document_store"))
 
 
 def component_key(comp: Any) -> str:

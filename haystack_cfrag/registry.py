@@ -2,7 +2,7 @@
 
 Each entry names a YAML file of the top-level `pipelines/` folder (shipped in the wheel as
 `haystack_cfrag/pipelines/`), its method family, what it is, the family's parameter table
-(`haystack_cfrag.parameters`: which component and init parameter each tunable sets, its range)
+(`haystack_cfrag.cfrag.parameters`: which component and init parameter each tunable sets, its range)
 and where it takes part: served by `cfrag serve`, run under injection by `cfrag eval --inject`,
 or the baseline of every comparison. Nothing above the components names a pipeline or a node:
 they read this registry, and the runtime reads a run's answer from its declared output sockets
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from haystack_cfrag.parameters import PARAMETERS, Parameter
+from haystack_cfrag.cfrag.parameters import PARAMETERS, Parameter
 from haystack_cfrag.pipelines import pipeline_path
 
 BASELINE = "standard_rag"

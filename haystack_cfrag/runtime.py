@@ -22,8 +22,9 @@ from haystack import Pipeline
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag import models
+from haystack_cfrag.adapters import factories
 from haystack_cfrag.registry import parameters_of
-from haystack_cfrag.serialization import serialize_component
+from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.loading import component_key, pipeline_from_dict, pipeline_inputs, share_injected_components
 from haystack_cfrag.timing import count_llm_usage, timed_stages
@@ -95,9 +96,9 @@ class Runtime:
         self.allowed_modules = allowed_modules
         self.store = store
         self.retriever = retriever if retriever is not None else _default_retriever(store)
-        self.generator = chat_generator or models.chat_generator(llm, max_tokens=max_tokens, logprobs=logprobs)
-        self.text_embedder = text_embedder or models.text_embedder(embedder, device=device)
-        self.scorer = models.scorer(scorer, device=device) if scorer else None
+        self.generator = chat_generator or factories.chat_generator(llm, max_tokens=max_tokens, logprobs=logprobs)
+        self.text_embedder = text_embedder or factories.text_embedder(embedder, device=device)
+        self.scorer = factories.scorer(scorer, device=device) if scorer else None
         # llama.cpp and local transformers models are not thread-safe: drafts run in turn
         self.sequential = chat_generator is None and not llm.startswith("openai:")
         self.pool: dict[str, Any] = {
@@ -195,7 +196,7 @@ class Runtime:
     ) -> Answer:
         """Run one question through a pipeline file; time each stage and count LLM usage.
 
-        :param params: parameters of `haystack_cfrag.parameters` (checked by the caller). Those
+        :param params: parameters of `haystack_cfrag.cfrag.parameters` (checked by the caller). Those
             marked `per_request` are passed as run-time inputs; the others build (once) a pipeline
             with them as init parameters.
         :param progress: told each stage and LLM call as it starts (e.g. `haystack_cfrag.progress.StatusLine`).

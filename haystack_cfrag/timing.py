@@ -1,7 +1,7 @@
 """Per-stage wall time and LLM usage of a pipeline run, through Haystack's tracing hooks.
 
 `StageTimer` is a Haystack tracer: it sums the wall time of each component run by component
-name (`seconds`), and reads the LLM-call spans our components open (`haystack_cfrag.llm_tracing`):
+name (`seconds`), and reads the LLM-call spans our components open (`haystack_cfrag.common.tracing`):
 one `LLMCallRecord` per call in `llm_calls`, with `llm_seconds` by stage and `llm_usage()`.
 `count_llm_usage` counts the calls of given generator instances made in the current context
 (every call, ours or a pipeline's own generator component), so concurrent questions each get
@@ -23,7 +23,7 @@ from typing import Any
 from haystack import tracing
 from haystack.tracing import Span, Tracer
 
-from haystack_cfrag import llm_tracing as lt
+from haystack_cfrag.common import tracing as lt
 
 
 class _NullSpan(Span):

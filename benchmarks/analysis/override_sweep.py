@@ -4,7 +4,7 @@
 
 The records keep every usable draft's answer, Ψ and φ_causal (`candidates`) and which one was
 the baseline (`override.baseline_draft`), so the override rule of
-`haystack_cfrag.core.arbitration.override_decision` can be replayed for any margin without
+`haystack_cfrag.cfrag.math.arbitration.override_decision` can be replayed for any margin without
 running a model. Prints, per margin: EM, ΔEM against standard RAG paired over the same
 questions with its 95% bootstrap interval and wins/losses, the overrides made, how many were
 right, and the trap rate (Correlation-Trap data only); then the oracle over candidates (some
@@ -17,8 +17,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from haystack_cfrag.core.arbitration import override_decision
-from haystack_cfrag.core.text import answers_agree
+from haystack_cfrag.cfrag.math.arbitration import override_decision
+from haystack_cfrag.common.text import answers_agree
 from haystack_cfrag.evaluation.metrics import exact_match, trap_hit
 from haystack_cfrag.evaluation.summary import paired
 from run_folder import read_run_records

@@ -25,17 +25,18 @@ from typing import Any
 import click
 
 from haystack_cfrag import models
-from haystack_cfrag.errors import one_line
+from haystack_cfrag.adapters import factories
+from haystack_cfrag.common.errors import one_line
 from haystack_cfrag.cli.checks import (
     PARAMETER_OPTIONS,
     check_model_spec,
     check_run_parameters,
     check_store_spec,
 )
-from haystack_cfrag.parameters import PARAMETERS
+from haystack_cfrag.cfrag.parameters import PARAMETERS
 from haystack_cfrag.registry import REGISTRY
 from haystack_cfrag.progress import StatusLine
-from haystack_cfrag.trace import decision_lines, format_trace, why_no_answer
+from haystack_cfrag.cfrag.trace import decision_lines, format_trace, why_no_answer
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
@@ -290,7 +291,7 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
         raise click.ClickException(one_line(exc, typed=False)) from exc
     if not passages:  # each file without text was logged as a warning
         raise click.ClickException(f"no passage to index: {len(files)} file(s) gave no text; the store is unchanged.")
-    doc_embedder = models.document_embedder(embedder, device=device, progress_bar=True)
+    doc_embedder = factories.document_embedder(embedder, device=device, progress_bar=True)
     doc_embedder.warm_up()
     embedded = doc_embedder.run(documents=passages)["documents"]
     dim = len(embedded[0].embedding) if embedded and embedded[0].embedding is not None else None
@@ -338,11 +339,11 @@ def _time_one_draft(llm: str) -> float:
     """Seconds of one real draft call (App. G prompt over 8 demo passages)."""
     from haystack.dataclasses import ChatMessage  # noqa: PLC0415
 
-    from haystack_cfrag.prompts import DRAFT_PROMPT, render_evidence  # noqa: PLC0415
+    from haystack_cfrag.cfrag.prompts import DRAFT_PROMPT, render_evidence  # noqa: PLC0415
     from haystack_cfrag.indexing import read_jsonl  # noqa: PLC0415
     from haystack_cfrag.stores import DEMO_CORPUS  # noqa: PLC0415
 
-    generator = models.chat_generator(llm, max_tokens=96)
+    generator = factories.chat_generator(llm, max_tokens=96)
     generator.warm_up()
     prompt = DRAFT_PROMPT.format(query="Who is the lead actor in The Dark Knight?",
                                  evidence=render_evidence(read_jsonl(DEMO_CORPUS)[:8], 2000))
@@ -372,7 +373,7 @@ def models_check() -> None:
 # ---------------------------------------------------------------- formatting
 def printable(text: str) -> str:
     """Text fit for a terminal: control, bidi and other format characters become spaces (see `clean_query`)."""
-    from haystack_cfrag.core.text import clean_query  # noqa: PLC0415
+    from haystack_cfrag.common.text import clean_query  # noqa: PLC0415
 
     return clean_query(text)
 

@@ -13,16 +13,16 @@ from typing import Any
 import click
 
 from haystack_cfrag import models
-from haystack_cfrag.parameters import PARAMETERS, ParameterError
+from haystack_cfrag.cfrag.parameters import PARAMETERS, ParameterError
 
-# `cfrag ask/compare` option → parameter of haystack_cfrag.parameters
+# `cfrag ask/compare` option → parameter of haystack_cfrag.cfrag.parameters
 PARAMETER_OPTIONS = {"-N": "n_counterfactuals", "-K": "n_clusters", "-M": "n_subsets", "--lambda": "causal_weight",
                      "--seed": "random_state"}
 _URL = re.compile(r"https?://[^\s/#]+(/[^\s#]*)?")
 
 
 def check_run_parameters(values: dict[str, Any]) -> dict[str, Any]:
-    """The parameters that are set, checked against `haystack_cfrag.parameters`."""
+    """The parameters that are set, checked against `haystack_cfrag.cfrag.parameters`."""
     options = {name: option for option, name in PARAMETER_OPTIONS.items()}
     checked = {}
     for name, value in values.items():

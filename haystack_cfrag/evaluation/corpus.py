@@ -24,7 +24,7 @@ import numpy as np
 from haystack import Document
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from haystack_cfrag.core.text import normalize_answer
+from haystack_cfrag.common.text import normalize_answer
 from haystack_cfrag.evaluation.datasets import EvalItem, Passage
 from haystack_cfrag.evaluation.injection import select_distractors
 

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from haystack_cfrag.core.text import normalize_answer
-from haystack_cfrag.core.vectors import cosine_matrix
+from haystack_cfrag.common.text import normalize_answer
+from haystack_cfrag.common.vectors import cosine_matrix
 
 
 def contains_answer(text: str, answers: Sequence[str]) -> bool:

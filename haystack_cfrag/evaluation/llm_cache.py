@@ -8,7 +8,7 @@ show latency as if the call had been made.
 Usage:
     >>> from haystack.dataclasses import ChatMessage
     >>> from haystack_cfrag.evaluation.llm_cache import CachingChatGenerator
-    >>> from tests.fakes import KeywordReader
+    >>> from haystack_cfrag.testing.fakes import KeywordReader
     >>> cached = CachingChatGenerator(generator=KeywordReader(candidates=["Ann", "Bob"]))
     >>> first = cached.run(messages=[ChatMessage.from_user("Question: Ann or Bob? Evidence: Ann")])
     >>> again = cached.run(messages=[ChatMessage.from_user("Question: Ann or Bob? Evidence: Ann")])
@@ -28,7 +28,7 @@ from typing import Any
 from haystack import component, default_to_dict
 from haystack.dataclasses import ChatMessage
 
-from haystack_cfrag.serialization import deserialize_component, serialize_component
+from haystack_cfrag.common.serialization import deserialize_component, serialize_component
 
 
 class _CacheState:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from haystack_cfrag.core.text import normalize_answer, token_f1
+from haystack_cfrag.common.text import normalize_answer, token_f1
 
 
 def exact_match(prediction: str, golds: Sequence[str]) -> float:

@@ -7,7 +7,7 @@ into `results.json`, `report.md` and plots.
 
 Usage (the fakes stand in for the models):
     >>> import tempfile
-    >>> from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
+    >>> from haystack_cfrag.testing.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
     >>> out = tempfile.mkdtemp()
     >>> config = EvalConfig(data="tests/data/hotpotqa_dev_a_30.jsonl", limit=2, systems=["standard_rag", "cf_rag_fast"],
     ...                     out=out, progress=False, allowed_modules=["tests"])
@@ -29,7 +29,8 @@ from typing import Any
 from haystack import logging
 
 from haystack_cfrag import models
-from haystack_cfrag.core.text import normalize_answer
+from haystack_cfrag.adapters import factories
+from haystack_cfrag.common.text import normalize_answer
 from haystack_cfrag.evaluation import provenance
 from haystack_cfrag.evaluation.corpus import CORPUS_MODES, INJECTION_VARIANTS, Corpus
 from haystack_cfrag.evaluation.datasets import EvalItem, load_items
@@ -39,7 +40,7 @@ from haystack_cfrag.evaluation.summary import read_records
 from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, System, parse_systems
 from haystack_cfrag.registry import injection_pipelines
 from haystack_cfrag.runtime import Runtime
-from haystack_cfrag.trace import Trace, scored_drafts
+from haystack_cfrag.cfrag.trace import Trace, scored_drafts
 
 logger = logging.getLogger(__name__)
 
@@ -195,8 +196,8 @@ def run_eval(
 
     if (text_embedder is None) != (document_embedder is None):
         raise ValueError("Pass both text_embedder and document_embedder (the same model), or neither.")
-    query_embedder = text_embedder or models.text_embedder(config.embedder, device=config.device)
-    doc_embedder = document_embedder or models.document_embedder(config.embedder, device=config.device)
+    query_embedder = text_embedder or factories.text_embedder(config.embedder, device=config.device)
+    doc_embedder = document_embedder or factories.document_embedder(config.embedder, device=config.device)
 
     def new_runtime(generator: Any) -> Runtime:
         runtime = Runtime(store=_empty_store(), chat_generator=generator, text_embedder=query_embedder,
@@ -205,7 +206,7 @@ def run_eval(
         return runtime
 
     def new_generator() -> Any:
-        return chat_generator or models.chat_generator(config.llm, max_tokens=config.max_tokens)
+        return chat_generator or factories.chat_generator(config.llm, max_tokens=config.max_tokens)
 
     cached = CachingChatGenerator(generator=new_generator(), path=str(out / "llm_cache.jsonl")) if config.cache else None
     runtimes: dict[str, Runtime] = {}

@@ -4,7 +4,7 @@ Names: every shipped pipeline of `haystack_cfrag.registry` (`closed_book`, `stan
 `cf_rag`, `cf_rag_fast`, `cf_rag_paper`, …), the ablations `cf_rag_n0` (no counterfactuals), `cf_rag_k1` (one cluster),
 `cf_rag_lambda0` (no causal term), `cf_rag_no_override` (the baseline always stands), any YAML path,
 and any of these with overrides in brackets: `cf_rag[causal_weight=0.2,n_subsets=2]`
-(parameters: see `haystack_cfrag.parameters`; each value is checked against its range when the
+(parameters: see `haystack_cfrag.cfrag.parameters`; each value is checked against its range when the
 system is read). `check_systems` also checks, before anything runs, that each pipeline is a
 shipped name or a YAML pipeline file (`cfrag eval` refuses anything else; `run_eval` records
 a system that cannot load as a failed result).
@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
-from haystack_cfrag.parameters import PARAMETERS, ParameterError
-from haystack_cfrag.parameters import TARGETS as PARAMETER_TARGETS
+from haystack_cfrag.cfrag.parameters import PARAMETERS, ParameterError
+from haystack_cfrag.cfrag.parameters import TARGETS as PARAMETER_TARGETS
 from haystack_cfrag.registry import BASELINE, REGISTRY
 
 DEFAULT_SYSTEMS = (*REGISTRY, "cf_rag_lambda0", "cf_rag_n0", "cf_rag_k1")  # every shipped pipeline, then ablations

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from haystack_cfrag.serialization import serialize_component
+from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.serving.service import PIPELINES, ServingConfig
 
 WRAPPER_TEMPLATE = '''"""Hayhooks wrapper of the shipped pipeline {name}, written by `cfrag serve` (see haystack_cfrag.serving.wrapper)."""

@@ -1,7 +1,7 @@
 """The one validation of what a served request carries, shared by REST, OpenAI chat/responses and MCP.
 
 Every check raises `RequestError` (HTTP 422) with one sentence naming the field and what is
-allowed. Parameter types and ranges come from `haystack_cfrag.parameters`; the question is
+allowed. Parameter types and ranges come from `haystack_cfrag.cfrag.parameters`; the question is
 cleaned with `core.text.clean_query` (what is answered and echoed back is the cleaned text),
 and only when its raw text is at most `MAX_RAW_QUESTION_CHARS` long: no text of unbounded
 length is ever normalised (the checks run on the server's event loop).
@@ -18,8 +18,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from haystack_cfrag.core.text import clean_query
-from haystack_cfrag.parameters import REQUEST_PARAMETERS, ParameterError, check_parameters
+from haystack_cfrag.common.text import clean_query
+from haystack_cfrag.cfrag.parameters import REQUEST_PARAMETERS, ParameterError, check_parameters
 
 MAX_QUESTION_CHARS = 2000
 MAX_RAW_QUESTION_CHARS = 4 * MAX_QUESTION_CHARS
@@ -61,7 +61,7 @@ def check_question(value: Any, field: str = "question") -> str:
 
 
 def check_params(values: Mapping[str, Any], allowed: Iterable[str] = REQUEST_PARAMETERS) -> dict[str, Any]:
-    """The per-request parameters that are set, checked (see `haystack_cfrag.parameters`)."""
+    """The per-request parameters that are set, checked (see `haystack_cfrag.cfrag.parameters`)."""
     try:
         return check_parameters(values, allowed)
     except ParameterError as exc:

@@ -22,10 +22,10 @@ from typing import Any
 from haystack import logging
 
 from haystack_cfrag import models
-from haystack_cfrag.errors import one_line, squash
+from haystack_cfrag.common.errors import one_line, squash
 from haystack_cfrag.registry import served_pipelines
 from haystack_cfrag.serving.requests import RequestError, check_params, check_question
-from haystack_cfrag.trace import Trace, failed_drafts
+from haystack_cfrag.cfrag.trace import Trace, failed_drafts
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ directory, each with a `pipeline_wrapper.py` that subclasses `CFRAGPipelineWrapp
 pipeline (`serving.deploy.WRAPPER_TEMPLATE`). All wrappers of a process share one
 `CFRAGService` (models loaded once). Hayhooks builds the request model of `/run` and the MCP
 tool's input schema from the signature of `run_api`, which is generated from
-`haystack_cfrag.parameters` (types and ranges as JSON Schema); the values themselves are checked
+`haystack_cfrag.cfrag.parameters` (types and ranges as JSON Schema); the values themselves are checked
 once, by `haystack_cfrag.serving.requests`, for every route: a bad one is a 422 naming the field,
 a pipeline failure a 503 with the reason, never a 500.
 """
@@ -22,7 +22,7 @@ from fastapi import HTTPException
 from hayhooks import BasePipelineWrapper
 from pydantic import WithJsonSchema
 
-from haystack_cfrag.parameters import PARAMETERS, REQUEST_PARAMETERS
+from haystack_cfrag.cfrag.parameters import PARAMETERS, REQUEST_PARAMETERS
 from haystack_cfrag.serving.requests import (
     MAX_QUESTION_CHARS,
     RequestError,

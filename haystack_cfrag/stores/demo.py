@@ -19,6 +19,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_cfrag import models
+from haystack_cfrag.adapters import factories
 from haystack_cfrag.indexing import read_jsonl
 from haystack_cfrag.models import EMBEDDED_EMBEDDER, cache_dir
 from haystack_cfrag.stores.opening import open_document_store, open_memory_store, save_memory_store
@@ -61,7 +62,7 @@ def open_model_store(
     """`open_store` with the document embedder of `embedder`, loaded only when the store must be built."""
 
     def embed(docs: list[Document]) -> list[Document]:
-        doc_embedder = models.document_embedder(embedder, device=device, progress_bar=progress_bar)
+        doc_embedder = factories.document_embedder(embedder, device=device, progress_bar=progress_bar)
         doc_embedder.warm_up()
         return doc_embedder.run(documents=docs)["documents"]
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from haystack_cfrag.components._common import DEFAULT_MAX_QUERY_CHARS, ClosesInjected, prepare_query
-from haystack_cfrag.components._protocols import ChatGenerator
-from haystack_cfrag.prompts import check_template, render_evidence
-from haystack_cfrag.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedParts, prepare_query
+from haystack_cfrag.common.protocols import ChatGenerator
+from haystack_cfrag.common.prompting import check_template, render_evidence
+from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.support.backends import AnswerLogprobs, SupportBackend, backend_for
 from haystack_cfrag.support.math import (
     OPTION_LETTERS,
@@ -22,7 +22,7 @@ from haystack_cfrag.support.math import (
     option_orders,
     option_scores,
 )
-from haystack_cfrag.validation import check_int
+from haystack_cfrag.common.validation import check_int
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class SupportScores:
 
 
 @component
-class ReaderSupportScorer(ClosesInjected):
+class ReaderSupportScorer(InjectedParts):
     """
     Scores given answers by the reader's own log-probabilities: support(a | q, E).
 
@@ -96,7 +96,7 @@ class ReaderSupportScorer(ClosesInjected):
     ### Usage example
     ```python
     from haystack import Document
-    from haystack_cfrag.components.llama_cpp_logprobs import LlamaCppLogprobsChatGenerator
+    from haystack_cfrag.adapters.llama_cpp_logprobs import LlamaCppLogprobsChatGenerator
     from haystack_cfrag.support import ReaderSupportScorer
 
     gen = LlamaCppLogprobsChatGenerator(model="embedded:qwen2.5-coder-1.5b-instruct", n_ctx=2048)
@@ -165,14 +165,14 @@ class ReaderSupportScorer(ClosesInjected):
         backend, self._backend = self._backend, None
         if backend is not None and hasattr(backend, "close"):
             backend.close()
-        ClosesInjected.close(self)
+        InjectedParts.close(self)
 
     async def close_async(self) -> None:
         """Async twin of `close`."""
         backend, self._backend = self._backend, None
         if backend is not None and hasattr(backend, "close"):
             backend.close()
-        await ClosesInjected.close_async(self)
+        await InjectedParts.close_async(self)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected generator."""

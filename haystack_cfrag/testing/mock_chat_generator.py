@@ -14,7 +14,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage, StreamingChunk
 
-from haystack_cfrag.validation import check_int, check_range
+from haystack_cfrag.common.validation import check_int, check_range
 
 logger = logging.getLogger(__name__)
 

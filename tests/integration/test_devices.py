@@ -8,6 +8,7 @@ import pytest
 from haystack.utils import ComponentDevice
 
 from haystack_cfrag import models
+from haystack_cfrag.adapters import factories
 from haystack_cfrag.runtime import Runtime
 from tests.integration.tiny_models import tiny_chat_model, tiny_cross_encoder
 
@@ -26,23 +27,23 @@ def tiny(tmp_path_factory):
 @pytest.mark.parametrize("device", ["cpu", "cuda:0"])
 def test_device_reaches_each_factory_and_its_serialisation(device, tiny):
     wanted = ComponentDevice.from_str(device)
-    built = [models.text_embedder(device=device), models.document_embedder(device=device),
-             models.scorer(tiny["ce"], device=device)]
+    built = [factories.text_embedder(device=device), factories.document_embedder(device=device),
+             factories.scorer(tiny["ce"], device=device)]
     for comp in built:
         assert device_of(comp) == wanted, type(comp).__name__
         again = type(comp).from_dict(comp.to_dict())
         assert device_of(again) == wanted
-    gen = models.chat_generator(f"hf:{tiny['lm']}", max_tokens=4, device=device)
+    gen = factories.chat_generator(f"hf:{tiny['lm']}", max_tokens=4, device=device)
     assert gen.huggingface_pipeline_kwargs["device"] == wanted.to_hf()
     default = ComponentDevice.resolve_device(None)  # no --device: Haystack's own choice (cpu here)
-    assert all(device_of(c) == default for c in (models.text_embedder(), models.scorer(tiny["ce"])))
+    assert all(device_of(c) == default for c in (factories.text_embedder(), factories.scorer(tiny["ce"])))
 
 
 def test_cpu_device_is_where_the_models_load(tiny):
-    emb = models.text_embedder(device="cpu")
+    emb = factories.text_embedder(device="cpu")
     emb.warm_up()
     assert str(emb.embedding_backend.model.device) == "cpu"
-    gen = models.chat_generator(f"hf:{tiny['lm']}", max_tokens=4, device="cpu")
+    gen = factories.chat_generator(f"hf:{tiny['lm']}", max_tokens=4, device="cpu")
     gen.warm_up()
     assert str(gen.pipeline.model.device) == "cpu"
 

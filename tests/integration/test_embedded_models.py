@@ -5,15 +5,16 @@ import json
 import numpy as np
 
 from haystack_cfrag import models
+from haystack_cfrag.adapters import factories
 from haystack_cfrag.pipelines import pipeline_path
-from haystack_cfrag.trace import duel_readings
+from haystack_cfrag.cfrag.trace import duel_readings
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
 DEMO_QUESTION = "Which is the tallest mountain on Earth when measured from base to summit?"  # the Makefile's
 
 
 def test_embedded_embedder_gives_unit_vectors():
-    emb = models.text_embedder()
+    emb = factories.text_embedder()
     emb.warm_up()
     vec = np.asarray(emb.run(text=QUESTION)["embedding"])
     assert vec.shape == (384,)

@@ -17,10 +17,11 @@ import pytest
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag import models
+from haystack_cfrag.adapters import factories
 from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.runtime import Runtime
 from haystack_cfrag.stores import open_model_store
-from haystack_cfrag.trace import duel_readings
+from haystack_cfrag.cfrag.trace import duel_readings
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
 ALIAS = "cfrag-qwen"
@@ -66,7 +67,7 @@ def llama_server(tmp_path_factory):
 
 
 def test_openai_spec_talks_to_the_server(llama_server):
-    gen = models.chat_generator(f"openai:{llama_server}#{ALIAS}", max_tokens=16)
+    gen = factories.chat_generator(f"openai:{llama_server}#{ALIAS}", max_tokens=16)
     assert gen.api_base_url == llama_server and gen.model == ALIAS
     reply = gen.run(messages=[ChatMessage.from_user("Reply with one word: the capital of France?")])["replies"][0]
     assert "paris" in reply.text.lower()

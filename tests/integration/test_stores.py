@@ -226,14 +226,14 @@ def test_load_pipeline_with_a_faiss_retriever_override(tmp_path):
 
 
 def test_cli_index_and_ask_take_store_specs(tmp_path, monkeypatch):
-    from haystack_cfrag import models
+    from haystack_cfrag.adapters import factories
     from haystack_cfrag.cli import main
 
     class Embedder(HashingDocumentEmbedder):
         def warm_up(self):
             pass
 
-    monkeypatch.setattr(models, "document_embedder", lambda *a, **k: Embedder())
+    monkeypatch.setattr(factories, "document_embedder", lambda *a, **k: Embedder())
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("\n".join(json.dumps({"id": d.id, "content": d.content, "title": d.meta.get("title")})
                                 for d in dk.documents()))

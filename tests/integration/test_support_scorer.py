@@ -14,6 +14,7 @@ import pytest
 from haystack import Document
 
 from haystack_cfrag import models
+from haystack_cfrag.adapters import factories
 from haystack_cfrag.support.backends import LlamaCppBackend
 from haystack_cfrag.support.scorer import ReaderSupportScorer
 from tests import dark_knight as dk
@@ -53,7 +54,7 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def generator():
-    gen = models.chat_generator(n_ctx=2048)  # the package's factory: LlamaCppLogprobsChatGenerator
+    gen = factories.chat_generator(n_ctx=2048)  # the package's factory: LlamaCppLogprobsChatGenerator
     gen.warm_up()
     return gen
 
@@ -167,7 +168,7 @@ def test_transformers_backend_on_a_tiny_gpt2(tmp_path):
     from haystack_cfrag.support.backends import TransformersBackend
     from tests.integration.tiny_models import tiny_chat_model
 
-    gen = models.chat_generator("hf:" + str(tiny_chat_model(tmp_path / "lm")), max_tokens=4)
+    gen = factories.chat_generator("hf:" + str(tiny_chat_model(tmp_path / "lm")), max_tokens=4)
     s = ReaderSupportScorer(chat_generator=gen)
     out = s.run(
         query="who is the lead actor ?",

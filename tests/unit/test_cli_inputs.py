@@ -3,7 +3,7 @@
 from click.testing import CliRunner
 
 from haystack_cfrag.cli import main
-from haystack_cfrag.trace import format_trace
+from haystack_cfrag.cfrag.trace import format_trace
 
 
 def test_empty_question_is_refused():

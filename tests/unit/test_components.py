@@ -21,8 +21,8 @@ from haystack_cfrag import (
     ParallelDraftGenerator,
     SpectralStratifier,
 )
-from haystack_cfrag.components.parallel_draft_generator import token_logprobs
-from haystack_cfrag.core.arbitration import critical_causal_weight
+from haystack_cfrag.cfrag.components.parallel_draft_generator import token_logprobs
+from haystack_cfrag.cfrag.math.arbitration import critical_causal_weight
 from tests import dark_knight as dk
 from tests.fakes import (
     FailingChatGenerator,

@@ -1,4 +1,4 @@
-"""Algorithm 1 as a pure function (`haystack_cfrag.core.algorithm`): decisions over small matrices."""
+"""Algorithm 1 as a pure function (`haystack_cfrag.cfrag.math.algorithm`): decisions over small matrices."""
 
 import doctest
 from dataclasses import FrozenInstanceError, replace
@@ -6,10 +6,10 @@ from dataclasses import FrozenInstanceError, replace
 import numpy as np
 import pytest
 
-from haystack_cfrag import trace
-from haystack_cfrag.core import algorithm
-from haystack_cfrag.core import arbitration as arb
-from haystack_cfrag.core.algorithm import Rules, arbitrate, settle_duel
+from haystack_cfrag.cfrag import trace
+from haystack_cfrag.cfrag.math import algorithm
+from haystack_cfrag.cfrag.math import arbitration as arb
+from haystack_cfrag.cfrag.math.algorithm import Rules, arbitrate, settle_duel
 
 # three documents: e0 names Bale and answers the question; e1, e2 name Ledger and answer the counterfactual
 R = np.array([[0.9, 0.8, 0.7], [0.2, 0.9, 0.8]])

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from haystack_cfrag.core import arbitration as arb
+from haystack_cfrag.cfrag.math import arbitration as arb
 
 # relevance: row 0 = s(q, e); rows 1.. = counterfactuals; 3 documents
 R = np.array([[0.9, 0.6, 0.5], [0.3, 0.8, 0.5], [0.4, 0.7, 0.2]])

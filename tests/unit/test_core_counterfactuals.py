@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from haystack_cfrag.core import counterfactuals as cf
+from haystack_cfrag.cfrag.math import counterfactuals as cf
 
 
 def test_info_score_hand_computed():
@@ -33,7 +33,7 @@ def test_select_top_keeps_only_valid_best_first():
 
 
 def test_truncated_reply_keeps_complete_candidates():
-    from haystack_cfrag.core.replies import parse_counterfactual_reply
+    from haystack_cfrag.cfrag.math.replies import parse_counterfactual_reply
 
     reply = ('```json\n{"original_answer_hint": "Bale", "counterfactuals": [\n'
              '{"question": "Who played the villain?", "type": "role", "answer_hint": "Ledger"},\n'

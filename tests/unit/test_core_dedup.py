@@ -1,6 +1,6 @@
 import numpy as np
 
-from haystack_cfrag.core.dedup import greedy_dedup, quality_score
+from haystack_cfrag.cfrag.math.dedup import greedy_dedup, quality_score
 
 
 def test_greedy_dedup_keeps_first_of_each_near_duplicate_group():

@@ -7,13 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from haystack_cfrag.core import arbitration as arb
-from haystack_cfrag.core.dedup import greedy_dedup
-from haystack_cfrag.core.stratify import spectral_clusters, stratified_subsets
-from haystack_cfrag.core.counterfactuals import TRANSFORMATION_TYPES
-from haystack_cfrag.core.replies import MAX_ANSWER_CHARS, parse_counterfactual_reply, parse_draft_reply
-from haystack_cfrag.core.text import clean_query, truncate_text
-from haystack_cfrag.core.vectors import cosine_matrix, valid_embedding_mask
+from haystack_cfrag.cfrag.math import arbitration as arb
+from haystack_cfrag.cfrag.math.dedup import greedy_dedup
+from haystack_cfrag.cfrag.math.stratify import spectral_clusters, stratified_subsets
+from haystack_cfrag.cfrag.math.counterfactuals import TRANSFORMATION_TYPES
+from haystack_cfrag.cfrag.math.replies import MAX_ANSWER_CHARS, parse_counterfactual_reply, parse_draft_reply
+from haystack_cfrag.common.text import clean_query, truncate_text
+from haystack_cfrag.common.vectors import cosine_matrix, valid_embedding_mask
 
 finite = st.floats(-10, 10, allow_nan=False, allow_infinity=False, width=32)
 

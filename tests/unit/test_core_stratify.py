@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from haystack_cfrag.core import stratify as st
+from haystack_cfrag.cfrag.math import stratify as st
 
 
 def test_affinity_and_laplacian_hand_computed():

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from haystack_cfrag.core import text
+from haystack_cfrag.common import text
 
 
 @pytest.mark.parametrize(

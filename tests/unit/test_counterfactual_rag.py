@@ -7,7 +7,7 @@ from haystack import Pipeline
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from haystack_cfrag.components.counterfactual_rag import PAPER, CounterfactualRAG
+from haystack_cfrag.cfrag.components.counterfactual_rag import PAPER, CounterfactualRAG
 from haystack_cfrag.loading import pipeline_from_dict
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
@@ -99,7 +99,7 @@ def test_roundtrip_as_a_component_and_inside_a_yaml_pipeline():
     pipe = Pipeline()
     pipe.add_component("cf_rag", rag)
     yaml_text = pipe.dumps()
-    assert "haystack_cfrag.components.counterfactual_rag.CounterfactualRAG" in yaml_text
+    assert "haystack_cfrag.cfrag.components.counterfactual_rag.CounterfactualRAG" in yaml_text
     import yaml
 
     again = pipeline_from_dict(yaml.safe_load(yaml_text), allowed_modules=["tests"])

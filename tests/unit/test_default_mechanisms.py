@@ -20,16 +20,16 @@ from haystack.dataclasses import ChatMessage, GeneratedAnswer
 
 from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag import load_pipeline
-from haystack_cfrag.components._common import accepts
-from haystack_cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
-from haystack_cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
-from haystack_cfrag.components.multi_query_retriever import PROVENANCE_KEY
-from haystack_cfrag.components.parallel_draft_generator import ParallelDraftGenerator
-from haystack_cfrag.components.spectral_stratifier import MARGIN_KEY, SpectralStratifier
-from haystack_cfrag.core import arbitration as arb
-from haystack_cfrag.dataclasses import Draft
+from haystack_cfrag.common.plumbing import accepts
+from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
+from haystack_cfrag.cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
+from haystack_cfrag.cfrag.components.multi_query_retriever import PROVENANCE_KEY
+from haystack_cfrag.cfrag.components.parallel_draft_generator import ParallelDraftGenerator
+from haystack_cfrag.cfrag.components.spectral_stratifier import MARGIN_KEY, SpectralStratifier
+from haystack_cfrag.cfrag.math import arbitration as arb
+from haystack_cfrag.cfrag.dataclasses import Draft
 from haystack_cfrag.loading import pipeline_inputs
-from haystack_cfrag.prompts import STANDARD_RAG_TEMPLATE
+from haystack_cfrag.cfrag.prompts import STANDARD_RAG_TEMPLATE
 from haystack_cfrag.timing import count_llm_usage
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
@@ -314,7 +314,7 @@ def test_original_documents_are_what_standard_rag_reads():
     from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
     from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-    from haystack_cfrag.components.multi_query_retriever import MultiQueryRetriever
+    from haystack_cfrag.cfrag.components.multi_query_retriever import MultiQueryRetriever
 
     store = InMemoryDocumentStore(embedding_similarity_function="cosine")
     store.write_documents(HashingDocumentEmbedder().run(dk.documents())["documents"])
@@ -346,10 +346,10 @@ def test_mention_evidence_falls_back_to_the_subset():
     assert arb.mention_evidence(np.array([1.0, 0.4, 0.5]), [1]) == [0, 2]
 
 
-@pytest.mark.parametrize("module", ["haystack_cfrag.core.arbitration", "haystack_cfrag.core.stratify",
-                                    "haystack_cfrag.core.replies", "haystack_cfrag.prompts",
-                                    "haystack_cfrag.components._common", "haystack_cfrag.evaluation.metrics",
-                                    "haystack_cfrag.validation", "haystack_cfrag.graph"])
+@pytest.mark.parametrize("module", ["haystack_cfrag.cfrag.math.arbitration", "haystack_cfrag.cfrag.math.stratify",
+                                    "haystack_cfrag.cfrag.math.replies", "haystack_cfrag.common.prompting",
+                                    "haystack_cfrag.common.plumbing", "haystack_cfrag.evaluation.metrics",
+                                    "haystack_cfrag.common.validation", "haystack_cfrag.cfrag.wiring"])
 def test_module_examples_run(module):
     import doctest
     import importlib
@@ -362,7 +362,7 @@ def test_every_parameter_in_the_table_reaches_a_real_init_parameter_of_the_defau
     import importlib
     import inspect
 
-    from haystack_cfrag.parameters import PARAMETERS, ParameterError
+    from haystack_cfrag.cfrag.parameters import PARAMETERS, ParameterError
 
     graph = yaml.safe_load(CF_RAG.read_text(encoding="utf-8"))["components"]
     for name, p in PARAMETERS.items():

@@ -190,7 +190,7 @@ def test_a_latency_run_makes_every_call_with_a_model_instance_per_system(tmp_pat
         made.append(CountingReader(candidates=[i.answers[0] for i in items]))
         return made[-1]
 
-    monkeypatch.setattr(runner.models, "chat_generator", new_generator)
+    monkeypatch.setattr(runner.factories, "chat_generator", new_generator)
     monkeypatch.setattr(provenance.models, "model_sha256", lambda spec: None)  # no model files needed
     base = {"data": str(HOTPOT), "limit": 2, "out": str(tmp_path), "progress": False, "allowed_modules": ["tests"],
             "systems": ["standard_rag", "cf_rag", "cf_rag_lambda0"]}

@@ -1,4 +1,4 @@
-"""The CF-RAG graph is written once (`haystack_cfrag.graph`): the shipped YAML files and
+"""The CF-RAG graph is written once (`haystack_cfrag.cfrag.wiring`): the shipped YAML files and
 `CounterfactualRAG` are checked against it."""
 
 import pytest
@@ -6,8 +6,8 @@ import yaml
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from haystack_cfrag.components.counterfactual_rag import PAPER, CounterfactualRAG
-from haystack_cfrag.graph import (
+from haystack_cfrag.cfrag.components.counterfactual_rag import PAPER, CounterfactualRAG
+from haystack_cfrag.cfrag.wiring import (
     CAUSAL_ORDER_EDGE,
     COMPONENTS,
     CONNECTIONS,
@@ -31,7 +31,7 @@ def _edges(connections):
 
 
 def test_every_cf_rag_file_is_checked():
-    expander = "haystack_cfrag.components.counterfactual_query_expander.CounterfactualQueryExpander"
+    expander = "haystack_cfrag.cfrag.components.counterfactual_query_expander.CounterfactualQueryExpander"
     cf_rag_files = {
         name for name in shipped_pipelines()
         if any(c["type"] == expander for c in _yaml(name)["components"].values())

@@ -8,9 +8,9 @@ import pytest
 from haystack import Document
 from haystack.dataclasses import ChatMessage
 
-from haystack_cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
-from haystack_cfrag.core.replies import parse_draft_reply
-from haystack_cfrag.prompts import (
+from haystack_cfrag.cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
+from haystack_cfrag.cfrag.math.replies import parse_draft_reply
+from haystack_cfrag.cfrag.prompts import (
     COUNTERFACTUAL_PROMPT,
     DRAFT_PROMPT,
     SYNTHESIS_PROMPT,

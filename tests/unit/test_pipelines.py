@@ -10,7 +10,7 @@ from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag import load_pipeline
 from haystack_cfrag.loading import PipelineRefusedError, pipeline_from_dict, pipeline_inputs
 from tests import dark_knight as dk
-from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
+from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader, OutsideReader
 
 CF_RAG = pipeline_path("cf_rag_paper")  # the paper's configuration; the default: test_default_mechanisms.py
 STANDARD_RAG = pipeline_path("standard_rag")
@@ -163,9 +163,9 @@ def test_module_outside_the_allowlist_is_refused(tmp_path):
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(PipelineRefusedError, match="evil_module"):
         load_pipeline(path)
-    # and the test fakes are refused unless the caller names their module
+    # and a class outside the allowlist (a test fake's subclass in `tests`) is refused unless the caller names it
     with pytest.raises(PipelineRefusedError, match="tests.fakes"):
-        load_pipeline(CF_RAG, overrides={"drafter.chat_generator": fakes()[1]})
+        load_pipeline(CF_RAG, overrides={"drafter.chat_generator": OutsideReader(candidates=dk.CANDIDATES)})
 
 
 def test_unknown_override_target():

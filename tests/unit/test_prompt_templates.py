@@ -1,5 +1,5 @@
 """`prompt_template` per component: serialised, checked for its placeholders, sent as written;
-None sends exactly the built-in prompts of `haystack_cfrag.prompts`."""
+None sends exactly the built-in prompts of `haystack_cfrag.cfrag.prompts`."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import pytest
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage, GeneratedAnswer
 
-from haystack_cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
-from haystack_cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
-from haystack_cfrag.components.counterfactual_rag import CounterfactualRAG
-from haystack_cfrag.components.parallel_draft_generator import ParallelDraftGenerator
-from haystack_cfrag.dataclasses import Draft
-from haystack_cfrag.prompts import (
+from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
+from haystack_cfrag.cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
+from haystack_cfrag.cfrag.components.counterfactual_rag import CounterfactualRAG
+from haystack_cfrag.cfrag.components.parallel_draft_generator import ParallelDraftGenerator
+from haystack_cfrag.cfrag.dataclasses import Draft
+from haystack_cfrag.cfrag.prompts import (
     COUNTERFACTUAL_LINES_PROMPT,
     COUNTERFACTUAL_PROMPT,
     DRAFT_PROMPT,

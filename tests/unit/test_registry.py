@@ -58,3 +58,23 @@ def test_read_outputs_takes_the_answer_socket_whatever_the_node_is_called():
 
 def test_registry_doctest():
     assert doctest.testmod(registry).failed == 0
+
+
+def test_yaml_written_for_the_old_type_paths_still_loads_through_the_package_loader():
+    import yaml
+    from haystack import Pipeline
+
+    from haystack_cfrag import EmbeddingDeduplicator
+    from haystack_cfrag.loading import RENAMED_TYPES, pipeline_from_dict
+    from haystack_cfrag.testing.fakes import HashingDocumentEmbedder, HashingTextEmbedder
+
+    pipe = Pipeline()
+    pipe.add_component("dedup", EmbeddingDeduplicator(document_embedder=HashingDocumentEmbedder(),
+                                                      text_embedder=HashingTextEmbedder()))
+    new_path = "haystack_cfrag.cfrag.components.embedding_deduplicator"
+    old_path = "haystack_cfrag." + "components.embedding_deduplicator"  # the 0.1 layout's path
+    assert RENAMED_TYPES[old_path] == new_path
+    old_yaml = pipe.dumps().replace(new_path, old_path)
+    assert old_path + ".EmbeddingDeduplicator" in old_yaml
+    loaded = pipeline_from_dict(yaml.safe_load(old_yaml))
+    assert type(loaded.get_component("dedup")).__module__ == new_path

@@ -22,10 +22,10 @@ from haystack_cfrag import (
     ParallelDraftGenerator,
     SpectralStratifier,
 )
-from haystack_cfrag.components._common import DEFAULT_MAX_QUERY_CHARS
-from haystack_cfrag.components.counterfactual_rag import PAPER, CounterfactualRAG
-from haystack_cfrag.core.replies import MAX_ANSWER_CHARS
-from haystack_cfrag.core.text import clean_query
+from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS
+from haystack_cfrag.cfrag.components.counterfactual_rag import PAPER, CounterfactualRAG
+from haystack_cfrag.cfrag.math.replies import MAX_ANSWER_CHARS
+from haystack_cfrag.common.text import clean_query
 from tests import dark_knight as dk
 from tests.fakes import (
     LONG_REPLY_TOKENS,
@@ -455,7 +455,7 @@ def test_an_unlabelled_synthesis_is_used_and_recorded():
 
 
 def test_cfrag_ask_shows_the_degradations():
-    from haystack_cfrag.trace import format_trace
+    from haystack_cfrag.cfrag.trace import format_trace
 
     out = verify_rag(faulty("exception", on="counterfactual")).run(query=dk.QUESTION, documents=embedded_docs())
     text = format_trace(out["trace"])

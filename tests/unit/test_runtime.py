@@ -6,7 +6,7 @@ from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.runtime import Runtime
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
-from haystack_cfrag.trace import duel_readings
+from haystack_cfrag.cfrag.trace import duel_readings
 
 
 def runtime():

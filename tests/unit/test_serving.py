@@ -259,7 +259,7 @@ def test_run_api_signature_is_the_parameter_table():
     pytest.importorskip("hayhooks")
     import inspect
 
-    from haystack_cfrag.parameters import REQUEST_PARAMETERS
+    from haystack_cfrag.cfrag.parameters import REQUEST_PARAMETERS
     from haystack_cfrag.serving.wrapper import CFRAGPipelineWrapper
 
     class StandardLike(CFRAGPipelineWrapper):

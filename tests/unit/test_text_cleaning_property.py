@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from haystack_cfrag.core.text import MAX_NON_STARTERS, _non_starter_table, clean_query, stream_safe
+from haystack_cfrag.common.text import MAX_NON_STARTERS, _non_starter_table, clean_query, stream_safe
 from haystack_cfrag.serving.middleware import MAX_BODY_BYTES
 
 FACTOR, SLACK_S = 60.0, 0.1

@@ -1,4 +1,4 @@
-"""The arbitration trace's schema (`haystack_cfrag.trace`) is what the ranker really writes.
+"""The arbitration trace's schema (`haystack_cfrag.cfrag.trace`) is what the ranker really writes.
 
 Real traces from the Dark Knight fakes — with a duel, with the margin rule alone, with no usable
 draft — must hold exactly the keys the TypedDicts declare, at every level, so the schema and the
@@ -11,10 +11,10 @@ from typing import Any, Literal, get_args, get_origin
 import pytest
 from haystack.dataclasses import GeneratedAnswer
 
-from haystack_cfrag import trace as tr
-from haystack_cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
-from haystack_cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
-from haystack_cfrag.dataclasses import NO_EVIDENCE, Draft
+from haystack_cfrag.cfrag import trace as tr
+from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
+from haystack_cfrag.cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
+from haystack_cfrag.cfrag.dataclasses import NO_EVIDENCE, Draft
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
 

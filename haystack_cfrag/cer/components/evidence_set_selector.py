@@ -33,9 +33,9 @@ from haystack_cfrag.cer.math.search import (
     minimal_sufficient_set,
     set_effects,
 )
-from haystack_cfrag.components._common import (
+from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
-    ClosesInjected,
+    InjectedParts,
     call_async_with_timeout,
     call_with_timeout,
     degradation,
@@ -43,13 +43,13 @@ from haystack_cfrag.components._common import (
     warm_up_all,
     with_meta,
 )
-from haystack_cfrag.components._protocols import ChatGenerator
-from haystack_cfrag.core.replies import parse_draft_reply
-from haystack_cfrag.core.text import bag_of_words_matrix
-from haystack_cfrag.llm_tracing import LLMCall, current_span
-from haystack_cfrag.prompts import SHORT_DRAFT_PROMPT, render_plain_evidence
-from haystack_cfrag.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.validation import check_int, check_range
+from haystack_cfrag.common.protocols import ChatGenerator
+from haystack_cfrag.cfrag.math.replies import parse_draft_reply
+from haystack_cfrag.common.text import bag_of_words_matrix
+from haystack_cfrag.common.tracing import LLMCall, current_span
+from haystack_cfrag.common.prompting import SHORT_DRAFT_PROMPT, render_plain_evidence
+from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.common.validation import check_int, check_range
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class SupportScorer(Protocol):
 
 
 @component
-class EvidenceSetSelector(ClosesInjected):
+class EvidenceSetSelector(InjectedParts):
     """
     Keeps the smallest set of the given passages whose quality F̂ reaches θ (CER, Algorithm 1).
 

@@ -30,8 +30,8 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-from haystack_cfrag.core.text import STOPWORDS, content_words, tokens
-from haystack_cfrag.validation import check_int, check_range
+from haystack_cfrag.common.text import STOPWORDS, content_words, tokens
+from haystack_cfrag.common.validation import check_int, check_range
 
 # ---------------------------------------------------------------- the paper's defaults (Sec. 4.2)
 WEIGHTS = (0.4, 0.3, 0.2, 0.1)

@@ -52,7 +52,7 @@ from haystack_cfrag.cer.math.quality import (
     replacement_effect,
     utility,
 )
-from haystack_cfrag.validation import check_int
+from haystack_cfrag.common.validation import check_int
 
 Quality = Callable[[tuple[int, ...]], float]
 """F̂(q, S): the quality of the passages `S` (indices into the pool, in the order shown)."""

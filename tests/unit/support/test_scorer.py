@@ -328,7 +328,7 @@ def test_generators_map_to_backends():
     gen = OpenAIChatGenerator(api_key=Secret.from_token("k"), api_base_url="http://h:1/v1", model="m")
     backend = backend_for(gen)
     assert isinstance(backend, OpenAICompatibleBackend) and backend.api_key == "k" and backend.model == "m"
-    from haystack_cfrag.components.llama_cpp_logprobs import LlamaCppLogprobsChatGenerator
+    from haystack_cfrag.adapters.llama_cpp_logprobs import LlamaCppLogprobsChatGenerator
     from haystack_cfrag.support.backends import LlamaCppBackend
 
     assert isinstance(backend_for(LlamaCppLogprobsChatGenerator(model="x.gguf")), LlamaCppBackend)

@@ -9,10 +9,10 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from haystack_cfrag.components._common import ClosesInjected, accepts, run_async_or_thread, warm_up_all, with_meta
-from haystack_cfrag.components._protocols import Retriever, TextEmbedder
-from haystack_cfrag.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.validation import check_int
+from haystack_cfrag.common.plumbing import InjectedParts, accepts, run_async_or_thread, with_meta
+from haystack_cfrag.common.protocols import Retriever, TextEmbedder
+from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.common.validation import check_int
 
 logger = logging.getLogger(__name__)
 
@@ -20,7 +20,7 @@ PROVENANCE_KEY = "cfrag_provenance"
 
 
 @component
-class MultiQueryRetriever(ClosesInjected):
+class MultiQueryRetriever(InjectedParts):
     """
     Runs any Haystack retriever for several queries and unions the results by document id.
 
@@ -81,9 +81,6 @@ class MultiQueryRetriever(ClosesInjected):
         self.top_k = top_k
         self.max_workers = max_workers
 
-    def warm_up(self) -> None:
-        """Warm up the injected retriever and embedder."""
-        warm_up_all(self.retriever, self.query_embedder)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected components (the retriever carries its store)."""

@@ -3,7 +3,7 @@
 This module is the Haystack side: checks, s(q, e) from the scorer or the embeddings, the LLM
 calls of the duel and the synthesis, the outputs. The decision itself is the pure
 `core.algorithm.arbitrate`; the trace's schema, constructor and rendering are in
-`haystack_cfrag.trace`.
+`haystack_cfrag.cfrag.trace`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage, ExtractedAnswer, GeneratedAnswer
 
-from haystack_cfrag.components._common import (
+from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
-    ClosesInjected,
+    InjectedParts,
     accepts,
     call_async_with_timeout,
     call_with_timeout,
@@ -26,11 +26,10 @@ from haystack_cfrag.components._common import (
     embed_texts_async,
     prepare_query,
     run_async_or_thread,
-    warm_up_all,
 )
-from haystack_cfrag.components._protocols import ChatGenerator, TextEmbedder
-from haystack_cfrag.core import arbitration as arb
-from haystack_cfrag.core.algorithm import (
+from haystack_cfrag.common.protocols import ChatGenerator, TextEmbedder
+from haystack_cfrag.cfrag.math import arbitration as arb
+from haystack_cfrag.cfrag.math.algorithm import (
     MENTION_THRESHOLD,
     Arbitration,
     Override,
@@ -40,12 +39,12 @@ from haystack_cfrag.core.algorithm import (
     needs_confirmation,
     settle_duel,
 )
-from haystack_cfrag.core.replies import parse_draft_reply
-from haystack_cfrag.core.text import bag_of_words_matrix, mention_matrix
-from haystack_cfrag.core.vectors import as_matrix, cosine_matrix, cosine_to_relevance, valid_embedding_mask
-from haystack_cfrag.dataclasses import BASELINE_SOURCES, NO_EVIDENCE, SOURCE_KEY, Draft
-from haystack_cfrag.llm_tracing import LLMCall
-from haystack_cfrag.prompts import (
+from haystack_cfrag.cfrag.math.replies import parse_draft_reply
+from haystack_cfrag.common.text import bag_of_words_matrix, mention_matrix
+from haystack_cfrag.common.vectors import as_matrix, cosine_matrix, cosine_to_relevance, valid_embedding_mask
+from haystack_cfrag.cfrag.dataclasses import BASELINE_SOURCES, NO_EVIDENCE, SOURCE_KEY, Draft
+from haystack_cfrag.common.tracing import LLMCall
+from haystack_cfrag.cfrag.prompts import (
     DRAFT_FIELDS,
     SHORT_DRAFT_PROMPT,
     SYNTHESIS_FIELDS,
@@ -54,8 +53,8 @@ from haystack_cfrag.prompts import (
     render_drafts,
     render_plain_evidence,
 )
-from haystack_cfrag.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.trace import (
+from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.cfrag.trace import (
     DraftEntry,
     DuelEntry,
     EvidenceEntry,
@@ -67,7 +66,7 @@ from haystack_cfrag.trace import (
     failed_draft_entry,
     make_trace,
 )
-from haystack_cfrag.validation import check_int, check_range
+from haystack_cfrag.common.validation import check_int, check_range
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +78,7 @@ _SYNTHESIS = LLMCall(stage="synthesis", component="CausalArbitrationRanker", gen
 
 
 @component
-class CausalArbitrationRanker(ClosesInjected):
+class CausalArbitrationRanker(InjectedParts):
     """
     Ranks drafts by Ψ = Σ w_k φ_k and decides by consensus or synthesis (Algorithm 1).
 
@@ -123,7 +122,7 @@ class CausalArbitrationRanker(ClosesInjected):
     ```python
     from haystack import Document
     from haystack_cfrag import CausalArbitrationRanker
-    from haystack_cfrag.dataclasses import NO_EVIDENCE, Draft
+    from haystack_cfrag.cfrag.dataclasses import NO_EVIDENCE, Draft
 
     bale = Document(content="The Dark Knight stars Christian Bale as Bruce Wayne, the lead role.")
     joker = Document(content="Heath Ledger's Joker dominates The Dark Knight; the villain steals every scene.")
@@ -245,9 +244,6 @@ class CausalArbitrationRanker(ClosesInjected):
         self.prompt_template = prompt_template
         self.duel_prompt_template = duel_prompt_template
 
-    def warm_up(self) -> None:
-        """Warm up the injected embedder, scorer and synthesizer."""
-        warm_up_all(self.text_embedder, self.scorer, self.synthesizer)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected components."""

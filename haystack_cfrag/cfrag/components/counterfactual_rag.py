@@ -8,15 +8,15 @@ from haystack import Document, Pipeline, default_from_dict, default_to_dict, sup
 from haystack.components.joiners import DocumentJoiner
 from haystack.dataclasses import GeneratedAnswer
 
-from haystack_cfrag.components._common import DEFAULT_MAX_QUERY_CHARS, close_all, close_all_async
-from haystack_cfrag.components._protocols import ChatGenerator, DocumentEmbedder, Retriever, TextEmbedder
-from haystack_cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
-from haystack_cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
-from haystack_cfrag.components.embedding_deduplicator import EmbeddingDeduplicator
-from haystack_cfrag.components.multi_query_retriever import MultiQueryRetriever
-from haystack_cfrag.components.parallel_draft_generator import ParallelDraftGenerator
-from haystack_cfrag.components.spectral_stratifier import SpectralStratifier
-from haystack_cfrag.graph import (
+from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, close_all, close_all_async
+from haystack_cfrag.common.protocols import ChatGenerator, DocumentEmbedder, Retriever, TextEmbedder
+from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
+from haystack_cfrag.cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
+from haystack_cfrag.cfrag.components.embedding_deduplicator import EmbeddingDeduplicator
+from haystack_cfrag.cfrag.components.multi_query_retriever import MultiQueryRetriever
+from haystack_cfrag.cfrag.components.parallel_draft_generator import ParallelDraftGenerator
+from haystack_cfrag.cfrag.components.spectral_stratifier import SpectralStratifier
+from haystack_cfrag.cfrag.wiring import (
     BASELINE_EDGE,
     DEDUP,
     DRAFTER,
@@ -29,7 +29,7 @@ from haystack_cfrag.graph import (
     Edge,
     cf_rag_connections,
 )
-from haystack_cfrag.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 
 def _pipeline_class() -> type:
     """Haystack 3's Pipeline runs async itself; on 2.x, SuperComponent.run_async needs an AsyncPipeline."""
@@ -83,7 +83,7 @@ class CounterfactualRAG:
     ```python
     from haystack import Document
     from haystack.components.generators.chat import MockChatGenerator
-    from haystack_cfrag.components.counterfactual_rag import CounterfactualRAG
+    from haystack_cfrag.cfrag.components.counterfactual_rag import CounterfactualRAG
 
     rag = CounterfactualRAG(chat_generator=MockChatGenerator(responses="Answer: Christian Bale"),
                             n_counterfactuals=0, n_subsets=1, random_state=0)   # N=0: the baseline stands
@@ -92,6 +92,8 @@ class CounterfactualRAG:
     print(rag.run(query="Who is the lead actor in The Dark Knight?", documents=docs)["answer"])
     ```
     """
+
+    _INJECTED = _INJECTED  # the loader shares identical injected parts through this tuple
 
     def __init__(  # noqa: PLR0913  (one keyword per paper parameter)
         self,
@@ -295,7 +297,7 @@ class CounterfactualRAG:
         return pipe
 
     def _connections(self) -> list[Edge]:
-        """The shipped graph (`haystack_cfrag.graph`) for this configuration, with the joiner.
+        """The shipped graph (`haystack_cfrag.cfrag.wiring`) for this configuration, with the joiner.
 
         The joiner stands in front of `dedup.documents`: your `documents` and the retriever's
         meet there. Verify-only (no retriever) drops the retriever's edges.

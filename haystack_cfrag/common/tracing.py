@@ -3,7 +3,7 @@
 A Haystack pipeline gives each component run a span ("haystack.component.run"); the chat
 calls a component makes inside its `run` (the expander's counterfactuals, each draft, the
 ranker's duel or synthesis) would otherwise vanish into it. Each one gets a child span
-`OPERATION` here, opened by `haystack_cfrag.components._common.call_with_timeout` (and its async
+`OPERATION` here, opened by `haystack_cfrag.common.plumbing.call_with_timeout` (and its async
 twin), the one door every such call goes through.
 
 The pattern is Haystack's own for chat generators called inside a component

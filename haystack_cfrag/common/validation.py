@@ -1,7 +1,7 @@
 """Checks of init parameters that raise a ValueError naming the parameter and what it must be.
 
 The components check their numbers with these, and so does the mock chat generator; the
-parameter table (`haystack_cfrag.parameters`) checks request and CLI values with its own types.
+parameter table (`haystack_cfrag.cfrag.parameters`) checks request and CLI values with its own types.
 
 >>> check_range("causal_weight", 0.4, 0.0, 1.0)
 >>> check_range("causal_weight", 1.5, 0.0, 1.0)

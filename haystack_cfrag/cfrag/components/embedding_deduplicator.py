@@ -7,26 +7,25 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from haystack_cfrag.components._common import (
-    ClosesInjected,
+from haystack_cfrag.common.plumbing import (
+    InjectedParts,
     embed_texts,
     embed_texts_async,
     ensure_embeddings,
     ensure_embeddings_async,
     split_by_embedding,
-    warm_up_all,
 )
-from haystack_cfrag.components._protocols import DocumentEmbedder, TextEmbedder
-from haystack_cfrag.core.dedup import greedy_dedup, quality_score
-from haystack_cfrag.core.vectors import as_matrix, cosine_matrix, cosine_to_relevance
-from haystack_cfrag.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.validation import check_int, check_range
+from haystack_cfrag.common.protocols import DocumentEmbedder, TextEmbedder
+from haystack_cfrag.cfrag.math.dedup import greedy_dedup, quality_score
+from haystack_cfrag.common.vectors import as_matrix, cosine_matrix, cosine_to_relevance
+from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.common.validation import check_int, check_range
 
 logger = logging.getLogger(__name__)
 
 
 @component
-class EmbeddingDeduplicator(ClosesInjected):
+class EmbeddingDeduplicator(InjectedParts):
     """
     Removes near-duplicates, low-quality text and (optionally) irrelevant documents.
 
@@ -86,9 +85,6 @@ class EmbeddingDeduplicator(ClosesInjected):
         self.min_words = min_words
         self.relevance_threshold = relevance_threshold
 
-    def warm_up(self) -> None:
-        """Warm up the injected embedders."""
-        warm_up_all(self.document_embedder, self.text_embedder)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected components."""

@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from haystack_cfrag.core.vectors import l2_normalize
+from haystack_cfrag.common.vectors import l2_normalize
 
 _BOILERPLATE = re.compile(
     r"(cookie|all rights reserved|click here|subscribe|sign up|log ?in|terms of (use|service)|"

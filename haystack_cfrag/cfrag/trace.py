@@ -16,9 +16,9 @@ answer), `failed_drafts` and `scored_drafts` (serving's warnings, the evaluation
 # no `from __future__ import annotations` here: TypedDict must see NotRequired at run time (Python 3.11)
 from typing import Any, Literal, NotRequired, TypedDict
 
-from haystack_cfrag.core.algorithm import Decision, Scores
-from haystack_cfrag.core.text import clean_query
-from haystack_cfrag.dataclasses import Draft
+from haystack_cfrag.cfrag.math.algorithm import Decision, Scores
+from haystack_cfrag.common.text import clean_query
+from haystack_cfrag.cfrag.dataclasses import Draft
 
 __all__ = [
     "ARBITRATION_KEYS",

@@ -18,10 +18,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from haystack_cfrag.components.causal_arbitration_ranker import EVIDENCE_MODES
-from haystack_cfrag.components.counterfactual_query_expander import PROMPT_STYLES
-from haystack_cfrag.components.parallel_draft_generator import PROMPTS
-from haystack_cfrag.components.spectral_stratifier import ORDERS, POOLS, SELECTIONS
+from haystack_cfrag.cfrag.components.causal_arbitration_ranker import EVIDENCE_MODES
+from haystack_cfrag.cfrag.components.counterfactual_query_expander import PROMPT_STYLES
+from haystack_cfrag.cfrag.components.parallel_draft_generator import PROMPTS
+from haystack_cfrag.cfrag.components.spectral_stratifier import ORDERS, POOLS, SELECTIONS
 
 
 class ParameterError(ValueError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from haystack_cfrag.core.vectors import l2_normalize
+from haystack_cfrag.common.vectors import l2_normalize
 
 
 def pairwise_sq_distances(x: np.ndarray) -> np.ndarray:

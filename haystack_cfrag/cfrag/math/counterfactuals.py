@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from haystack_cfrag.core.text import answers_agree, content_words, normalize_answer, token_iou
+from haystack_cfrag.common.text import answers_agree, content_words, normalize_answer, token_iou
 
 TRANSFORMATION_TYPES = ("role", "temporal", "entity", "categorical", "scope")
 

@@ -13,21 +13,20 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
-from haystack_cfrag.components._common import (
+from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
-    ClosesInjected,
+    InjectedParts,
     accepts,
     call_async_with_timeout,
     call_with_timeout,
     prepare_query,
     remaining,
-    warm_up_all,
 )
-from haystack_cfrag.components._protocols import ChatGenerator
-from haystack_cfrag.core.replies import parse_draft_reply
-from haystack_cfrag.dataclasses import NO_EVIDENCE, SOURCE_KEY, Draft
-from haystack_cfrag.llm_tracing import LLMCall, current_span
-from haystack_cfrag.prompts import (
+from haystack_cfrag.common.protocols import ChatGenerator
+from haystack_cfrag.cfrag.math.replies import parse_draft_reply
+from haystack_cfrag.cfrag.dataclasses import NO_EVIDENCE, SOURCE_KEY, Draft
+from haystack_cfrag.common.tracing import LLMCall, current_span
+from haystack_cfrag.cfrag.prompts import (
     DRAFT_FIELDS,
     DRAFT_PROMPT,
     SHORT_DRAFT_PROMPT,
@@ -35,8 +34,8 @@ from haystack_cfrag.prompts import (
     render_evidence,
     render_plain_evidence,
 )
-from haystack_cfrag.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.validation import check_int, check_optional_seconds
+from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.common.validation import check_int, check_optional_seconds
 
 PROMPTS = ("app_g", "short")
 
@@ -44,7 +43,7 @@ logger = logging.getLogger(__name__)
 
 
 @component
-class ParallelDraftGenerator(ClosesInjected):
+class ParallelDraftGenerator(InjectedParts):
     """
     Writes one draft answer per evidence subset with any Haystack ChatGenerator.
 
@@ -128,9 +127,6 @@ class ParallelDraftGenerator(ClosesInjected):
         self.prompt = prompt
         self.prompt_template = prompt_template
 
-    def warm_up(self) -> None:
-        """Warm up the injected generator."""
-        warm_up_all(self.chat_generator)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected generator."""

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from haystack_cfrag.core.text import agreement_matrix, keyword_distribution
+from haystack_cfrag.common.text import agreement_matrix, keyword_distribution
 
 CRITERIA = ("coherence", "causal", "confidence", "specificity")
 

@@ -6,8 +6,8 @@ import json
 import re
 from typing import Any
 
-from haystack_cfrag.core.counterfactuals import TRANSFORMATION_TYPES
-from haystack_cfrag.core.text import truncate_text
+from haystack_cfrag.cfrag.math.counterfactuals import TRANSFORMATION_TYPES
+from haystack_cfrag.common.text import truncate_text
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _LABEL = re.compile(

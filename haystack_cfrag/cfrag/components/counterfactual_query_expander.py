@@ -8,9 +8,9 @@ import numpy as np
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
-from haystack_cfrag.components._common import (
+from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
-    ClosesInjected,
+    InjectedParts,
     accepts,
     call_async_with_timeout,
     call_with_timeout,
@@ -18,28 +18,27 @@ from haystack_cfrag.components._common import (
     embed_texts,
     embed_texts_async,
     prepare_query,
-    warm_up_all,
 )
-from haystack_cfrag.components._protocols import ChatGenerator, TextEmbedder
-from haystack_cfrag.core.counterfactuals import (
+from haystack_cfrag.common.protocols import ChatGenerator, TextEmbedder
+from haystack_cfrag.cfrag.math.counterfactuals import (
     answer_divergence,
     domain_similarity,
     info_scores,
     select_top,
     validate_counterfactuals,
 )
-from haystack_cfrag.core.replies import parse_counterfactual_reply, parse_question_lines
-from haystack_cfrag.core.text import bag_of_words_matrix, normalize_answer
-from haystack_cfrag.core.vectors import cosine_matrix
-from haystack_cfrag.llm_tracing import LLMCall
-from haystack_cfrag.prompts import (
+from haystack_cfrag.cfrag.math.replies import parse_counterfactual_reply, parse_question_lines
+from haystack_cfrag.common.text import bag_of_words_matrix, normalize_answer
+from haystack_cfrag.common.vectors import cosine_matrix
+from haystack_cfrag.common.tracing import LLMCall
+from haystack_cfrag.cfrag.prompts import (
     COUNTERFACTUAL_FIELDS,
     COUNTERFACTUAL_LINES_PROMPT,
     COUNTERFACTUAL_PROMPT,
     check_template,
 )
-from haystack_cfrag.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.validation import check_int, check_optional_seconds, check_range
+from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.common.validation import check_int, check_optional_seconds, check_range
 
 PROMPT_STYLES = ("json", "lines")
 
@@ -49,7 +48,7 @@ logger = logging.getLogger(__name__)
 
 
 @component
-class CounterfactualQueryExpander(ClosesInjected):
+class CounterfactualQueryExpander(InjectedParts):
     """
     Generates N counterfactual questions: on the same topic as the query, with a different answer.
 
@@ -163,9 +162,6 @@ class CounterfactualQueryExpander(ClosesInjected):
         self.prompt_template = prompt_template
         self.stop_after_lines = stop_after_lines
 
-    def warm_up(self) -> None:
-        """Warm up the injected generator and embedder."""
-        warm_up_all(self.chat_generator, self.text_embedder)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected components."""

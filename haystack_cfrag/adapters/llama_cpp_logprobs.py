@@ -30,7 +30,7 @@ if llama_import.is_successful():
         ### Usage example
         ```python
         from haystack.dataclasses import ChatMessage
-        from haystack_cfrag.components.llama_cpp_logprobs import LlamaCppLogprobsChatGenerator
+        from haystack_cfrag.adapters.llama_cpp_logprobs import LlamaCppLogprobsChatGenerator
 
         gen = LlamaCppLogprobsChatGenerator(model="embedded:qwen2.5-coder-1.5b-instruct", n_ctx=2048,
                                             model_kwargs={"logits_all": True},

@@ -7,25 +7,24 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from haystack_cfrag.components._common import (
+from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
-    ClosesInjected,
+    InjectedParts,
     embed_texts,
     embed_texts_async,
     ensure_embeddings,
     ensure_embeddings_async,
     prepare_query,
     split_by_embedding,
-    warm_up_all,
     with_meta,
 )
-from haystack_cfrag.components._protocols import DocumentEmbedder, TextEmbedder
-from haystack_cfrag.components.multi_query_retriever import PROVENANCE_KEY
-from haystack_cfrag.core.arbitration import causal_margins
-from haystack_cfrag.core.stratify import cluster_subsets, order_by, spectral_clusters, stratified_subsets
-from haystack_cfrag.core.vectors import as_matrix, cosine_matrix, cosine_to_relevance
-from haystack_cfrag.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.validation import check_int, check_range
+from haystack_cfrag.common.protocols import DocumentEmbedder, TextEmbedder
+from haystack_cfrag.cfrag.components.multi_query_retriever import PROVENANCE_KEY
+from haystack_cfrag.cfrag.math.arbitration import causal_margins
+from haystack_cfrag.cfrag.math.stratify import cluster_subsets, order_by, spectral_clusters, stratified_subsets
+from haystack_cfrag.common.vectors import as_matrix, cosine_matrix, cosine_to_relevance
+from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.common.validation import check_int, check_range
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +37,7 @@ ORDERS = ("relevance", "causal")
 
 
 @component
-class SpectralStratifier(ClosesInjected):
+class SpectralStratifier(InjectedParts):
     """
     Splits the evidence into K spectral clusters and draws M subsets, one per draft.
 
@@ -140,9 +139,6 @@ class SpectralStratifier(ClosesInjected):
         self.selection = selection
         self.order = order
 
-    def warm_up(self) -> None:
-        """Warm up the injected embedders."""
-        warm_up_all(self.text_embedder, self.document_embedder)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected components."""

@@ -1,9 +1,9 @@
 """Plumbing shared by the components: query cleaning, injected-component calls, embeddings.
 
-Nothing here is CF-RAG math (that lives in `haystack_cfrag.core`); it is the glue that every
+Nothing here is CF-RAG math (that lives in `haystack_cfrag.cfrag.math`); it is the glue that every
 component would otherwise repeat. Only the components use it: the helpers other packages use
-too are public, `haystack_cfrag.serialization` (injected components to and from dicts) and
-`haystack_cfrag.validation` (parameter checks).
+too are public, `haystack_cfrag.common.serialization` (injected components to and from dicts) and
+`haystack_cfrag.common.validation` (parameter checks).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 from haystack import Document, logging
 
-from haystack_cfrag.core.text import clean_query, truncate_text
-from haystack_cfrag.core.vectors import as_matrix, valid_embedding_mask
-from haystack_cfrag.llm_tracing import LLMCall, llm_span
+from haystack_cfrag.common.text import clean_query, truncate_text
+from haystack_cfrag.common.vectors import as_matrix, valid_embedding_mask
+from haystack_cfrag.common.tracing import LLMCall, llm_span
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def call_with_timeout(
     thread-safe) holds a per-component lock for the whole call, so an abandoned call that is
     still running is never overlapped by the next exclusive call; time spent waiting for
     the lock counts against `timeout_s`. `llm_call` (an LLM call: its stage, caller, draft
-    index) wraps the call in a child span of the caller's span (`haystack_cfrag.llm_tracing`).
+    index) wraps the call in a child span of the caller's span (`haystack_cfrag.common.tracing`).
     """
     with llm_span(comp, llm_call, kwargs) as traced:
         return traced.reply(_call_with_timeout(comp, timeout_s, exclusive, kwargs))
@@ -216,15 +216,22 @@ async def close_all_async(*components: Any) -> None:
             comp.close()
 
 
-class ClosesInjected:
-    """Mixin: `close` and `close_async` release what the injected components hold.
+class InjectedParts:
+    """Mixin: `warm_up`, `close` and `close_async` over the injected components, from one tuple.
 
     The components hold no resources of their own (their thread pools live for one run); the
-    generators, embedders and retrievers injected into them may (a client, a loaded model, a
-    store connection). `_INJECTED` names the attributes that hold them.
+    generators, embedders and retrievers injected into them do (a client, a loaded model, a
+    store connection). `_INJECTED` names the attributes that hold them; the loader shares
+    identical injected parts between components through the same tuple
+    (`loading.share_injected_components`), so a new component that injects a `reader` cannot
+    lose model sharing.
     """
 
     _INJECTED: tuple[str, ...] = ()
+
+    def warm_up(self) -> None:
+        """Warm up every injected component (each loads its model once)."""
+        warm_up_all(*(getattr(self, name) for name in self._INJECTED))
 
     def close(self) -> None:
         """Release what the injected components hold; as safe to call again as their `close` (Haystack's are)."""

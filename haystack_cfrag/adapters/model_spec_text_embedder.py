@@ -28,7 +28,7 @@ if st_import.is_successful():
 
         ### Usage example
         ```python
-        from haystack_cfrag.components.model_spec_text_embedder import ModelSpecTextEmbedder
+        from haystack_cfrag.adapters.model_spec_text_embedder import ModelSpecTextEmbedder
 
         embedder = ModelSpecTextEmbedder(model="embedded:all-MiniLM-L6-v2", progress_bar=False)
         print(len(embedder.run(text="Who directed Heat?")["embedding"]))   # 384, loaded on first run

@@ -60,8 +60,8 @@ from typing import Literal, TypedDict
 
 import numpy as np
 
-from haystack_cfrag.core import arbitration as arb
-from haystack_cfrag.core.text import agreement_matrix, answers_agree
+from haystack_cfrag.cfrag.math import arbitration as arb
+from haystack_cfrag.common.text import agreement_matrix, answers_agree
 
 __all__ = ["MENTION_THRESHOLD", "Arbitration", "Decision", "Override", "Rules", "Scores", "arbitrate",
            "confirm_duel", "duel_candidates", "needs_confirmation", "settle_duel"]

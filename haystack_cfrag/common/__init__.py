@@ -1,0 +1,11 @@
+"""Infrastructure every method family shares: no method's math or prompts live here.
+
+- `protocols`      Haystack's component protocols (with Haystack 2.x fallbacks)
+- `plumbing`       what components repeat: query cleaning, calls with a time limit, `InjectedParts`, embeddings
+- `serialization`  injected components to and from dicts
+- `validation`     init-parameter checks with one-line errors
+- `tracing`        the `haystack_cfrag.llm_call` span of each LLM call
+- `errors`         one-line error messages
+- `text`           pure: SQuAD normalisation, token F1, mention, query cleaning
+- `vectors`        pure: cosine, relevance rescaling, embedding checks
+"""

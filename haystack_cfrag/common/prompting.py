@@ -1,0 +1,98 @@
+"""Prompt pieces every family shares: standard RAG's prompt, evidence rendering, template checks.
+
+A component's `prompt_template` is a `str.format` string over its placeholders, checked at init
+by `check_template` (a one-line error naming the component and the placeholder). The families'
+own prompts live in their subpackages (`haystack_cfrag.cfrag.prompts`, …).
+"""
+
+from __future__ import annotations
+
+import string
+
+from haystack import Document
+
+NO_EVIDENCE_TEXT = "(no evidence was retrieved)"
+
+SHORT_DRAFT_PROMPT = """Answer the question using the documents below.
+
+Documents:
+{evidence}
+Question: {query}
+
+Reply in this format:
+Answer: <the short answer only>"""
+"""The answer-only draft prompt: STANDARD_RAG_TEMPLATE in `str.format` form (the same text for the same passages)."""
+
+STANDARD_RAG_TEMPLATE = """Answer the question using the documents below.
+
+Documents:
+{% for doc in documents %}[{{ loop.index }}] {{ doc.content }}
+{% endfor %}
+Question: {{ query }}
+
+Reply in this format:
+Answer: <the short answer only>"""
+
+
+def render_evidence(documents: list[Document], max_chars: int | None = None) -> str:
+    """Number the passages [1], [2], … with their title when the document has one."""
+    if not documents:
+        return NO_EVIDENCE_TEXT
+    lines = []
+    for i, doc in enumerate(documents, start=1):
+        text = doc.content or ""
+        if max_chars is not None and len(text) > max_chars:
+            text = text[:max_chars] + " …"
+        title = doc.meta.get("title")
+        lines.append(f"[{i}] ({title}) {text}" if title else f"[{i}] {text}")
+    return "\n".join(lines)
+
+
+def render_plain_evidence(documents: list[Document]) -> str:
+    """Passages as standard RAG's template writes them: "[i] content" lines, no titles, nothing cut.
+
+    >>> print(render_plain_evidence([Document(content="a"), Document(content="b")]), end="|")
+    [1] a
+    [2] b
+    |
+    """
+    return "".join(f"[{i}] {doc.content or ''}\n" for i, doc in enumerate(documents, start=1))
+
+
+_SAMPLE_VALUES = {"query": "q", "n_candidates": 2, "evidence": "[1] e", "drafts": "1. Answer: a | score 0.5"}
+"""A value for each common placeholder when a template is rendered as a check (others get "x")."""
+
+
+def check_template(template: str | None, fields: tuple[str, ...], *, component: str,
+                   parameter: str = "prompt_template") -> None:
+    """Raise a one-line ValueError naming `component` unless `template` (None passes) is a
+    `str.format` string that uses every placeholder of `fields` and no other.
+
+    >>> check_template("Q: {query} ({n_candidates})", ("query", "n_candidates"), component="X")
+    >>> check_template("Q: {query}", ("query", "n_candidates"), component="X")
+    Traceback (most recent call last):
+    ...
+    ValueError: X: 'prompt_template' lacks the placeholder {n_candidates} (it needs {query}, {n_candidates}).
+    """
+    if template is None:
+        return
+    where = f"{component}: '{parameter}'"
+    needs = ", ".join(f"{{{f}}}" for f in fields)
+    if not isinstance(template, str) or not template.strip():
+        raise ValueError(f"{where} must be a non-empty string or None, got {template!r:.60}.")
+    try:
+        used = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError as exc:
+        raise ValueError(f"{where} is not a valid str.format template ({exc}); "
+                         "write a literal brace as {{ or }}.") from None
+    unknown = [name for name in used if name not in fields]
+    if unknown:
+        raise ValueError(f"{where} has an unknown placeholder {{{unknown[0]}}} (allowed: {needs}; "
+                         "write a literal brace as {{ or }}).")
+    missing = [f for f in fields if f not in used]
+    if missing:
+        raise ValueError(f"{where} lacks the placeholder {{{missing[0]}}} (it needs {needs}).")
+    try:
+        template.format(**{f: _SAMPLE_VALUES.get(f, "x") for f in fields})
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        raise ValueError(f"{where} does not render: {exc}.") from None
