@@ -30,6 +30,13 @@ BASELINE = "standard_rag"
 """The pipeline every comparison measures against (standard RAG: top-k retrieval, one generation)."""
 
 
+CF_RAG_API = (
+    "Answer a question with Counterfactual RAG: robust to related but non-decisive evidence.\n\n"
+    "Writes counterfactual questions, retrieves evidence for all of them, drafts one answer per\n"
+    "evidence stratum and picks the draft whose evidence is coherent and causally decisive."
+)
+
+
 @dataclass(frozen=True)
 class ShippedPipeline:
     """One shipped pipeline: its name (= its YAML file's stem), family, description and roles."""
@@ -40,6 +47,13 @@ class ShippedPipeline:
     parameters: Mapping[str, Parameter] = field(default_factory=dict)
     served: bool = False
     injection: bool = False
+    api_description: str = ""
+    """What the served `/run` route and MCP tool say the pipeline does (default: `description`)."""
+
+    @property
+    def request_parameters(self) -> tuple[str, ...]:
+        """The parameters a request may set (run-time inputs of the pipeline's components)."""
+        return tuple(name for name, p in self.parameters.items() if p.per_request)
 
     @property
     def path(self) -> Path:
@@ -51,12 +65,16 @@ REGISTRY: dict[str, ShippedPipeline] = {
     p.name: p
     for p in (
         ShippedPipeline("standard_rag", "baseline", "top-k retrieval -> one generation: the baseline of every "
-                        "comparison", served=True, injection=True),
+                        "comparison", served=True, injection=True, api_description=(
+                            "Answer a question with standard RAG (top-k retrieval, one generation): the baseline "
+                            "of CF-RAG.\n\nReturns the answer and the documents it was given (no trace: there is "
+                            "no arbitration).")),
         ShippedPipeline("closed_book", "baseline", "the same LLM without retrieval"),
         ShippedPipeline("cf_rag", "cf_rag", "the default CF-RAG: standard RAG's answer as the baseline, "
-                        "counterfactual challengers, a duel", PARAMETERS, served=True, injection=True),
+                        "counterfactual challengers, a duel", PARAMETERS, served=True, injection=True,
+                        api_description=CF_RAG_API),
         ShippedPipeline("cf_rag_fast", "cf_rag", "the same graph with fewer calls (N=0, M=1)", PARAMETERS,
-                        served=True, injection=True),
+                        served=True, injection=True, api_description=CF_RAG_API),
         ShippedPipeline("cf_rag_paper", "cf_rag", "the paper's configuration (docs/method.md, 'Two "
                         "configurations')", PARAMETERS),
     )

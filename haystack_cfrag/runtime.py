@@ -123,10 +123,10 @@ class Runtime:
         data = self._with_models(data)
         overrides: dict[str, Any] = self._retriever_overrides(data)
         table = parameters_of(path)
-        for key, value in (params or {}).items():
-            comp, param = table[key].component, table[key].target
-            if value is not None and comp in data["components"]:
-                overrides[f"{comp}.{param}"] = value
+        for key, value in (params or {}).items():  # a parameter applies where the file has its component
+            target = table.get(key)
+            if target is not None and value is not None and target.component in data["components"]:
+                overrides[f"{target.component}.{target.target}"] = value
         if self.sequential:  # one call at a time wherever a component would write drafts side by side
             for name, comp in data["components"].items():
                 if "max_workers" in comp.get("init_parameters", {}):
@@ -205,13 +205,13 @@ class Runtime:
         """
         file = pipeline_path(path)
         table = parameters_of(path)
-        build = {k: v for k, v in (params or {}).items() if not table[k].per_request}
+        build = {k: v for k, v in (params or {}).items() if k in table and not table[k].per_request}
         pipe = self.built(file, build)
         data = pipeline_inputs(file, query=question)
         components = {name for name, _ in pipe.walk()}
         for key, value in (params or {}).items():
-            target = table[key]
-            if target.per_request and value is not None and target.component in components:
+            target = table.get(key)
+            if target is not None and target.per_request and value is not None and target.component in components:
                 data.setdefault(target.component, {})[target.target] = value
         generators = [c for _, n in pipe.walk() for c in _generators(n)]
         exclusive = self._lock if self.sequential or timed else contextlib.nullcontext()

@@ -23,6 +23,7 @@ from hayhooks import BasePipelineWrapper
 from pydantic import WithJsonSchema
 
 from haystack_cfrag.cfrag.parameters import PARAMETERS, REQUEST_PARAMETERS
+from haystack_cfrag.registry import REGISTRY
 from haystack_cfrag.serving.requests import (
     MAX_QUESTION_CHARS,
     RequestError,
@@ -38,8 +39,9 @@ NO_ANSWER = "I could not find an answer in the documents."
 class CFRAGPipelineWrapper(BasePipelineWrapper):
     """Serves one shipped pipeline file (`pipeline_name`) through the shared CF-RAG service.
 
-    A subclass sets `pipeline_name`, and `request_parameters` and `description` when they
-    differ; its `run_api` (the `/run` route and the MCP tool) is generated from them.
+    A subclass sets `pipeline_name`; `request_parameters` and `description` come from the
+    pipeline's registry entry unless the subclass sets them; its `run_api` (the `/run` route and
+    the MCP tool) is generated from them.
     """
 
     pipeline_name = "cf_rag"
@@ -52,6 +54,12 @@ class CFRAGPipelineWrapper(BasePipelineWrapper):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        entry = REGISTRY.get(cls.pipeline_name)
+        if entry is not None:  # a shipped pipeline: its request parameters and description are the registry's
+            if "request_parameters" not in cls.__dict__:
+                cls.request_parameters = entry.request_parameters
+            if "description" not in cls.__dict__:
+                cls.description = entry.api_description or entry.description
         _install_run_api(cls)
 
     def setup(self) -> None:
