@@ -55,7 +55,7 @@ def metadata(config: Any, injected: list[Any] | None = None) -> dict[str, Any]:
         "haystack_ai": haystack.__version__,
         "python": platform.python_version(),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-        "data": {"path": str(config.data), "sha256": data_sha},
+        "data": {"path": portable_path(config.data), "sha256": data_sha},
         "models": {"llm": config.llm, "llm_sha256": models.model_sha256(config.llm),
                    "embedder": config.embedder, "embedder_sha256": models.model_sha256(config.embedder),
                    "scorer": config.scorer}
@@ -63,8 +63,21 @@ def metadata(config: Any, injected: list[Any] | None = None) -> dict[str, Any]:
                               "embedder": type(injected[1]).__name__, "embedder_sha256": None, "scorer": config.scorer},
         "seeds": {"llm": 0, "stratifier": "random_state from the pipeline file (0)", "bootstrap": 0},
         "decoding": "greedy (temperature 0)",
-        "config": asdict(config),
+        "config": {**asdict(config), "data": portable_path(config.data), "out": portable_path(config.out)},
     }
+
+
+def portable_path(path: Any) -> Any:
+    """A path as the results record it: relative to the working directory, so that no machine's
+    absolute paths land in committed metadata (None and relative paths stay as they are).
+
+    >>> import os
+    >>> portable_path(os.path.join(os.getcwd(), "runs", "x"))
+    'runs/x'
+    """
+    if path is None or not os.path.isabs(str(path)):
+        return path
+    return os.path.relpath(str(path))
 
 
 def _on(flag: Any) -> str:
