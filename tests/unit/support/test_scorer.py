@@ -13,12 +13,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch
+import yaml
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.dataclasses import ChatMessage
 from haystack.utils import Secret
 
+from haystack_cfrag.loading import pipeline_from_dict
 from haystack_cfrag.support import math as sm
 from haystack_cfrag.support.backends import (
     AnswerLogprobs,
@@ -328,6 +329,10 @@ def test_generators_map_to_backends():
     gen = OpenAIChatGenerator(api_key=Secret.from_token("k"), api_base_url="http://h:1/v1", model="m")
     backend = backend_for(gen)
     assert isinstance(backend, OpenAICompatibleBackend) and backend.api_key == "k" and backend.model == "m"
+
+
+def test_the_llama_cpp_generator_maps_to_the_llama_backend():
+    pytest.importorskip("haystack_integrations.components.generators.llama_cpp")  # not in the Haystack 2.x tests
     from haystack_cfrag.adapters.llama_cpp_logprobs import LlamaCppLogprobsChatGenerator
     from haystack_cfrag.support.backends import LlamaCppBackend
 
@@ -433,20 +438,24 @@ class _CharTokenizer:
         return out
 
 
-class _NextCodeModel(torch.nn.Module):
-    """Predicts token (id + 1) mod 50 after each token, with logit 10 (0 elsewhere)."""
+def _next_code_model():
+    """A model that predicts token (id + 1) mod 50 after each token, with logit 10 (0 elsewhere)."""
+    torch = pytest.importorskip("torch")  # the Haystack 2.x test environment has no torch
 
-    device = "cpu"
+    class _NextCodeModel(torch.nn.Module):
+        device = "cpu"
 
-    def forward(self, input_ids):
-        logits = torch.zeros(*input_ids.shape, 50)
-        logits.scatter_(-1, ((input_ids + 1) % 50).unsqueeze(-1), 10.0)
-        return type("Out", (), {"logits": logits})()
+        def forward(self, input_ids):
+            logits = torch.zeros(*input_ids.shape, 50)
+            logits.scatter_(-1, ((input_ids + 1) % 50).unsqueeze(-1), 10.0)
+            return type("Out", (), {"logits": logits})()
+
+    return _NextCodeModel()
 
 
 @pytest.mark.parametrize("fast", [True, False])
 def test_transformers_backend_aligns_the_answer_tokens(fast):
-    backend = TransformersBackend(model=_NextCodeModel(), tokenizer=_CharTokenizer(fast))
+    backend = TransformersBackend(model=_next_code_model(), tokenizer=_CharTokenizer(fast))
     hit = 10 - math.log(math.exp(10) + 49)  # the predicted next code
     miss = -math.log(math.exp(10) + 49)  # any other
     # the prompt ends with ">" (code 62 → 12); "?" is 63 → 13: predicted; "@" = 64 → 14 follows "?": predicted
@@ -462,7 +471,7 @@ def test_runs_in_a_pipeline_and_survives_yaml():
 
     pipe = Pipeline()
     pipe.add_component("support", scorer(erased_contrast=True))
-    again = Pipeline.loads(pipe.dumps(), allowed_modules=["haystack_cfrag", "tests"])
+    again = pipeline_from_dict(yaml.safe_load(pipe.dumps()), allowed_modules=["tests"])  # Haystack 2.x and 3
     inputs = {
         "query": QUESTION,
         "answers": ["Christian Bale"],
