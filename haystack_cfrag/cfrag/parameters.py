@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from haystack_cfrag.cfrag.ranges import RANGES
 from haystack_cfrag.cfrag.components.causal_arbitration_ranker import EVIDENCE_MODES
 from haystack_cfrag.cfrag.components.counterfactual_query_expander import PROMPT_STYLES
 from haystack_cfrag.cfrag.components.parallel_draft_generator import PROMPTS
@@ -93,26 +94,31 @@ class Parameter:
         return {"anyOf": [schema, {"type": "null"}], "default": None}
 
 
+def _span(name: str) -> dict[str, Any]:
+    """Type and range of a numeric parameter, from `cfrag.ranges` (which the components check too)."""
+    return RANGES[name].fields()
+
+
 PARAMETERS: dict[str, Parameter] = {
     p.name: p
     for p in (
-        Parameter("n_counterfactuals", "expander", "n_counterfactuals", int, 0, 10, per_request=True,
+        Parameter("n_counterfactuals", "expander", "n_counterfactuals", **_span("n_counterfactuals"), per_request=True,
                   help="N, counterfactual questions"),
-        Parameter("n_clusters", "stratifier", "n_clusters", int, 1, 20, per_request=True,
+        Parameter("n_clusters", "stratifier", "n_clusters", **_span("n_clusters"), per_request=True,
                   help="K, evidence clusters"),
-        Parameter("n_subsets", "stratifier", "n_subsets", int, 1, 20, per_request=True,
+        Parameter("n_subsets", "stratifier", "n_subsets", **_span("n_subsets"), per_request=True,
                   help="M, evidence subsets, one draft each"),
-        Parameter("causal_weight", "ranker", "causal_weight", float, 0.0, 1.0, per_request=True,
+        Parameter("causal_weight", "ranker", "causal_weight", **_span("causal_weight"), per_request=True,
                   help="lambda, weight of the causal score in the ranking"),
-        Parameter("sampling_ratio", "stratifier", "sampling_ratio", float, 0.0, 1.0, low_open=True,
+        Parameter("sampling_ratio", "stratifier", "sampling_ratio", **_span("sampling_ratio"),
                   help="rho, share of each cluster sampled into a subset"),
-        Parameter("anchors", "stratifier", "anchors", int, 0, help="most relevant documents shared by every subset"),
-        Parameter("random_state", "stratifier", "random_state", int, 0, help="seed of the sampler and k-means"),
-        Parameter("top_k", "retriever", "top_k", int, 1, help="documents retrieved per query"),
-        Parameter("draft_workers", "drafter", "max_workers", int, 1,
+        Parameter("anchors", "stratifier", "anchors", **_span("anchors"), help="most relevant documents shared by every subset"),
+        Parameter("random_state", "stratifier", "random_state", **_span("random_state"), help="seed of the sampler and k-means"),
+        Parameter("top_k", "retriever", "top_k", **_span("top_k"), help="documents retrieved per query"),
+        Parameter("draft_workers", "drafter", "max_workers", **_span("max_workers"),
                   help="drafts written at once (> 1 only with a model server)"),
         # the default configuration's mechanisms (docs/method.md), each with an ablation
-        Parameter("override_margin", "ranker", "override_margin", float, -1.0, 1.0,
+        Parameter("override_margin", "ranker", "override_margin", **_span("override_margin"),
                   help="Psi by which a challenger must beat the baseline"),
         Parameter("duel", "ranker", "duel", bool, help="settle a disagreement by one passage per answer"),
         Parameter("duel_confirm", "ranker", "duel_confirm", bool,
@@ -120,7 +126,7 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter("stop_after_lines", "expander", "stop_after_lines", bool,
                   help="stop the expander's reply after the N questions asked for"),
         Parameter("evidence", "ranker", "evidence", str, choices=EVIDENCE_MODES, help="each draft's evidence E_j"),
-        Parameter("consensus_min_causal", "ranker", "consensus_min_causal", float, -1.0, 1.0,
+        Parameter("consensus_min_causal", "ranker", "consensus_min_causal", **_span("consensus_min_causal"),
                   help="phi_causal a consensus needs (paper mode)"),
         Parameter("pool", "stratifier", "pool", str, choices=POOLS, help="documents the strata are made of"),
         Parameter("selection", "stratifier", "selection", str, choices=SELECTIONS, help="subsets: sampled or clusters"),
@@ -128,9 +134,9 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter("draft_prompt", "drafter", "prompt", str, choices=PROMPTS, help="the challengers' prompt"),
         Parameter("prompt_style", "expander", "prompt_style", str, choices=PROMPT_STYLES,
                   help="the expander's prompt: JSON (paper) or lines"),
-        Parameter("paraphrase_threshold", "expander", "paraphrase_threshold", float, 0.0, 1.0, low_open=True,
+        Parameter("paraphrase_threshold", "expander", "paraphrase_threshold", **_span("paraphrase_threshold"),
                   help="cosine at which a counterfactual is a paraphrase"),
-        Parameter("similarity_threshold", "expander", "similarity_threshold", float, 0.0, 1.0, low_open=True,
+        Parameter("similarity_threshold", "expander", "similarity_threshold", **_span("similarity_threshold"),
                   help="theta_sim, cosine a counterfactual needs to be on topic"),
     )
 }

@@ -15,6 +15,7 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage, ExtractedAnswer, GeneratedAnswer
 
+from haystack_cfrag.cfrag import ranges
 from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
     InjectedParts,
@@ -203,10 +204,10 @@ class CausalArbitrationRanker(InjectedParts):
         if not isinstance(duel_confirm, bool):
             raise ValueError(f"'duel_confirm' must be true or false, got {duel_confirm!r}.")
         if override_margin is not None:
-            check_range("override_margin", override_margin, -1.0, 1.0)
+            ranges.check("override_margin", override_margin)
         if consensus_min_causal is not None:
-            check_range("consensus_min_causal", consensus_min_causal, -1.0, 1.0)
-        check_range("causal_weight", causal_weight, 0.0, 1.0)
+            ranges.check("consensus_min_causal", consensus_min_causal)
+        ranges.check("causal_weight", causal_weight)
         check_range("agreement_threshold", agreement_threshold, 0.0, 1.0, low_open=True)
         check_range("consensus_threshold", consensus_threshold, 0.0, 1.0, low_open=True)
         if weights is not None:
@@ -394,7 +395,7 @@ class CausalArbitrationRanker(InjectedParts):
         if self.weights is not None:
             return {k: float(self.weights.get(k, 0.0)) for k in arb.CRITERIA}
         lam = self.causal_weight if causal_weight is None else causal_weight
-        check_range("causal_weight", lam, 0.0, 1.0)
+        ranges.check("causal_weight", lam)
         return arb.default_weights(lam)
 
     def _arbitrate(self, case: _Case, causal_weight: float | None) -> Arbitration:

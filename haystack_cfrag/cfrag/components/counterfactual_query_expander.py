@@ -8,6 +8,7 @@ import numpy as np
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
+from haystack_cfrag.cfrag import ranges
 from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
     InjectedParts,
@@ -38,7 +39,7 @@ from haystack_cfrag.cfrag.prompts import (
     check_template,
 )
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.common.validation import check_int, check_optional_seconds, check_range
+from haystack_cfrag.common.validation import check_int, check_optional_seconds
 
 PROMPT_STYLES = ("json", "lines")
 
@@ -136,9 +137,9 @@ class CounterfactualQueryExpander(InjectedParts):
         if stop_after_lines and prompt_style != "lines":
             raise ValueError("'stop_after_lines' needs prompt_style 'lines' (a JSON reply has no numbered lines).")
         check_template(prompt_template, COUNTERFACTUAL_FIELDS, component="CounterfactualQueryExpander")
-        check_int("n_counterfactuals", n_counterfactuals, 0, 10)
-        check_range("similarity_threshold", similarity_threshold, 0.0, 1.0, low_open=True)
-        check_range("paraphrase_threshold", paraphrase_threshold, 0.0, 1.0, low_open=True)
+        ranges.check("n_counterfactuals", n_counterfactuals)
+        ranges.check("similarity_threshold", similarity_threshold)
+        ranges.check("paraphrase_threshold", paraphrase_threshold)
         if n_candidates is not None:
             check_int("n_candidates", n_candidates, max(1, n_counterfactuals), 50)
         weights = tuple(float(w) for w in info_weights)
@@ -245,7 +246,7 @@ class CounterfactualQueryExpander(InjectedParts):
     def _n(self, query: str, override: int | None) -> tuple[str, int]:
         query = prepare_query(query, "CounterfactualQueryExpander", self.max_query_chars)
         n = self.n_counterfactuals if override is None else override
-        check_int("n_counterfactuals", n, 0, 10)
+        ranges.check("n_counterfactuals", n)
         return query, n
 
     def _call_kwargs(self, query: str, n: int) -> dict[str, Any]:

@@ -9,10 +9,10 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
+from haystack_cfrag.cfrag import ranges
 from haystack_cfrag.common.plumbing import InjectedParts, accepts, run_async_or_thread, with_meta
 from haystack_cfrag.common.protocols import Retriever, TextEmbedder
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.common.validation import check_int
 
 logger = logging.getLogger(__name__)
 
@@ -68,8 +68,8 @@ class MultiQueryRetriever(InjectedParts):
         :param max_workers: queries run at once (1 = one after the other).
         """
         if top_k is not None:
-            check_int("top_k", top_k, 1)
-        check_int("max_workers", max_workers, 1)
+            ranges.check("top_k", top_k)
+        ranges.check("max_workers", max_workers)
         self._by_embedding = accepts(retriever, "query_embedding")
         if self._by_embedding and query_embedder is None:
             raise ValueError(

@@ -13,6 +13,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
+from haystack_cfrag.cfrag import ranges
 from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
     InjectedParts,
@@ -109,7 +110,7 @@ class ParallelDraftGenerator(InjectedParts):
         if prompt not in PROMPTS:
             raise ValueError(f"'prompt' must be one of {list(PROMPTS)}, got {prompt!r}.")
         check_template(prompt_template, DRAFT_FIELDS, component="ParallelDraftGenerator")
-        check_int("max_workers", max_workers, 1)
+        ranges.check("max_workers", max_workers)
         if max_evidence_chars is not None:
             check_int("max_evidence_chars", max_evidence_chars, 1)
         check_optional_seconds("timeout_s", timeout_s)

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
+from haystack_cfrag.cfrag import ranges
 from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
     InjectedParts,
@@ -114,15 +115,15 @@ class SpectralStratifier(InjectedParts):
                                      ("order", order, ORDERS)):
             if value not in allowed:
                 raise ValueError(f"'{name}' must be one of {list(allowed)}, got {value!r}.")
-        check_int("n_clusters", n_clusters, 1, 20)
-        check_int("n_subsets", n_subsets, 1, 20)
-        check_range("sampling_ratio", sampling_ratio, 0.0, 1.0, low_open=True)
+        ranges.check("n_clusters", n_clusters)
+        ranges.check("n_subsets", n_subsets)
+        ranges.check("sampling_ratio", sampling_ratio)
         check_range("temperature", temperature, 0.0, 1e6, low_open=True)
         if sigma is not None:
             check_range("sigma", sigma, 0.0, 1e12, low_open=True)
-        check_int("anchors", anchors, 0)
+        ranges.check("anchors", anchors)
         if random_state is not None:
-            check_int("random_state", random_state, 0)
+            ranges.check("random_state", random_state)
         if max_query_chars is not None:
             check_int("max_query_chars", max_query_chars, 1)
         self.n_clusters = n_clusters
@@ -222,8 +223,8 @@ class SpectralStratifier(InjectedParts):
     ) -> dict[str, Any]:
         k = self.n_clusters if n_clusters is None else n_clusters
         m = self.n_subsets if n_subsets is None else n_subsets
-        check_int("n_clusters", k, 1, 20)
-        check_int("n_subsets", m, 1, 20)
+        ranges.check("n_clusters", k)
+        ranges.check("n_subsets", m)
         if not docs:
             logger.warning("SpectralStratifier: no usable documents; every subset is empty")
             return {"subsets": [[] for _ in range(m)], "documents": []}

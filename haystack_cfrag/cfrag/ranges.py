@@ -1,0 +1,62 @@
+"""The ranges of CF-RAG's numeric tunables, in one place.
+
+The components check their init parameters and run-time inputs against them (`check`), and the
+parameter table (`haystack_cfrag.cfrag.parameters`) describes the same ranges to the CLI, the
+server's request schema and the evaluation's sweeps.
+
+>>> check("n_counterfactuals", 3)
+>>> check("n_counterfactuals", 11)
+Traceback (most recent call last):
+...
+ValueError: 'n_counterfactuals' must be an integer in [0, 10], got 11.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from haystack_cfrag.common.validation import check_int, check_range
+
+
+@dataclass(frozen=True)
+class Range:
+    """An integer or number range; `high` None: no upper bound; `low_open`: the low end is excluded."""
+
+    kind: type
+    low: float
+    high: float | None = None
+    low_open: bool = False
+
+    def fields(self) -> dict[str, Any]:
+        """As the keyword arguments of a `Parameter`."""
+        return {"kind": self.kind, "low": self.low, "high": self.high, "low_open": self.low_open}
+
+
+RANGES: dict[str, Range] = {
+    "n_counterfactuals": Range(int, 0, 10),
+    "n_clusters": Range(int, 1, 20),
+    "n_subsets": Range(int, 1, 20),
+    "causal_weight": Range(float, 0.0, 1.0),
+    "sampling_ratio": Range(float, 0.0, 1.0, low_open=True),
+    "anchors": Range(int, 0),
+    "random_state": Range(int, 0),
+    "top_k": Range(int, 1),
+    "max_workers": Range(int, 1),
+    "override_margin": Range(float, -1.0, 1.0),
+    "consensus_min_causal": Range(float, -1.0, 1.0),
+    "paraphrase_threshold": Range(float, 0.0, 1.0, low_open=True),
+    "similarity_threshold": Range(float, 0.0, 1.0, low_open=True),
+}
+
+
+def check(name: str, value: Any) -> None:
+    """Raise a ValueError naming `name` and its range unless `value` is in `RANGES[name]`."""
+    r = RANGES[name]
+    if r.kind is int:
+        check_int(name, value, int(r.low), None if r.high is None else int(r.high))
+    else:
+        check_range(name, value, r.low, r.high if r.high is not None else float("inf"), low_open=r.low_open)
+
+
+__all__ = ["RANGES", "Range", "check"]
