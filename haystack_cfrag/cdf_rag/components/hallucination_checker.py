@@ -1,0 +1,341 @@
+"""HallucinationChecker: CDF-RAG's hallucination check and knowledge rewrite (paper 002, §2.5), after any generator."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any, Protocol
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import ChatMessage
+
+from haystack_cfrag.cdf_rag.components._answers import answer_text, correct, correct_async
+from haystack_cfrag.cdf_rag.math.checks import (
+    DELTA,
+    MAX_CLAIMS,
+    SHORT_ANSWER_WORDS,
+    SUPPORT_THRESHOLD,
+    hallucination_score,
+    should_rewrite,
+    split_claims,
+    supported_claims,
+)
+from haystack_cfrag.cdf_rag.prompts import REWRITE_FIELDS, REWRITE_PROMPT, render_claims
+from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedParts, degradation, prepare_query
+from haystack_cfrag.common.prompting import check_template, render_evidence
+from haystack_cfrag.common.protocols import ChatGenerator
+from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.common.tracing import LLMCall
+from haystack_cfrag.common.validation import check_int, check_optional_seconds, check_range
+
+COMPONENT = "HallucinationChecker"
+KEEP, REWRITE, UNDEFINED, SCORER_FAILED = "keep", "rewrite", "undefined", "scorer_failed"
+_LLM_CALL = LLMCall(stage="rewrite", component=COMPONENT)
+
+logger = logging.getLogger(__name__)
+
+
+class SupportScorer(Protocol):
+    """What the checker needs of a support scorer: length-normalised log P(answer | query, documents).
+
+    `haystack_cfrag.support.ReaderSupportScorer` fits; so does any object with this method.
+    """
+
+    def score(self, query: str, answer: str, documents: list[Document]) -> float:
+        """Length-normalised log-probability of `answer` to `query` after the reader reads `documents`."""
+        ...
+
+
+@component
+class HallucinationChecker(InjectedParts):
+    """
+    Checks an answer claim by claim against the evidence; above δ, rewrites it from the evidence.
+
+    The answer (`answer`, or the first of a generator's `replies`) is split into claims
+    (sentences and clauses; a short answer is one claim). Each claim's support is the reader's
+    length-normalised log P(claim | query, documents) (`support_scorer.score`); a claim is
+    supported when its support is ≥ `support_threshold`. S_hall = 1 − supported / claims; when
+    S_hall > δ and a `chat_generator` is given, one rewrite asks it to correct the answer from
+    the evidence, naming the unsupported claims. With no claim, S_hall is undefined and nothing
+    is decided.
+
+    Outputs `answer` and `replies` (the rewritten answer, or the answer as it came), `s_hall`,
+    `decision` ("keep", "rewrite", "undefined" or "scorer_failed"), `rewritten`, `claims`
+    (text, support, supported), `trace` and `degradations`. A scorer that fails (raises, or
+    gives a non-number) leaves the answer as it was and says so; so does a rewrite that fails
+    or replies nothing.
+
+    ### Usage example
+    ```python
+    from haystack import Document
+    from haystack.components.generators.chat import MockChatGenerator
+    from haystack_cfrag.cdf_rag.components import HallucinationChecker
+
+    class WordScorer:  # a stand-in for ReaderSupportScorer: high when the evidence has the claim's last word
+        def score(self, query, answer, documents):
+            word = answer.rstrip(".").split()[-1]
+            return -0.1 if any(word in (d.content or "") for d in documents) else -4.0
+
+    checker = HallucinationChecker(support_scorer=WordScorer(),
+                                   chat_generator=MockChatGenerator(responses="Answer: Christian Bale"))
+    out = checker.run(query="Who is the lead actor in The Dark Knight?", answer="Heath Ledger",
+                      documents=[Document(content="Christian Bale stars as Bruce Wayne.")])
+    print(out["s_hall"], out["decision"], out["answer"])  # 1.0 rewrite Christian Bale
+    ```
+    """
+
+    _INJECTED = ("support_scorer", "chat_generator")
+
+    def __init__(
+        self,
+        *,
+        support_scorer: SupportScorer,
+        chat_generator: ChatGenerator | None = None,
+        delta: float = DELTA,
+        support_threshold: float = SUPPORT_THRESHOLD,
+        max_claims: int = MAX_CLAIMS,
+        short_answer_words: int = SHORT_ANSWER_WORDS,
+        max_evidence_chars: int | None = 2000,
+        generation_kwargs: dict[str, Any] | None = None,
+        raise_on_failure: bool = False,
+        timeout_s: float | None = None,
+        max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
+        prompt_template: str | None = None,
+    ) -> None:
+        """
+        :param support_scorer: anything with `score(query, answer, documents) -> float` (a log-probability).
+        :param chat_generator: writes the rewrite (None = check only: the decision is reported, the answer kept).
+        :param delta: δ in [0, 1]: rewrite when S_hall > δ.
+        :param support_threshold: a claim is supported when its support is ≥ this, in [-20, 0] (nats per token).
+        :param max_claims: claims scored per answer, in [1, 50] (the rest are joined into the last).
+        :param short_answer_words: an answer of at most this many words and one sentence is one claim, in [0, 100].
+        :param max_evidence_chars: each passage is cut to this many characters in the rewrite prompt (None = whole).
+        :param generation_kwargs: passed to generators that accept them.
+        :param raise_on_failure: raise when the scorer or the rewrite fails instead of keeping the answer.
+        :param timeout_s: seconds the rewrite call may take before it is abandoned (None = no limit).
+        :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
+        :param prompt_template: replaces the rewrite prompt: a `str.format` string with the placeholders
+            {query}, {evidence}, {answer} and {unsupported}.
+        """
+        if not callable(getattr(support_scorer, "score", None)):
+            raise ValueError(
+                f"'support_scorer' must have a score(query, answer, documents) method, got {support_scorer!r}."
+            )
+        check_range("delta", delta, 0.0, 1.0)
+        check_range("support_threshold", support_threshold, -20.0, 0.0)
+        check_int("max_claims", max_claims, 1, 50)
+        check_int("short_answer_words", short_answer_words, 0, 100)
+        if max_evidence_chars is not None:
+            check_int("max_evidence_chars", max_evidence_chars, 1)
+        if not isinstance(raise_on_failure, bool):
+            raise ValueError(f"'raise_on_failure' must be true or false, got {raise_on_failure!r}.")
+        check_optional_seconds("timeout_s", timeout_s)
+        if max_query_chars is not None:
+            check_int("max_query_chars", max_query_chars, 1)
+        check_template(prompt_template, REWRITE_FIELDS, component=COMPONENT)
+        self.support_scorer = support_scorer
+        self.chat_generator = chat_generator
+        self.delta = delta
+        self.support_threshold = support_threshold
+        self.max_claims = max_claims
+        self.short_answer_words = short_answer_words
+        self.max_evidence_chars = max_evidence_chars
+        self.generation_kwargs = dict(generation_kwargs) if generation_kwargs is not None else None
+        self.raise_on_failure = raise_on_failure
+        self.timeout_s = timeout_s
+        self.max_query_chars = max_query_chars
+        self.prompt_template = prompt_template
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise, including the injected scorer and generator."""
+        return default_to_dict(
+            self,
+            support_scorer=serialize_component(self.support_scorer),
+            chat_generator=serialize_component(self.chat_generator),
+            delta=self.delta,
+            support_threshold=self.support_threshold,
+            max_claims=self.max_claims,
+            short_answer_words=self.short_answer_words,
+            max_evidence_chars=self.max_evidence_chars,
+            generation_kwargs=self.generation_kwargs,
+            raise_on_failure=self.raise_on_failure,
+            timeout_s=self.timeout_s,
+            max_query_chars=self.max_query_chars,
+            prompt_template=self.prompt_template,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HallucinationChecker:
+        """Deserialise, including the injected scorer and generator."""
+        return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
+
+    # ------------------------------------------------------------------ run
+    @component.output_types(
+        answer=str,
+        replies=list[ChatMessage],
+        s_hall=float | None,
+        decision=str,
+        rewritten=bool,
+        claims=list[dict[str, Any]],
+        trace=dict[str, Any],
+        degradations=list[dict[str, Any]],
+    )
+    def run(
+        self,
+        query: str,
+        documents: list[Document],
+        answer: str | None = None,
+        replies: list[Any] | None = None,
+    ) -> dict[str, Any]:
+        """
+        :param query: the question the answer answers.
+        :param documents: the retrieved evidence (K).
+        :param answer: the answer to check (or give `replies`).
+        :param replies: a generator's replies (ChatMessages or strings); the first is checked.
+        :returns: `answer`, `replies`, `s_hall`, `decision`, `rewritten`, `claims`, `trace`, `degradations`.
+        """
+        check = _Check(self, query, documents, answer, replies)
+        if check.claims:
+            check.scored(*self._score(check))
+        if check.wants_rewrite:
+            try:
+                check.rewritten(correct(self.chat_generator, check.rewrite_prompt(), self.generation_kwargs,
+                                        self.timeout_s, _LLM_CALL))
+            except Exception as exc:  # noqa: BLE001  (a failing rewrite keeps the answer, see class doc)
+                check.rewrite_failed(exc)
+        return check.outputs()
+
+    @component.output_types(
+        answer=str,
+        replies=list[ChatMessage],
+        s_hall=float | None,
+        decision=str,
+        rewritten=bool,
+        claims=list[dict[str, Any]],
+        trace=dict[str, Any],
+        degradations=list[dict[str, Any]],
+    )
+    async def run_async(
+        self,
+        query: str,
+        documents: list[Document],
+        answer: str | None = None,
+        replies: list[Any] | None = None,
+    ) -> dict[str, Any]:
+        """Async twin of `run`: the scoring in a worker thread, the rewrite through the generator's run_async."""
+        check = _Check(self, query, documents, answer, replies)
+        if check.claims:
+            check.scored(*(await asyncio.to_thread(self._score, check)))
+        if check.wants_rewrite:
+            try:
+                check.rewritten(await correct_async(self.chat_generator, check.rewrite_prompt(),
+                                                    self.generation_kwargs, self.timeout_s, _LLM_CALL))
+            except Exception as exc:  # noqa: BLE001
+                check.rewrite_failed(exc)
+        return check.outputs()
+
+    def _score(self, check: _Check) -> tuple[list[float] | None, Exception | None]:
+        supports = []
+        try:
+            for claim in check.claims:
+                value = self.support_scorer.score(check.query, claim, check.documents)
+                if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+                    raise TypeError(f"the scorer gave {value!r} for a claim, not a log-probability")
+                supports.append(float(value))
+        except Exception as exc:  # noqa: BLE001  (a failing scorer keeps the answer, see class doc)
+            if self.raise_on_failure:
+                raise RuntimeError(f"{COMPONENT}: the support scorer failed: {exc}") from exc
+            return None, exc
+        return supports, None
+
+
+class _Check:
+    """One check: the answer, its claims and the decisions so far (no I/O here)."""
+
+    def __init__(self, checker: HallucinationChecker, query: Any, documents: Any, answer: Any, replies: Any) -> None:
+        self.checker = checker
+        self.query = prepare_query(query, COMPONENT, checker.max_query_chars)
+        if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
+            raise ValueError(f"{COMPONENT}: 'documents' must be a list of documents.")
+        self.documents = list(documents)
+        self.original = answer_text(answer, replies, COMPONENT)
+        self.answer = self.original
+        self.claims = split_claims(self.original, max_claims=checker.max_claims,
+                                   short_answer_words=checker.short_answer_words)
+        self.supports: list[float] | None = None
+        self.supported: list[bool] = []
+        self.s_hall: float | None = None
+        self.decision = UNDEFINED
+        self.wants_rewrite = False
+        self.changed = False
+        self.rewrite_note = ""
+        self.degradations: list[dict[str, Any]] = []
+
+    def scored(self, supports: list[float] | None, error: Exception | None) -> None:
+        if error is not None:
+            logger.warning("{component}: the support scorer failed ({error}); the answer is kept as it was",
+                           component=COMPONENT, error=repr(error))
+            self.degradations.append(degradation("hallucination_check", "scorer failed", error=repr(error)))
+            self.decision = SCORER_FAILED
+            return
+        self.supports = supports
+        self.supported = supported_claims(supports, self.checker.support_threshold)
+        self.s_hall = hallucination_score(supports, self.checker.support_threshold)
+        self.decision = REWRITE if should_rewrite(self.s_hall, self.checker.delta) else KEEP
+        if self.decision == REWRITE:
+            if self.checker.chat_generator is None:
+                self.rewrite_note = "no chat_generator: check only"
+            else:
+                self.wants_rewrite = True
+
+    def rewrite_prompt(self) -> str:
+        unsupported = [c for c, ok in zip(self.claims, self.supported, strict=True) if not ok]
+        template = self.checker.prompt_template or REWRITE_PROMPT
+        return template.format(query=self.query, evidence=render_evidence(self.documents,
+                                                                           self.checker.max_evidence_chars),
+                               answer=self.original, unsupported=render_claims(unsupported))
+
+    def rewritten(self, text: str) -> None:
+        if not text:
+            self.rewrite_failed(None, "empty reply")
+            return
+        self.answer = text
+        self.changed = text != self.original
+
+    def rewrite_failed(self, exc: Exception | None, reason: str = "generator failed") -> None:
+        if self.checker.raise_on_failure:
+            raise RuntimeError(f"{COMPONENT}: the rewrite failed: {exc or reason}") from exc
+        logger.warning("{component}: the rewrite failed ({reason}); the answer is kept as it was",
+                       component=COMPONENT, reason=repr(exc) if exc else reason)
+        details = {"error": repr(exc)} if exc else {}
+        self.degradations.append(degradation("rewrite", reason, **details))
+        self.rewrite_note = reason
+
+    def outputs(self) -> dict[str, Any]:
+        claims = [
+            {"text": c, "support": None if self.supports is None else self.supports[i],
+             "supported": None if self.supports is None else self.supported[i]}
+            for i, c in enumerate(self.claims)
+        ]
+        trace = {
+            "s_hall": self.s_hall,
+            "delta": self.checker.delta,
+            "support_threshold": self.checker.support_threshold,
+            "decision": self.decision,
+            "claims": len(self.claims),
+            "supported": sum(self.supported),
+            "rewritten": self.changed,
+            "rewrite_note": self.rewrite_note,
+            "original_answer": self.original,
+            "claims_scored": len(self.supports or []),
+        }
+        return {
+            "answer": self.answer,
+            "replies": [ChatMessage.from_assistant(self.answer)],
+            "s_hall": self.s_hall,
+            "decision": self.decision,
+            "rewritten": self.changed,
+            "claims": claims,
+            "trace": trace,
+            "degradations": list(self.degradations),
+        }

@@ -1,0 +1,5 @@
+"""CDF-RAG's pure math (paper 002): no Haystack imports here.
+
+- `checks`      claims, S_hall, S_causal (what "respects" an edge means here), τ/δ decisions, the bounded loop
+- `refinement`  the refiner's reply parsed (expand / simplify / decompose), its fallbacks and bounds, the rule chooser
+"""

@@ -1,0 +1,160 @@
+"""CDF-RAG's prompt templates: the refinement actions (paper App. A.4), the reader's choice of action,
+the stricter-grounding regeneration (§2.4) and the knowledge rewrite (§2.5).
+
+Templates are plain `str.format` strings (literal braces doubled). A component's
+`prompt_templates` replaces any of them by key with another string over the same placeholders
+(`*_FIELDS` below), checked at init by `check_prompt_templates` (a one-line error naming the
+component, the key and the placeholder).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from haystack_cfrag.common.prompting import check_template, render_evidence  # noqa: F401  (re-exported)
+
+CHOOSE_PROMPT = """Choose how to rewrite a question before searching documents for its answer.
+- expand: the question is vague or underspecified; add the missing entities, context or scope.
+- simplify: the question is long, compound or indirect; restate it as one short direct question.
+- decompose: the question needs several facts (it compares two things, or asks about something
+  reached through another thing); split it into simpler sub-questions.
+
+Question: {query}
+Reply with one word: expand, simplify or decompose.
+Action:"""
+
+EXPAND_PROMPT = """Your task is to expand a vague or underspecified question into a more detailed version that
+makes its intent clear and specific: mention the key entities, mechanisms or domain it is about.
+Use a single line. Keep the core topic and the original intent.
+
+Original Question: Why is stress a public health concern?
+Expanded Query: Why is chronic stress considered a public health concern in relation to socioeconomic status, mental health, and long-term disease risk?
+
+Original Question: {query}
+Expanded Query:"""
+
+SIMPLIFY_PROMPT = """Your task is to simplify a complex or ambiguous question into a clearer, more direct version
+that preserves the original intent. Reply with one concise, self-contained question on one line;
+do not write several sub-questions.
+
+Original Question: Why does diabetes cause kidney damage in elderly patients, and what factors contribute to this progression over time?
+Simplified Query: How does diabetes cause kidney damage in elderly patients?
+
+Original Question: {query}
+Simplified Query:"""
+
+DECOMPOSE_PROMPT = """Your task is to decompose a complex, multihop question into 2-4 simpler sub-questions that can
+each be answered on their own and together answer the original question, in logical order.
+Write one sub-question per line, without numbers or explanations.
+
+Multihop Question: Were the author of Emma and the author of Jane Eyre born in the same country?
+Decomposed Queries:
+Who wrote the novel Emma?
+Who wrote the novel Jane Eyre?
+In which countries were these two authors born?
+
+Multihop Question: {query}
+Decomposed Queries:"""
+
+REFINE_FIELDS = ("query",)
+"""The placeholders of the choice prompt and of each action's prompt."""
+
+REGENERATE_PROMPT = """Answer the question using ONLY the evidence below. Do not use anything you know that the
+evidence does not say. The causal relations listed were found in the evidence: your answer must
+not reverse or deny any of them. If the evidence does not give the answer, say "unknown".
+
+Evidence:
+{evidence}
+
+Causal relations (cause -> effect):
+{causal_edges}
+
+Question: {query}
+
+Reply in this format:
+Answer: <the short answer only>"""
+"""Fallback generation under stricter grounding (paper §2.4), used when S_causal < τ."""
+
+REGENERATE_FIELDS = ("query", "evidence", "causal_edges")
+
+REWRITE_PROMPT = """The answer below was checked against the evidence, statement by statement, and some of its
+statements are not supported by it. Rewrite the answer so that every statement is supported by
+the evidence: keep what the evidence supports, correct or remove the rest. Use only the evidence.
+
+Evidence:
+{evidence}
+
+Question: {query}
+Answer to rewrite: {answer}
+Unsupported statements:
+{unsupported}
+
+Reply in this format:
+Answer: <the rewritten short answer only>"""
+"""Knowledge rewriting (paper §2.5), used when S_hall > δ."""
+
+REWRITE_FIELDS = ("query", "evidence", "answer", "unsupported")
+
+REFINEMENT_PROMPTS = {"choose": CHOOSE_PROMPT, "expand": EXPAND_PROMPT, "simplify": SIMPLIFY_PROMPT,
+                      "decompose": DECOMPOSE_PROMPT}
+"""The query refiner's prompts by key (`QueryRefiner(prompt_templates=…)` overrides any of them)."""
+
+NO_EDGES_TEXT = "(no causal relations were retrieved)"
+
+
+def render_edges(edges: Sequence[tuple[str, str]]) -> str:
+    """One "- cause -> effect" line per edge.
+
+    >>> print(render_edges([("heavy rain", "flood")]))
+    - heavy rain -> flood
+    >>> render_edges([])
+    '(no causal relations were retrieved)'
+    """
+    if not edges:
+        return NO_EDGES_TEXT
+    return "\n".join(f"- {cause} -> {effect}" for cause, effect in edges)
+
+
+def render_claims(claims: Sequence[str]) -> str:
+    """One "- claim" line per claim ("(none)" when there is none)."""
+    return "\n".join(f"- {c}" for c in claims) if claims else "(none)"
+
+
+def check_prompt_templates(templates: Mapping[str, str] | None, defaults: Mapping[str, str],
+                           fields: Mapping[str, tuple[str, ...]], *, component: str) -> None:
+    """Raise a one-line ValueError naming `component` unless `templates` (None passes) maps known keys to valid templates.
+
+    >>> check_prompt_templates({"expand": "Q: {query}"}, REFINEMENT_PROMPTS, {}, component="X")
+    >>> check_prompt_templates({"expnad": "Q: {query}"}, REFINEMENT_PROMPTS, {}, component="X")
+    Traceback (most recent call last):
+    ...
+    ValueError: X: 'prompt_templates' has an unknown key 'expnad' (allowed: choose, expand, simplify, decompose).
+    """
+    if templates is None:
+        return
+    if not isinstance(templates, Mapping):
+        raise ValueError(f"{component}: 'prompt_templates' must be a mapping of key to template, got {templates!r:.60}.")
+    for key, template in templates.items():
+        if key not in defaults:
+            raise ValueError(f"{component}: 'prompt_templates' has an unknown key {key!r} "
+                             f"(allowed: {', '.join(defaults)}).")
+        check_template(template, fields.get(key, REFINE_FIELDS), component=component,
+                       parameter=f"prompt_templates[{key!r}]")
+
+
+__all__ = [
+    "CHOOSE_PROMPT",
+    "DECOMPOSE_PROMPT",
+    "EXPAND_PROMPT",
+    "NO_EDGES_TEXT",
+    "REFINEMENT_PROMPTS",
+    "REFINE_FIELDS",
+    "REGENERATE_FIELDS",
+    "REGENERATE_PROMPT",
+    "REWRITE_FIELDS",
+    "REWRITE_PROMPT",
+    "SIMPLIFY_PROMPT",
+    "check_prompt_templates",
+    "render_claims",
+    "render_edges",
+]
