@@ -1,7 +1,7 @@
 """haystack-cfrag: causal retrieval-augmented generation as Haystack components.
 
 One subpackage per method family — `cfrag` (Counterfactual RAG), `cer` (minimal sufficient
-evidence sets) — beside the shared primitive `support` (the reader's own support score) and the
+evidence sets), `cdf_rag` (refine, check) — beside the shared primitive `support` (the reader's own support score) and the
 infrastructure every family uses (`common`, `adapters`, `models`, `loading`, `runtime`,
 `registry`). Every public component is exported here and imported on first use. The layout and
 how to add a family: docs/architecture.md.
@@ -14,12 +14,15 @@ __version__ = "0.1.0"
 __all__ = [
     "CausalArbitrationRanker",
     "CounterfactualQueryExpander",
+    "CausalConsistencyChecker",
     "CounterfactualRAG",
     "Draft",
     "EmbeddingDeduplicator",
     "EvidenceSetSelector",
+    "HallucinationChecker",
     "MultiQueryRetriever",
     "ParallelDraftGenerator",
+    "QueryRefiner",
     "ReaderSupportScorer",
     "SpectralStratifier",
     "load_pipeline",
@@ -30,7 +33,10 @@ __all__ = [
 _HOMES = {name: "haystack_cfrag.cfrag.components" for name in __all__}
 _HOMES.update({"Draft": "haystack_cfrag.cfrag.dataclasses", "load_pipeline": "haystack_cfrag.loading",
                "EvidenceSetSelector": "haystack_cfrag.cer.components.evidence_set_selector",
-               "ReaderSupportScorer": "haystack_cfrag.support.scorer"})
+               "ReaderSupportScorer": "haystack_cfrag.support.scorer",
+               "QueryRefiner": "haystack_cfrag.cdf_rag.components.query_refiner",
+               "HallucinationChecker": "haystack_cfrag.cdf_rag.components.hallucination_checker",
+               "CausalConsistencyChecker": "haystack_cfrag.cdf_rag.components.causal_consistency_checker"})
 
 if TYPE_CHECKING:
     from haystack_cfrag.cfrag.components import (
@@ -42,6 +48,9 @@ if TYPE_CHECKING:
         ParallelDraftGenerator,
         SpectralStratifier,
     )
+    from haystack_cfrag.cdf_rag.components.causal_consistency_checker import CausalConsistencyChecker
+    from haystack_cfrag.cdf_rag.components.hallucination_checker import HallucinationChecker
+    from haystack_cfrag.cdf_rag.components.query_refiner import QueryRefiner
     from haystack_cfrag.cer.components.evidence_set_selector import EvidenceSetSelector
     from haystack_cfrag.cfrag.dataclasses import Draft
     from haystack_cfrag.loading import load_pipeline
