@@ -2,6 +2,7 @@
 
     cfrag serve                                   # cf_rag on 127.0.0.1:1416, embedded models
     cfrag serve --pipeline cf_rag_fast --yaml cf_rag_fast --port 8000
+    cfrag serve --yaml my_pipeline.yml            # a YAML file of your own, served as my_pipeline_yaml
     cfrag serve --store faiss:stores/demo          # any store spec `cfrag ask` takes (haystack_cfrag.stores)
     cfrag serve --mock --mock-failure-rate 0.1    # the mock generator: tests and load runs
     cfrag serve --mcp --mcp-port 1417             # also the MCP server (needs hayhooks[mcp])
@@ -83,8 +84,9 @@ def server_env(
 @click.option("--port", default=1416, show_default=True, type=click.IntRange(1, 65535))
 @click.option("--pipeline", "pipelines", multiple=True, type=click.Choice(SERVED), default=("cf_rag",),
               show_default=True, help="Pipelines served through the CF-RAG wrapper (repeatable).")
-@click.option("--yaml", "yaml_pipelines", multiple=True, type=click.Choice(SERVED),
-              help="Also deploy this shipped YAML file as a Hayhooks YAML pipeline, '<name>_yaml' (repeatable).")
+@click.option("--yaml", "yaml_pipelines", multiple=True, metavar="NAME|FILE",
+              help=f"Also deploy a YAML pipeline, served as '<name>_yaml': a shipped one ({', '.join(SERVED)}) or a "
+                   ".yml file of your own (repeatable).")
 @click.option("--store", default=None,
               help="Store to answer from, as for ask: PATH.json | faiss:PATH[#INDEX] | pgvector:postgresql://…[#TABLE] "
                    "| qdrant:PATH|URL[#COLLECTION]. Default: the embedded demo corpus.")
@@ -117,13 +119,26 @@ def serve(host: str, port: int, pipelines: tuple[str, ...], yaml_pipelines: tupl
     Set CFRAG_API_KEY to require `Authorization: Bearer <key>` on every route.
     """
     from haystack_cfrag.serving.app import API_KEY_ENV  # noqa: PLC0415
-    from haystack_cfrag.serving.deploy import DeployDirError, check_deploy_dir, write_deploy_dir  # noqa: PLC0415
+    from haystack_cfrag.serving.deploy import (  # noqa: PLC0415
+        DeployDirError,
+        check_deploy_dir,
+        write_deploy_dir,
+        yaml_deploy_name,
+    )
     from haystack_cfrag.serving.service import ServingConfig  # noqa: PLC0415
 
     if not 0.0 <= mock_failure_rate <= 1.0:
         raise click.BadParameter("must be in [0, 1]", param_hint="--mock-failure-rate")
     if not 0.0 <= mock_delay <= 60.0:
         raise click.BadParameter("must be in [0, 60]", param_hint="--mock-delay")
+    yaml_names = []
+    for item in yaml_pipelines:
+        try:
+            yaml_names.append(yaml_deploy_name(item))
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--yaml") from exc
+    if len(set(yaml_names)) < len(yaml_names):
+        raise click.BadParameter("two YAML pipelines would be served under one name", param_hint="--yaml")
     if store is not None:
         spec = check_store_spec(store, create=False)
         if yaml_pipelines and spec.kind != "memory":
@@ -155,7 +170,7 @@ def serve(host: str, port: int, pipelines: tuple[str, ...], yaml_pipelines: tupl
     try:
         write_deploy_dir(target, config, wrappers=list(pipelines), yaml_pipelines=list(yaml_pipelines))
         click.echo(f"[serve] deploy dir {target}: "
-                   f"{', '.join([*pipelines, *(f'{n}_yaml' for n in yaml_pipelines)])}", err=True)
+                   f"{', '.join([*pipelines, *yaml_names])}", err=True)
         common = ["--host", host, "--pipelines-dir", str(target)] + (["--allow-deploy"] if allow_deploy else [])
         commands = [[*SERVER, "rest", "--port", str(port), *common,
                      *(a for origin in cors_origins for a in ("--cors-origin", origin))]]

@@ -18,6 +18,7 @@ the user names (`cfrag eval --out` too, with its own marker).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -104,11 +105,11 @@ def check_deploy_dir(target: Path) -> list[str]:
     return [name for name in written if name in present]
 
 
-def deployable_yaml(name: str, config: ServingConfig) -> str:
-    """A shipped pipeline file as Hayhooks can deploy and run it in the served process."""
+def deployable_yaml(name_or_path: str | Path, config: ServingConfig) -> str:
+    """A shipped pipeline file (or a file of the user's) as Hayhooks can deploy and run it in the served process."""
     from haystack_cfrag.pipelines import pipeline_path  # noqa: PLC0415
 
-    data = yaml.safe_load(pipeline_path(name).read_text(encoding="utf-8"))
+    data = yaml.safe_load(pipeline_path(name_or_path).read_text(encoding="utf-8"))
     generator = serialize_component(config.mock_generator()) if config.generator == "mock" else None
     data = _rewrite(data, config, generator)
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
@@ -134,10 +135,15 @@ def _rewrite(data: Any, config: ServingConfig, generator: dict[str, Any] | None)
 def write_deploy_dir(
     target: Path, config: ServingConfig, *, wrappers: list[str], yaml_pipelines: list[str] | None = None
 ) -> Path:
-    """Write the wrapper folders and YAML files to deploy into `target` (see `check_deploy_dir`) and its marker."""
-    for name in [*wrappers, *(yaml_pipelines or [])]:
+    """Write the wrapper folders and YAML files to deploy into `target` (see `check_deploy_dir`) and its marker.
+
+    `wrappers` are served pipelines of the registry; `yaml_pipelines` are those names or YAML
+    files of the user's own (checked by `yaml_deploy_name`), deployed as `<stem>_yaml.yml`.
+    """
+    for name in wrappers:
         if name not in PIPELINES:
             raise ValueError(f"Unknown pipeline '{name}' (shipped: {', '.join(PIPELINES)}).")
+    yaml_names = [yaml_deploy_name(item) for item in yaml_pipelines or []]
     previous = check_deploy_dir(target)
     target.mkdir(parents=True, exist_ok=True)
     for name in previous:  # only what the marker says cfrag serve wrote; links are removed, never followed
@@ -146,11 +152,51 @@ def write_deploy_dir(
             shutil.rmtree(path)
         else:
             path.unlink()
-    written = [*wrappers, *(f"{name}_yaml.yml" for name in yaml_pipelines or [])]
+    written = [*wrappers, *(f"{name}.yml" for name in yaml_names)]
     mark_folder(target, "cfrag serve", MARKER, written=written)
     for name in wrappers:
         (target / name).mkdir()
         (target / name / "pipeline_wrapper.py").write_text(WRAPPER_TEMPLATE.format(name=name), encoding="utf-8")
-    for name in yaml_pipelines or []:
-        (target / f"{name}_yaml.yml").write_text(deployable_yaml(name, config), encoding="utf-8")
+    for item, name in zip(yaml_pipelines or [], yaml_names, strict=True):
+        (target / f"{name}.yml").write_text(deployable_yaml(item, config), encoding="utf-8")
     return target
+
+
+YAML_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{0,63}")
+
+
+def yaml_deploy_name(name_or_path: str | Path) -> str:
+    """The name a YAML pipeline is served under: `<stem>_yaml`, for a served name or a file of the user's.
+
+    A file must be a `.yml`/`.yaml` file whose stem is a plain name (letters, digits, `_`, `-`)
+    and whose classes are all in the package loader's allowlist (`haystack_cfrag.loading`):
+    anything else raises ValueError with one line naming what is wrong, before anything is written.
+
+    >>> yaml_deploy_name("cf_rag")
+    'cf_rag_yaml'
+    """
+    from haystack_cfrag.loading import TRUSTED_PREFIXES, PipelineRefusedError, check_classes  # noqa: PLC0415
+
+    if isinstance(name_or_path, str) and name_or_path in PIPELINES:
+        return f"{name_or_path}_yaml"
+    path = Path(name_or_path)
+    if path.suffix not in (".yml", ".yaml") or not path.is_file():
+        raise ValueError(f"'{name_or_path}' is neither a served pipeline ({', '.join(PIPELINES)}) "
+                         "nor a .yml/.yaml file.")
+    if not YAML_NAME.fullmatch(path.stem):
+        raise ValueError(f"{path.name}: name the file with letters, digits, '_' or '-' (it becomes the route "
+                         f"/{path.stem}_yaml/run).")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: not a readable YAML file ({type(exc).__name__}).") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("components"), dict):
+        raise ValueError(f"{path}: not a Haystack pipeline file (no 'components' mapping).")
+    if not isinstance(data.get("inputs"), dict) or not isinstance(data.get("outputs"), dict):
+        raise ValueError(f"{path}: Hayhooks serves a YAML pipeline through its top-level 'inputs' and 'outputs' "
+                         "mappings; declare them (see pipelines/standard_rag.yml).")
+    try:
+        check_classes(data, TRUSTED_PREFIXES)
+    except PipelineRefusedError as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+    return f"{path.stem}_yaml"

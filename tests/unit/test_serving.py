@@ -5,7 +5,7 @@ import yaml
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag.cli.serve import server_env
-from haystack_cfrag.serving.deploy import MARKER, DeployDirError, deployable_yaml, write_deploy_dir
+from haystack_cfrag.serving.deploy import MARKER, DeployDirError, deployable_yaml, write_deploy_dir, yaml_deploy_name
 from haystack_cfrag.serving.requests import (
     RequestError,
     check_chat_request,
@@ -139,6 +139,46 @@ def test_deploy_dir_holds_wrapper_folders_and_yaml_files(tmp_path):
     assert "pipeline_name = \"standard_rag\"" in (target / "standard_rag" / "pipeline_wrapper.py").read_text()
     with pytest.raises(ValueError, match="Unknown pipeline"):
         write_deploy_dir(tmp_path / "e", config, wrappers=["nope"])
+
+
+USER_YAML = """
+components:
+  prompt:
+    type: haystack.components.builders.chat_prompt_builder.ChatPromptBuilder
+    init_parameters: {template: [{role: user, content: [{text: "{{ query }}"}]}]}
+connections: []
+inputs: {query: [prompt.query]}
+outputs: {prompt: prompt.prompt}
+"""
+
+
+def test_a_yaml_file_of_the_users_is_deployed_under_its_stem(tmp_path):
+    mine = tmp_path / "my-rag.yml"
+    mine.write_text(USER_YAML)
+    target = write_deploy_dir(tmp_path / "d", ServingConfig(generator="mock"), wrappers=["cf_rag"],
+                              yaml_pipelines=[str(mine), "cf_rag_fast"])
+    assert sorted(p.name for p in target.iterdir()) == [MARKER, "cf_rag", "cf_rag_fast_yaml.yml", "my-rag_yaml.yml"]
+    assert yaml.safe_load((target / "my-rag_yaml.yml").read_text()) == yaml.safe_load(USER_YAML)
+    assert mine.read_text() == USER_YAML  # the user's file is read, never changed
+
+
+@pytest.mark.parametrize(("name", "text", "message"), [
+    ("notes.txt", USER_YAML, "neither a served pipeline"),
+    ("missing.yml", None, "neither a served pipeline"),
+    ("my rag.yml", USER_YAML, "letters, digits"),
+    ("broken.yml", "components: [unclosed", "not a readable YAML"),
+    ("list.yml", "- a\n- b\n", "no 'components' mapping"),
+    ("bare.yml", USER_YAML.split("inputs:")[0], "'inputs' and 'outputs'"),
+    ("evil.yml", USER_YAML.replace("haystack.components.builders.chat_prompt_builder", "os"), "allow"),
+])
+def test_a_yaml_file_that_cannot_be_served_is_refused_in_one_line(tmp_path, name, text, message):
+    path = tmp_path / name
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(ValueError, match=message) as info:
+        yaml_deploy_name(str(path))
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "d").exists()
 
 
 def test_a_deploy_dir_it_made_is_rewritten_and_only_what_it_wrote_is_replaced(tmp_path):
