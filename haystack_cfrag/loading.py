@@ -127,23 +127,31 @@ def renamed_types(data: Any) -> Any:
 
 
 def share_injected_components(pipe: Pipeline, pool: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Make injected components with identical `to_dict()` one shared instance.
+    """Make injected components with identical `to_dict()` one shared instance, at any depth.
 
-    `pool` maps a serialised configuration to an instance; pass the same pool to several
-    pipelines to share models across them. Returns the pool.
+    A part's own injected parts are shared first (CER's selector holds a support scorer that
+    holds the reader: the pipeline's generator and the scorer's become one model). `pool` maps a
+    serialised configuration to an instance; pass the same pool to several pipelines to share
+    models across them. Returns the pool.
     """
     pool = {} if pool is None else pool
     for _, comp in pipe.walk():
-        for attr in getattr(comp, "_INJECTED", ()):  # each component declares its injected parts
-            inner = getattr(comp, attr, None)
-            # models are shared; a retriever keeps its own store instance (two equal configurations
-            # may still point at different stores: the runtime points each at its store)
-            if inner is None or not hasattr(inner, "to_dict") or _holds_store(inner):
-                continue
-            shared = pool.setdefault(component_key(inner), inner)
-            if shared is not inner:
-                setattr(comp, attr, shared)
+        _share_parts(comp, pool)
     return pool
+
+
+def _share_parts(comp: Any, pool: dict[str, Any], depth: int = 0) -> None:
+    for attr in getattr(comp, "_INJECTED", ()):  # each component declares its injected parts
+        inner = getattr(comp, attr, None)
+        # models are shared; a retriever keeps its own store instance (two equal configurations
+        # may still point at different stores: the runtime points each at its store)
+        if inner is None or not hasattr(inner, "to_dict") or _holds_store(inner):
+            continue
+        if depth < 4:
+            _share_parts(inner, pool, depth + 1)
+        shared = pool.setdefault(component_key(inner), inner)
+        if shared is not inner:
+            setattr(comp, attr, shared)
 
 
 def _holds_store(comp: Any) -> bool:
@@ -213,6 +221,12 @@ def _apply_override(data: dict[str, Any], key: str, value: Any) -> None:
 
 def _is_component(value: Any) -> bool:
     return hasattr(value, "__haystack_input__") or hasattr(type(value), "__haystack_is_component__")
+
+
+def pipeline_outputs(path: str | Path) -> dict[str, str]:
+    """A pipeline file's declared top-level `outputs`: name -> "component.socket" ({} when it declares none)."""
+    spec = (yaml.safe_load(pipeline_path(path).read_text(encoding="utf-8")) or {}).get("outputs") or {}
+    return {str(k): str(v) for k, v in spec.items() if isinstance(v, str) and "." in v}
 
 
 def pipeline_inputs(path: str | Path, **values: Any) -> dict[str, dict[str, Any]]:

@@ -19,10 +19,13 @@ Adding a method is: its subpackage, its YAML in `pipelines/`, and one entry here
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from haystack_cfrag.cer.parameters import PARAMETERS as CER_PARAMETERS
 from haystack_cfrag.cfrag.parameters import PARAMETERS, Parameter
 from haystack_cfrag.pipelines import pipeline_path
 
@@ -77,6 +80,11 @@ REGISTRY: dict[str, ShippedPipeline] = {
                         served=True, injection=True, api_description=CF_RAG_API),
         ShippedPipeline("cf_rag_paper", "cf_rag", "the paper's configuration (docs/method.md, 'Two "
                         "configurations')", PARAMETERS),
+        ShippedPipeline("cer", "cer", "standard RAG over a minimal sufficient evidence set of the top 5 "
+                        "(docs/cer.md)", CER_PARAMETERS, served=True, api_description=(
+                            "Answer a question with CER: the smallest set of the retrieved passages whose answer "
+                            "the reader supports, then one generation over that set.\n\nReturns the answer, the "
+                            "kept passages and the selector's trace (F̂ per step, pruned passages, necessity).")),
     )
 }
 
@@ -101,10 +109,21 @@ def parameters_of(name_or_path: str | Path) -> Mapping[str, Parameter]:
     return entry.parameters if entry is not None else PARAMETERS
 
 
+TRACE_VIEWS = {"cf_rag": "haystack_cfrag.cfrag.trace", "cer": "haystack_cfrag.cer.trace"}
+"""Each family's module that shows its trace (`decision_lines`, `format_trace`, `why_no_answer`)."""
+
+
+def trace_view(name_or_path: str | Path) -> Any | None:
+    """The trace module of a pipeline's family; a file of your own is read as CF-RAG's; None: no trace to show."""
+    entry = REGISTRY.get(Path(str(name_or_path)).stem)
+    family = entry.family if entry is not None else "cf_rag"
+    return importlib.import_module(TRACE_VIEWS[family]) if family in TRACE_VIEWS else None
+
+
 def describe() -> str:
     """The shipped names with their descriptions, one per line (for `--help` texts)."""
     return "\n".join(f"{name}: {p.description}" for name, p in REGISTRY.items())
 
 
 __all__ = ["BASELINE", "REGISTRY", "ShippedPipeline", "describe", "injection_pipelines", "parameters_of",
-           "served_pipelines"]
+           "served_pipelines", "trace_view"]

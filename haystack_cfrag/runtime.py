@@ -26,7 +26,13 @@ from haystack_cfrag.adapters import factories
 from haystack_cfrag.registry import parameters_of
 from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.pipelines import pipeline_path
-from haystack_cfrag.loading import component_key, pipeline_from_dict, pipeline_inputs, share_injected_components
+from haystack_cfrag.loading import (
+    component_key,
+    pipeline_from_dict,
+    pipeline_inputs,
+    pipeline_outputs,
+    share_injected_components,
+)
 from haystack_cfrag.timing import count_llm_usage, timed_stages
 
 
@@ -221,7 +227,7 @@ class Runtime:
                     count_llm_usage(*generators) as usage:
                 out = pipe.run(data)
             seconds = time.perf_counter() - start
-        answer, trace, docs = read_outputs(out)
+        answer, trace, docs = read_outputs(declared(out, pipeline_outputs(file)))
         return Answer(
             pipeline=file.stem,
             answer=answer,
@@ -267,12 +273,31 @@ def _generators(comp: Any) -> list[Any]:
     return found + [inner for inner in injected if inner is not None and _is_generator(inner)]
 
 
+def declared(out: dict[str, Any], outputs: dict[str, str]) -> dict[str, Any]:
+    """The part of a run's raw outputs that the file declares (all of it when it declares none).
+
+    A leaf socket the file does not declare (CER's selector's draft `answer`) is never read as the answer.
+
+    >>> declared({"a": {"answer": "x", "trace": {}}, "b": {"answer": "y"}}, {"answer": "b.answer"})
+    {'b': {'answer': 'y'}}
+    """
+    if not outputs:
+        return out
+    kept: dict[str, Any] = {}
+    for target in outputs.values():
+        comp, socket = target.split(".", 1)
+        if isinstance(out.get(comp), dict) and socket in out[comp]:
+            kept.setdefault(comp, {})[socket] = out[comp][socket]
+    return kept or out
+
+
 def read_outputs(out: dict[str, Any]) -> tuple[str, dict[str, Any] | None, list[dict[str, Any]]]:
     """(answer, trace, evidence) of a pipeline run, read from its output sockets, whatever the nodes are named.
 
     A component that outputs `answer` (a string) gives the answer, its `trace` and the documents of
     the first of its `answers`; otherwise the first `answers` list of `GeneratedAnswer`s gives them
-    (standard RAG's `AnswerBuilder`). No answer socket: an empty answer.
+    (standard RAG's `AnswerBuilder`), and the trace is the first `trace` any component outputs
+    (CER's selector). No answer socket: an empty answer.
 
     >>> from haystack.dataclasses import GeneratedAnswer
     >>> read_outputs({"builder": {"answers": [GeneratedAnswer(data=" Bale ", query="q", documents=[])]}})
@@ -286,7 +311,9 @@ def read_outputs(out: dict[str, Any]) -> tuple[str, dict[str, Any] | None, list[
     for sockets in out.values():
         answers = sockets.get("answers") if isinstance(sockets, dict) else None
         if answers and hasattr(answers[0], "data"):
-            return (answers[0].data or "").strip(), None, [_doc_summary(d) for d in answers[0].documents or []]
+            traces = [s["trace"] for s in out.values() if isinstance(s, dict) and isinstance(s.get("trace"), dict)]
+            docs = [_doc_summary(d) for d in answers[0].documents or []]
+            return (answers[0].data or "").strip(), (traces or [None])[0], docs
     return "", None, []
 
 

@@ -34,9 +34,9 @@ from haystack_cfrag.cli.checks import (
     check_store_spec,
 )
 from haystack_cfrag.cfrag.parameters import PARAMETERS
-from haystack_cfrag.registry import REGISTRY
+from haystack_cfrag.registry import REGISTRY, trace_view
 from haystack_cfrag.progress import StatusLine
-from haystack_cfrag.cfrag.trace import decision_lines, format_trace, why_no_answer
+from haystack_cfrag.cfrag import trace as cf_trace
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
@@ -168,7 +168,8 @@ def _no_answer(result: Any) -> str | None:
     """Why a run produced no answer (None when it did)."""
     if result.answer.strip():
         return None
-    return f"{result.pipeline}: no answer: {why_no_answer(result.trace)}"
+    view = trace_view(result.pipeline)
+    return f"{result.pipeline}: no answer: {(view or cf_trace).why_no_answer(result.trace)}"
 
 
 @main.command()
@@ -188,8 +189,9 @@ def ask(question: str, pipeline: str, as_json: bool, store_path: str | None, llm
         click.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
     else:
         click.echo(click.style(f"Answer: {printable(result.answer)}", bold=True))
-        if result.trace:
-            click.echo(format_trace(result.trace))
+        view = trace_view(pipeline)
+        if result.trace and view is not None:
+            click.echo(view.format_trace(result.trace))
         else:
             click.echo("Evidence: " + "; ".join(printable(str(d["title"])) for d in result.documents))
         click.echo(format_cost(result))
@@ -219,10 +221,11 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
         click.echo(json.dumps([r.as_dict() for r in results], indent=2, ensure_ascii=False))
     else:
         click.echo(f"Question: {printable(question)}\n")
-        for r in results:
+        for name, r in zip(names, results, strict=True):
             click.echo(click.style(f"{r.pipeline:>14}: {printable(r.answer)}", bold=True))
-            if r.trace:  # why CF-RAG's answer won: the duel or override check, then the decision
-                click.echo("\n".join("                " + line for line in decision_lines(r.trace)))
+            view = trace_view(name)
+            if r.trace and view is not None:  # why the answer won (CF-RAG: the duel or override check)
+                click.echo("\n".join("                " + line for line in view.decision_lines(r.trace)))
             click.echo(format_cost(r, indent="                "))
         base = results[0].seconds or 1e-9
         for r in results[1:]:

@@ -42,6 +42,8 @@ class MockChatGenerator:
     rate (the same sequence on every run); with `failure_mode="prompt"` a prompt fails iff the
     hash of (seed, prompt) does (the same prompt always fails or always succeeds).
     `delay_s` sleeps before each reply (`asyncio.sleep` in `run_async`).
+    `support_backend()` gives the reader-support primitive (`haystack_cfrag.support`) a
+    deterministic stand-in: an answer word found in the prompt scores −0.5, any other −4.0.
 
     ### Usage example
     ```python
@@ -131,6 +133,10 @@ class MockChatGenerator:
             await asyncio.sleep(self.delay_s)
         return self._reply(prompt, streaming_callback or self.streaming_callback)
 
+    def support_backend(self) -> MockSupportBackend:
+        """The stand-in for the reader's log-probabilities (see the class doc); no call counts, no failures."""
+        return MockSupportBackend()
+
     # ------------------------------------------------------------------ steps
     @staticmethod
     def _prompt(messages: list[ChatMessage]) -> str:
@@ -163,6 +169,28 @@ class MockChatGenerator:
             "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split())},
         }
         return {"replies": [ChatMessage.from_assistant(text, meta=meta)]}
+
+
+class MockSupportBackend:
+    """log P(answer | prompt) made up from word overlap: −0.5 per answer word the prompt holds, −4.0 otherwise.
+
+    >>> MockSupportBackend().answer_logprobs("[1] Christian Bale plays Batman.", "Christian Bale").token_logprobs
+    (-0.5, -0.5)
+    """
+
+    name = "mock"
+
+    def warm_up(self) -> None:
+        """Nothing to load."""
+
+    def answer_logprobs(self, prompt: str, answer: str) -> Any:
+        """One value per answer word (the `haystack_cfrag.support.backends.AnswerLogprobs` shape)."""
+        from haystack_cfrag.support.backends import AnswerLogprobs  # noqa: PLC0415
+
+        seen = set(re.findall(r"\w+", prompt.lower()))
+        words = re.findall(r"\w+", answer.lower()) or [""]
+        values = tuple(-0.5 if w in seen else -4.0 for w in words)
+        return AnswerLogprobs(values, len(prompt.split()) + len(words), 0, 0.0)
 
 
 # ---------------------------------------------------------------- replies

@@ -1,0 +1,36 @@
+"""The tunable parameters of the `cer` pipeline: the selector's thresholds and its reading of p_entail.
+
+Ranges come from `haystack_cfrag.cer.math.quality.RANGES` (the one home of CER's ranges), so the
+CLI (`cfrag ask --pipeline cer`, `cfrag eval --sweep theta=0.6`), the server and the evaluation
+check a value exactly as the component does. None is per request: each builds the pipeline once.
+
+    >>> PARAMETERS["theta"].describe()
+    'a number in (0, 1]'
+"""
+
+from __future__ import annotations
+
+from haystack_cfrag.cer.components.evidence_set_selector import ENTAILMENT
+from haystack_cfrag.cer.math.quality import RANGES
+from haystack_cfrag.cfrag.parameters import Parameter
+
+
+def _span(name: str) -> dict[str, float | bool]:
+    low, high = RANGES[name]
+    return {"low": low, "high": high, "low_open": name == "theta"}
+
+
+PARAMETERS: dict[str, Parameter] = {
+    p.name: p
+    for p in (
+        Parameter("theta", "selector", "theta", float, **_span("theta"), help="F̂ a sufficient set reaches"),
+        Parameter("epsilon", "selector", "epsilon", float, **_span("epsilon"), help="pruning margin above θ"),
+        Parameter("delta", "selector", "delta", float, **_span("delta"), help="gain under which a round counts "
+                  "towards the two-round stop"),
+        Parameter("mu", "selector", "mu", float, **_span("mu"), help="length cost per 1000 words of a passage"),
+        Parameter("entailment", "selector", "entailment", str, choices=ENTAILMENT,
+                  help="p_entail from the reader's support, or from its evidence-erased PMI"),
+    )
+}
+
+__all__ = ["PARAMETERS"]

@@ -1,0 +1,46 @@
+"""How `cfrag ask` and `cfrag compare` show the evidence-set selector's trace (its shape: `EvidenceSetSelector._trace`).
+
+    >>> trace = {"pool": ["a", "b", "c"], "kept": ["b"], "pruned": ["a"], "quality": 0.81, "reached": True,
+    ...          "stop": "delta", "necessity": {"b": 1.0}, "scorer_calls": 7, "answer": "Bale"}
+    >>> decision_lines(trace)
+    ["Kept 1 of 3 passages (F̂ 0.810, θ reached, stop: delta; pruned 1); draft answer 'Bale', 7 scorings"]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack_cfrag.common.text import clean_query
+
+
+def decision_lines(trace: dict[str, Any]) -> list[str]:
+    """The set kept, in one line."""
+    if trace.get("fallback"):
+        return [f"Kept the top {len(trace.get('kept') or trace.get('pool') or [])} passages (the selection degraded)"]
+    quality = trace.get("quality")
+    shown = f"F̂ {quality:.3f}" if isinstance(quality, (int, float)) else "F̂ —"
+    reached = "θ reached" if trace.get("reached") else "θ not reached"
+    return [f"Kept {len(trace.get('kept') or [])} of {len(trace.get('pool') or [])} passages ({shown}, {reached}, "
+            f"stop: {trace.get('stop')}; pruned {len(trace.get('pruned') or [])}); draft answer "
+            f"{clean_query(str(trace.get('answer', '')))!r}, {trace.get('scorer_calls', 0)} scorings"]
+
+
+def format_trace(trace: dict[str, Any]) -> str:
+    """The kept set with each passage's necessity, then the search's steps."""
+    lines = ["", *decision_lines(trace)]
+    for doc_id in trace.get("kept") or []:
+        nec = (trace.get("necessity") or {}).get(doc_id)
+        lines.append(f"  kept {doc_id}" + (f"  Nec {nec:.2f}" if isinstance(nec, (int, float)) else ""))
+    for k, step in enumerate(trace.get("steps") or [], 1):
+        lines.append(f"  step {k}: +{step.get('chosen')}  F̂ {step.get('quality', 0.0):.3f}  gain {step.get('gain', 0.0):+.3f}")
+    return "\n".join(lines)
+
+
+def why_no_answer(trace: dict[str, Any] | None) -> str:
+    """Why a CER run gave no answer."""
+    if trace is not None and not trace.get("pool"):
+        return "no evidence was found in the store"
+    return "the model's reply held no answer"
+
+
+__all__ = ["decision_lines", "format_trace", "why_no_answer"]
