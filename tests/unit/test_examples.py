@@ -5,10 +5,14 @@ import importlib.util
 import inspect
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from haystack import component
+from haystack.dataclasses import ChatMessage
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
+from haystack_cfrag.support.backends import AnswerLogprobs
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
 
@@ -73,3 +77,80 @@ def test_example3_arbitrates_the_drafted_answers(parts):
     assert len(trace["drafts"]) == 2
     assert answer == trace["drafts"][0]["answer"] or answer in {d["answer"] for d in trace["drafts"]}
     assert trace["counterfactuals"] and all(d["scores"]["causal"] is not None for d in trace["drafts"])
+
+
+# ---------------------------------------------------------------- grounded_rag.py (CDF-RAG's checks after standard RAG)
+class WordSupport:
+    """A support backend: −0.1 per answer word the prompt's evidence names, −4 per other word."""
+
+    name = "words"
+
+    def warm_up(self):
+        pass
+
+    def answer_logprobs(self, prompt, answer):
+        evidence = prompt.split("Question:")[0]
+        values = tuple(-0.1 if word.strip(".,") in evidence else -4.0 for word in answer.split())
+        return AnswerLogprobs(values, len(answer.split()), 0, 0.0)
+
+
+@component
+class ScoringKeywordReader(KeywordReader):
+    """A KeywordReader that ReaderSupportScorer can read (`support_backend`); `first_answer` replaces its first reply."""
+
+    def __init__(self, candidates, counterfactual_reply="", first_answer=None):
+        KeywordReader.__init__(self, candidates=candidates, counterfactual_reply=counterfactual_reply)
+        self.first_answer = first_answer
+
+    def support_backend(self):
+        return WordSupport()
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+        if self.first_answer and not self.prompts:
+            self.prompts.append(messages[-1].text or "")
+            return {"replies": [ChatMessage.from_assistant(f"Answer: {self.first_answer}")]}
+        return KeywordReader.run(self, messages=messages, generation_kwargs=generation_kwargs)  # (@component: no super())
+
+
+def test_grounded_rag_keeps_an_answer_its_evidence_supports(parts):
+    store, embedder, _ = parts
+    reader = ScoringKeywordReader(candidates=dk.CANDIDATES)
+    mod = load("grounded_rag.py")
+    answer, checks = mod.ask(mod.build(store, embedder, reader), dk.QUESTION)
+    grounding = checks["grounding"]
+    assert answer == "Heath Ledger"  # the reviews name him: grounded, still the trap (a grounding check is no cure)
+    assert grounding["decision"] == "keep" and grounding["s_hall"] == 0.0
+    assert [(c["text"], c["supported"]) for c in grounding["claims"]] == [("Heath Ledger", True)]
+    assert len(reader.prompts) == 1 and set(checks) == {"grounding"}
+
+
+def test_grounded_rag_rewrites_an_answer_its_evidence_does_not_support(parts):
+    store, embedder, _ = parts
+    reader = ScoringKeywordReader(candidates=dk.CANDIDATES, first_answer="Tom Hardy")
+    mod = load("grounded_rag.py")
+    answer, checks = mod.ask(mod.build(store, embedder, reader), dk.QUESTION)
+    grounding = checks["grounding"]
+    assert grounding["trace"]["original_answer"] == "Tom Hardy"
+    assert grounding["s_hall"] == 1.0 and grounding["decision"] == "rewrite" and grounding["rewritten"]
+    assert answer == grounding["answer"] and answer in dk.CANDIDATES
+    assert len(reader.prompts) == 2 and "Tom Hardy" in reader.prompts[1] and "Unsupported" in reader.prompts[1]
+
+
+def test_grounded_rag_with_the_causal_check_first(parts):
+    store, embedder, _ = parts
+    reader = ScoringKeywordReader(candidates=dk.CANDIDATES)
+    mod = load("grounded_rag.py")
+    pipe = mod.build(store, embedder, reader, causal_check=True)
+    question = "Who caused the posthumous Oscar of The Dark Knight?"
+    # hand-written edges, as in the example (a causal graph of the documents would supply them)
+    answer, checks = mod.ask(pipe, question, [{"source": "Heath Ledger", "target": "posthumous Oscar"}])
+    assert answer == "Heath Ledger" and checks["causal_check"]["s_causal"] == 1.0
+    assert checks["causal_check"]["decision"] == "keep" and checks["grounding"]["decision"] == "keep"
+    answer, checks = mod.ask(pipe, question, [("posthumous Oscar", "Heath Ledger")])  # the edge reversed
+    causal = checks["causal_check"]
+    assert causal["s_causal"] == 0.0 and causal["decision"] == "regenerate"
+    assert "posthumous Oscar -> Heath Ledger" in reader.prompts[-1]  # the stricter prompt lists the edge
+    assert checks["grounding"]["trace"]["original_answer"] == causal["answer"]  # grounding checks what came out
+    answer, checks = mod.ask(pipe, dk.QUESTION)  # no edges: the causal check decides nothing
+    assert checks["causal_check"]["decision"] == "undefined" and answer == "Heath Ledger"
