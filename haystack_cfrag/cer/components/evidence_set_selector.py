@@ -137,6 +137,7 @@ class EvidenceSetSelector(InjectedParts):
         replacement: bool = True,
         min_size: int = 1,
         prune_unnecessary: bool = True,
+        best_prefix: bool = True,
         raise_on_failure: bool = False,
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
     ) -> None:
@@ -159,6 +160,8 @@ class EvidenceSetSelector(InjectedParts):
             the most similar pool passage outside the set (lexical cosine; one scoring per kept passage).
         :param min_size: pruning keeps at least this many passages, ≥ 0.
         :param prune_unnecessary: also prune passages whose removal does not lower F̂ (docs/cer.md).
+        :param best_prefix: when the two-round stop never fires, start pruning from the best forward
+            prefix that reached θ rather than the whole forward set (docs/cer.md).
         :param raise_on_failure: raise when the draft or a scoring fails instead of degrading to the top passages.
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
         """
@@ -202,6 +205,9 @@ class EvidenceSetSelector(InjectedParts):
         self.replacement = replacement
         self.min_size = min_size
         self.prune_unnecessary = prune_unnecessary
+        if not isinstance(best_prefix, bool):
+            raise ValueError(f"'best_prefix' must be true or false, got {best_prefix!r}.")
+        self.best_prefix = best_prefix
         self.raise_on_failure = raise_on_failure
         self.max_query_chars = max_query_chars
 
@@ -230,6 +236,7 @@ class EvidenceSetSelector(InjectedParts):
             replacement=self.replacement,
             min_size=self.min_size,
             prune_unnecessary=self.prune_unnecessary,
+            best_prefix=self.best_prefix,
             raise_on_failure=self.raise_on_failure,
             max_query_chars=self.max_query_chars,
         )
@@ -351,6 +358,7 @@ class EvidenceSetSelector(InjectedParts):
                 k_max=self.k_max,
                 min_size=self.min_size,
                 prune_unnecessary=self.prune_unnecessary,
+                best_prefix=self.best_prefix,
             )
             replacements = _hard_negatives(pool, result.kept) if self.replacement else {}
             effects = set_effects(result.kept, quality, replacements=replacements, alpha=self.alpha)
@@ -435,6 +443,7 @@ class EvidenceSetSelector(InjectedParts):
             "initial_quality": result.initial_quality,
             "forward": [ids[i] for i in result.forward],
             "pruned": [ids[i] for i in result.pruned],
+            "cut": [ids[i] for i in result.cut],
             "kept": kept,
             "quality": result.quality,
             "reached": result.reached,

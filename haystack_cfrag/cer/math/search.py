@@ -29,6 +29,12 @@ Choices where the paper is silent (each is a parameter or documented here):
   F̂(C \\ {d}) ≥ max(θ, F̂(C)), i.e. when d's deletion effect is ≤ 0 (Nec(d) = 0) and the set
   stays sufficient without it. Alg. 1 alone keeps the passages the two-round stop adds
   whenever F̂ sits in [θ, θ + ε): passages that added nothing. False gives Alg. 1 as written.
+- `best_prefix` (default True) adds one more: when the forward phase ends on K_max or the
+  pool (the two-round stop never fired) and an earlier set had reached θ, it goes back to the
+  shortest forward prefix with the highest F̂ before pruning. Alg. 1 alone keeps adding the
+  best-utility passage even when every candidate lowers F̂, so a set that reached θ after one
+  passage (F̂ 0.94) could end as the whole pool below θ (F̂ 0.59: seen with the embedded reader
+  on the demo's Mauna Kea question, where pruning cannot recover it). False gives Alg. 1.
 """
 
 from __future__ import annotations
@@ -120,6 +126,7 @@ class SearchResult:
     - `forward`: the set when the forward phase stopped, in order of addition.
     - `steps`: one `Step` per forward round.
     - `pruned`: the passages reverse pruning removed, in order of removal.
+    - `cut`: the forward passages `best_prefix` dropped before pruning (in order of addition).
     - `initial_quality`: F̂(∅); `quality`: F̂(kept); `reached`: F̂(kept) ≥ θ.
     - `stop`: why the forward phase stopped ("delta", "k_max" or "pool").
     - `quality_calls`: quality calls this search made (memoised: distinct sets only).
@@ -135,6 +142,7 @@ class SearchResult:
     stop: str
     quality_calls: int
     theta: float = field(default=THETA)
+    cut: tuple[int, ...] = ()
 
     @property
     def qualities(self) -> list[float]:
@@ -157,6 +165,7 @@ def minimal_sufficient_set(
     k_max: int = K_MAX,
     min_size: int = 1,
     prune_unnecessary: bool = True,
+    best_prefix: bool = True,
 ) -> SearchResult:
     """Algorithm 1 over a pool of `n` passages: forward greedy with the δ two-round stop, then reverse pruning.
 
@@ -168,6 +177,7 @@ def minimal_sufficient_set(
     :param theta, epsilon, mu, kappa, delta, k_max: the paper's parameters (`check_cer_parameters`).
     :param min_size: pruning keeps at least this many passages (0 allows the empty set).
     :param prune_unnecessary: also prune d when F̂(C \\ {d}) ≥ max(θ, F̂(C)) (see the module doc).
+    :param best_prefix: without a two-round stop, go back to the best forward prefix that reached θ (module doc).
 
     >>> table = {(): 0.0, (0,): 0.5, (1,): 0.4, (2,): 0.4, (0, 1): 0.6, (0, 2): 0.6, (1, 2): 0.95,
     ...          (0, 1, 2): 0.95}
@@ -186,8 +196,9 @@ def minimal_sufficient_set(
     chosen, steps, stop = _forward(
         n, q, lengths, gain, uncertainty, theta=theta, mu=mu, kappa=kappa, delta=delta, k_max=k_max
     )
+    start = _best_prefix(chosen, steps, theta, min_size) if best_prefix and stop != STOP_DELTA else chosen
     kept, pruned = _prune(
-        chosen, q, theta=theta, epsilon=epsilon, min_size=min_size, unnecessary=prune_unnecessary
+        start, q, theta=theta, epsilon=epsilon, min_size=min_size, unnecessary=prune_unnecessary
     )
     final = q(kept)
     return SearchResult(
@@ -201,6 +212,7 @@ def minimal_sufficient_set(
         stop=stop,
         quality_calls=q.calls - calls_before,
         theta=theta,
+        cut=chosen[len(start):],
     )
 
 
@@ -242,6 +254,22 @@ def _forward(
         quiet_rounds = quiet_rounds + 1 if new >= theta and step_gain < delta else 0
         if quiet_rounds >= 2:
             return chosen, steps, STOP_DELTA
+
+
+def _best_prefix(chosen: tuple[int, ...], steps: list[Step], theta: float, min_size: int) -> tuple[int, ...]:
+    """The shortest forward prefix of at least `min_size` with the highest F̂, when that F̂ reaches θ; else all.
+
+    >>> steps = [Step(2, {}, 0.94, 0.5), Step(0, {}, 0.87, -0.07), Step(1, {}, 0.59, -0.28)]
+    >>> _best_prefix((2, 0, 1), steps, 0.75, 1), _best_prefix((2, 0, 1), steps, 0.75, 2)
+    ((2,), (2, 0))
+    >>> _best_prefix((2, 0), [Step(2, {}, 0.5, 0.5), Step(0, {}, 0.6, 0.1)], 0.75, 1)
+    (2, 0)
+    """
+    lengths = range(max(min_size, 1), len(steps) + 1)  # steps[k - 1].quality is F̂ of the first k
+    if not lengths:
+        return chosen
+    best = max(lengths, key=lambda k: (steps[k - 1].quality, -k))
+    return chosen[:best] if steps[best - 1].quality >= theta else chosen
 
 
 def _prune(

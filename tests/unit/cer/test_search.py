@@ -298,8 +298,9 @@ def random_quality(seed):
     st.floats(0.0, 0.2),
     st.booleans(),
     st.integers(0, 2),
+    st.booleans(),
 )
-def test_search_invariants(n, seed, k_max, theta, epsilon, delta, unnecessary, min_size):
+def test_search_invariants(n, seed, k_max, theta, epsilon, delta, unnecessary, min_size, best_prefix):
     f = random_quality(seed)
     calls = []
 
@@ -316,11 +317,18 @@ def test_search_invariants(n, seed, k_max, theta, epsilon, delta, unnecessary, m
         k_max=k_max,
         min_size=min_size,
         prune_unnecessary=unnecessary,
+        best_prefix=best_prefix,
     )
     # shapes
     assert len(r.forward) <= k_max and len(r.kept) <= k_max
     assert len(set(r.forward)) == len(r.forward) and all(0 <= i < n for i in r.forward)
-    assert set(r.kept) | set(r.pruned) == set(r.forward) and not set(r.kept) & set(r.pruned)
+    assert set(r.kept) | set(r.pruned) | set(r.cut) == set(r.forward) and not set(r.kept) & set(r.pruned)
+    assert r.forward[len(r.forward) - len(r.cut):] == r.cut and not set(r.cut) & (set(r.kept) | set(r.pruned))
+    if r.cut:  # only without the two-round stop, back to the best prefix, which had reached θ
+        assert best_prefix and r.stop != cs.STOP_DELTA
+        start = r.forward[: len(r.forward) - len(r.cut)]
+        assert len(start) >= min_size and f(start) >= theta
+        assert f(start) == max(s.quality for s in r.steps[max(min_size, 1) - 1:])
     assert [i for i in r.forward if i in r.kept] == list(r.kept)  # order of addition kept
     assert [s.chosen for s in r.steps] == list(r.forward)
     # each step picks the best utility
@@ -335,9 +343,9 @@ def test_search_invariants(n, seed, k_max, theta, epsilon, delta, unnecessary, m
         assert len(r.forward) == n
     # quality of the result
     assert r.quality == f(r.kept) and r.reached == (r.quality >= theta)
-    if f(r.forward) >= theta or r.pruned:
-        assert r.reached  # pruning never loses θ
-    if r.pruned and not unnecessary:
+    if f(r.forward) >= theta or r.pruned or r.cut:
+        assert r.reached  # neither pruning nor the cut loses θ
+    if r.pruned and not unnecessary and not r.cut:
         assert r.quality >= theta + epsilon  # Alg. 1: the last removal left F̂ ≥ θ + ε
     # irreducible: no kept passage can still be removed
     if len(r.kept) > min_size:
@@ -348,7 +356,7 @@ def test_search_invariants(n, seed, k_max, theta, epsilon, delta, unnecessary, m
             if unnecessary:
                 assert not (rest >= theta and rest >= full)
     else:
-        assert len(r.kept) == min(min_size, len(r.forward)) or not r.pruned
+        assert len(r.kept) == min(min_size, len(r.forward)) or not (r.pruned or r.cut)
     # cost: every distinct set once
     assert len(calls) == len(set(calls)) == r.quality_calls
 
@@ -377,3 +385,14 @@ def test_the_math_imports_no_haystack():
         modules |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         assert not {m for m in modules if m == "haystack" or m.startswith("haystack.")}, name
         assert {m for m in modules if m.startswith("haystack_cfrag")} <= pure, name
+
+
+def test_best_prefix_goes_back_to_the_set_that_had_reached_theta():
+    # the demo's Mauna Kea case in miniature: one passage suffices, every later one lowers F̂
+    # (Alg. 1's pruning cannot recover it: no pair reaches θ + ε)
+    table = {(): 0.4, (0,): 0.6, (1,): 0.94, (2,): 0.5, (1, 0): 0.78, (1, 2): 0.7, (0, 2): 0.3, (1, 0, 2): 0.59}
+    f = lambda s: table[tuple(s)] if tuple(s) in table else table[tuple(sorted(s))]  # noqa: E731
+    literal = minimal_sufficient_set(3, f, theta=0.75, best_prefix=False, prune_unnecessary=False)
+    assert literal.kept == (1, 0, 2) and not literal.reached and literal.stop == cs.STOP_POOL
+    fixed = minimal_sufficient_set(3, f, theta=0.75, prune_unnecessary=False)
+    assert fixed.kept == (1,) and fixed.cut == (0, 2) and fixed.reached and fixed.quality == 0.94
