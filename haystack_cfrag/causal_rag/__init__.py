@@ -1,0 +1,35 @@
+"""CausalRAG, "Integrating Causal Graphs into Retrieval-Augmented Generation" (paper 004).
+
+Index time, an LLM extracts nodes and relations from 1,000-character chunks of the passages
+and `CausalGraphBuilder` stores the graph as node Documents (edges in their meta) in the user's
+document store. Query time, `CausalGraphRetriever` takes the k nodes nearest the query,
+expands s hops along the edges (both ways, each edge in its own direction) and fetches the
+source passages; `CausalSummarizer` writes the causal-paths report and the causal summary
+that goes, with the passages, into the answer prompt. `causal_rag.math` holds the pure graph
+and parsing; see docs/causal_rag.md. The components are imported on first use.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["CausalGraphBuilder", "CausalGraphRetriever", "CausalSummarizer"]
+
+_HOMES = {
+    "CausalGraphBuilder": "haystack_cfrag.causal_rag.components.causal_graph_builder",
+    "CausalGraphRetriever": "haystack_cfrag.causal_rag.components.causal_graph_retriever",
+    "CausalSummarizer": "haystack_cfrag.causal_rag.components.causal_summarizer",
+}
+
+if TYPE_CHECKING:
+    from haystack_cfrag.causal_rag.components.causal_graph_builder import CausalGraphBuilder
+    from haystack_cfrag.causal_rag.components.causal_graph_retriever import CausalGraphRetriever
+    from haystack_cfrag.causal_rag.components.causal_summarizer import CausalSummarizer
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        import importlib  # noqa: PLC0415
+
+        value = getattr(importlib.import_module(_HOMES[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,101 @@
+"""The extraction cache: one JSON file per passage (by `cache_key`), written atomically, read safely.
+
+- A file is written to a temporary file in the same folder, flushed, fsync'ed and moved into
+  place with `os.replace`: a crash leaves the old file or none, never half a file, so an
+  interrupted indexing run resumes where it stopped.
+- Names are hex digests: no name can leave the folder. A file that is a symbolic link, or
+  resolves outside the folder, is not read (and `os.replace` replaces the link itself, never
+  its target); files are opened with O_NOFOLLOW where the system has it.
+- A file that does not read back as a valid record (truncated, edited, another version) is
+  reported as corrupt; the builder re-extracts the passage and overwrites it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from haystack_cfrag.causal_rag.math.extraction import CACHE_VERSION, Extraction
+
+MAX_CACHE_FILE_BYTES = 8 * 1024 * 1024
+"""A cache file larger than this is treated as corrupt (a passage's record is a few KB)."""
+
+_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+class CacheCorruptError(ValueError):
+    """A cache file exists but is not a valid record."""
+
+
+class ExtractionCache:
+    """Read and write the cached extraction of a passage (a list of chunk extractions and token counts)."""
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(folder).expanduser()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._root = self.folder.resolve()
+
+    def path(self, key: str) -> Path:
+        if not _HEX.match(key):
+            raise ValueError(f"not a cache key: {key!r:.80}")
+        return self.folder / f"{key}.json"
+
+    def load(self, key: str) -> dict[str, Any] | None:
+        """The record under `key`; None when there is none.
+
+        :raises CacheCorruptError: when a file is there but is not a valid record (or is a link).
+        """
+        path = self.path(key)
+        if not os.path.lexists(path):
+            return None
+        if path.is_symlink() or path.resolve().parent != self._root or not path.is_file():
+            raise CacheCorruptError(f"{path.name} is a link or not a regular file in the cache folder")
+        try:
+            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+            fd = os.open(path, flags)
+            with os.fdopen(fd, "rb") as fh:
+                raw = fh.read(MAX_CACHE_FILE_BYTES + 1)
+        except OSError as exc:
+            raise CacheCorruptError(f"{path.name} cannot be read ({exc})") from None
+        if len(raw) > MAX_CACHE_FILE_BYTES:
+            raise CacheCorruptError(f"{path.name} is larger than {MAX_CACHE_FILE_BYTES} bytes")
+        try:
+            record = json.loads(raw.decode("utf-8"))
+            return _validated(record, key)
+        except (ValueError, UnicodeDecodeError, RecursionError, TypeError) as exc:
+            raise CacheCorruptError(f"{path.name} is not a valid cache record ({str(exc)[:120]})") from None
+
+    def store(self, key: str, record: dict[str, Any]) -> None:
+        """Write `record` under `key` atomically (temporary file + os.replace)."""
+        path = self.path(key)
+        data = json.dumps({**record, "version": CACHE_VERSION, "key": key}, ensure_ascii=False).encode("utf-8")
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=self.folder)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+def _validated(record: Any, key: str) -> dict[str, Any]:
+    if not isinstance(record, dict) or record.get("version") != CACHE_VERSION or record.get("key") != key:
+        raise ValueError("wrong version or key")
+    chunks = record.get("chunks")
+    if not isinstance(chunks, list):
+        raise ValueError("no 'chunks' list")
+    extractions = [Extraction.from_dict(c) for c in chunks]
+    tokens = [record.get("prompt_tokens", 0), record.get("completion_tokens", 0)]
+    if not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in tokens):
+        raise ValueError("malformed token counts")
+    return {"chunks": extractions, "prompt_tokens": tokens[0], "completion_tokens": tokens[1]}
+

@@ -1,0 +1,445 @@
+"""CausalGraphBuilder: CausalRAG's index step (paper 004, §4.1): passages → a graph of nodes and directed edges."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import ChatMessage
+
+from haystack_cfrag.causal_rag.components._extraction_cache import CacheCorruptError, ExtractionCache
+from haystack_cfrag.causal_rag.math.extraction import (
+    DEFAULT_CHUNK_CHARS,
+    DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_MAX_TRIPLES,
+    Extraction,
+    cache_key,
+    check_chunking,
+    check_max_triples,
+    chunk_text,
+    parse_extraction,
+    passage_hash,
+)
+from haystack_cfrag.causal_rag.math.graph import MAX_EDGES, MAX_NODES, Graph, node_document_id
+from haystack_cfrag.causal_rag.prompts import EXTRACTION_FIELDS, EXTRACTION_PROMPT, check_template
+from haystack_cfrag.common.plumbing import (
+    InjectedParts,
+    accepts,
+    call_async_with_timeout,
+    call_with_timeout,
+    degradation,
+    run_async_or_thread,
+    with_meta,
+)
+from haystack_cfrag.common.protocols import ChatGenerator, DocumentEmbedder
+from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.common.tracing import LLMCall, model_name, token_counts
+from haystack_cfrag.common.validation import check_int, check_optional_seconds
+
+COMPONENT = "CausalGraphBuilder"
+NODE_FLAG = "cfrag_graph_node"
+"""Node Documents carry meta[NODE_FLAG] = True (the retriever filters on it)."""
+PASSAGE_FLAG = "cfrag_graph_passage"
+"""The passages the builder passes on carry meta[PASSAGE_FLAG] = True."""
+FLAT_KEYS = ("edges_out", "edges_in", "passage_ids")
+"""The node meta keys `flat_meta=True` stores as JSON strings."""
+DEFAULT_MAX_CHUNKS = 50
+"""Chunks of one passage sent to the extractor at most (50 × 1,000 characters); the rest is not read."""
+MAX_CHUNKS = 1000
+MAX_DEGRADATIONS = 20
+"""Degradation entries listed at most; one more entry counts the rest."""
+
+_EXTRACT_CALL = LLMCall(stage="graph_extraction", component=COMPONENT)
+
+logger = logging.getLogger(__name__)
+
+
+@component
+class CausalGraphBuilder(InjectedParts):
+    """
+    Builds CausalRAG's graph of a corpus: an LLM extracts nodes and relations from each passage
+    (1,000-character chunks, 100 overlap, LangChain's graph-transformer prompt), the extractions
+    are merged into one graph (a node per name, a directed edge per (cause, relation, effect),
+    each citing its passages), and every node becomes a Document with an embedding of its name.
+
+    Edges live in the nodes' meta (`edges_out`, `edges_in`: {"source", "target", "relation",
+    "passage_ids"}), not in a sidecar file: every Haystack document store returns a document's
+    meta with it, so the graph is stored and read back by the same store that serves node
+    retrieval (InMemory, FAISS, pgvector, Qdrant, …) and written by a plain DocumentWriter.
+    Node Documents have stable ids (`node_document_id`), so writing with
+    `DuplicatePolicy.OVERWRITE` replaces an earlier graph's nodes. Build the graph of the whole
+    corpus in one run: a node rebuilt from a later batch alone would lose the edges of the
+    earlier ones (the cache makes a full re-run cheap).
+
+    Extraction is the expensive step: with `cache_dir`, each passage's extraction is kept in
+    one JSON file named by the hash of its text and of the extraction settings (prompt,
+    chunking, triple limit, model), written atomically, so an interrupted run resumes where it
+    stopped and an unchanged passage is never sent again. A corrupt cache file is re-extracted
+    with a warning; links are never followed. A chunk whose reply does not parse (or whose call
+    fails) is logged and counted; its passage still goes out as text.
+
+    Outputs `nodes` (the node Documents, meta {"cfrag_graph_node": True, "node_id", "node_type",
+    "edges_out", "edges_in", "passage_ids"}), `documents` (the passages, copies with meta
+    {"cfrag_graph_passage": True}, ids unchanged), `stats` (passages, chunks, parse_failures,
+    cached, llm_calls, prompt_tokens, completion_tokens, seconds, nodes, edges, …) and
+    `degradations`.
+
+    ### Usage example
+    ```python
+    from haystack import Document
+    from haystack.components.generators.chat import MockChatGenerator
+    from haystack_cfrag.causal_rag import CausalGraphBuilder
+    from haystack_cfrag.testing.fakes import HashingDocumentEmbedder
+
+    reply = '[{"head": "Heavy rain", "relation": "CAUSES", "tail": "Flood"}]'
+    builder = CausalGraphBuilder(chat_generator=MockChatGenerator(responses=reply),
+                                 document_embedder=HashingDocumentEmbedder(dimension=64))
+    out = builder.run(documents=[Document(content="Heavy rain caused the flood.")])
+    print([(n.content, n.meta["edges_out"]) for n in out["nodes"]])
+    ```
+    """
+
+    _INJECTED = ("chat_generator", "document_embedder")
+
+    def __init__(
+        self,
+        *,
+        chat_generator: ChatGenerator,
+        document_embedder: DocumentEmbedder | None = None,
+        chunk_chars: int = DEFAULT_CHUNK_CHARS,
+        chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+        max_triples: int = DEFAULT_MAX_TRIPLES,
+        max_chunks_per_passage: int = DEFAULT_MAX_CHUNKS,
+        cache_dir: str | None = None,
+        prompt_template: str | None = None,
+        generation_kwargs: dict[str, Any] | None = None,
+        timeout_s: float | None = None,
+        raise_on_failure: bool = False,
+        max_nodes: int = MAX_NODES,
+        max_edges: int = MAX_EDGES,
+        flat_meta: bool = False,
+    ) -> None:
+        """
+        :param chat_generator: any Haystack ChatGenerator: the extractor.
+        :param document_embedder: any Haystack document embedder; embeds the node Documents (their
+            content is the node's name). None: the nodes go out without embeddings (embed them downstream).
+        :param chunk_chars: characters per chunk, in [100, 20000] (official: 1000).
+        :param chunk_overlap: characters consecutive chunks share, in [0, chunk_chars // 2] (official: 100).
+        :param max_triples: triples kept from one chunk's reply, in [1, 500].
+        :param max_chunks_per_passage: chunks of one passage extracted at most, in [1, 1000]; the rest is
+            not read (a degradation says so).
+        :param cache_dir: folder of the extraction cache (created if missing); None = no cache.
+        :param prompt_template: replaces the extraction prompt; a `str.format` string with the
+            placeholder {text} (literal braces doubled).
+        :param generation_kwargs: passed to generators that accept them (e.g. {"max_tokens": 512}).
+        :param timeout_s: seconds an extraction call may take before it is abandoned (None = no limit).
+        :param raise_on_failure: raise when an extraction call fails instead of skipping the chunk.
+        :param max_nodes: nodes the graph may hold, in [1, 200000]; more raises a ValueError.
+        :param max_edges: edges the graph may hold, in [1, 1000000]; more raises a ValueError.
+        :param flat_meta: store `edges_out`, `edges_in` and `passage_ids` as JSON strings, for stores whose
+            meta holds only scalars (Chroma, Pinecone); `CausalGraphRetriever` reads both forms.
+        """
+        if chat_generator is None:
+            raise ValueError(f"{COMPONENT}: 'chat_generator' is required (the extractor).")
+        check_chunking(chunk_chars, chunk_overlap)
+        check_max_triples(max_triples)
+        check_int("max_chunks_per_passage", max_chunks_per_passage, 1, MAX_CHUNKS)
+        if cache_dir is not None and (not isinstance(cache_dir, str) or not cache_dir.strip()):
+            raise ValueError(f"{COMPONENT}: 'cache_dir' must be a folder path or None, got {cache_dir!r:.60}.")
+        check_template(prompt_template, EXTRACTION_FIELDS, component=COMPONENT)
+        check_optional_seconds("timeout_s", timeout_s)
+        if not isinstance(raise_on_failure, bool):
+            raise ValueError(f"'raise_on_failure' must be true or false, got {raise_on_failure!r}.")
+        check_int("max_nodes", max_nodes, 1, MAX_NODES)
+        check_int("max_edges", max_edges, 1, MAX_EDGES)
+        if not isinstance(flat_meta, bool):
+            raise ValueError(f"'flat_meta' must be true or false, got {flat_meta!r}.")
+        self.chat_generator = chat_generator
+        self.document_embedder = document_embedder
+        self.chunk_chars = chunk_chars
+        self.chunk_overlap = chunk_overlap
+        self.max_triples = max_triples
+        self.max_chunks_per_passage = max_chunks_per_passage
+        self.cache_dir = cache_dir
+        self.prompt_template = prompt_template
+        self.generation_kwargs = dict(generation_kwargs) if generation_kwargs is not None else None
+        self.timeout_s = timeout_s
+        self.raise_on_failure = raise_on_failure
+        self.max_nodes = max_nodes
+        self.max_edges = max_edges
+        self.flat_meta = flat_meta
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise, including the injected generator and embedder."""
+        return default_to_dict(
+            self,
+            chat_generator=serialize_component(self.chat_generator),
+            document_embedder=serialize_component(self.document_embedder),
+            chunk_chars=self.chunk_chars,
+            chunk_overlap=self.chunk_overlap,
+            max_triples=self.max_triples,
+            max_chunks_per_passage=self.max_chunks_per_passage,
+            cache_dir=self.cache_dir,
+            prompt_template=self.prompt_template,
+            generation_kwargs=self.generation_kwargs,
+            timeout_s=self.timeout_s,
+            raise_on_failure=self.raise_on_failure,
+            max_nodes=self.max_nodes,
+            max_edges=self.max_edges,
+            flat_meta=self.flat_meta,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CausalGraphBuilder:
+        """Deserialise, including the injected generator and embedder."""
+        return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
+
+    # ------------------------------------------------------------------ run
+    @component.output_types(nodes=list[Document], documents=list[Document], stats=dict[str, Any],
+                            degradations=list[dict[str, Any]])
+    def run(self, documents: list[Document]) -> dict[str, Any]:
+        """
+        :param documents: the passages (Documents with text content); not changed.
+        :returns: `nodes`, `documents`, `stats` and `degradations` (see the class doc).
+        :raises ValueError: when the graph outgrows `max_nodes` / `max_edges`.
+        :raises RuntimeError: when the document embedder fails (the nodes would be unfindable).
+        """
+        build = _Build(self, documents)
+        for job in build.jobs():
+            build.reply(job, *self._call(job))
+        nodes = build.node_documents()
+        if self.document_embedder is not None and nodes:
+            try:
+                nodes = self.document_embedder.run(documents=nodes)["documents"]
+            except Exception as exc:
+                raise RuntimeError(f"{COMPONENT}: the document embedder failed on the node Documents: {exc}") from exc
+        return build.outputs(nodes)
+
+    @component.output_types(nodes=list[Document], documents=list[Document], stats=dict[str, Any],
+                            degradations=list[dict[str, Any]])
+    async def run_async(self, documents: list[Document]) -> dict[str, Any]:
+        """Async twin of `run`, with the same sockets (calls stay sequential: one local model)."""
+        build = _Build(self, documents)
+        for job in build.jobs():
+            build.reply(job, *(await self._call_async(job)))
+        nodes = build.node_documents()
+        if self.document_embedder is not None and nodes:
+            try:
+                nodes = (await run_async_or_thread(self.document_embedder, documents=nodes))["documents"]
+            except Exception as exc:
+                raise RuntimeError(f"{COMPONENT}: the document embedder failed on the node Documents: {exc}") from exc
+        return build.outputs(nodes)
+
+    # ------------------------------------------------------------------ calls
+    @property
+    def template(self) -> str:
+        return self.prompt_template or EXTRACTION_PROMPT
+
+    def fingerprint(self) -> str:
+        """What decides an extraction besides the text: part of every cache key."""
+        return json.dumps([self.template, self.chunk_chars, self.chunk_overlap, self.max_triples,
+                           model_name(self.chat_generator) or type(self.chat_generator).__name__,
+                           self.generation_kwargs or {}], sort_keys=True, default=str)
+
+    def _call_kwargs(self, job: _Job) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"messages": [ChatMessage.from_user(self.template.format(text=job.text))]}
+        if self.generation_kwargs and accepts(self.chat_generator, "generation_kwargs"):
+            kwargs["generation_kwargs"] = dict(self.generation_kwargs)
+        return kwargs
+
+    def _call(self, job: _Job) -> tuple[dict[str, Any] | None, Exception | None]:
+        try:
+            return call_with_timeout(self.chat_generator, self.timeout_s, exclusive=True, llm_call=_EXTRACT_CALL,
+                                     **self._call_kwargs(job)), None
+        except Exception as exc:  # noqa: BLE001  (a failed chunk is skipped, see class doc)
+            return self._failed(job, exc)
+
+    async def _call_async(self, job: _Job) -> tuple[dict[str, Any] | None, Exception | None]:
+        try:
+            return (await call_async_with_timeout(self.chat_generator, self.timeout_s, exclusive=True,
+                                                  llm_call=_EXTRACT_CALL, **self._call_kwargs(job))), None
+        except Exception as exc:  # noqa: BLE001
+            return self._failed(job, exc)
+
+    def _failed(self, job: _Job, exc: Exception) -> tuple[None, Exception]:
+        if self.raise_on_failure:
+            raise RuntimeError(f"{COMPONENT}: the extraction call failed (passage {job.passage_id}, "
+                               f"chunk {job.chunk}): {exc}") from exc
+        return None, exc
+
+
+@dataclass
+class _Job:
+    passage: int
+    passage_id: str
+    chunk: int
+    text: str
+
+
+@dataclass
+class _Passage:
+    key: str | None = None
+    chunks: list[Extraction | None] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failed: int = 0
+
+
+class _Build:
+    """One build: the cache, the extractions and the graph, shared by `run` and `run_async` (no model I/O here)."""
+
+    def __init__(self, builder: CausalGraphBuilder, documents: Any) -> None:
+        if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
+            raise ValueError(f"{COMPONENT}: 'documents' must be a list of Documents.")
+        self.builder = builder
+        self.documents = documents
+        self.started = time.perf_counter()
+        self.cache = ExtractionCache(builder.cache_dir) if builder.cache_dir else None
+        self.fingerprint = builder.fingerprint()
+        self.graph = Graph(max_nodes=builder.max_nodes, max_edges=builder.max_edges)
+        self.degradations: list[dict[str, Any]] = []
+        self.omitted = 0
+        self.stats = {"passages": len(documents), "extracted": 0, "skipped": 0, "chunks": 0, "parse_failures": 0,
+                      "failed_calls": 0, "invalid_items": 0, "cached": 0, "cache_corrupt": 0, "llm_calls": 0,
+                      "prompt_tokens": 0, "completion_tokens": 0}
+        self.memo: dict[str, _Passage] = {}
+        self.current: _Passage | None = None
+
+    # ---------------------------------------------------------- planning
+    def jobs(self) -> Iterator[_Job]:
+        """The chunks to send to the extractor; passages served by the cache are merged on the way."""
+        for i, doc in enumerate(self.documents):
+            if not isinstance(doc.content, str) or not doc.content.strip():
+                self.stats["skipped"] += 1
+                continue
+            key = cache_key(passage_hash(doc.content), self.fingerprint)
+            known = self.memo.get(key) or self._cached(key, doc)
+            if known is not None:
+                self.stats["cached"] += 1
+                self._merge(doc, known, fresh=False)
+                continue
+            chunks = chunk_text(doc.content, self.builder.chunk_chars, self.builder.chunk_overlap)
+            if len(chunks) > self.builder.max_chunks_per_passage:
+                self._degrade(degradation("extraction", "passage longer than max_chunks_per_passage; its end "
+                                          "was not read", passage_id=doc.id, chunks=len(chunks),
+                                          read=self.builder.max_chunks_per_passage))
+                chunks = chunks[: self.builder.max_chunks_per_passage]
+            self.current = _Passage(key=key)
+            for c, text in enumerate(chunks):
+                yield _Job(passage=i, passage_id=doc.id, chunk=c, text=text)
+            passage, self.current = self.current, None
+            self._finish(doc, passage)
+
+    def _cached(self, key: str, doc: Document) -> _Passage | None:
+        if self.cache is None:
+            return None
+        try:
+            record = self.cache.load(key)
+        except CacheCorruptError as exc:
+            self.stats["cache_corrupt"] += 1
+            logger.warning("{component}: cache file of passage {passage_id} is unusable ({reason}); re-extracting",
+                           component=COMPONENT, passage_id=doc.id, reason=str(exc))
+            self._degrade(degradation("cache", "corrupt cache file; re-extracted", passage_id=doc.id, error=str(exc)))
+            return None
+        if record is None:
+            return None
+        return _Passage(key=key, chunks=record["chunks"], prompt_tokens=record["prompt_tokens"],
+                        completion_tokens=record["completion_tokens"])
+
+    # ---------------------------------------------------------- replies
+    def reply(self, job: _Job, result: dict[str, Any] | None, error: Exception | None) -> None:
+        """Record one chunk's reply (or its failure)."""
+        passage = self.current
+        assert passage is not None  # noqa: S101
+        self.stats["llm_calls"] += 1
+        if error is not None:
+            passage.failed += 1
+            passage.chunks.append(None)
+            logger.warning("{component}: extraction failed for passage {passage_id} chunk {chunk}: {error}",
+                           component=COMPONENT, passage_id=job.passage_id, chunk=job.chunk, error=repr(error))
+            self._degrade(degradation("extraction", "generator failed", passage_id=job.passage_id,
+                                      chunk=job.chunk, error=repr(error)[:300]))
+            return
+        replies = (result or {}).get("replies") or []
+        first = replies[0] if replies else None
+        text = getattr(first, "text", None) if first is not None else None
+        tokens_in, tokens_out = token_counts([getattr(first, "meta", None) or {}] if first is not None else [])
+        passage.prompt_tokens += tokens_in or 0
+        passage.completion_tokens += tokens_out or 0
+        extraction = parse_extraction(text if isinstance(text, str) else None, max_triples=self.builder.max_triples)
+        if not extraction.parsed:
+            logger.warning("{component}: the extraction reply for passage {passage_id} chunk {chunk} did not parse "
+                           "({reason}); the passage still goes out as text",
+                           component=COMPONENT, passage_id=job.passage_id, chunk=job.chunk, reason=extraction.reason)
+            self._degrade(degradation("extraction", "reply did not parse", passage_id=job.passage_id,
+                                      chunk=job.chunk, detail=extraction.reason, reply=(text or "")[:200]))
+        passage.chunks.append(extraction)
+
+    def _finish(self, doc: Document, passage: _Passage) -> None:
+        self.stats["extracted"] += 1
+        if self.cache is not None and passage.failed == 0 and passage.key:
+            record = {"chunks": [c.to_dict() for c in passage.chunks if c is not None],
+                      "prompt_tokens": passage.prompt_tokens, "completion_tokens": passage.completion_tokens}
+            try:
+                self.cache.store(passage.key, record)
+            except OSError as exc:
+                logger.warning("{component}: could not write the cache file of passage {passage_id}: {error}",
+                               component=COMPONENT, passage_id=doc.id, error=repr(exc))
+                self._degrade(degradation("cache", "cache file not written", passage_id=doc.id, error=repr(exc)))
+        if passage.failed == 0 and passage.key:
+            self.memo[passage.key] = passage
+        self.stats["prompt_tokens"] += passage.prompt_tokens
+        self.stats["completion_tokens"] += passage.completion_tokens
+        self._merge(doc, passage, fresh=True)
+
+    def _merge(self, doc: Document, passage: _Passage, fresh: bool) -> None:
+        for ex in passage.chunks:
+            if ex is None:
+                self.stats["failed_calls"] += fresh
+                continue
+            self.stats["chunks"] += 1
+            self.stats["parse_failures"] += not ex.parsed
+            self.stats["invalid_items"] += ex.invalid
+            for name, node_type in ex.nodes:
+                self.graph.add_node(name, node_type, [doc.id])
+            self.graph.add_triples(ex.triples, passage_id=doc.id)
+
+    def _degrade(self, entry: dict[str, Any]) -> None:
+        if len(self.degradations) < MAX_DEGRADATIONS:
+            self.degradations.append(entry)
+        else:
+            self.omitted += 1
+
+    # ---------------------------------------------------------- outputs
+    def node_documents(self) -> list[Document]:
+        """One Document per node: content = its name, meta = its edges and passages."""
+        nodes = []
+        for node_id in self.graph.node_ids():
+            meta = {
+                NODE_FLAG: True,
+                "node_id": node_id,
+                "node_type": self.graph.node_type(node_id),
+                "edges_out": [e.to_dict() for e in self.graph.edges_out(node_id)],
+                "edges_in": [e.to_dict() for e in self.graph.edges_in(node_id)],
+                "passage_ids": self.graph.node_passages(node_id),
+            }
+            if self.builder.flat_meta:
+                meta.update({k: json.dumps(meta[k], ensure_ascii=False) for k in FLAT_KEYS})
+            nodes.append(Document(id=node_document_id(node_id), content=node_id, meta=meta))
+        return nodes
+
+    def outputs(self, nodes: list[Document]) -> dict[str, Any]:
+        if len(nodes) != len(self.graph):
+            raise RuntimeError(f"{COMPONENT}: the document embedder returned {len(nodes)} Documents for "
+                               f"{len(self.graph)} nodes.")
+        degradations = list(self.degradations)
+        if self.omitted:
+            degradations.append(degradation("extraction", "more degradations omitted", count=self.omitted))
+        stats = {**self.stats, "nodes": len(self.graph), "edges": self.graph.n_edges,
+                 "seconds": round(time.perf_counter() - self.started, 3)}
+        passages = [with_meta(doc, **{PASSAGE_FLAG: True}) for doc in self.documents]
+        return {"nodes": nodes, "documents": passages, "stats": stats, "degradations": degradations}

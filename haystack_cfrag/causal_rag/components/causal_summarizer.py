@@ -1,0 +1,310 @@
+"""CausalSummarizer: CausalRAG's causal-path report and causal summary (paper 004, §4.2–4.3), two LLM calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import ChatMessage
+
+from haystack_cfrag.causal_rag.prompts import (
+    DEFAULT_RESPONSE_TYPE,
+    SUMMARIZER_FIELDS,
+    SUMMARIZER_PROMPTS,
+    check_prompt_templates,
+    render_network_data,
+)
+from haystack_cfrag.common.plumbing import (
+    DEFAULT_MAX_QUERY_CHARS,
+    InjectedParts,
+    accepts,
+    call_async_with_timeout,
+    call_with_timeout,
+    degradation,
+    prepare_query,
+)
+from haystack_cfrag.common.protocols import ChatGenerator
+from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.common.tracing import LLMCall
+from haystack_cfrag.common.validation import check_int, check_optional_seconds
+
+COMPONENT = "CausalSummarizer"
+DEFAULT_MAX_GRAPH_CHARS = 6000
+"""The rendered subgraph ("Network Data") is cut to this many characters."""
+DEFAULT_MAX_REPORT_CHARS = 6000
+"""The causal-paths report is cut to this many characters before the summary call."""
+DEFAULT_MAX_PASSAGE_CHARS = 600
+MAX_TRACE_CHARS = 2000
+
+_PATHS_CALL = LLMCall(stage="causal_paths", component=COMPONENT)
+_SUMMARY_CALL = LLMCall(stage="causal_summary", component=COMPONENT)
+
+logger = logging.getLogger(__name__)
+
+
+@component
+class CausalSummarizer(InjectedParts):
+    """
+    Writes CausalRAG's causal summary of a retrieved subgraph, in the official code's two calls:
+    a causal-discovery report over the subgraph ("Network Data": its entities and cause → effect
+    relations), then the causal summary of that report for the query.
+
+    In the official code the summary is the final answer. Here it is the reader's context: put
+    `summary` into the answer prompt together with the passages (`prompts.CAUSAL_RAG_ANSWER_TEMPLATE`),
+    because strict EM/F1 need a short answer and small readers answer better with the passage
+    text in front of them.
+
+    Degrades instead of failing: no subgraph → no call, empty outputs ("no_subgraph"); the
+    report call fails or replies nothing → empty outputs; the summary call fails → the report
+    stands in for the summary. Each case is in `degradations` (or raised with `raise_on_failure`).
+
+    Outputs `summary`, `paths` (the causal-discovery report), `trace` (calls, counts, the
+    rendered subgraph, cut) and `degradations`.
+
+    ### Usage example
+    ```python
+    from haystack.components.generators.chat import MockChatGenerator
+    from haystack_cfrag.causal_rag import CausalSummarizer
+
+    gen = MockChatGenerator(responses=["Report: rain causes floods.", "Heavy rain causes the flood."])
+    summarizer = CausalSummarizer(chat_generator=gen)
+    edge = {"source": "Rain", "target": "Flood", "relation": "CAUSES", "passage_ids": ["p1"]}
+    out = summarizer.run(query="Why did the town flood?", nodes=[], causal_edges=[edge])
+    print(out["summary"])
+    ```
+    """
+
+    _INJECTED = ("chat_generator",)
+
+    def __init__(
+        self,
+        *,
+        chat_generator: ChatGenerator,
+        response_type: str = DEFAULT_RESPONSE_TYPE,
+        prompt_templates: dict[str, str] | None = None,
+        max_graph_chars: int = DEFAULT_MAX_GRAPH_CHARS,
+        max_report_chars: int = DEFAULT_MAX_REPORT_CHARS,
+        passages_in_prompt: bool = False,
+        max_passage_chars: int = DEFAULT_MAX_PASSAGE_CHARS,
+        generation_kwargs: dict[str, Any] | None = None,
+        timeout_s: float | None = None,
+        raise_on_failure: bool = False,
+        max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
+    ) -> None:
+        """
+        :param chat_generator: any Haystack ChatGenerator (writes the report and the summary).
+        :param response_type: the summary's target length and format (official: "Multiple Paragraphs";
+            e.g. "One short paragraph" on a CPU), 1–200 characters.
+        :param prompt_templates: replaces built-in prompts by key: "paths" (placeholder {graph_data}),
+            "summary" ({causal_summary}, {response_type}, {query}); `str.format` strings, literal braces doubled.
+        :param max_graph_chars: the rendered subgraph is cut to this many characters, in [200, 100000].
+        :param max_report_chars: the report is cut to this many characters for the summary call, in [200, 100000].
+        :param passages_in_prompt: also list the source passages under the subgraph in the report prompt
+            (not in the official code; off by default).
+        :param max_passage_chars: each passage listed is cut to this many characters, in [50, 10000].
+        :param generation_kwargs: passed to generators that accept them (e.g. {"max_tokens": 400}).
+        :param timeout_s: seconds a call may take before it is abandoned (None = no limit).
+        :param raise_on_failure: raise when a call fails instead of degrading.
+        :param max_query_chars: longer questions are cut to this many characters, with a warning (None = whole).
+        """
+        if chat_generator is None:
+            raise ValueError(f"{COMPONENT}: 'chat_generator' is required.")
+        if not isinstance(response_type, str) or not response_type.strip() or len(response_type) > 200:
+            raise ValueError(f"{COMPONENT}: 'response_type' must be a non-empty string of at most 200 characters.")
+        check_prompt_templates(prompt_templates, SUMMARIZER_PROMPTS, SUMMARIZER_FIELDS, component=COMPONENT)
+        check_int("max_graph_chars", max_graph_chars, 200, 100_000)
+        check_int("max_report_chars", max_report_chars, 200, 100_000)
+        if not isinstance(passages_in_prompt, bool):
+            raise ValueError(f"'passages_in_prompt' must be true or false, got {passages_in_prompt!r}.")
+        check_int("max_passage_chars", max_passage_chars, 50, 10_000)
+        check_optional_seconds("timeout_s", timeout_s)
+        if not isinstance(raise_on_failure, bool):
+            raise ValueError(f"'raise_on_failure' must be true or false, got {raise_on_failure!r}.")
+        if max_query_chars is not None:
+            check_int("max_query_chars", max_query_chars, 1)
+        self.chat_generator = chat_generator
+        self.response_type = response_type
+        self.prompt_templates = dict(prompt_templates) if prompt_templates is not None else None
+        self.max_graph_chars = max_graph_chars
+        self.max_report_chars = max_report_chars
+        self.passages_in_prompt = passages_in_prompt
+        self.max_passage_chars = max_passage_chars
+        self.generation_kwargs = dict(generation_kwargs) if generation_kwargs is not None else None
+        self.timeout_s = timeout_s
+        self.raise_on_failure = raise_on_failure
+        self.max_query_chars = max_query_chars
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise, including the injected generator."""
+        return default_to_dict(
+            self,
+            chat_generator=serialize_component(self.chat_generator),
+            response_type=self.response_type,
+            prompt_templates=self.prompt_templates,
+            max_graph_chars=self.max_graph_chars,
+            max_report_chars=self.max_report_chars,
+            passages_in_prompt=self.passages_in_prompt,
+            max_passage_chars=self.max_passage_chars,
+            generation_kwargs=self.generation_kwargs,
+            timeout_s=self.timeout_s,
+            raise_on_failure=self.raise_on_failure,
+            max_query_chars=self.max_query_chars,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CausalSummarizer:
+        """Deserialise, including the injected generator."""
+        return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
+
+    # ------------------------------------------------------------------ run
+    @component.output_types(summary=str, paths=str, trace=dict[str, Any], degradations=list[dict[str, Any]])
+    def run(self, query: str, nodes: list[Document], causal_edges: list[dict[str, Any]],
+            documents: list[Document] | None = None) -> dict[str, Any]:
+        """
+        :param query: the user's question.
+        :param nodes: the retrieved node Documents (CausalGraphRetriever's `nodes`), seeds first.
+        :param causal_edges: the retrieved edges ({"source", "target", "relation", ...}).
+        :param documents: the source passages; listed in the report prompt only with `passages_in_prompt`.
+        :returns: `summary`, `paths`, `trace` and `degradations`.
+        """
+        job = _Job(self, query, nodes, causal_edges, documents)
+        if job.graph_data is not None:
+            job.paths_reply(*self._reply("paths", job.paths_prompt()))
+        if job.paths:
+            job.summary_reply(*self._reply("summary", job.summary_prompt()))
+        return job.outputs()
+
+    @component.output_types(summary=str, paths=str, trace=dict[str, Any], degradations=list[dict[str, Any]])
+    async def run_async(self, query: str, nodes: list[Document], causal_edges: list[dict[str, Any]],
+                        documents: list[Document] | None = None) -> dict[str, Any]:
+        """Async twin of `run`, with the same sockets."""
+        job = _Job(self, query, nodes, causal_edges, documents)
+        if job.graph_data is not None:
+            job.paths_reply(*(await self._reply_async("paths", job.paths_prompt())))
+        if job.paths:
+            job.summary_reply(*(await self._reply_async("summary", job.summary_prompt())))
+        return job.outputs()
+
+    # ------------------------------------------------------------------ calls
+    def template(self, key: str) -> str:
+        return (self.prompt_templates or {}).get(key, SUMMARIZER_PROMPTS[key])
+
+    def _kwargs(self, prompt: str) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"messages": [ChatMessage.from_user(prompt)]}
+        if self.generation_kwargs and accepts(self.chat_generator, "generation_kwargs"):
+            kwargs["generation_kwargs"] = dict(self.generation_kwargs)
+        return kwargs
+
+    def _reply(self, key: str, prompt: str) -> tuple[str | None, Exception | None]:
+        call = _PATHS_CALL if key == "paths" else _SUMMARY_CALL
+        try:
+            result = call_with_timeout(self.chat_generator, self.timeout_s, exclusive=True, llm_call=call,
+                                       **self._kwargs(prompt))
+        except Exception as exc:  # noqa: BLE001  (a failed call degrades, see class doc)
+            return self._failed(key, exc)
+        return _text(result), None
+
+    async def _reply_async(self, key: str, prompt: str) -> tuple[str | None, Exception | None]:
+        call = _PATHS_CALL if key == "paths" else _SUMMARY_CALL
+        try:
+            result = await call_async_with_timeout(self.chat_generator, self.timeout_s, exclusive=True,
+                                                   llm_call=call, **self._kwargs(prompt))
+        except Exception as exc:  # noqa: BLE001
+            return self._failed(key, exc)
+        return _text(result), None
+
+    def _failed(self, key: str, exc: Exception) -> tuple[None, Exception]:
+        if self.raise_on_failure:
+            raise RuntimeError(f"{COMPONENT}: the chat generator failed ({key}): {exc}") from exc
+        return None, exc
+
+
+class _Job:
+    """One summary: inputs checked, prompts, replies and fallbacks (no I/O here)."""
+
+    def __init__(self, summarizer: CausalSummarizer, query: Any, nodes: Any, edges: Any, documents: Any) -> None:
+        self.s = summarizer
+        self.query = prepare_query(query, COMPONENT, summarizer.max_query_chars)
+        if not isinstance(nodes, list) or not isinstance(edges, list):
+            raise ValueError(f"{COMPONENT}: 'nodes' and 'causal_edges' must be lists.")
+        if documents is not None and not isinstance(documents, list):
+            raise ValueError(f"{COMPONENT}: 'documents' must be a list of Documents or None.")
+        self.nodes = [(_node_id(d), str(d.meta.get("node_type") or "")) for d in nodes
+                      if isinstance(d, Document) and _node_id(d)]
+        self.edges = [e for e in edges if isinstance(e, dict) and isinstance(e.get("source"), str)
+                      and isinstance(e.get("target"), str)]
+        self.documents = [d for d in documents or [] if isinstance(d, Document)]
+        self.degradations: list[dict[str, Any]] = []
+        self.calls = 0
+        self.paths = ""
+        self.summary = ""
+        self.graph_data: str | None = None
+        if not self.nodes and not self.edges:
+            self.degradations.append(degradation("causal_paths", "no_subgraph"))
+            return
+        passages = []
+        if summarizer.passages_in_prompt:
+            cut = summarizer.max_passage_chars
+            passages = [(d.content or "")[:cut] for d in self.documents]
+        self.graph_data = render_network_data(self.nodes, self.edges, max_chars=summarizer.max_graph_chars,
+                                              passages=passages)
+
+    def paths_prompt(self) -> str:
+        return self.s.template("paths").format(graph_data=self.graph_data)
+
+    def summary_prompt(self) -> str:
+        report = self.paths[: self.s.max_report_chars]
+        return self.s.template("summary").format(causal_summary=report, response_type=self.s.response_type,
+                                                 query=self.query)
+
+    def paths_reply(self, text: str | None, error: Exception | None) -> None:
+        self.calls += 1
+        if error is not None:
+            self._degrade("causal_paths", "generator failed", error=repr(error)[:300])
+        elif not (text or "").strip():
+            self._degrade("causal_paths", "empty reply")
+        else:
+            self.paths = text.strip()
+
+    def summary_reply(self, text: str | None, error: Exception | None) -> None:
+        self.calls += 1
+        if error is not None:
+            self._degrade("causal_summary", "generator failed; the causal-paths report stands in",
+                          error=repr(error)[:300])
+            self.summary = self.paths
+        elif not (text or "").strip():
+            self._degrade("causal_summary", "empty reply; the causal-paths report stands in")
+            self.summary = self.paths
+        else:
+            self.summary = text.strip()
+
+    def _degrade(self, stage: str, reason: str, **details: Any) -> None:
+        logger.warning("{component}: {stage}: {reason}", component=COMPONENT, stage=stage, reason=reason)
+        self.degradations.append(degradation(stage, reason, **details))
+
+    def outputs(self) -> dict[str, Any]:
+        trace = {
+            "calls": self.calls,
+            "nodes": len(self.nodes),
+            "edges": len(self.edges),
+            "documents": len(self.documents),
+            "passages_in_prompt": self.s.passages_in_prompt,
+            "response_type": self.s.response_type,
+            "graph_chars": len(self.graph_data or ""),
+            "graph_data": (self.graph_data or "")[:MAX_TRACE_CHARS],
+            "paths_chars": len(self.paths),
+            "summary_chars": len(self.summary),
+        }
+        return {"summary": self.summary, "paths": self.paths, "trace": trace,
+                "degradations": list(self.degradations)}
+
+
+def _node_id(doc: Document) -> str:
+    node_id = doc.meta.get("node_id")
+    return node_id if isinstance(node_id, str) and node_id else (doc.content or "").strip()
+
+
+def _text(result: dict[str, Any]) -> str:
+    replies = (result or {}).get("replies") or []
+    first = replies[0] if replies else None
+    return (getattr(first, "text", None) or "") if first is not None else ""

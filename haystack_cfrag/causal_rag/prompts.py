@@ -1,0 +1,210 @@
+"""CausalRAG's prompts: node and relation extraction (index time), the causal-discovery report over the
+retrieved subgraph and the causal summary (query time), and an answer template for the reader.
+
+- `EXTRACTION_PROMPT` mirrors what the official code (Pwnb/CausalRAG) sends through LangChain's
+  `LLMGraphTransformer`: its "Knowledge Graph Instructions" system prompt with the JSON output
+  instructions and examples of its prompt-based mode (the mode for models without tool calls,
+  which is what a local reader is), in one user message. Placeholder {text}.
+- `CAUSAL_PATHS_PROMPT` and `CAUSAL_SUMMARY_PROMPT` are the official code's
+  `CAUSAL_DISCOVERY_PROMPT` and `CAUSAL_SUMMARY_PROMPT` (the paper's App. A, Fig. 7) verbatim;
+  placeholders {graph_data}, and {causal_summary}, {response_type}, {query}.
+- `CAUSAL_RAG_ANSWER_TEMPLATE` is a Jinja template (PromptBuilder / ChatPromptBuilder) that gives
+  the reader the causal summary and the passages together (here the summary is the reader's
+  context, not the answer; docs/causal_rag.md says why).
+
+Templates are plain `str.format` strings (literal braces doubled). A component's
+`prompt_template(s)` replaces them with other strings over the same placeholders (the `*_FIELDS`
+below), checked at init (`check_prompt_templates`, `check_template`): a one-line error naming
+the component, the key and the placeholder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from haystack_cfrag.common.prompting import check_template
+
+EXTRACTION_PROMPT = """# Knowledge Graph Instructions
+## 1. Overview
+You are a top-tier algorithm designed for extracting information in structured formats to build a knowledge graph.
+Try to capture as much information from the text as possible without sacrificing accuracy. Do not add any information that is not explicitly mentioned in the text.
+- **Nodes** represent entities and concepts.
+- The aim is to achieve simplicity and clarity in the knowledge graph, making it accessible for a vast audience.
+## 2. Labeling Nodes
+- **Consistency**: Ensure you use basic or elementary types for node labels. For example, when you identify an entity representing a person, always label it as **"Person"**. Avoid using more specific terms like "Mathematician" or "Scientist".
+- **Node IDs**: Never utilize integers as node IDs. Node IDs should be names or human-readable identifiers found in the text.
+- **Relationships** represent connections between entities or concepts. Ensure consistency and generality in relationship types when constructing knowledge graphs. Instead of using specific and momentary types such as "BECAME_PROFESSOR", use more general and timeless relationship types like "PROFESSOR". Make sure to use general and timeless relationship types!
+## 3. Coreference Resolution
+- **Maintain Entity Consistency**: When extracting entities, it's vital to ensure consistency. If an entity, such as "John Doe", is mentioned multiple times in the text but is referred to by different names or pronouns (e.g., "Joe", "he"), always use the most complete identifier for that entity throughout the knowledge graph. In this example, use "John Doe" as the entity ID.
+## 4. Output
+You must generate the output in a JSON format containing a list with JSON objects. Each object should have the keys: "head", "head_type", "relation", "tail", and "tail_type". The "head" key must contain the text of the extracted entity; the "tail" key the text of the entity that is the tail of the relation; "head_type" and "tail_type" their types; "relation" the type of relation between the "head" and the "tail".
+IMPORTANT NOTES:
+- Don't add any explanation and text.
+
+Below are examples of text and their extracted entities and relationships.
+Text: Adam is a software engineer in Microsoft since 2009, and last year he got an award as the Best Talent
+[{{"head": "Adam", "head_type": "Person", "relation": "WORKS_FOR", "tail": "Microsoft", "tail_type": "Company"}}, {{"head": "Adam", "head_type": "Person", "relation": "HAS_AWARD", "tail": "Best Talent", "tail_type": "Award"}}]
+Text: Microsoft is a tech company that provide several products such as Microsoft Word
+[{{"head": "Microsoft Word", "head_type": "Product", "relation": "PRODUCED_BY", "tail": "Microsoft", "tail_type": "Company"}}]
+
+For the following text, extract entities and relations as in the provided example.
+Text: {text}"""
+"""Node and relation extraction for one chunk (LangChain's LLMGraphTransformer, prompt-based mode)."""
+
+EXTRACTION_FIELDS = ("text",)
+
+CAUSAL_PATHS_PROMPT = """---Role---
+You are a smart assistant that helps a human analyst to perform **causal discovery** and **impact assessment**. Your task is to analyze a **Network Data** and generate a professional report summarizing the causal effect and key insights.
+
+--- Goal ---
+Write a **structured, professional causality analysis report** that:
+- **Identifies** key entities and their roles in the causality
+- **Explains** the observed causal relationships and their potential impact
+- **Assesses** the strength and credibility of causal claims based on available data
+
+---Network Data---
+{graph_data}
+
+--- Report Format ---
+**1. Introduction**
+Briefly introduce the context and purpose of this causal analysis.
+**2. Key Entities and Their Roles**
+Provide an overview of the most important entities in the causal network and their relevance.
+**3. Major Causal Pathways**
+Describe the primary causal chains observed, emphasizing key cause-and-effect relationships.
+**4. Confidence and Evidence Strength**
+Assess the reliability of the causal claims, mentioning supporting data where available.
+**5. Implications and Recommendations**
+Discuss the potential impact of these causal relationships and suggest possible actions.
+
+Write a **structured, analytical, and professional** report."""
+"""The causal-discovery report over the retrieved subgraph (official `CAUSAL_DISCOVERY_PROMPT`)."""
+
+CAUSAL_PATHS_FIELDS = ("graph_data",)
+
+CAUSAL_SUMMARY_PROMPT = """---Role---
+You are a helpful assistant responding to questions about data in the tables provided. You are also specializing in **causal reasoning and impact assessment**. Your task is to generate a structured response based on an extracted causal summary.
+
+---Goal---
+Generate a response of the target length and format that responds to the user's question, summarize all the Causal Summary from multiple analysts who focused on different parts of the dataset.
+If you don't know the answer or if the provided reports do not contain sufficient information to provide an answer, just say so. Do not make anything up.
+The final response should remove all irrelevant information from the analysts' reports and merge the cleaned information into a comprehensive answer that provides explanations of all the key points and implications appropriate for the response length and format.
+The response shall preserve the original meaning and use of modal verbs such as "shall", "may" or "will".
+The response should also preserve all the data references previously included in the analysts' reports, but do not mention the roles of multiple analysts in the analysis process.
+
+---Causal Summary---
+{causal_summary}
+
+---Target Response Length and Format---
+{response_type}
+
+---User Query---
+{query}
+Add sections and commentary to the response as appropriate for the length and format. Style the response in markdown."""
+"""The causal summary (official `CAUSAL_SUMMARY_PROMPT`); its reply is the official code's answer."""
+
+CAUSAL_SUMMARY_FIELDS = ("causal_summary", "response_type", "query")
+
+DEFAULT_RESPONSE_TYPE = "Multiple Paragraphs"
+"""The official code's target length and format of the summary."""
+
+SUMMARIZER_PROMPTS = {"paths": CAUSAL_PATHS_PROMPT, "summary": CAUSAL_SUMMARY_PROMPT}
+"""The summarizer's prompts by key (`CausalSummarizer(prompt_templates=…)` overrides any of them)."""
+SUMMARIZER_FIELDS = {"paths": CAUSAL_PATHS_FIELDS, "summary": CAUSAL_SUMMARY_FIELDS}
+
+CAUSAL_RAG_ANSWER_TEMPLATE = """Answer the question using the causal summary and the documents below.
+
+Causal summary:
+{{ summary }}
+
+Documents:
+{% for doc in documents %}[{{ loop.index }}] {{ doc.content }}
+{% endfor %}
+Question: {{ query }}
+
+Reply in this format:
+Answer: <the short answer only>"""
+"""The reader's prompt (Jinja: `summary`, `documents`, `query`): standard RAG's, with the summary before the passages."""
+
+NO_RELATIONS_TEXT = "- (no relationships retrieved)"
+
+
+def render_network_data(nodes: Sequence[tuple[str, str]], edges: Sequence[Mapping[str, Any]],
+                        max_chars: int | None = None,
+                        passages: Sequence[str] = ()) -> str:
+    """The subgraph as the official code writes its "Network Data": entities, then cause → effect lines.
+
+    `nodes` are (node id, type) pairs (seeds first); an edge end without a listed node is shown
+    untyped. `passages` (optional) are appended as numbered source passages. Cut to `max_chars`.
+
+    >>> print(render_network_data([("Rain", "Weather"), ("Flood", "")],
+    ...                           [{"source": "Rain", "target": "Flood", "relation": "CAUSES"}]))
+    **Entities:**
+    - Rain (type: Weather)
+    - Flood (type: entity)
+    <BLANKLINE>
+    **Causal Relationships:**
+    - Rain (a Weather) --[CAUSES]--> Flood (a entity)
+    """
+    types = {}
+    for node_id, node_type in nodes:
+        types.setdefault(node_id, node_type or "entity")
+    lines = ["**Entities:**"]
+    lines += [f"- {node_id} (type: {node_type})" for node_id, node_type in types.items()]
+    lines += ["", "**Causal Relationships:**"]
+    seen: set[str] = set()
+    for edge in edges:
+        src, tgt = str(edge.get("source", "")), str(edge.get("target", ""))
+        desc = (f"{src} (a {types.get(src, 'entity')}) --[{edge.get('relation', '')}]--> "
+                f"{tgt} (a {types.get(tgt, 'entity')})")
+        if desc not in seen:
+            seen.add(desc)
+            lines.append(f"- {desc}")
+    if not seen:
+        lines.append(NO_RELATIONS_TEXT)
+    if passages:
+        lines += ["", "**Source Passages:**"]
+        lines += [f"[{i}] {p}" for i, p in enumerate(passages, start=1)]
+    text = "\n".join(lines)
+    if max_chars is not None and len(text) > max_chars:
+        text = text[:max_chars].rstrip() + "\n- …"
+    return text
+
+
+def check_prompt_templates(templates: Mapping[str, str] | None, defaults: Mapping[str, str],
+                           fields: Mapping[str, tuple[str, ...]], *, component: str) -> None:
+    """Raise a one-line ValueError naming `component` unless `templates` (None passes) maps known keys to valid templates.
+
+    >>> check_prompt_templates({"paths": "Graph: {graph_data}"}, SUMMARIZER_PROMPTS, SUMMARIZER_FIELDS, component="X")
+    >>> check_prompt_templates({"summary": "Q: {query}"}, SUMMARIZER_PROMPTS, SUMMARIZER_FIELDS, component="X")
+    Traceback (most recent call last):
+    ...
+    ValueError: X: 'prompt_templates['summary']' lacks the placeholder {causal_summary} (it needs {causal_summary}, {response_type}, {query}).
+    """
+    if templates is None:
+        return
+    if not isinstance(templates, Mapping):
+        raise ValueError(f"{component}: 'prompt_templates' must be a mapping of key to template, got {templates!r:.60}.")
+    for key, template in templates.items():
+        if key not in defaults:
+            raise ValueError(f"{component}: 'prompt_templates' has an unknown key {key!r} "
+                             f"(allowed: {', '.join(defaults)}).")
+        check_template(template, fields[key], component=component, parameter=f"prompt_templates[{key!r}]")
+
+
+__all__ = [
+    "CAUSAL_PATHS_FIELDS",
+    "CAUSAL_PATHS_PROMPT",
+    "CAUSAL_RAG_ANSWER_TEMPLATE",
+    "CAUSAL_SUMMARY_FIELDS",
+    "CAUSAL_SUMMARY_PROMPT",
+    "DEFAULT_RESPONSE_TYPE",
+    "EXTRACTION_FIELDS",
+    "EXTRACTION_PROMPT",
+    "SUMMARIZER_FIELDS",
+    "SUMMARIZER_PROMPTS",
+    "check_prompt_templates",
+    "check_template",
+    "render_network_data",
+]

@@ -1,0 +1,205 @@
+"""CausalGraphBuilder with a scripted extractor and a table embedder: graph, cache, resume, failures."""
+
+import asyncio
+import copy
+import json
+import os
+
+import pytest
+from haystack import Document
+
+from haystack_cfrag.causal_rag import CausalGraphBuilder
+from haystack_cfrag.causal_rag.math.graph import node_document_id
+from haystack_cfrag.causal_rag.prompts import EXTRACTION_PROMPT
+
+from .fakes import ScriptedExtractor, TableEmbedder
+
+DOCS = [
+    Document(id="p1", content="Heavy rain fell for three days over the valley."),
+    Document(id="p2", content="The flood that followed ruined the crops and closed the roads."),
+    Document(id="p3", content="Drought also hurt the crops in the south.", meta={"source": "news"}),
+]
+
+
+def builder(tmp_path=None, **kwargs):
+    kwargs.setdefault("chat_generator", ScriptedExtractor())
+    kwargs.setdefault("document_embedder", TableEmbedder())
+    if tmp_path is not None:
+        kwargs.setdefault("cache_dir", str(tmp_path / "cache"))
+    return CausalGraphBuilder(**kwargs)
+
+
+def by_name(nodes):
+    return {n.content: n for n in nodes}
+
+
+def test_nodes_carry_their_edges_passages_and_embeddings():
+    docs = copy.deepcopy(DOCS)
+    out = builder().run(documents=docs)
+    nodes = by_name(out["nodes"])
+    assert set(nodes) == {"Heavy rain", "Flood", "Crops", "Roads", "Drought"}
+    flood = nodes["Flood"]
+    assert flood.id == node_document_id("Flood") and flood.embedding == [0.01] * 4
+    assert flood.meta["cfrag_graph_node"] is True and flood.meta["node_id"] == "Flood"
+    assert flood.meta["edges_in"] == [{"source": "Heavy rain", "target": "Flood", "relation": "CAUSES",
+                                       "passage_ids": ["p1"]}]
+    assert [(e["target"], e["relation"], e["passage_ids"]) for e in flood.meta["edges_out"]] == [
+        ("Crops", "DAMAGES", ["p2"]), ("Roads", "CLOSES", ["p2"])]
+    assert sorted(flood.meta["passage_ids"]) == ["p1", "p2"]
+    assert nodes["Crops"].meta["passage_ids"] == ["p2", "p3"] and nodes["Heavy rain"].meta["node_type"] == "Weather"
+    # passages pass on as copies with the flag, ids and other meta unchanged; inputs untouched
+    assert [d.id for d in out["documents"]] == ["p1", "p2", "p3"]
+    assert all(d.meta["cfrag_graph_passage"] is True for d in out["documents"])
+    assert out["documents"][2].meta["source"] == "news" and docs == DOCS
+    s = out["stats"]
+    assert (s["passages"], s["chunks"], s["llm_calls"], s["parse_failures"], s["cached"]) == (3, 3, 3, 0, 0)
+    assert (s["prompt_tokens"], s["completion_tokens"], s["nodes"], s["edges"]) == (300, 30, 5, 4)
+    assert s["seconds"] >= 0 and out["degradations"] == []
+
+
+def test_the_prompt_is_the_extraction_prompt_over_each_chunk():
+    gen = ScriptedExtractor()
+    long_doc = Document(id="long", content="Heavy rain. " + "x" * 1500)
+    builder(chat_generator=gen).run(documents=[long_doc])
+    assert len(gen.prompts) == 2   # 1,512 characters: two 1,000-character windows
+    assert gen.prompts[0] == EXTRACTION_PROMPT.format(text=long_doc.content[:1000])
+    assert gen.prompts[1].endswith("Text: " + long_doc.content[900:])
+
+
+def test_cache_miss_then_hit_sends_nothing_again(tmp_path):
+    first = builder(tmp_path)
+    out1 = first.run(documents=DOCS)
+    files = sorted(os.listdir(tmp_path / "cache"))
+    assert len(files) == 3 and all(f.endswith(".json") and len(f) == 69 for f in files)
+    second = builder(tmp_path)
+    out2 = second.run(documents=DOCS)
+    assert second.chat_generator.prompts == [] and out2["stats"]["cached"] == 3 and out2["stats"]["llm_calls"] == 0
+    assert [(n.content, n.meta) for n in out2["nodes"]] == [(n.content, n.meta) for n in out1["nodes"]]
+    # a changed passage misses; a changed prompt or chunking misses everything
+    changed = [DOCS[0], Document(id="p2", content="The flood came back."), DOCS[2]]
+    third = builder(tmp_path)
+    assert third.run(documents=changed)["stats"]["llm_calls"] == 1
+    other = builder(tmp_path, prompt_template="Extract:\n{text}")
+    assert other.run(documents=DOCS)["stats"]["llm_calls"] == 3
+
+
+def test_identical_passages_are_extracted_once():
+    gen = ScriptedExtractor()
+    out = builder(chat_generator=gen).run(documents=[DOCS[0], Document(id="p1b", content=DOCS[0].content)])
+    assert len(gen.prompts) == 1 and out["stats"]["cached"] == 1
+    assert sorted(by_name(out["nodes"])["Flood"].meta["passage_ids"]) == ["p1", "p1b"]
+
+
+def test_an_interrupted_run_resumes_from_the_cache(tmp_path):
+    crashing = builder(tmp_path, chat_generator=ScriptedExtractor(fail_on=["Drought"]), raise_on_failure=True)
+    with pytest.raises(RuntimeError, match="extraction call failed"):
+        crashing.run(documents=DOCS)
+    assert len(os.listdir(tmp_path / "cache")) == 2   # p1 and p2 were kept
+    resumed = builder(tmp_path)
+    out = resumed.run(documents=DOCS)
+    assert out["stats"]["cached"] == 2 and len(resumed.chat_generator.prompts) == 1
+    assert "Drought" in by_name(out["nodes"])
+
+
+def test_a_failed_call_degrades_is_not_cached_and_the_passage_still_goes_out(tmp_path):
+    b = builder(tmp_path, chat_generator=ScriptedExtractor(fail_on=["Drought"]))
+    out = b.run(documents=DOCS)
+    assert "Drought" not in by_name(out["nodes"]) and [d.id for d in out["documents"]] == ["p1", "p2", "p3"]
+    [deg] = out["degradations"]
+    assert deg["stage"] == "extraction" and deg["reason"] == "generator failed" and deg["passage_id"] == "p3"
+    assert out["stats"]["failed_calls"] == 1 and len(os.listdir(tmp_path / "cache")) == 2
+
+
+def test_a_reply_that_does_not_parse_is_counted_and_the_passage_still_goes_out(tmp_path):
+    docs = DOCS + [Document(id="p4", content="Gibberish about nothing.")]
+    out = builder(tmp_path).run(documents=docs)
+    assert out["stats"]["parse_failures"] == 1 and [d.id for d in out["documents"]][-1] == "p4"
+    [deg] = out["degradations"]
+    assert deg["reason"] == "reply did not parse" and deg["passage_id"] == "p4" and "not sure" in deg["reply"]
+    # the unparsable reply is cached (the model would say the same): counted again, not asked again
+    again = builder(tmp_path).run(documents=docs)
+    assert again["stats"]["parse_failures"] == 1 and again["stats"]["llm_calls"] == 0
+
+
+@pytest.mark.parametrize("content", [b"{not json", b"", b'{"version": 1, "key": "x", "chunks": []}',
+                                     b'{"version": 1, "chunks": [{"nodes": "bad"}]}', b"\xff\xfe"])
+def test_a_corrupt_cache_file_is_re_extracted_with_a_warning(tmp_path, content):
+    builder(tmp_path).run(documents=DOCS[:1])
+    [name] = os.listdir(tmp_path / "cache")
+    (tmp_path / "cache" / name).write_bytes(content)
+    b = builder(tmp_path)
+    out = b.run(documents=DOCS[:1])
+    assert len(b.chat_generator.prompts) == 1 and out["stats"]["cache_corrupt"] == 1
+    assert out["degradations"][0]["stage"] == "cache" and "Flood" in by_name(out["nodes"])
+    fixed = builder(tmp_path)
+    assert fixed.run(documents=DOCS[:1])["stats"]["cached"] == 1 and fixed.chat_generator.prompts == []
+
+
+def test_a_symlinked_cache_file_is_never_followed(tmp_path):
+    builder(tmp_path).run(documents=DOCS[:1])
+    [name] = os.listdir(tmp_path / "cache")
+    outside = tmp_path / "outside.json"
+    outside.write_bytes((tmp_path / "cache" / name).read_bytes())
+    os.remove(tmp_path / "cache" / name)
+    os.symlink(outside, tmp_path / "cache" / name)
+    b = builder(tmp_path)
+    out = b.run(documents=DOCS[:1])
+    assert len(b.chat_generator.prompts) == 1 and out["stats"]["cache_corrupt"] == 1
+    assert not os.path.islink(tmp_path / "cache" / name)            # replaced by a regular file
+    assert json.loads(outside.read_bytes())["chunks"]                # the link's target was not written
+
+
+def test_documents_without_text_are_passed_on_unread():
+    out = builder().run(documents=[Document(id="empty", content="  "), Document(id="none")])
+    assert out["nodes"] == [] and out["stats"]["skipped"] == 2 and [d.id for d in out["documents"]] == ["empty", "none"]
+    assert builder().run(documents=[])["nodes"] == []
+    with pytest.raises(ValueError, match="list of Documents"):
+        builder().run(documents=["text"])
+
+
+def test_without_an_embedder_nodes_come_out_unembedded_and_a_failing_one_raises():
+    out = builder(document_embedder=None).run(documents=DOCS)
+    assert out["nodes"] and all(n.embedding is None for n in out["nodes"])
+
+    class Broken(TableEmbedder):
+        def run(self, documents):
+            raise RuntimeError("embedder down")
+
+    with pytest.raises(RuntimeError, match="document embedder failed"):
+        builder(document_embedder=Broken()).run(documents=DOCS)
+
+
+def test_graph_limits_raise_naming_the_limit():
+    with pytest.raises(ValueError, match="MAX_NODES=2"):
+        builder(max_nodes=2).run(documents=DOCS)
+
+
+def test_long_passages_read_at_most_max_chunks():
+    gen = ScriptedExtractor()
+    out = builder(chat_generator=gen, max_chunks_per_passage=2).run(documents=[Document(content="y" * 5000)])
+    assert len(gen.prompts) == 2 and out["degradations"][0]["reason"].startswith("passage longer")
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"chunk_chars": 50}, "chunk_chars"), ({"chunk_overlap": 600}, "chunk_overlap"),
+    ({"max_triples": 0}, "max_triples"), ({"prompt_template": "no placeholder"}, "lacks the placeholder {text}"),
+    ({"prompt_template": "{text} {other}"}, "unknown placeholder"), ({"cache_dir": ""}, "cache_dir"),
+    ({"timeout_s": 0}, "timeout_s"), ({"chat_generator": None}, "chat_generator"),
+])
+def test_bad_parameters_raise_one_line_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        builder(**kwargs)
+
+
+def test_round_trip_and_async_twin(tmp_path):
+    b = builder(tmp_path, chunk_chars=800, chunk_overlap=50, prompt_template="Extract from:\n{text}",
+                generation_kwargs={"max_tokens": 300}, timeout_s=30.0)
+    restored = CausalGraphBuilder.from_dict(b.to_dict())
+    assert restored.to_dict() == b.to_dict()
+    assert isinstance(restored.chat_generator, ScriptedExtractor) and isinstance(restored.document_embedder,
+                                                                                 TableEmbedder)
+    sync = builder().run(documents=DOCS)
+    async_ = asyncio.run(builder().run_async(documents=DOCS))
+    strip = lambda out: ([(n.id, n.content, n.meta, n.embedding) for n in out["nodes"]],  # noqa: E731
+                         {k: v for k, v in out["stats"].items() if k != "seconds"}, out["degradations"])
+    assert strip(sync) == strip(async_)
