@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from haystack_cfrag.causal_rag.parameters import PARAMETERS as CAUSAL_RAG_PARAMETERS
 from haystack_cfrag.cer.parameters import PARAMETERS as CER_PARAMETERS
 from haystack_cfrag.cfrag.parameters import PARAMETERS, Parameter
 from haystack_cfrag.pipelines import pipeline_path
@@ -52,6 +53,8 @@ class ShippedPipeline:
     injection: bool = False
     api_description: str = ""
     """What the served `/run` route and MCP tool say the pipeline does (default: `description`)."""
+    indexing: bool = False
+    """An index-time pipeline (documents in, no answer): never asked, evaluated or served."""
 
     @property
     def request_parameters(self) -> tuple[str, ...]:
@@ -85,8 +88,21 @@ REGISTRY: dict[str, ShippedPipeline] = {
                             "Answer a question with CER: the smallest set of the retrieved passages whose answer "
                             "the reader supports, then one generation over that set.\n\nReturns the answer, the "
                             "kept passages and the selector's trace (F̂ per step, pruned passages, necessity).")),
+        ShippedPipeline("causal_rag", "causal_rag", "the question's k nearest graph nodes expanded s hops, summarised "
+                        "in two calls, then an answer over the summary and the passages (docs/causal_rag.md)",
+                        CAUSAL_RAG_PARAMETERS, served=True, api_description=(
+                            "Answer a question with CausalRAG: a causal subgraph of the documents around the "
+                            "question, its causal paths and summary, then one generation over the summary and "
+                            "the passages.\n\nReturns the answer, the passages and the graph retriever's trace.")),
+        ShippedPipeline("causal_rag_indexing", "causal_rag", "index time: passages -> causal graph nodes and edges "
+                        "(one extraction call per chunk, cached) -> the node store", indexing=True),
     )
 }
+
+
+def query_pipelines() -> tuple[str, ...]:
+    """Names that answer questions (every entry but the index-time ones)."""
+    return tuple(name for name, p in REGISTRY.items() if not p.indexing)
 
 
 def served_pipelines() -> tuple[str, ...]:
@@ -126,4 +142,4 @@ def describe() -> str:
 
 
 __all__ = ["BASELINE", "REGISTRY", "ShippedPipeline", "describe", "injection_pipelines", "parameters_of",
-           "served_pipelines", "trace_view"]
+           "query_pipelines", "served_pipelines", "trace_view"]

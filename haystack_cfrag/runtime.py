@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from haystack import Pipeline
+from haystack import Pipeline, logging
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag import models
@@ -63,6 +63,12 @@ class Answer:
         }
 
 
+logger = logging.getLogger(__name__)
+
+GRAPH_CACHE = "auto"
+"""CausalRAG's extraction cache (per passage hash, prompt, chunking and model): "auto" = `models.cache_dir()/causal_rag`."""
+
+
 class Runtime:
     """Models and a store, shared by every pipeline built from it.
 
@@ -87,6 +93,7 @@ class Runtime:
         chat_generator: Any | None = None,
         text_embedder: Any | None = None,
         allowed_modules: list[str] | None = None,
+        graph_cache: str | Path | None = GRAPH_CACHE,
     ) -> None:
         """
         :param store: the store every pipeline reads: in memory, FAISS, pgvector, Qdrant (see
@@ -98,6 +105,8 @@ class Runtime:
         :param logprobs: ask the LLM for token log-probabilities (φ_conf); slower with llama.cpp.
         :param chat_generator, text_embedder: ready instances instead of specs (tests, custom models).
         :param allowed_modules: extra trusted modules for loading pipeline files (your own components).
+        :param graph_cache: where CausalRAG's extractions are cached per passage hash (None: not cached);
+            a pipeline with a graph retriever gets the graph of the runtime's store, built once per store.
         """
         self.allowed_modules = allowed_modules
         self.store = store
@@ -114,6 +123,9 @@ class Runtime:
         self._lock = threading.Lock()
         self._build_lock = threading.Lock()
         self._built: dict[tuple[str, str], Pipeline] = {}
+        self.graph_cache = models.cache_dir() / "causal_rag" if graph_cache == GRAPH_CACHE else graph_cache
+        self._graph: tuple[Any, Any] | None = None  # (the store, its graph's node store)
+        self.graph_stats: list[dict[str, Any]] = []  # one entry per graph built (indexing cost)
 
     def warm_up(self) -> None:
         """Load the models once."""
@@ -151,8 +163,28 @@ class Runtime:
         for pipe in self._built.values():
             self._point_at_store(pipe)
 
+    def graph_store(self) -> Any:
+        """The node store of CausalRAG's graph over the current store's passages (built once per store)."""
+        if self._graph is None or self._graph[0] is not self.store:  # the store itself, not its id: ids are reused
+            from haystack_cfrag.causal_rag.node_store import build_node_store, release_node_store  # noqa: PLC0415
+
+            passages = [d for d in self.store.filter_documents() if d.content]
+            logger.warning("Building CausalRAG's graph over {n} passages: one LLM call per passage chunk not yet "
+                           "in the cache ({cache})", n=len(passages), cache=self.graph_cache or "no cache")
+            self.warm_up()
+            nodes, stats = build_node_store(passages, chat_generator=self.generator, text_embedder=self.text_embedder,
+                                            cache_dir=self.graph_cache)
+            if self._graph is not None:  # one graph at a time: the evaluation moves from store to store
+                release_node_store(self._graph[1])
+            self._graph = (self.store, nodes)
+            self.graph_stats.append(stats)
+        return self._graph[1]
+
     def _point_at_store(self, pipe: Pipeline) -> None:
         for _, comp in pipe.walk():
+            node_retriever = getattr(comp, "node_retriever", None)  # CausalRAG: nodes live in a store of their own
+            if node_retriever is not None and hasattr(node_retriever, "document_store"):
+                node_retriever.document_store = self.graph_store()
             for holder in (comp, getattr(comp, "retriever", None)):
                 for attr in ("document_store", "_document_store"):  # qdrant-haystack keeps `_document_store`
                     if attr in getattr(holder, "__dict__", {}):

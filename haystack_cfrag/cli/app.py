@@ -34,7 +34,7 @@ from haystack_cfrag.cli.checks import (
     check_store_spec,
 )
 from haystack_cfrag.cfrag.parameters import PARAMETERS
-from haystack_cfrag.registry import REGISTRY, trace_view
+from haystack_cfrag.registry import query_pipelines, trace_view
 from haystack_cfrag.progress import StatusLine
 from haystack_cfrag.cfrag import trace as cf_trace
 
@@ -175,7 +175,7 @@ def _no_answer(result: Any) -> str | None:
 @main.command()
 @click.argument("question")
 @click.option("--pipeline", "pipeline", default="cf_rag", show_default=True,
-              help=f"A pipeline file, or a shipped name: {', '.join(REGISTRY)}.")
+              help=f"A pipeline file, or a shipped name: {', '.join(query_pipelines())}.")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer and trace as JSON.")
 @_param_options
 @_model_options

@@ -87,6 +87,12 @@ class CachingChatGenerator:
         if hasattr(self.generator, "warm_up"):
             self.generator.warm_up()
 
+    def support_backend(self) -> Any:
+        """The wrapped generator's support backend (`haystack_cfrag.support`): scorings read the model, never the cache."""
+        from haystack_cfrag.support.backends import backend_for  # noqa: PLC0415
+
+        return backend_for(self.generator)
+
     def reset_counters(self) -> None:
         """Zero the hit counters (the evaluation does it before each question)."""
         with self._state.lock:

@@ -249,6 +249,10 @@ def run_eval(
             record = _run_one(runtime, cached, cond, item, system, len(injected))
             fh.write(json.dumps(record, default=str) + "\n")
             fh.flush()
+    graphs = [stats for rt in runtimes.values() for stats in rt.graph_stats]
+    if graphs:  # CausalRAG's index-time cost, apart from the per-question cost (appended: a run resumes)
+        with (out / "graph_stats.jsonl").open("a", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(stats, default=str) + "\n" for stats in graphs)
     return read_records(out)
 
 
@@ -283,9 +287,15 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condit
         decision=trace.get("decision"), n_counterfactuals=len(trace.get("counterfactuals") or []),
         counterfactuals=trace.get("counterfactuals") or [], override=trace.get("override"),
         candidates=candidates(trace, item), answer_normalized=normalize_answer(result.answer),
+        selection={k: trace[k] for k in SELECTION_KEYS if k in trace},
         **score(item, result.answer, titles),
     )
     return record
+
+
+SELECTION_KEYS = ("pool", "kept", "pruned", "cut", "quality", "reached", "stop", "scorer_calls",  # CER's selector
+                  "seeds", "hops_reached", "edges_per_hop", "passage_ids", "truncated")       # CausalRAG's retriever
+"""What a record keeps of a trace that is not CF-RAG's: enough for evidence size, cost and the graph's reach."""
 
 
 def candidates(trace: Trace, item: EvalItem) -> list[dict[str, Any]]:

@@ -397,3 +397,15 @@ def test_instances_on_one_file_share_entries_and_counters(tmp_path):
     a.run(messages=[ChatMessage.from_user("Question: who? Evidence: Ann")])
     b.run(messages=[ChatMessage.from_user("Question: who? Evidence: Ann")])
     assert a.hits == b.hits == 1
+
+
+def test_the_reply_cache_hands_the_support_scorer_the_wrapped_models_backend(tmp_path):
+    from haystack import Document
+
+    from haystack_cfrag.support import ReaderSupportScorer
+    from haystack_cfrag.testing import MockChatGenerator
+
+    cached = CachingChatGenerator(generator=MockChatGenerator(), path=str(tmp_path / "cache.jsonl"))
+    scorer = ReaderSupportScorer(chat_generator=cached)
+    assert scorer.score("Who leads?", "Christian Bale", []) < scorer.score(
+        "Who leads?", "Christian Bale", [Document(content="Christian Bale leads the cast.")])
