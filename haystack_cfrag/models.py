@@ -79,6 +79,11 @@ def cache_dir() -> Path:
     return Path(base) / "haystack-cfrag"
 
 
+def graph_cache_dir() -> Path:
+    """Where CausalRAG's extractions are cached per passage hash (`cfrag index --graph` fills it, queries read it)."""
+    return cache_dir() / "causal_rag"
+
+
 def sha256_of(path: Path, chunk: int = 1 << 22) -> str:
     """Hex sha256 of a file."""
     digest = hashlib.sha256()

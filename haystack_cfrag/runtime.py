@@ -66,7 +66,7 @@ class Answer:
 logger = logging.getLogger(__name__)
 
 GRAPH_CACHE = "auto"
-"""CausalRAG's extraction cache (per passage hash, prompt, chunking and model): "auto" = `models.cache_dir()/causal_rag`."""
+"""CausalRAG's extraction cache (per passage hash, prompt, chunking and model): "auto" = `models.graph_cache_dir()`."""
 
 
 class Runtime:
@@ -123,7 +123,7 @@ class Runtime:
         self._lock = threading.Lock()
         self._build_lock = threading.Lock()
         self._built: dict[tuple[str, str], Pipeline] = {}
-        self.graph_cache = models.cache_dir() / "causal_rag" if graph_cache == GRAPH_CACHE else graph_cache
+        self.graph_cache = models.graph_cache_dir() if graph_cache == GRAPH_CACHE else graph_cache
         self._graph: tuple[Any, Any] | None = None  # (the store, its graph's node store)
         self.graph_stats: list[dict[str, Any]] = []  # one entry per graph built (indexing cost)
 

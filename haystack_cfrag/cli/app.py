@@ -252,8 +252,12 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
 @click.option("--include-hidden", is_flag=True,
               help="Also read hidden files and folders (names starting with '.') inside a FOLDER, "
                    "e.g. .env or .git: secrets often live there. Their type must still be one of those read.")
+@click.option("--graph", is_flag=True,
+              help="Also extract CausalRAG's causal graph of the passages now (one LLM call per 1,000-character "
+                   "chunk, cached and resumable), so that --pipeline causal_rag starts without it.")
+@click.option("--llm", default=models.EMBEDDED_LLM, show_default=True, help="The extraction model (with --graph).")
 def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str | None, words: int,
-          overlap: int, include_hidden: bool) -> None:
+          overlap: int, include_hidden: bool, graph: bool, llm: str) -> None:
     """Split files into passages, embed them and write them to a store.
 
     \b
@@ -277,6 +281,8 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
         raise click.BadParameter(f"must be smaller than --words ({words}), got {overlap}", param_hint="--overlap")
     spec = check_store_spec(store_path, create=True)
     check_model_spec(embedder, "--embedder")
+    if graph:
+        check_model_spec(llm, "--llm")
     try:
         selection = select_files(paths, include_hidden=include_hidden)
     except ValueError as exc:  # a file named on the command line that is not read: names it
@@ -311,6 +317,16 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
     where = spec.location if spec.kind == "memory" else redact(str(spec))
     click.echo(f"{len(files)} files → {len(passages)} passages, {written} written; store has "
                f"{count} in {time.perf_counter() - start:.1f} s → {where}" + (f"; {skipped}" if skipped else ""))
+    if graph:
+        from haystack_cfrag.causal_rag.extraction_run import extract_passages, summary_line  # noqa: PLC0415
+
+        status = StatusLine(label="index")
+        try:
+            stats = extract_passages(embedded, chat_generator=factories.chat_generator(llm),
+                                     cache_dir=models.graph_cache_dir(), progress=status)
+        finally:
+            status.done()
+        click.echo(summary_line(stats))
 
 
 @main.command()
