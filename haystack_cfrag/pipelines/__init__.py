@@ -7,7 +7,7 @@ install has none there, so the checkout's folder is used. What each pipeline is,
 and parameters: `haystack_cfrag.registry`.
 
 The three CF-RAG files are written by hand; their components and connections are those of
-`haystack_cfrag.cfrag.wiring`, which `CounterfactualRAG` builds from (tests/unit/test_graph.py checks).
+`haystack_cfrag.cfrag.wiring`, which `CounterfactualRAG` builds from (tests/unit/cfrag/test_wiring.py checks).
 
 Load one with `haystack_cfrag.load_pipeline("cf_rag")` (the allowlist check and `embedded:`
 models included), or deploy the folder with stock Hayhooks (docs/serving.md):

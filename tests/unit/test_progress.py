@@ -6,7 +6,7 @@ import io
 
 from haystack_cfrag.progress import StatusLine
 from haystack_cfrag.timing import timed_stages
-from tests.unit.test_llm_spans import build
+from tests.unit.cfrag.test_llm_spans import build
 
 
 def test_progress_hears_every_stage_and_llm_call_in_order():
