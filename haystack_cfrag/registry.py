@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from haystack_cfrag.causal_rag.parameters import PARAMETERS as CAUSAL_RAG_PARAMETERS
+from haystack_cfrag.cdf_rag.parameters import PARAMETERS as CDF_RAG_PARAMETERS
 from haystack_cfrag.cer.parameters import PARAMETERS as CER_PARAMETERS
 from haystack_cfrag.cfrag.parameters import PARAMETERS, Parameter
 from haystack_cfrag.pipelines import pipeline_path
@@ -94,6 +95,13 @@ REGISTRY: dict[str, ShippedPipeline] = {
                             "Answer a question with CausalRAG: a causal subgraph of the documents around the "
                             "question, its causal paths and summary, then one generation over the summary and "
                             "the passages.\n\nReturns the answer, the passages and the graph retriever's trace.")),
+        ShippedPipeline("cdf_rag", "cdf_rag", "refine the question, retrieve on the dense and graph paths, answer, "
+                        "then the causal-consistency and hallucination checks (docs/cdf_rag.md)", CDF_RAG_PARAMETERS,
+                        served=True, api_description=(
+                            "Answer a question with CDF-RAG: a refined question, dense and causal-graph retrieval "
+                            "merged, one generation, then a causal-consistency check (one regeneration) and a "
+                            "hallucination check (one rewrite).\n\nReturns the answer, the passages and each "
+                            "check's score and decision.")),
         ShippedPipeline("causal_rag_indexing", "causal_rag", "index time: passages -> causal graph nodes and edges "
                         "(one extraction call per chunk, cached) -> the node store", indexing=True),
     )
@@ -125,7 +133,8 @@ def parameters_of(name_or_path: str | Path) -> Mapping[str, Parameter]:
     return entry.parameters if entry is not None else PARAMETERS
 
 
-TRACE_VIEWS = {"cf_rag": "haystack_cfrag.cfrag.trace", "cer": "haystack_cfrag.cer.trace"}
+TRACE_VIEWS = {"cf_rag": "haystack_cfrag.cfrag.trace", "cer": "haystack_cfrag.cer.trace",
+               "cdf_rag": "haystack_cfrag.cdf_rag.trace"}
 """Each family's module that shows its trace (`decision_lines`, `format_trace`, `why_no_answer`)."""
 
 

@@ -328,8 +328,9 @@ def read_outputs(out: dict[str, Any]) -> tuple[str, dict[str, Any] | None, list[
 
     A component that outputs `answer` (a string) gives the answer, its `trace` and the documents of
     the first of its `answers`; otherwise the first `answers` list of `GeneratedAnswer`s gives them
-    (standard RAG's `AnswerBuilder`), and the trace is the first `trace` any component outputs
-    (CER's selector). No answer socket: an empty answer.
+    (standard RAG's `AnswerBuilder`), and the trace is the one `trace` a component outputs (CER's
+    selector), or {component: trace} when several do (CDF-RAG's refiner and checkers). No answer
+    socket: an empty answer.
 
     >>> from haystack.dataclasses import GeneratedAnswer
     >>> read_outputs({"builder": {"answers": [GeneratedAnswer(data=" Bale ", query="q", documents=[])]}})
@@ -343,9 +344,10 @@ def read_outputs(out: dict[str, Any]) -> tuple[str, dict[str, Any] | None, list[
     for sockets in out.values():
         answers = sockets.get("answers") if isinstance(sockets, dict) else None
         if answers and hasattr(answers[0], "data"):
-            traces = [s["trace"] for s in out.values() if isinstance(s, dict) and isinstance(s.get("trace"), dict)]
+            traces = {c: s["trace"] for c, s in out.items() if isinstance(s, dict) and isinstance(s.get("trace"), dict)}
+            trace = next(iter(traces.values())) if len(traces) == 1 else (traces or None)
             docs = [_doc_summary(d) for d in answers[0].documents or []]
-            return (answers[0].data or "").strip(), (traces or [None])[0], docs
+            return (answers[0].data or "").strip(), trace, docs
     return "", None, []
 
 

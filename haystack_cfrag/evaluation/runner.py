@@ -287,7 +287,7 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condit
         decision=trace.get("decision"), n_counterfactuals=len(trace.get("counterfactuals") or []),
         counterfactuals=trace.get("counterfactuals") or [], override=trace.get("override"),
         candidates=candidates(trace, item), answer_normalized=normalize_answer(result.answer),
-        selection={k: trace[k] for k in SELECTION_KEYS if k in trace},
+        selection=selection_summary(trace),
         **score(item, result.answer, titles),
     )
     return record
@@ -296,6 +296,24 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condit
 SELECTION_KEYS = ("pool", "kept", "pruned", "cut", "quality", "reached", "stop", "scorer_calls",  # CER's selector
                   "seeds", "hops_reached", "edges_per_hop", "passage_ids", "truncated")       # CausalRAG's retriever
 """What a record keeps of a trace that is not CF-RAG's: enough for evidence size, cost and the graph's reach."""
+CHECK_KEYS = ("action", "chosen_by", "fallback", "s_causal", "s_hall", "decision", "edges", "claims", "supported",
+              "regenerated", "rewritten", "original_answer", "calls")
+"""What a record keeps of each CDF-RAG stage's trace: how often each check fired and what it replaced."""
+
+
+def selection_summary(trace: dict[str, Any]) -> dict[str, Any]:
+    """The SELECTION_KEYS of a one-component trace; CHECK_KEYS of each stage of a {component: trace} one.
+
+    >>> selection_summary({"kept": ["a"], "pool": ["a", "b"], "steps": []})
+    {'pool': ['a', 'b'], 'kept': ['a']}
+    >>> selection_summary({"hallucination_checker": {"s_hall": 0.5, "decision": "rewrite", "claims": 2}})
+    {'hallucination_checker': {'s_hall': 0.5, 'decision': 'rewrite', 'claims': 2}}
+    """
+    summary = {k: trace[k] for k in SELECTION_KEYS if k in trace}
+    for name, sub in trace.items():
+        if isinstance(sub, dict) and name not in summary and any(k in sub for k in CHECK_KEYS):
+            summary[name] = {k: sub[k] for k in CHECK_KEYS if k in sub}
+    return summary
 
 
 def candidates(trace: Trace, item: EvalItem) -> list[dict[str, Any]]:

@@ -1,0 +1,29 @@
+"""The tunable parameters of the `cdf_rag` pipeline: the refinement's action and the two checks' thresholds.
+
+The action is a run-time input of the refiner (per request); τ and δ build the pipeline once.
+
+    >>> PARAMETERS["refinement"].describe()
+    "one of 'auto', 'rule', 'expand', 'simplify', 'decompose', 'none'"
+"""
+
+from __future__ import annotations
+
+from haystack_cfrag.causal_rag.math.graph import MAX_TOP_K, MIN_TOP_K
+from haystack_cfrag.cdf_rag.components.query_refiner import CHOICES
+from haystack_cfrag.cfrag.parameters import Parameter
+
+PARAMETERS: dict[str, Parameter] = {
+    p.name: p
+    for p in (
+        Parameter("refinement", "refiner", "action", str, choices=CHOICES, per_request=True,
+                  help="the refiner's action: the reader's choice, the rule's, a fixed one, or none"),
+        Parameter("tau", "causal_checker", "tau", float, low=0.0, high=1.0,
+                  help="regenerate when S_causal is below it"),
+        Parameter("delta", "hallucination_checker", "delta", float, low=0.0, high=1.0,
+                  help="rewrite when S_hall is above it"),
+        Parameter("graph_top_k", "graph_retriever", "top_k", int, low=MIN_TOP_K, high=MAX_TOP_K, per_request=True,
+                  help="k: graph nodes nearest the (refined) question"),
+    )
+}
+
+__all__ = ["PARAMETERS"]

@@ -1,0 +1,48 @@
+"""The shipped `cdf_rag` pipeline through the runtime, on fakes: refinement, two paths, both checks, in the trace."""
+
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+from haystack_cfrag import registry
+from haystack_cfrag.cdf_rag import trace as cdf_trace
+from haystack_cfrag.runtime import Runtime
+from haystack_cfrag.testing import MockChatGenerator
+from tests import dark_knight as dk
+from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder
+
+
+def runtime(tmp_path):
+    store = InMemoryDocumentStore(embedding_similarity_function="cosine")
+    store.write_documents(HashingDocumentEmbedder().run(dk.documents())["documents"])
+    return Runtime(store=store, chat_generator=MockChatGenerator(), text_embedder=HashingTextEmbedder(),
+                   allowed_modules=["tests"], graph_cache=tmp_path / "graph")
+
+
+def test_registry_entry():
+    entry = registry.REGISTRY["cdf_rag"]
+    assert entry.family == "cdf_rag" and entry.served and set(entry.request_parameters) == {"refinement", "graph_top_k"}
+    assert registry.trace_view("cdf_rag") is cdf_trace
+
+
+def test_each_stage_leaves_its_trace_and_the_loop_stays_bounded(tmp_path):
+    rt = runtime(tmp_path)
+    result = rt.ask("cdf_rag", dk.QUESTION, {"refinement": "none"})
+    assert result.answer and result.documents
+    assert set(result.trace) == {"refiner", "causal_checker", "hallucination_checker"}
+    assert result.trace["refiner"]["action"] == "none"  # no refinement call
+    hall = result.trace["hallucination_checker"]
+    assert hall["decision"] and hall["claims"] >= 1 and hall["s_hall"] is not None
+    causal = result.trace["causal_checker"]
+    assert causal["edges"] == 0 and causal["s_causal"] is None  # the mock extracts no graph: nothing to judge
+    # the answer, at most one regeneration and one rewrite: the bound of the loop
+    assert 1 <= result.llm["calls"] <= 3
+    lines = cdf_trace.decision_lines(result.trace)
+    assert [line.split(":")[0] for line in lines] == ["Refinement", "Causal check", "Hallucination check"]
+
+
+def test_a_refinement_that_does_not_parse_falls_back_to_the_question_and_the_run_goes_on(tmp_path):
+    rt = runtime(tmp_path)
+    result = rt.ask("cdf_rag", dk.QUESTION, {"refinement": "expand"})
+    refiner = result.trace["refiner"]  # the mock answers the expansion prompt with a draft, not a question
+    assert refiner["requested"] == "expand" and refiner["calls"] == 1
+    assert refiner["fallback"] and refiner["action"] == "none" and "shares no content word" in refiner["fallback_reason"]
+    assert result.answer and result.llm["calls"] >= 2  # the refinement call, then the answer
