@@ -15,8 +15,12 @@ __all__ = [
     "CausalArbitrationRanker",
     "CounterfactualQueryExpander",
     "CausalConsistencyChecker",
+    "CausalGraphBuilder",
+    "CausalGraphRetriever",
+    "CausalSummarizer",
     "CounterfactualRAG",
     "Draft",
+    "DualPathRetriever",
     "EmbeddingDeduplicator",
     "EvidenceSetSelector",
     "HallucinationChecker",
@@ -36,7 +40,11 @@ _HOMES.update({"Draft": "haystack_cfrag.cfrag.dataclasses", "load_pipeline": "ha
                "ReaderSupportScorer": "haystack_cfrag.support.scorer",
                "QueryRefiner": "haystack_cfrag.cdf_rag.components.query_refiner",
                "HallucinationChecker": "haystack_cfrag.cdf_rag.components.hallucination_checker",
-               "CausalConsistencyChecker": "haystack_cfrag.cdf_rag.components.causal_consistency_checker"})
+               "CausalConsistencyChecker": "haystack_cfrag.cdf_rag.components.causal_consistency_checker",
+               "DualPathRetriever": "haystack_cfrag.cdf_rag.components.dual_path_retriever",
+               "CausalGraphBuilder": "haystack_cfrag.causal_rag.components.causal_graph_builder",
+               "CausalGraphRetriever": "haystack_cfrag.causal_rag.components.causal_graph_retriever",
+               "CausalSummarizer": "haystack_cfrag.causal_rag.components.causal_summarizer"})
 
 if TYPE_CHECKING:
     from haystack_cfrag.cfrag.components import (
@@ -48,7 +56,11 @@ if TYPE_CHECKING:
         ParallelDraftGenerator,
         SpectralStratifier,
     )
+    from haystack_cfrag.causal_rag.components.causal_graph_builder import CausalGraphBuilder
+    from haystack_cfrag.causal_rag.components.causal_graph_retriever import CausalGraphRetriever
+    from haystack_cfrag.causal_rag.components.causal_summarizer import CausalSummarizer
     from haystack_cfrag.cdf_rag.components.causal_consistency_checker import CausalConsistencyChecker
+    from haystack_cfrag.cdf_rag.components.dual_path_retriever import DualPathRetriever
     from haystack_cfrag.cdf_rag.components.hallucination_checker import HallucinationChecker
     from haystack_cfrag.cdf_rag.components.query_refiner import QueryRefiner
     from haystack_cfrag.cer.components.evidence_set_selector import EvidenceSetSelector
