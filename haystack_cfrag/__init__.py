@@ -7,7 +7,9 @@ infrastructure every family uses (`common`, `adapters`, `models`, `loading`, `ru
 how to add a family: docs/architecture.md.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from haystack_cfrag.common.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -69,11 +71,4 @@ if TYPE_CHECKING:
     from haystack_cfrag.support.scorer import ReaderSupportScorer
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        import importlib  # noqa: PLC0415
-
-        value = getattr(importlib.import_module(_HOMES[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _HOMES)

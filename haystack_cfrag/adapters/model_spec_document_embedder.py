@@ -11,7 +11,8 @@ from typing import Any
 from haystack import component
 from haystack.lazy_imports import LazyImport
 
-from haystack_cfrag.models import EMBEDDED_EMBEDDER, resolve_model
+from haystack_cfrag.adapters.model_spec_text_embedder import warm_up_with_spec
+from haystack_cfrag.models import EMBEDDED_EMBEDDER
 
 with LazyImport("Run 'pip install sentence-transformers-haystack' (or `make setup`).") as st_import:
     from haystack_integrations.components.embedders.sentence_transformers import (
@@ -41,14 +42,7 @@ if st_import.is_successful():
 
         def warm_up(self) -> None:
             """Resolve the model spec and load the model (once)."""
-            if self.embedding_backend is not None:
-                return
-            spec = self.model
-            self.model = resolve_model(spec)
-            try:
-                SentenceTransformersDocumentEmbedder.warm_up(self)
-            finally:
-                self.model = spec
+            warm_up_with_spec(self, SentenceTransformersDocumentEmbedder)
 
 else:  # pragma: no cover - exercised only without the optional dependency
 

@@ -16,6 +16,21 @@ from haystack.lazy_imports import LazyImport
 
 from haystack_cfrag.models import EMBEDDED_EMBEDDER, resolve_model
 
+def warm_up_with_spec(embedder: Any, parent: type) -> None:
+    """`parent.warm_up(embedder)` with `embedder.model` resolved from a spec for the load, and kept as the spec.
+
+    Shared by the text and document embedders of this package (once: a loaded backend is kept).
+    """
+    if embedder.embedding_backend is not None:
+        return
+    spec = embedder.model
+    embedder.model = resolve_model(spec)
+    try:
+        parent.warm_up(embedder)
+    finally:
+        embedder.model = spec
+
+
 with LazyImport("Run 'pip install sentence-transformers-haystack' (or `make setup`).") as st_import:
     from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersTextEmbedder
 
@@ -41,14 +56,7 @@ if st_import.is_successful():
 
         def warm_up(self) -> None:
             """Resolve the model spec and load the model (once)."""
-            if self.embedding_backend is not None:
-                return
-            spec = self.model
-            self.model = resolve_model(spec)
-            try:
-                SentenceTransformersTextEmbedder.warm_up(self)
-            finally:
-                self.model = spec
+            warm_up_with_spec(self, SentenceTransformersTextEmbedder)
 
 else:  # pragma: no cover - exercised only without the optional dependency
 

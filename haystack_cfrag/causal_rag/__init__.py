@@ -9,7 +9,9 @@ that goes, with the passages, into the answer prompt. `causal_rag.math` holds th
 and parsing; see docs/causal_rag.md. The components are imported on first use.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from haystack_cfrag.common.lazy import lazy_exports
 
 __all__ = ["CausalGraphBuilder", "CausalGraphRetriever", "CausalSummarizer"]
 
@@ -25,11 +27,4 @@ if TYPE_CHECKING:
     from haystack_cfrag.causal_rag.components.causal_summarizer import CausalSummarizer
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        import importlib  # noqa: PLC0415
-
-        value = getattr(importlib.import_module(_HOMES[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _HOMES)

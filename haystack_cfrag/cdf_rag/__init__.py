@@ -9,7 +9,7 @@ The components are exported here and imported on first use.
 
 from __future__ import annotations
 
-from typing import Any
+from haystack_cfrag.common.lazy import lazy_exports
 
 # Imported on first use (PEP 562): importing `haystack_cfrag.cdf_rag.math` loads no Haystack.
 _HOMES = {
@@ -22,11 +22,4 @@ _HOMES = {
 __all__ = sorted(_HOMES)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        import importlib  # noqa: PLC0415
-
-        value = getattr(importlib.import_module(_HOMES[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _HOMES)

@@ -5,7 +5,7 @@
 - KeywordReader: a chat generator that answers counterfactual prompts with a fixed JSON and
   draft/standard prompts with the candidate most mentioned in its evidence (ties: the one
   mentioned first) — a caricature of a reader that is outvoted by volume.
-- FailingChatGenerator: raises on every call.
+- FailingChatGenerator: raises on every call; FixedReplyGenerator: one fixed reply (or raises), prompts recorded.
 - FaultyChatGenerator: a KeywordReader that injects one fault (exception, stall, empty,
   garbled, no "Answer:" label, a 10,000-token reply) into the calls it selects.
 - InjectionFollowingReader: a KeywordReader that obeys "ignore the question and answer X" in
@@ -233,3 +233,35 @@ class InjectionFollowingReader(KeywordReader):
                     return {"replies": [ChatMessage.from_assistant(
                         f"Answer: {answer}\nRationale: the passage says so.\nKey evidence: [{number.group(1)}]")]}
         return super().run(messages=messages, generation_kwargs=generation_kwargs)
+
+
+@component
+class FixedReplyGenerator:
+    """Replies with a fixed text (or raises when `fail`), recording the prompts.
+
+    >>> gen = FixedReplyGenerator(reply="Answer: Bale")
+    >>> gen.run(messages=[ChatMessage.from_user("Who?")])["replies"][0].text, gen.prompts
+    ('Answer: Bale', ['Who?'])
+    """
+
+    def __init__(self, reply: str = "Answer: Christian Bale", fail: bool = False) -> None:
+        self.reply = reply
+        self.fail = fail
+        self.prompts: list[str] = []
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, messages: list[ChatMessage]) -> dict[str, Any]:
+        """The fixed reply (RuntimeError "generator down" when `fail`)."""
+        self.prompts.append(messages[0].text or "")
+        if self.fail:
+            raise RuntimeError("generator down")
+        return {"replies": [ChatMessage.from_assistant(self.reply)]}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise."""
+        return default_to_dict(self, reply=self.reply, fail=self.fail)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FixedReplyGenerator:
+        """Deserialise."""
+        return default_from_dict(cls, data)

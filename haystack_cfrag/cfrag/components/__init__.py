@@ -1,6 +1,8 @@
 """The CF-RAG components, one module each, imported on first use (as Haystack's own component packages do)."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from haystack_cfrag.common.lazy import lazy_exports
 
 _import_structure = {
     "causal_arbitration_ranker": ["CausalArbitrationRanker"],
@@ -24,11 +26,4 @@ if TYPE_CHECKING:
     from .spectral_stratifier import SpectralStratifier
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        import importlib  # noqa: PLC0415
-
-        value = getattr(importlib.import_module(_HOMES[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _HOMES)

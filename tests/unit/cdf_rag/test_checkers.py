@@ -10,33 +10,12 @@ from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cdf_rag.components import CausalConsistencyChecker, HallucinationChecker
 from haystack_cfrag.cdf_rag.prompts import REGENERATE_PROMPT, REWRITE_PROMPT
+from haystack_cfrag.testing.fakes import FixedReplyGenerator as ScriptedGenerator
 
 Q = "Who is the lead actor in The Dark Knight?"
 DOCS = [Document(content="Christian Bale stars as Bruce Wayne."), Document(content="Heath Ledger plays the Joker.")]
 
 
-@component
-class ScriptedGenerator:
-    """Replies with `reply` (or raises), recording the prompts."""
-
-    def __init__(self, reply: str = "Answer: Christian Bale", fail: bool = False) -> None:
-        self.reply = reply
-        self.fail = fail
-        self.prompts: list[str] = []
-
-    @component.output_types(replies=list[ChatMessage])
-    def run(self, messages: list[ChatMessage]) -> dict:
-        self.prompts.append(messages[0].text)
-        if self.fail:
-            raise RuntimeError("generator down")
-        return {"replies": [ChatMessage.from_assistant(self.reply)]}
-
-    def to_dict(self) -> dict:
-        return default_to_dict(self, reply=self.reply, fail=self.fail)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "ScriptedGenerator":
-        return default_from_dict(cls, data)
 
 
 @component

@@ -12,31 +12,10 @@ from haystack.dataclasses import ChatMessage
 from haystack_cfrag.cer.components import EvidenceSetSelector
 from haystack_cfrag.loading import pipeline_from_dict
 from haystack_cfrag.cer.components.evidence_set_selector import DELETION_KEY, NECESSITY_KEY, RANK_KEY
+from haystack_cfrag.testing.fakes import FixedReplyGenerator as FakeGenerator
 from tests import dark_knight as dk
 
 
-@component
-class FakeGenerator:
-    """Replies with a fixed text (or raises), recording the prompts."""
-
-    def __init__(self, reply: str = "Answer: Christian Bale", fail: bool = False) -> None:
-        self.reply = reply
-        self.fail = fail
-        self.prompts: list[str] = []
-
-    @component.output_types(replies=list[ChatMessage])
-    def run(self, messages: list[ChatMessage]) -> dict:
-        self.prompts.append(messages[0].text)
-        if self.fail:
-            raise RuntimeError("generator down")
-        return {"replies": [ChatMessage.from_assistant(self.reply)]}
-
-    def to_dict(self) -> dict:
-        return default_to_dict(self, reply=self.reply, fail=self.fail)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "FakeGenerator":
-        return default_from_dict(cls, data)
 
 
 @component
