@@ -18,6 +18,8 @@ from haystack_cfrag.causal_rag.math.extraction import (
     DEFAULT_MAX_TRIPLES,
     Extraction,
     cache_key,
+    grounded,
+    grounded_triples,
     check_chunking,
     check_max_triples,
     chunk_text,
@@ -122,6 +124,7 @@ class CausalGraphBuilder(InjectedParts):
         max_nodes: int = MAX_NODES,
         max_edges: int = MAX_EDGES,
         flat_meta: bool = False,
+        grounded_only: bool = True,
     ) -> None:
         """
         :param chat_generator: any Haystack ChatGenerator: the extractor.
@@ -140,6 +143,9 @@ class CausalGraphBuilder(InjectedParts):
         :param raise_on_failure: raise when an extraction call fails instead of skipping the chunk.
         :param max_nodes: nodes the graph may hold, in [1, 200000]; more raises a ValueError.
         :param max_edges: edges the graph may hold, in [1, 1000000]; more raises a ValueError.
+        :param grounded_only: keep only triples and nodes whose names occur in their passage (small
+            extractors copy the prompt's example: "PRODUCED_BY Microsoft" for a film); the cache keeps
+            the replies as they were, the filter applies when the graph is put together.
         :param flat_meta: store `edges_out`, `edges_in` and `passage_ids` as JSON strings, for stores whose
             meta holds only scalars (Chroma, Pinecone); `CausalGraphRetriever` reads both forms.
         """
@@ -158,6 +164,8 @@ class CausalGraphBuilder(InjectedParts):
         check_int("max_edges", max_edges, 1, MAX_EDGES)
         if not isinstance(flat_meta, bool):
             raise ValueError(f"'flat_meta' must be true or false, got {flat_meta!r}.")
+        if not isinstance(grounded_only, bool):
+            raise ValueError(f"'grounded_only' must be true or false, got {grounded_only!r}.")
         self.chat_generator = chat_generator
         self.document_embedder = document_embedder
         self.chunk_chars = chunk_chars
@@ -172,6 +180,7 @@ class CausalGraphBuilder(InjectedParts):
         self.max_nodes = max_nodes
         self.max_edges = max_edges
         self.flat_meta = flat_meta
+        self.grounded_only = grounded_only
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected generator and embedder."""
@@ -191,6 +200,7 @@ class CausalGraphBuilder(InjectedParts):
             max_nodes=self.max_nodes,
             max_edges=self.max_edges,
             flat_meta=self.flat_meta,
+            grounded_only=self.grounded_only,
         )
 
     @classmethod
@@ -304,7 +314,8 @@ class _Build:
         self.degradations: list[dict[str, Any]] = []
         self.omitted = 0
         self.stats = {"passages": len(documents), "extracted": 0, "skipped": 0, "chunks": 0, "parse_failures": 0,
-                      "failed_calls": 0, "invalid_items": 0, "cached": 0, "cache_corrupt": 0, "llm_calls": 0,
+                      "failed_calls": 0, "invalid_items": 0, "ungrounded": 0, "cached": 0, "cache_corrupt": 0,
+                      "llm_calls": 0,
                       "prompt_tokens": 0, "completion_tokens": 0}
         self.memo: dict[str, _Passage] = {}
         self.current: _Passage | None = None
@@ -404,9 +415,14 @@ class _Build:
             self.stats["chunks"] += 1
             self.stats["parse_failures"] += not ex.parsed
             self.stats["invalid_items"] += ex.invalid
-            for name, node_type in ex.nodes:
+            nodes, triples = ex.nodes, ex.triples
+            if self.builder.grounded_only:
+                triples, dropped = grounded_triples(list(triples), doc.content or "")
+                self.stats["ungrounded"] += dropped
+                nodes = [(name, kind) for name, kind in nodes if grounded(name, doc.content or "")]
+            for name, node_type in nodes:
                 self.graph.add_node(name, node_type, [doc.id])
-            self.graph.add_triples(ex.triples, passage_id=doc.id)
+            self.graph.add_triples(triples, passage_id=doc.id)
 
     def _degrade(self, entry: dict[str, Any]) -> None:
         if len(self.degradations) < MAX_DEGRADATIONS:

@@ -324,6 +324,41 @@ def parse_extraction(reply: Any, *, max_triples: int = DEFAULT_MAX_TRIPLES) -> E
     return reader.result(False, "no extraction found in the reply")
 
 
+_NON_WORD = re.compile(r"[^0-9a-z]+")
+
+
+def _words(text: str) -> str:
+    return " " + _NON_WORD.sub(" ", unicodedata.normalize("NFKC", text or "").casefold()).strip() + " "
+
+
+def grounded(name: str, text: str) -> bool:
+    """Whether a node name occurs in `text` as whole words (case, accents' forms and punctuation aside).
+
+    Small extractors copy the prompt's few-shot example into their replies ("PRODUCED_BY
+    Microsoft" for a film passage that names no company): a triple whose ends are not in the
+    passage is not the passage's.
+
+    >>> grounded("Christopher Nolan", "…directed by Christopher  Nolan, and…"), grounded("Microsoft", "a 2008 film")
+    (True, False)
+    >>> grounded("Nolan", "Nolanesque"), grounded("", "anything")
+    (False, False)
+    """
+    words = _words(name)
+    return bool(words.strip()) and words in _words(text)
+
+
+def grounded_triples(triples: list[Triple], text: str) -> tuple[list[Triple], int]:
+    """The triples whose head and tail both occur in `text`, and how many were dropped.
+
+    >>> kept, dropped = grounded_triples([Triple("Film", "DIRECTED_BY", "Nolan"),
+    ...                                   Triple("Film", "PRODUCED_BY", "Microsoft")], "Film by Nolan")
+    >>> [t.tail for t in kept], dropped
+    (['Nolan'], 1)
+    """
+    kept = [t for t in triples if grounded(t.head, text) and grounded(t.tail, text)]
+    return kept, len(triples) - len(kept)
+
+
 __all__ = [
     "CACHE_VERSION",
     "DEFAULT_CHUNK_CHARS",
@@ -336,6 +371,8 @@ __all__ = [
     "Extraction",
     "cache_key",
     "check_chunking",
+    "grounded",
+    "grounded_triples",
     "check_max_triples",
     "chunk_text",
     "parse_extraction",

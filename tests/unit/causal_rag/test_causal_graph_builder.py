@@ -15,7 +15,7 @@ from haystack_cfrag.causal_rag.prompts import EXTRACTION_PROMPT
 from .fakes import ScriptedExtractor, TableEmbedder
 
 DOCS = [
-    Document(id="p1", content="Heavy rain fell for three days over the valley."),
+    Document(id="p1", content="Heavy rain fell for three days over the valley, and a flood followed."),
     Document(id="p2", content="The flood that followed ruined the crops and closed the roads."),
     Document(id="p3", content="Drought also hurt the crops in the south.", meta={"source": "news"}),
 ]
@@ -203,3 +203,16 @@ def test_round_trip_and_async_twin(tmp_path):
     strip = lambda out: ([(n.id, n.content, n.meta, n.embedding) for n in out["nodes"]],  # noqa: E731
                          {k: v for k, v in out["stats"].items() if k != "seconds"}, out["degradations"])
     assert strip(sync) == strip(async_)
+
+
+def test_triples_whose_ends_are_not_in_the_passage_are_dropped_and_counted():
+    # the 1.5B extractor copies the prompt's example into a film passage: "PRODUCED_BY Microsoft"
+    reply = ('[{"head": "The Dark Knight", "relation": "DIRECTED_BY", "tail": "Christopher Nolan"}, '
+             '{"head": "The Dark Knight", "relation": "PRODUCED_BY", "tail": "Microsoft"}]')
+    doc = Document(id="tdk", content="The Dark Knight is a 2008 film directed by Christopher Nolan.")
+    gen = ScriptedExtractor(table={"Dark Knight": reply})
+    out = builder(chat_generator=gen).run(documents=[doc])
+    names = {d.meta["node_id"] for d in out["nodes"]}
+    assert names == {"The Dark Knight", "Christopher Nolan"} and out["stats"]["ungrounded"] == 1
+    kept = builder(chat_generator=ScriptedExtractor(table={"Dark Knight": reply}), grounded_only=False).run(documents=[doc])
+    assert "Microsoft" in {d.meta["node_id"] for d in kept["nodes"]} and kept["stats"]["ungrounded"] == 0

@@ -17,7 +17,7 @@ from .fakes import ScriptedExtractor, TableEmbedder
 VECTORS = {"Heavy rain": [1.0, 0, 0, 0, 0], "Flood": [0, 1.0, 0, 0, 0], "Crops": [0, 0, 1.0, 0, 0],
            "Roads": [0, 0, 0, 1.0, 0], "Drought": [0, 0, 0, 0, 1.0]}
 DOCS = [
-    Document(id="p1", content="Heavy rain fell for three days over the valley."),
+    Document(id="p1", content="Heavy rain fell for three days over the valley, and a flood followed."),
     Document(id="p2", content="The flood that followed ruined the crops and closed the roads."),
     Document(id="p3", content="Drought also hurt the crops in the south."),
     Document(id="p9", content="An unrelated passage about music."),

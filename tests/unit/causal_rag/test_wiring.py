@@ -18,7 +18,7 @@ from .fakes import ScriptedExtractor, ScriptedGenerator, TableEmbedder
 
 VECTORS = {"Heavy rain": [1.0, 0, 0, 0, 0.1], "Flood": [0, 1.0, 0, 0, 0.1], "Crops": [0, 0, 1.0, 0, 0.1],
            "Roads": [0, 0, 0, 1.0, 0.1], "Drought": [0.1, 0, 0, 0, 1.0]}
-DOCS = [Document(id="p1", content="Heavy rain fell for three days over the valley."),
+DOCS = [Document(id="p1", content="Heavy rain fell for three days over the valley, and a flood followed."),
         Document(id="p2", content="The flood that followed ruined the crops and closed the roads."),
         Document(id="p9", content="A passage about music.")]
 
