@@ -27,6 +27,7 @@ __all__ = [
     "Degradation",
     "DraftEntry",
     "DuelEntry",
+    "DuelSupportEntry",
     "EvidenceEntry",
     "FailedDraftEntry",
     "MarginRuleEntry",
@@ -106,6 +107,16 @@ class MarginRuleEntry(TypedDict):
     decision: Decision
 
 
+class DuelSupportEntry(TypedDict):
+    """One answer of a duel read by the reader's support: its passage, score, and what the scoring cost."""
+
+    answer: str
+    passage: str
+    score: float
+    calls: int | None
+    tokens_evaluated: int | None
+
+
 class DuelEntry(TypedDict):
     """A duel: one passage per candidate answer, read once (and once more in reverse order to confirm an override)."""
 
@@ -116,6 +127,10 @@ class DuelEntry(TypedDict):
     winner: int
     confirm_answer: NotRequired[str]
     """What the reverse-order reading named; present only when the duel's pick was checked that way."""
+    reading: NotRequired[str]
+    """"support" or "support_pmi" when the reader's support read the duel (no generation); absent: a generation."""
+    support: NotRequired[list[DuelSupportEntry]]
+    """Each answer's score on its own duel passage (with `reading`)."""
 
 
 class OverrideEntry(TypedDict):
@@ -208,13 +223,18 @@ def failed_drafts(trace: Trace) -> list[FailedDraftEntry]:
 
 
 def duel_readings(trace: Trace | None) -> int:
-    """LLM calls the duel made: 0 (no duel), 1, or 2 when its override was read again in reverse order.
+    """LLM calls (generations) the duel made: 0 (no duel, or one read by the support score), 1, or 2 when its
+    override was read again in reverse order.
 
     >>> duel_readings({"override": {"duel": {"answer": "a", "confirm_answer": "a"}}}), duel_readings({"override": None})
     (2, 0)
+    >>> duel_readings({"override": {"duel": {"answer": "a", "reading": "support_pmi", "support": []}}})
+    0
     """
     duel = ((trace or {}).get("override") or {}).get("duel")
-    return 0 if not duel else 1 + ("confirm_answer" in duel)
+    if not duel or duel.get("reading", "generate") != "generate":
+        return 0
+    return 1 + ("confirm_answer" in duel)
 
 
 def scored_drafts(trace: Trace) -> list[DraftEntry]:

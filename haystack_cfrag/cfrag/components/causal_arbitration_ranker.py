@@ -8,6 +8,8 @@ calls of the duel and the synthesis, the outputs. The decision itself is the pur
 
 from __future__ import annotations
 
+import asyncio
+
 from functools import cached_property
 from typing import Any
 
@@ -73,6 +75,10 @@ logger = logging.getLogger(__name__)
 
 SCORES_KEY = "cfrag_scores"
 EVIDENCE_MODES = ("cited", "subset", "mentions")
+DUEL_READINGS = ("generate", "support", "support_pmi")
+"""How the duel is read: the synthesizer names an answer ("generate"), or each answer is scored on its own
+passage by the reader's support ("support": log P(a | q, e)) or its evidence-erased contrast
+("support_pmi": log P(a | q, e) − log P(a | q)), and the best score wins (haystack_cfrag.support)."""
 
 _DUEL = LLMCall(stage="duel", component="CausalArbitrationRanker", generator_name="synthesizer")
 _SYNTHESIS = LLMCall(stage="synthesis", component="CausalArbitrationRanker", generator_name="synthesizer")
@@ -156,6 +162,7 @@ class CausalArbitrationRanker(InjectedParts):
         consensus_min_causal: float | None = None,
         duel: bool = False,
         duel_confirm: bool = False,
+        duel_reading: str = "generate",
         prompt_template: str | None = None,
         duel_prompt_template: str | None = None,
     ) -> None:
@@ -186,6 +193,10 @@ class CausalArbitrationRanker(InjectedParts):
             decisive-first) with standard RAG's prompt, and the answer it names wins ("duel").
             Volume cannot outvote the decisive passage there. Falls back to `override_margin`
             when fewer than two answers have a passage or the duel names none of them.
+        :param duel_reading: how the duel is read (DUEL_READINGS): "generate" (the synthesizer
+            reads the duel passages and names an answer), "support" or "support_pmi" (each answer
+            scored on its own passage by the synthesizer's own log-probabilities, through
+            `haystack_cfrag.support.ReaderSupportScorer`; no generation, no confirmation reading).
         :param duel_confirm: when the duel names a challenger, read the same passages once more in
             reverse order; the challenger replaces the baseline only when that reading names it
             again (a small reader tends to name the first passage's answer). One more call, only
@@ -203,6 +214,8 @@ class CausalArbitrationRanker(InjectedParts):
             raise ValueError("'duel' needs a 'synthesizer' (a ChatGenerator) to read the duel passages.")
         if not isinstance(duel_confirm, bool):
             raise ValueError(f"'duel_confirm' must be true or false, got {duel_confirm!r}.")
+        if duel_reading not in DUEL_READINGS:
+            raise ValueError(f"'duel_reading' must be one of {list(DUEL_READINGS)}, got {duel_reading!r}.")
         if override_margin is not None:
             ranges.check("override_margin", override_margin)
         if consensus_min_causal is not None:
@@ -242,6 +255,8 @@ class CausalArbitrationRanker(InjectedParts):
         self.consensus_min_causal = consensus_min_causal
         self.duel = duel
         self.duel_confirm = duel_confirm
+        self.duel_reading = duel_reading
+        self._support: Any = None  # the reader's support scorer over the synthesizer, made on first use
         self.prompt_template = prompt_template
         self.duel_prompt_template = duel_prompt_template
 
@@ -265,6 +280,7 @@ class CausalArbitrationRanker(InjectedParts):
             consensus_min_causal=self.consensus_min_causal,
             duel=self.duel,
             duel_confirm=self.duel_confirm,
+            duel_reading=self.duel_reading,
             prompt_template=self.prompt_template,
             duel_prompt_template=self.duel_prompt_template,
         )
@@ -306,7 +322,9 @@ class CausalArbitrationRanker(InjectedParts):
         case.embed(embed_texts(self.text_embedder, case.texts_to_embed()) if self.text_embedder is not None else None)
         arbitration = self._arbitrate(case, causal_weight)
         synthesis = None
-        if arbitration.decision == "duel":
+        if arbitration.decision == "duel" and self.duel_reading != "generate":
+            arbitration = self._settle_duel(case, arbitration, self._score_duel(case, arbitration))
+        elif arbitration.decision == "duel":
             arbitration = self._settle_duel(case, arbitration, self._read_duel(case, arbitration))
             if self.duel_confirm and needs_confirmation(arbitration):
                 arbitration = self._confirm_duel(case, arbitration, self._read_duel(case, arbitration, reverse=True))
@@ -339,7 +357,10 @@ class CausalArbitrationRanker(InjectedParts):
         case.embed(embedded)
         arbitration = self._arbitrate(case, causal_weight)
         synthesis = None
-        if arbitration.decision == "duel":
+        if arbitration.decision == "duel" and self.duel_reading != "generate":  # scoring: in a worker thread
+            arbitration = self._settle_duel(case, arbitration, await asyncio.to_thread(self._score_duel, case,
+                                                                                        arbitration))
+        elif arbitration.decision == "duel":
             reply = await self._read_duel_async(case, arbitration)
             arbitration = self._settle_duel(case, arbitration, reply)
             if self.duel_confirm and needs_confirmation(arbitration):
@@ -432,6 +453,34 @@ class CausalArbitrationRanker(InjectedParts):
         except Exception as exc:  # noqa: BLE001
             return self._synthesis_failed(exc)
 
+    def _score_duel(self, case: _Case, arbitration: Arbitration) -> list[ChatMessage]:
+        """The duel read by the reader's support: each answer scored on its own passage; the best is "named".
+
+        The scores go to the trace (`override.duel.support`); a failing scorer names nothing, so the
+        margin rule decides (as when a generated reading fails).
+        """
+        if self._support is None:
+            from haystack_cfrag.support.scorer import ReaderSupportScorer  # noqa: PLC0415
+
+            self._support = ReaderSupportScorer(chat_generator=self.synthesizer,
+                                                erased_contrast=self.duel_reading == "support_pmi")
+        key = "pmi" if self.duel_reading == "support_pmi" else "support"
+        scored = []
+        try:
+            for candidate, column in arbitration.override.duel:
+                out = self._support.run(query=case.query, answers=[case.answers[candidate]],
+                                        documents=[case.docs[column]])
+                cost = out.get("trace") or {}
+                scored.append({"answer": case.answers[candidate], "passage": case.docs[column].id,
+                               "score": float(out[key][0]), "calls": cost.get("calls"),
+                               "tokens_evaluated": cost.get("tokens_evaluated")})
+        except Exception as exc:  # noqa: BLE001  (the margin rule decides, see above)
+            case.degradations.append(degradation("duel", f"support scoring failed: {exc!r}; the margin rule decided"))
+            return []
+        case.duel_support = scored
+        best = max(scored, key=lambda s: s["score"]) if scored else None
+        return [ChatMessage.from_assistant(f"Answer: {best['answer']}")] if best else []
+
     async def _read_duel_async(self, case: _Case, arbitration: Arbitration, *,
                                reverse: bool = False) -> list[ChatMessage]:
         """Async twin of `_read_duel`."""
@@ -511,7 +560,11 @@ class CausalArbitrationRanker(InjectedParts):
                 logger.warning("CausalArbitrationRanker: no usable synthesis; the best-scoring draft wins")
                 decision = "best_score"
                 case.degradations.append(degradation("synthesis", "no usable synthesis; the best-scoring draft won"))
-        return {"answers": answers, "answer": final, "trace": case.trace(arbitration, decision, final)}
+        trace = case.trace(arbitration, decision, final)
+        duel = (trace.get("override") or {}).get("duel")
+        if isinstance(duel, dict) and case.duel_support is not None:
+            duel["reading"], duel["support"] = self.duel_reading, case.duel_support
+        return {"answers": answers, "answer": final, "trace": trace}
 
     def _no_drafts(self, case: _Case) -> dict[str, Any]:
         decision: TraceDecision
@@ -543,6 +596,7 @@ class _Case:
     ) -> None:
         self.query = query
         self.details = details or []
+        self.duel_support: list[dict[str, Any]] | None = None  # the support reading's scores, when held
         self.drafts = drafts
         self.failed = failed
         self.queries = queries

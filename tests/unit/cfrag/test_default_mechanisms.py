@@ -453,3 +453,55 @@ def test_the_expander_stops_its_reply_after_the_questions_asked_for():
     shipped = yaml.safe_load(CF_RAG.read_text())["components"]
     assert shipped["expander"]["init_parameters"]["stop_after_lines"] is True
     assert shipped["ranker"]["init_parameters"]["duel_confirm"] is False   # measured: it undid a dev_a win
+
+
+class QuestionTermBackend:
+    """log P(answer | prompt), made up: −0.5 per answer word the evidence holds near a question term
+    ("lead"), −2.0 when it holds it without one, −4.0 when it does not hold it (no model)."""
+
+    name = "fake"
+
+    def warm_up(self) -> None:
+        pass
+
+    def answer_logprobs(self, prompt: str, answer: str):
+        from haystack_cfrag.support.backends import AnswerLogprobs
+
+        evidence = prompt.lower().split("question:")[0]
+        values = []
+        for word in answer.lower().split():
+            lines = [line for line in evidence.splitlines() if word in line]
+            values.append(-4.0 if not lines else (-0.5 if any("lead" in line for line in lines) else -2.0))
+        return AnswerLogprobs(tuple(values), len(prompt), 0, 0.0)
+
+
+class SupportReader(KeywordReader):
+    """The trap reader (answers by volume) whose log-probabilities the support scorer can read."""
+
+    def support_backend(self):
+        return QuestionTermBackend()
+
+
+@pytest.mark.parametrize("reading", ["support", "support_pmi"])
+def test_the_duel_read_by_the_readers_support_picks_the_decisive_passages_answer_without_a_generation(reading):
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
+    reviews = [docs[f"review-{i}"] for i in range(4)]
+    reader = SupportReader(candidates=dk.CANDIDATES)
+    out, _ = _case("Heath Ledger", [("Christian Bale", [docs["cast"]]), ("Heath Ledger", reviews)],
+                   override_margin=1.0, duel=True, synthesizer=reader, duel_reading=reading)
+    duel = out["trace"]["override"]["duel"]
+    assert out["answer"] == "Christian Bale" and out["trace"]["decision"] == "override"
+    assert reader.prompts == []  # scored, not generated
+    assert duel["reading"] == reading and {s["answer"] for s in duel["support"]} == {"Christian Bale", "Heath Ledger"}
+    scores = {s["answer"]: s["score"] for s in duel["support"]}
+    assert scores["Christian Bale"] > scores["Heath Ledger"]
+
+
+def test_a_duel_whose_support_scoring_fails_leaves_the_margin_rule_in_charge():
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
+    out, _ = _case("Heath Ledger", [("Christian Bale", [docs["cast"]])], override_margin=1.0, duel=True,
+                   synthesizer=RecordingGenerator(reply="Answer: Christian Bale"), duel_reading="support")
+    assert out["answer"] == "Heath Ledger" and out["trace"]["decision"] == "baseline"  # no backend: nothing named
+    assert any(d["stage"] == "duel" and "support scoring failed" in d["reason"] for d in out["trace"]["degradations"])
+    with pytest.raises(ValueError, match="duel_reading"):
+        CausalArbitrationRanker(duel_reading="vote")

@@ -72,13 +72,22 @@ def test_a_trace_with_a_duel_has_exactly_the_declared_keys():
     trace = arbitrated(override_margin=1.0, duel=True, synthesizer=KeywordReader(candidates=dk.CANDIDATES))
     check_arbitrated(trace)
     assert set(trace["override"]) == declared(tr.OverrideEntry)
-    assert set(trace["override"]["duel"]) == declared(tr.DuelEntry) - {"confirm_answer"}   # no confirmation asked
+    generated = declared(tr.DuelEntry) - {"reading", "support"}   # a generated reading has no support scores
+    assert set(trace["override"]["duel"]) == generated - {"confirm_answer"}   # no confirmation asked
     assert set(trace["override"]["duel"]["margin_rule"]) == declared(tr.MarginRuleEntry)
     # the duel replaced the baseline, so with duel_confirm a second reading was made and recorded
     confirmed = arbitrated(override_margin=1.0, duel=True, duel_confirm=True,
                            synthesizer=KeywordReader(candidates=dk.CANDIDATES))
     check_arbitrated(confirmed)
-    assert set(confirmed["override"]["duel"]) == declared(tr.DuelEntry)
+    assert set(confirmed["override"]["duel"]) == generated
+    # read by the reader's support: its scores, no confirmation reading
+    from tests.unit.cfrag.test_default_mechanisms import SupportReader
+
+    scored = arbitrated(override_margin=1.0, duel=True, duel_reading="support_pmi",
+                        synthesizer=SupportReader(candidates=dk.CANDIDATES))
+    check_arbitrated(scored)
+    assert set(scored["override"]["duel"]) == declared(tr.DuelEntry) - {"confirm_answer"}
+    assert all(set(entry) == declared(tr.DuelSupportEntry) for entry in scored["override"]["duel"]["support"])
 
 
 def test_a_trace_of_the_margin_rule_has_exactly_the_declared_keys():
