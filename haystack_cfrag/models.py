@@ -172,6 +172,7 @@ def resolve_model(spec: str) -> str:
 SELF_RESOLVING = (
     "haystack_cfrag.adapters.llama_cpp_logprobs.LlamaCppLogprobsChatGenerator",
     "haystack_cfrag.adapters.model_spec_text_embedder.ModelSpecTextEmbedder",
+    "haystack_cfrag.adapters.model_spec_document_embedder.ModelSpecDocumentEmbedder",
 )
 
 
