@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from haystack_cfrag.common.prompting import check_template
+from haystack_cfrag.common.prompting import check_prompt_templates, check_template
 
 EXTRACTION_PROMPT = """# Knowledge Graph Instructions
 ## 1. Overview
@@ -170,27 +170,6 @@ def render_network_data(nodes: Sequence[tuple[str, str]], edges: Sequence[Mappin
     if max_chars is not None and len(text) > max_chars:
         text = text[:max_chars].rstrip() + "\n- …"
     return text
-
-
-def check_prompt_templates(templates: Mapping[str, str] | None, defaults: Mapping[str, str],
-                           fields: Mapping[str, tuple[str, ...]], *, component: str) -> None:
-    """Raise a one-line ValueError naming `component` unless `templates` (None passes) maps known keys to valid templates.
-
-    >>> check_prompt_templates({"paths": "Graph: {graph_data}"}, SUMMARIZER_PROMPTS, SUMMARIZER_FIELDS, component="X")
-    >>> check_prompt_templates({"summary": "Q: {query}"}, SUMMARIZER_PROMPTS, SUMMARIZER_FIELDS, component="X")
-    Traceback (most recent call last):
-    ...
-    ValueError: X: 'prompt_templates['summary']' lacks the placeholder {causal_summary} (it needs {causal_summary}, {response_type}, {query}).
-    """
-    if templates is None:
-        return
-    if not isinstance(templates, Mapping):
-        raise ValueError(f"{component}: 'prompt_templates' must be a mapping of key to template, got {templates!r:.60}.")
-    for key, template in templates.items():
-        if key not in defaults:
-            raise ValueError(f"{component}: 'prompt_templates' has an unknown key {key!r} "
-                             f"(allowed: {', '.join(defaults)}).")
-        check_template(template, fields[key], component=component, parameter=f"prompt_templates[{key!r}]")
 
 
 __all__ = [

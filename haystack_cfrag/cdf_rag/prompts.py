@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from haystack_cfrag.common.prompting import check_template, render_evidence  # noqa: F401  (re-exported)
+from haystack_cfrag.common.prompting import (  # noqa: F401  (re-exported)
+    check_prompt_templates,
+    check_template,
+    render_evidence,
+)
 
 CHOOSE_PROMPT = """Choose how to rewrite a question before searching documents for its answer.
 - expand: the question is vague or underspecified; add the missing entities, context or scope.
@@ -98,6 +102,8 @@ REWRITE_FIELDS = ("query", "evidence", "answer", "unsupported")
 REFINEMENT_PROMPTS = {"choose": CHOOSE_PROMPT, "expand": EXPAND_PROMPT, "simplify": SIMPLIFY_PROMPT,
                       "decompose": DECOMPOSE_PROMPT}
 """The query refiner's prompts by key (`QueryRefiner(prompt_templates=…)` overrides any of them)."""
+REFINEMENT_FIELDS = {key: REFINE_FIELDS for key in REFINEMENT_PROMPTS}
+"""The placeholders each refinement prompt must use (all of them: the question)."""
 
 NO_EDGES_TEXT = "(no causal relations were retrieved)"
 
@@ -120,28 +126,6 @@ def render_claims(claims: Sequence[str]) -> str:
     return "\n".join(f"- {c}" for c in claims) if claims else "(none)"
 
 
-def check_prompt_templates(templates: Mapping[str, str] | None, defaults: Mapping[str, str],
-                           fields: Mapping[str, tuple[str, ...]], *, component: str) -> None:
-    """Raise a one-line ValueError naming `component` unless `templates` (None passes) maps known keys to valid templates.
-
-    >>> check_prompt_templates({"expand": "Q: {query}"}, REFINEMENT_PROMPTS, {}, component="X")
-    >>> check_prompt_templates({"expnad": "Q: {query}"}, REFINEMENT_PROMPTS, {}, component="X")
-    Traceback (most recent call last):
-    ...
-    ValueError: X: 'prompt_templates' has an unknown key 'expnad' (allowed: choose, expand, simplify, decompose).
-    """
-    if templates is None:
-        return
-    if not isinstance(templates, Mapping):
-        raise ValueError(f"{component}: 'prompt_templates' must be a mapping of key to template, got {templates!r:.60}.")
-    for key, template in templates.items():
-        if key not in defaults:
-            raise ValueError(f"{component}: 'prompt_templates' has an unknown key {key!r} "
-                             f"(allowed: {', '.join(defaults)}).")
-        check_template(template, fields.get(key, REFINE_FIELDS), component=component,
-                       parameter=f"prompt_templates[{key!r}]")
-
-
 __all__ = [
     "CHOOSE_PROMPT",
     "DECOMPOSE_PROMPT",
@@ -149,6 +133,7 @@ __all__ = [
     "NO_EDGES_TEXT",
     "REFINEMENT_PROMPTS",
     "REFINE_FIELDS",
+    "REFINEMENT_FIELDS",
     "REGENERATE_FIELDS",
     "REGENERATE_PROMPT",
     "REWRITE_FIELDS",

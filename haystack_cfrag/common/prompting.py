@@ -8,6 +8,7 @@ own prompts live in their subpackages (`haystack_cfrag.cfrag.prompts`, …).
 from __future__ import annotations
 
 import string
+from collections.abc import Mapping
 
 from haystack import Document
 
@@ -96,3 +97,27 @@ def check_template(template: str | None, fields: tuple[str, ...], *, component: 
         template.format(**{f: _SAMPLE_VALUES.get(f, "x") for f in fields})
     except (ValueError, TypeError, KeyError, IndexError) as exc:
         raise ValueError(f"{where} does not render: {exc}.") from None
+
+
+def check_prompt_templates(templates: Mapping[str, str] | None, defaults: Mapping[str, str],
+                           fields: Mapping[str, tuple[str, ...]], *, component: str) -> None:
+    """Raise a one-line ValueError naming `component` unless `templates` (None passes) maps known keys to valid templates.
+
+    `defaults` are the built-in templates by key (the allowed keys), `fields[key]` the placeholders
+    the template of `key` must use (`check_template`).
+
+    >>> check_prompt_templates({"a": "Q: {query}"}, {"a": "{query}"}, {"a": ("query",)}, component="X")
+    >>> check_prompt_templates({"b": "Q: {query}"}, {"a": "{query}"}, {"a": ("query",)}, component="X")
+    Traceback (most recent call last):
+    ...
+    ValueError: X: 'prompt_templates' has an unknown key 'b' (allowed: a).
+    """
+    if templates is None:
+        return
+    if not isinstance(templates, Mapping):
+        raise ValueError(f"{component}: 'prompt_templates' must be a mapping of key to template, got {templates!r:.60}.")
+    for key, template in templates.items():
+        if key not in defaults:
+            raise ValueError(f"{component}: 'prompt_templates' has an unknown key {key!r} "
+                             f"(allowed: {', '.join(defaults)}).")
+        check_template(template, fields[key], component=component, parameter=f"prompt_templates[{key!r}]")

@@ -21,7 +21,7 @@ from haystack_cfrag.cdf_rag.math.refinement import (
     parse_action,
     parse_refinement,
 )
-from haystack_cfrag.cdf_rag.prompts import REFINEMENT_PROMPTS, check_prompt_templates
+from haystack_cfrag.cdf_rag.prompts import REFINEMENT_FIELDS, REFINEMENT_PROMPTS, check_prompt_templates
 from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
     InjectedParts,
@@ -125,7 +125,7 @@ class QueryRefiner(InjectedParts):
         check_optional_seconds("timeout_s", timeout_s)
         if max_query_chars is not None:
             check_int("max_query_chars", max_query_chars, 1)
-        check_prompt_templates(prompt_templates, REFINEMENT_PROMPTS, {}, component=COMPONENT)
+        check_prompt_templates(prompt_templates, REFINEMENT_PROMPTS, REFINEMENT_FIELDS, component=COMPONENT)
         self.chat_generator = chat_generator
         self.action = action
         self.max_sub_queries = max_sub_queries
