@@ -174,6 +174,18 @@ def _daemon_future(comp: Any, kwargs: dict[str, Any], exclusive: bool) -> Future
     return future
 
 
+def first_reply_text(result: dict[str, Any] | None) -> str:
+    """The text of a chat generator's first reply ("" when there is none).
+
+    >>> from haystack.dataclasses import ChatMessage
+    >>> first_reply_text({"replies": [ChatMessage.from_assistant("Answer: Bale")]}), first_reply_text({})
+    ('Answer: Bale', '')
+    """
+    replies = (result or {}).get("replies") or []
+    first = replies[0] if replies else None
+    return (getattr(first, "text", None) or "") if first is not None else ""
+
+
 def degradation(stage: str, reason: str, **details: Any) -> dict[str, Any]:
     """One entry of `trace["degradations"]`: what stage gave less than asked, and why."""
     return {"stage": stage, "reason": reason, **details}

@@ -15,6 +15,7 @@ from haystack_cfrag.causal_rag.prompts import (
     render_network_data,
 )
 from haystack_cfrag.common.plumbing import (
+    first_reply_text,
     DEFAULT_MAX_QUERY_CHARS,
     InjectedParts,
     accepts,
@@ -202,7 +203,7 @@ class CausalSummarizer(InjectedParts):
                                        **self._kwargs(prompt))
         except Exception as exc:  # noqa: BLE001  (a failed call degrades, see class doc)
             return self._failed(key, exc)
-        return _text(result), None
+        return first_reply_text(result), None
 
     async def _reply_async(self, key: str, prompt: str) -> tuple[str | None, Exception | None]:
         call = _PATHS_CALL if key == "paths" else _SUMMARY_CALL
@@ -211,7 +212,7 @@ class CausalSummarizer(InjectedParts):
                                                    llm_call=call, **self._kwargs(prompt))
         except Exception as exc:  # noqa: BLE001
             return self._failed(key, exc)
-        return _text(result), None
+        return first_reply_text(result), None
 
     def _failed(self, key: str, exc: Exception) -> tuple[None, Exception]:
         if self.raise_on_failure:
@@ -302,9 +303,3 @@ class _Job:
 def _node_id(doc: Document) -> str:
     node_id = doc.meta.get("node_id")
     return node_id if isinstance(node_id, str) and node_id else (doc.content or "").strip()
-
-
-def _text(result: dict[str, Any]) -> str:
-    replies = (result or {}).get("replies") or []
-    first = replies[0] if replies else None
-    return (getattr(first, "text", None) or "") if first is not None else ""

@@ -23,6 +23,7 @@ from haystack_cfrag.cdf_rag.math.refinement import (
 )
 from haystack_cfrag.cdf_rag.prompts import REFINEMENT_FIELDS, REFINEMENT_PROMPTS, check_prompt_templates
 from haystack_cfrag.common.plumbing import (
+    first_reply_text,
     DEFAULT_MAX_QUERY_CHARS,
     InjectedParts,
     accepts,
@@ -214,7 +215,7 @@ class QueryRefiner(InjectedParts):
                                        **self._call_kwargs(key, run.query))
         except Exception as exc:  # noqa: BLE001  (a failing model call falls back, see class doc)
             return self._failed(key, exc)
-        return _text(result), None
+        return first_reply_text(result), None
 
     async def _reply_async(self, run: _Run, key: str) -> tuple[str | None, Exception | None]:
         llm_call = _CHOOSE_CALL if key == "choose" else _REFINE_CALL
@@ -223,7 +224,7 @@ class QueryRefiner(InjectedParts):
                                                    llm_call=llm_call, **self._call_kwargs(key, run.query))
         except Exception as exc:  # noqa: BLE001
             return self._failed(key, exc)
-        return _text(result), None
+        return first_reply_text(result), None
 
     def _failed(self, key: str, exc: Exception) -> tuple[None, Exception]:
         if self.raise_on_failure:
@@ -326,9 +327,3 @@ class _Run:
 def _check_action(action: Any) -> None:
     if action not in CHOICES:
         raise ValueError(f"'action' must be one of {list(CHOICES)}, got {action!r}.")
-
-
-def _text(result: dict[str, Any]) -> str:
-    replies = (result or {}).get("replies") or []
-    first = replies[0] if replies else None
-    return (getattr(first, "text", None) or "") if first is not None else ""

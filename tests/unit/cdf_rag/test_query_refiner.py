@@ -150,13 +150,14 @@ def test_raise_on_failure_raises_on_a_failing_generator_only():
 
 
 @pytest.mark.parametrize(
-    ("action", "replies"),
-    [("expand", ["Expanded Query: Who wrote the novel Emma?"]), ("auto", ["decompose", SUBS]), ("rule", [SUBS]),
-     ("none", [])],
+    ("action", "replies", "taken"),
+    [("expand", ["Expanded Query: Who wrote the novel Emma?"], "expand"), ("auto", ["decompose", SUBS], "decompose"),
+     ("rule", [SUBS], "decompose"), ("none", [], "none")],
 )
-def test_run_and_run_async_agree(action, replies):
-    both(QueryRefiner(chat_generator=ScriptedGenerator(), action=action), lambda: ScriptedGenerator(replies),
-         query=MULTI)
+def test_run_and_run_async_agree(action, replies, taken):
+    out = both(QueryRefiner(chat_generator=ScriptedGenerator(), action=action), lambda: ScriptedGenerator(replies),
+               query=MULTI)
+    assert out["action"] == taken and out["trace"]["calls"] == len(replies)  # the same refinement both ways
 
 
 def test_to_dict_from_dict_round_trip():
