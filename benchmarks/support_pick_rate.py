@@ -9,6 +9,11 @@ passages e, and gets the best over them of
 - support  s(a | q, {e})                      (length-normalised log-probability)
 - pmi      s(a | q, {e}) − s(a | q, ∅)          (evidence-erased contrast)
 - margin   s(a | q, {e}) − max_j s(a | q'_j, {e}) (the run's own counterfactual questions q'_j)
+- options  the multiple-choice reading: every candidate's first evidence passage shown together,
+           the candidates listed as lettered options, each letter's log-probability renormalised
+           over the options and averaged over the cyclic option orders (position bias cancels;
+           `ReaderSupportScorer.option_support`, at most `--max-options` candidates, the
+           most-drafted first)
 
 and each selection picks the answer with the highest score. Reported: strict EM of each
 selection and of the recorded default, the oracle over candidates (some candidate is right),
@@ -29,7 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-SELECTIONS = ("support", "pmi", "margin")
+SELECTIONS = ("support", "pmi", "margin", "options")
+PER_PASSAGE = ("support", "pmi", "margin")
 
 
 def distinct_candidates(record: dict, max_passages: int) -> list[dict]:
@@ -41,7 +47,8 @@ def distinct_candidates(record: dict, max_passages: int) -> list[dict]:
         key = normalize_answer(c.get("answer") or "")
         if not key:
             continue
-        entry = merged.setdefault(key, {"answer": c["answer"], "evidence": [], "em": c.get("em", 0.0)})
+        entry = merged.setdefault(key, {"answer": c["answer"], "evidence": [], "em": c.get("em", 0.0), "drafts": 0})
+        entry["drafts"] += 1
         for title in c.get("evidence") or []:
             if title not in entry["evidence"]:
                 entry["evidence"].append(title)
@@ -50,14 +57,14 @@ def distinct_candidates(record: dict, max_passages: int) -> list[dict]:
     return list(merged.values())
 
 
-def score_question(record: dict, cands: list[dict], texts: dict[str, str], scorer) -> dict:
+def score_question(record: dict, cands: list[dict], texts: dict[str, str], scorer, max_options: int = 4) -> dict:
     from haystack import Document
 
     cfs = [c if isinstance(c, str) else c.get("text") or c.get("question") or "" for c in record.get("counterfactuals") or []]
     cfs = [c for c in cfs if c]
     calls = 0
     for cand in cands:
-        best = {name: None for name in SELECTIONS}
+        best = {name: None for name in PER_PASSAGE}
         for title in cand["evidence"]:
             if title not in texts:
                 continue
@@ -71,11 +78,34 @@ def score_question(record: dict, cands: list[dict], texts: dict[str, str], score
                 if v is not None and (best[name] is None or v > best[name]):
                     best[name] = v
         cand["scores"] = best
+    calls += option_reading(record["question"], cands, texts, scorer, max_options)
     picks = {}
     for name in SELECTIONS:
         scored = [c for c in cands if c["scores"][name] is not None]
         picks[name] = max(scored, key=lambda c: c["scores"][name])["answer"] if scored else record["answer"]
     return {"picks": picks, "calls": calls}
+
+
+def option_reading(question: str, cands: list[dict], texts: dict[str, str], scorer, max_options: int) -> int:
+    """Score the `max_options` most-drafted candidates as lettered options over their first passages
+    (stored in each candidate's scores["options"]; None for the others); returns the calls made."""
+    from haystack import Document
+
+    shown = sorted(range(len(cands)), key=lambda i: -cands[i].get("drafts", 1))[:max_options]
+    titles = []
+    for i in shown:
+        first = next((t for t in cands[i]["evidence"] if t in texts), None)
+        if first is not None and first not in titles:
+            titles.append(first)
+    for cand in cands:
+        cand["scores"]["options"] = None
+    if len(shown) < 2 or not titles:
+        return 0
+    docs = [Document(content=texts[t], meta={"title": t}) for t in titles]
+    values = scorer.option_support(question, [cands[i]["answer"] for i in shown], docs)
+    for i, v in zip(shown, values, strict=True):
+        cands[i]["scores"]["options"] = v
+    return len(shown) * len(shown)
 
 
 def report(done: list[dict], default_name: str, rounds: int = 1000) -> str:
@@ -114,6 +144,7 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--system", default="cf_rag")
     parser.add_argument("--passages", type=int, default=2, help="evidence passages scored per candidate")
+    parser.add_argument("--max-options", type=int, default=4, help="candidates listed in the options reading")
     parser.add_argument("--llm", default="embedded:qwen2.5-coder-1.5b-instruct")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
@@ -145,7 +176,7 @@ def main() -> None:
                    "picks": {name: record["answer"] for name in SELECTIONS}, "calls": 0, "seconds": 0.0}
             if len(cands) > 1:
                 start = time.perf_counter()
-                row.update(score_question(record, cands, texts, scorer))
+                row.update(score_question(record, cands, texts, scorer, args.max_options))
                 row["seconds"] = time.perf_counter() - start
                 row["candidates"] = cands
             with log.open("a") as f:
