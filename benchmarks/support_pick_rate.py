@@ -113,6 +113,8 @@ def report(done: list[dict], default_name: str, rounds: int = 1000) -> str:
 
     rng = np.random.default_rng(0)
     n = len(done)
+    if n == 0:
+        return "No question scored yet.\n"
     oracle = np.array([it["oracle"] for it in done])
     default = np.array([it["default_em"] for it in done])
     lines = [f"{n} questions; oracle over candidates {100 * oracle.mean():.1f}; "
