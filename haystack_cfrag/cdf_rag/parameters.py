@@ -4,6 +4,8 @@ The action is a run-time input of the refiner (per request); τ and δ build the
 
     >>> PARAMETERS["refinement"].describe()
     "one of 'auto', 'rule', 'expand', 'simplify', 'decompose', 'none'"
+    >>> sorted(GROUNDED_PARAMETERS)
+    ['delta', 'graph_top_k', 'tau']
 """
 
 from __future__ import annotations
@@ -26,4 +28,7 @@ PARAMETERS: dict[str, Parameter] = {
     )
 }
 
-__all__ = ["PARAMETERS"]
+GROUNDED_PARAMETERS: dict[str, Parameter] = {name: PARAMETERS[name] for name in ("tau", "delta", "graph_top_k")}
+"""The `grounded_rag` pipeline's: standard RAG then the two checks (no refiner)."""
+
+__all__ = ["GROUNDED_PARAMETERS", "PARAMETERS"]

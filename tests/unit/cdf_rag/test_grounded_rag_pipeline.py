@@ -1,0 +1,44 @@
+"""The shipped `grounded_rag` pipeline through the runtime, on fakes: standard RAG's answer, then the two checks."""
+
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+from haystack_cfrag import registry
+from haystack_cfrag.cdf_rag import trace as cdf_trace
+from haystack_cfrag.runtime import Runtime
+from haystack_cfrag.testing import MockChatGenerator
+from tests import dark_knight as dk
+from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder
+
+
+def runtime(tmp_path):
+    store = InMemoryDocumentStore(embedding_similarity_function="cosine")
+    store.write_documents(HashingDocumentEmbedder().run(dk.documents())["documents"])
+    return Runtime(store=store, chat_generator=MockChatGenerator(), text_embedder=HashingTextEmbedder(),
+                   allowed_modules=["tests"], graph_cache=tmp_path / "graph")
+
+
+def test_registry_entry_has_the_checks_parameters_and_no_refinement():
+    entry = registry.REGISTRY["grounded_rag"]
+    assert entry.family == "cdf_rag" and not entry.served and not entry.indexing
+    assert set(entry.parameters) == {"tau", "delta", "graph_top_k"} and entry.request_parameters == ("graph_top_k",)
+    assert registry.trace_view("grounded_rag") is cdf_trace
+
+
+def test_standard_rag_answer_then_both_checks_in_the_trace(tmp_path):
+    rt = runtime(tmp_path)
+    standard = rt.ask("standard_rag", dk.QUESTION)
+    grounded = rt.ask("grounded_rag", dk.QUESTION)
+    assert set(grounded.trace) == {"causal_checker", "hallucination_checker"}  # no refiner: the question as asked
+    # the same passages as standard RAG: the dense top 5, never the graph's
+    assert [d["id"] for d in grounded.documents] == [d["id"] for d in standard.documents]
+    hall, causal = grounded.trace["hallucination_checker"], grounded.trace["causal_checker"]
+    assert causal["s_causal"] is None and not causal.get("regenerated")  # the mock extracts no edge to judge
+    assert hall["s_hall"] is not None and hall["claims"] >= 1
+    if hall["rewritten"]:
+        assert hall["original_answer"] == standard.answer and grounded.answer != standard.answer
+    else:  # a check that does not fire leaves standard RAG's answer; its scorings generate nothing
+        assert hall["decision"] == "keep" and grounded.answer == hall["original_answer"] == standard.answer
+        assert grounded.llm["completion_tokens"] == standard.llm["completion_tokens"]
+        assert grounded.llm["calls"] > standard.llm["calls"] == 1  # the answer, then the claims' scorings
+    lines = cdf_trace.decision_lines(grounded.trace)
+    assert [line.split(":")[0] for line in lines] == ["Causal check", "Hallucination check"]
