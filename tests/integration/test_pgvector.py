@@ -87,3 +87,30 @@ def test_many_runs_with_failing_models_leave_the_pgvector_store_unchanged(pg_url
     assert failures >= 2  # the raising generator makes standard RAG fail; cf_rag degrades instead
     assert store.count_documents() == len(dk.documents())
     close_document_store(store)
+
+
+def test_causal_graph_nodes_round_trip_through_pgvector(pg_url):
+    """CausalRAG's node Documents (nested edge meta) in a pgvector table: the same subgraph as InMemory's."""
+    from dataclasses import replace
+
+    from haystack_cfrag.causal_rag import CausalGraphBuilder, CausalGraphRetriever
+    from tests.unit.causal_rag.fakes import ScriptedExtractor, TableEmbedder
+    from tests.unit.causal_rag.test_causal_graph_retriever import DOCS, VECTORS
+    from tests.unit.causal_rag.test_stores import EXPECTED
+
+    store = open_document_store(f"pgvector:{pg_url}#graph", embedding_dim=5, create=True)
+    out = CausalGraphBuilder(chat_generator=ScriptedExtractor(),
+                             document_embedder=TableEmbedder(VECTORS, dimension=5)).run(documents=DOCS)
+    passages = [replace(d, embedding=[0.3] * 5) for d in out["documents"]]
+    store.write_documents(out["nodes"] + passages, policy=DuplicatePolicy.OVERWRITE)
+    close_document_store(store)
+
+    store = open_document_store(f"pgvector:{pg_url}#graph")  # read back as a user's store is
+    retriever = CausalGraphRetriever(node_retriever=embedding_retriever(store, top_k=1), document_store=store,
+                                     top_k=1, hops=2)
+    result = retriever.run(query_embedding=VECTORS["Crops"])
+    assert [(e["source"], e["target"]) for e in result["causal_edges"]] == EXPECTED
+    assert [d.id for d in result["documents"]] == ["p2", "p3", "p1"] and result["degradations"] == []
+    seed = result["nodes"][0]  # its nested edge meta came back from JSONB as written
+    assert seed.meta["node_id"] == "Crops" and {e["source"] for e in seed.meta["edges_in"]} == {"Flood", "Drought"}
+    close_document_store(store)
