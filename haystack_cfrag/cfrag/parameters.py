@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from haystack_cfrag.cfrag.ranges import RANGES
-from haystack_cfrag.cfrag.components.causal_arbitration_ranker import DUEL_READINGS, EVIDENCE_MODES
+from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CAUSAL_SCORES, DUEL_READINGS, EVIDENCE_MODES
 from haystack_cfrag.cfrag.components.counterfactual_query_expander import PROMPT_STYLES
 from haystack_cfrag.cfrag.components.parallel_draft_generator import PROMPTS
 from haystack_cfrag.cfrag.components.spectral_stratifier import ORDERS, POOLS, SELECTIONS
@@ -123,6 +123,8 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter("duel", "ranker", "duel", bool, help="settle a disagreement by one passage per answer"),
         Parameter("duel_reading", "ranker", "duel_reading", str, choices=DUEL_READINGS,
                   help="the duel read by a generation, or by the reader's support (or PMI) of each answer"),
+        Parameter("causal_score", "ranker", "causal_score", str, choices=CAUSAL_SCORES,
+                  help="phi_causal from the bi-encoder's margins or the reader's counterfactual test"),
         Parameter("duel_confirm", "ranker", "duel_confirm", bool,
                   help="a duel replaces the baseline only if a reverse-order reading names the same answer"),
         Parameter("stop_after_lines", "expander", "stop_after_lines", bool,

@@ -8,6 +8,8 @@ A trace has every key of `Trace`. The keys only arbitration fills (`ARBITRATION_
 `counterfactual_details`, `scorer`, `weights`, `clusters`, `best_draft`) are left out when no
 draft was usable: `decision` then says why (one of `NoAnswerDecision`), `drafts` holds only
 failed entries, `ranking` is empty and `override` is None.
+`reader_causal` is there only when the ranker's `causal_score` is "reader" and there were
+counterfactuals to contrast.
 
 Readers: `format_trace` (`cfrag ask`), `why_no_answer` (the CLI's message when a run gave no
 answer), `failed_drafts` and `scored_drafts` (serving's warnings, the evaluation's candidates).
@@ -33,6 +35,7 @@ __all__ = [
     "MarginRuleEntry",
     "NoAnswerDecision",
     "OverrideEntry",
+    "ReaderCausalEntry",
     "Scores",
     "Trace",
     "TraceDecision",
@@ -133,6 +136,21 @@ class DuelEntry(TypedDict):
     """Each answer's score on its own duel passage (with `reading`)."""
 
 
+class ReaderCausalEntry(TypedDict, total=False):
+    """One draft's φ_causal from the reader's counterfactual test (`causal_score="reader"`)."""
+
+    draft: int
+    passages: list[str]
+    support: float
+    """support(a | q, E): length-normalised log-probability of the draft's answer (nats per token)."""
+    margin: float
+    """support(a | q, E) − max_j support(a | q'_j, E)."""
+    phi_causal: float | None
+    """tanh(margin): what Ψ and the override read as φ_causal."""
+    calls: int | None
+    tokens_evaluated: int | None
+
+
 class OverrideEntry(TypedDict):
     """The conservative override: the baseline draft, the margin and the best challenger's Ψ gap."""
 
@@ -159,6 +177,8 @@ class Trace(TypedDict):
     override: OverrideEntry | None
     answer: str
     degradations: list[Degradation]
+    reader_causal: NotRequired[list[ReaderCausalEntry]]
+    """With `causal_score="reader"` and counterfactuals: each draft's reader test, in draft order."""
 
 
 ARBITRATION_KEYS = ("counterfactual_details", "scorer", "weights", "clusters", "best_draft")

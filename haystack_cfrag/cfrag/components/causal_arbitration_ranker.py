@@ -79,6 +79,12 @@ DUEL_READINGS = ("generate", "support", "support_pmi")
 """How the duel is read: the synthesizer names an answer ("generate"), or each answer is scored on its own
 passage by the reader's support ("support": log P(a | q, e)) or its evidence-erased contrast
 ("support_pmi": log P(a | q, e) − log P(a | q)), and the best score wins (haystack_cfrag.support)."""
+CAUSAL_SCORES = ("biencoder", "reader")
+"""Where φ_causal comes from: the bi-encoder's margins s(q, e) − max s(q', e) averaged over E_j ("biencoder"),
+or the reader's counterfactual test on E_j, tanh(support(a_j | q, E_j) − max_j' support(a_j | q'_j', E_j))
+("reader", `arbitration.reader_phi_causal`; haystack_cfrag.support)."""
+READER_CAUSAL_PASSAGES = 2
+"""Evidence passages of a draft the reader's counterfactual test reads (its first cited ones)."""
 
 _DUEL = LLMCall(stage="duel", component="CausalArbitrationRanker", generator_name="synthesizer")
 _SYNTHESIS = LLMCall(stage="synthesis", component="CausalArbitrationRanker", generator_name="synthesizer")
@@ -163,6 +169,7 @@ class CausalArbitrationRanker(InjectedParts):
         duel: bool = False,
         duel_confirm: bool = False,
         duel_reading: str = "generate",
+        causal_score: str = "biencoder",
         prompt_template: str | None = None,
         duel_prompt_template: str | None = None,
     ) -> None:
@@ -201,6 +208,10 @@ class CausalArbitrationRanker(InjectedParts):
             reverse order; the challenger replaces the baseline only when that reading names it
             again (a small reader tends to name the first passage's answer). One more call, only
             when a duel would replace the baseline.
+        :param causal_score: φ_causal's source (CAUSAL_SCORES): "biencoder" (the paper's, from s(q, e))
+            or "reader" (the synthesizer's own log-probabilities: each distinct answer scored on its
+            draft's first READER_CAUSAL_PASSAGES evidence passages under q and every q'; 1 + N
+            scorings per answer). Needs `synthesizer`; a failing scoring falls back to the bi-encoder's.
         :param prompt_template: replaces the synthesis prompt (None = `prompts.SYNTHESIS_PROMPT`): a
             `str.format` string with the placeholders {query} and {drafts}.
         :param duel_prompt_template: replaces the duel's prompt (None = standard RAG's,
@@ -216,6 +227,10 @@ class CausalArbitrationRanker(InjectedParts):
             raise ValueError(f"'duel_confirm' must be true or false, got {duel_confirm!r}.")
         if duel_reading not in DUEL_READINGS:
             raise ValueError(f"'duel_reading' must be one of {list(DUEL_READINGS)}, got {duel_reading!r}.")
+        if causal_score not in CAUSAL_SCORES:
+            raise ValueError(f"'causal_score' must be one of {list(CAUSAL_SCORES)}, got {causal_score!r}.")
+        if causal_score == "reader" and synthesizer is None:
+            raise ValueError("'causal_score' \"reader\" needs a 'synthesizer' (the reader whose log-probabilities score).")
         if override_margin is not None:
             ranges.check("override_margin", override_margin)
         if consensus_min_causal is not None:
@@ -256,6 +271,7 @@ class CausalArbitrationRanker(InjectedParts):
         self.duel = duel
         self.duel_confirm = duel_confirm
         self.duel_reading = duel_reading
+        self.causal_score = causal_score
         self._support: Any = None  # the reader's support scorer over the synthesizer, made on first use
         self.prompt_template = prompt_template
         self.duel_prompt_template = duel_prompt_template
@@ -281,6 +297,7 @@ class CausalArbitrationRanker(InjectedParts):
             duel=self.duel,
             duel_confirm=self.duel_confirm,
             duel_reading=self.duel_reading,
+            causal_score=self.causal_score,
             prompt_template=self.prompt_template,
             duel_prompt_template=self.duel_prompt_template,
         )
@@ -320,6 +337,8 @@ class CausalArbitrationRanker(InjectedParts):
             return self._no_drafts(case)
         case.relevance = self._relevance(case)
         case.embed(embed_texts(self.text_embedder, case.texts_to_embed()) if self.text_embedder is not None else None)
+        if self.causal_score == "reader":
+            self._reader_causal(case)
         arbitration = self._arbitrate(case, causal_weight)
         synthesis = None
         if arbitration.decision == "duel" and self.duel_reading != "generate":
@@ -355,6 +374,8 @@ class CausalArbitrationRanker(InjectedParts):
         case.relevance = await self._relevance_async(case)
         embedded = await embed_texts_async(self.text_embedder, case.texts_to_embed()) if self.text_embedder else None
         case.embed(embedded)
+        if self.causal_score == "reader":
+            await asyncio.to_thread(self._reader_causal, case)
         arbitration = self._arbitrate(case, causal_weight)
         synthesis = None
         if arbitration.decision == "duel" and self.duel_reading != "generate":  # scoring: in a worker thread
@@ -443,7 +464,46 @@ class CausalArbitrationRanker(InjectedParts):
             indices=[d.index for d in case.drafts],
             token_logprobs=[d.token_logprobs for d in case.drafts],
             baseline=case.baseline(),
+            causal_scores=[entry.get("phi_causal") for entry in case.reader_causal] if case.reader_causal else None,
         )
+
+    def _reader(self) -> Any:
+        if self._support is None:
+            from haystack_cfrag.support.scorer import ReaderSupportScorer  # noqa: PLC0415
+
+            self._support = ReaderSupportScorer(chat_generator=self.synthesizer,
+                                                erased_contrast=self.duel_reading == "support_pmi")
+        return self._support
+
+    def _reader_causal(self, case: _Case) -> None:
+        """The reader's counterfactual test per draft (`case.reader_causal`), one scoring run per distinct answer.
+
+        Without counterfactuals there is nothing to contrast (φ_causal stays missing, as with the
+        bi-encoder); a failing scorer leaves the bi-encoder's φ_causal, with a degradation.
+        """
+        cfs = case.queries[1:]
+        if not cfs:
+            return
+        by_answer: dict[str, dict[str, Any]] = {}
+        entries: list[dict[str, Any]] = []
+        try:
+            for j, draft in enumerate(case.drafts):
+                docs = [case.docs[i] for i in dict.fromkeys(case.evidence[j])][:READER_CAUSAL_PASSAGES]
+                key = f"{draft.answer.strip().lower()}\x00{'|'.join(d.id for d in docs)}"
+                if key not in by_answer and draft.answer.strip():
+                    out = self._reader().run(query=case.query, answers=[draft.answer], documents=docs,
+                                             counterfactual_queries=cfs)
+                    cost = out.get("trace") or {}
+                    by_answer[key] = {"support": float(out["support"][0]), "margin": float(out["margin"][0]),
+                                      "calls": cost.get("calls"), "tokens_evaluated": cost.get("tokens_evaluated")}
+                scored = by_answer.get(key)
+                entries.append({"draft": draft.index, "passages": [d.id for d in docs],
+                                **(scored or {}), "phi_causal": arb.reader_phi_causal(scored["margin"]) if scored else None})
+        except Exception as exc:  # noqa: BLE001  (the bi-encoder's φ_causal stands, see the docstring)
+            case.degradations.append(degradation("causal_score", f"the reader's scoring failed: {exc!r}; "
+                                                 "the bi-encoder's φ_causal was used"))
+            return
+        case.reader_causal = entries
 
     def _read_duel(self, case: _Case, arbitration: Arbitration, *, reverse: bool = False) -> list[ChatMessage]:
         """The synthesizer's reading of the duel passages ([] when it fails: the margin rule decides)."""
@@ -459,16 +519,12 @@ class CausalArbitrationRanker(InjectedParts):
         The scores go to the trace (`override.duel.support`); a failing scorer names nothing, so the
         margin rule decides (as when a generated reading fails).
         """
-        if self._support is None:
-            from haystack_cfrag.support.scorer import ReaderSupportScorer  # noqa: PLC0415
-
-            self._support = ReaderSupportScorer(chat_generator=self.synthesizer,
-                                                erased_contrast=self.duel_reading == "support_pmi")
+        support = self._reader()
         key = "pmi" if self.duel_reading == "support_pmi" else "support"
         scored = []
         try:
             for candidate, column in arbitration.override.duel:
-                out = self._support.run(query=case.query, answers=[case.answers[candidate]],
+                out = support.run(query=case.query, answers=[case.answers[candidate]],
                                         documents=[case.docs[column]])
                 cost = out.get("trace") or {}
                 scored.append({"answer": case.answers[candidate], "passage": case.docs[column].id,
@@ -564,6 +620,8 @@ class CausalArbitrationRanker(InjectedParts):
         duel = (trace.get("override") or {}).get("duel")
         if isinstance(duel, dict) and case.duel_support is not None:
             duel["reading"], duel["support"] = self.duel_reading, case.duel_support
+        if case.reader_causal:
+            trace["reader_causal"] = case.reader_causal
         return {"answers": answers, "answer": final, "trace": trace}
 
     def _no_drafts(self, case: _Case) -> dict[str, Any]:
@@ -597,6 +655,7 @@ class _Case:
         self.query = query
         self.details = details or []
         self.duel_support: list[dict[str, Any]] | None = None  # the support reading's scores, when held
+        self.reader_causal: list[dict[str, Any]] | None = None  # causal_score="reader": per draft, in order
         self.drafts = drafts
         self.failed = failed
         self.queries = queries

@@ -162,6 +162,7 @@ def arbitrate(
     indices: Sequence[int] | None = None,
     token_logprobs: Sequence[Sequence[float] | None] | None = None,
     baseline: int | None = None,
+    causal_scores: Sequence[float | None] | None = None,
 ) -> Arbitration:
     """Score, order and decide (Algorithm 1; the conservative override when `baseline` and a margin are set).
 
@@ -169,6 +170,9 @@ def arbitrate(
     :param indices: the drafts' own numbers: equal Ψ puts the lower first (default: positions).
     :param token_logprobs: per draft, for φ_conf (None: missing).
     :param baseline: position of the baseline draft, if any.
+    :param causal_scores: per draft, a φ_causal computed elsewhere (the reader's counterfactual test,
+        `arbitration.reader_phi_causal`), used instead of the mean bi-encoder margin of its evidence;
+        None for a draft: the bi-encoder's. The duel still orders its passages by the bi-encoder margins.
     """
     margins = arb.causal_margins(relevance)
     l1, l2 = rules.coherence_weights
@@ -177,7 +181,7 @@ def arbitrate(
         Scores(
             coherence=arb.phi_coherence(answer_doc_cosine[j], relevance[0], mentions[j], evidence[j],
                                         lambda1=l1, lambda2=l2),
-            causal=arb.phi_causal(margins, evidence[j]) if margins is not None else None,
+            causal=_causal(margins, evidence[j], causal_scores[j] if causal_scores is not None else None),
             confidence=arb.phi_confidence(logprobs[j]),
             specificity=arb.phi_specificity(answer),
         )
@@ -213,6 +217,13 @@ def arbitrate(
         decision = "best_score"
     return Arbitration(order=tuple(order), decision=decision, scores=scores, psi=psis, agreements=agreements,
                        weights=weights, margins=margins, override=override)
+
+
+def _causal(margins: np.ndarray | None, evidence: Sequence[int], given: float | None) -> float | None:
+    """A draft's φ_causal: the one given, else the bi-encoder's (None without counterfactuals)."""
+    if given is not None:
+        return float(given)
+    return arb.phi_causal(margins, evidence) if margins is not None else None
 
 
 def duel_candidates(

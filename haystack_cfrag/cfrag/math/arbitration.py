@@ -33,6 +33,21 @@ def phi_causal(margins: np.ndarray, evidence: Sequence[int]) -> float:
     return float(np.asarray(margins, dtype=float)[idx].mean())
 
 
+def reader_phi_causal(margin: float | None) -> float | None:
+    """φ_causal from the reader's counterfactual test: tanh of support(a | q, E) − max_j support(a | q'_j, E).
+
+    The margin is in nats per answer token (`haystack_cfrag.support.math.counterfactual_margin`);
+    tanh keeps its sign and order and bounds it to (−1, 1), the scale of the bi-encoder's margins
+    and of φ_coh, so that λ weighs the two criteria as it does with the bi-encoder's φ_causal.
+
+    >>> reader_phi_causal(0.0), round(reader_phi_causal(1.0), 3), round(reader_phi_causal(-3.0), 3), reader_phi_causal(None)
+    (0.0, 0.762, -0.995, None)
+    """
+    if margin is None or not math.isfinite(margin):
+        return None
+    return float(math.tanh(margin))
+
+
 def phi_coherence(
     answer_doc_cosine: np.ndarray,
     query_relevance: np.ndarray,

@@ -505,3 +505,73 @@ def test_a_duel_whose_support_scoring_fails_leaves_the_margin_rule_in_charge():
     assert any(d["stage"] == "duel" and "support scoring failed" in d["reason"] for d in out["trace"]["degradations"])
     with pytest.raises(ValueError, match="duel_reading"):
         CausalArbitrationRanker(duel_reading="vote")
+
+
+# ---------------------------------------------------------------- φ_causal from the reader's counterfactual test
+class RoleBackend:
+    """log P(answer | prompt), made up: per answer word −0.5 when an evidence line holds it with the
+    question's role word (lead / villain / directed), −3.0 when a line holds it without, −4.0 when none does."""
+
+    name = "fake"
+
+    def warm_up(self) -> None:
+        pass
+
+    def answer_logprobs(self, prompt: str, answer: str):
+        from haystack_cfrag.support.backends import AnswerLogprobs
+
+        evidence, question = prompt.lower().rsplit("question:", 1)
+        role = next((r for r in ("lead", "villain", "directed") if r in question), "")
+        values = []
+        for word in answer.lower().split():
+            lines = [line for line in evidence.splitlines() if word in line]
+            values.append(-4.0 if not lines else (-0.5 if role and any(role in line for line in lines) else -3.0))
+        return AnswerLogprobs(tuple(values), len(prompt), 0, 0.0)
+
+
+class RoleReader(KeywordReader):
+    def support_backend(self):
+        return RoleBackend()
+
+
+def test_the_readers_counterfactual_test_is_phi_causal_and_lets_the_decisive_draft_override():
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
+    reviews = [docs[f"review-{i}"] for i in range(4)]
+    reader = RoleReader(candidates=dk.CANDIDATES)
+    out, _ = _case("Heath Ledger", [("Christian Bale", [docs["cast"]]), ("Heath Ledger", reviews)],
+                   override_margin=0.05, synthesizer=reader, causal_score="reader")
+    trace = out["trace"]
+    tests = {d["draft"]: d for d in trace["reader_causal"]}
+    by_answer = {d["answer"]: d for d in trace["drafts"]}
+    bale, ledger = by_answer["Christian Bale"], by_answer["Heath Ledger"]
+    # the cast passage makes "Christian Bale" specific to the lead question (−0.5 against −3.0 under
+    # the villain and director questions); the reviews make "Heath Ledger" the villain's answer
+    assert tests[bale["index"]]["margin"] == pytest.approx(2.5) and tests[bale["index"]]["passages"] == ["cast"]
+    assert tests[ledger["index"]]["margin"] == pytest.approx(-2.5) and len(tests[ledger["index"]]["passages"]) == 2
+    assert bale["scores"]["causal"] == pytest.approx(np.tanh(2.5)) and ledger["scores"]["causal"] < 0
+    assert out["answer"] == "Christian Bale" and trace["decision"] == "override"
+    assert reader.prompts == []  # scored, not generated: (1 + 2 questions) scorings per distinct draft
+    assert all(t["calls"] == 3 for t in tests.values())
+
+
+def test_the_readers_test_needs_counterfactuals_a_reader_and_a_working_scorer():
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
+    ranker = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), synthesizer=RoleReader(candidates=dk.CANDIDATES),
+                                     causal_score="reader", override_margin=0.05)
+    base = GeneratedAnswer(data="Heath Ledger", query=dk.QUESTION, documents=[docs["review-0"]], meta={})
+    out = ranker.run(query=dk.QUESTION, drafts=[Draft(index=0, answer="Christian Bale", documents=[docs["cast"]])],
+                     answers=[base], queries=[dk.QUESTION])
+    assert "reader_causal" not in out["trace"] and out["trace"]["decision"] == "baseline"  # nothing to contrast
+    # a reader without log-probabilities: the bi-encoder's φ_causal stands, and the trace says so
+    bi, _ = _case("Heath Ledger", [("Christian Bale", [docs["cast"]])], override_margin=0.05)
+    failed, _ = _case("Heath Ledger", [("Christian Bale", [docs["cast"]])], override_margin=0.05,
+                      synthesizer=RecordingGenerator(reply="Answer: x"), causal_score="reader")
+    assert "reader_causal" not in failed["trace"] and failed["answer"] == bi["answer"]
+    assert [d["scores"]["causal"] for d in failed["trace"]["drafts"]] == [d["scores"]["causal"] for d in bi["trace"]["drafts"]]
+    assert any(d["stage"] == "causal_score" for d in failed["trace"]["degradations"])
+    with pytest.raises(ValueError, match="causal_score"):
+        CausalArbitrationRanker(causal_score="oracle")
+    with pytest.raises(ValueError, match="synthesizer"):
+        CausalArbitrationRanker(causal_score="reader")
+    ranker = CausalArbitrationRanker(synthesizer=RoleReader(candidates=dk.CANDIDATES), causal_score="reader")
+    assert CausalArbitrationRanker.from_dict(ranker.to_dict()).causal_score == "reader"

@@ -50,7 +50,8 @@ def arbitrated(**ranker_kwargs: Any) -> dict[str, Any]:
 
 
 def check_arbitrated(trace: dict[str, Any]) -> None:
-    assert set(trace) == declared(tr.Trace)
+    # reader_causal: only with causal_score="reader" (test_the_readers_test_has_exactly_the_declared_keys)
+    assert set(trace) == declared(tr.Trace) - ({"reader_causal"} if "reader_causal" not in trace else set())
     assert trace["decision"] in literal_values(tr.TraceDecision)
     assert trace["counterfactual_details"]
     for detail in trace["counterfactual_details"]:
@@ -90,6 +91,15 @@ def test_a_trace_with_a_duel_has_exactly_the_declared_keys():
     assert all(set(entry) == declared(tr.DuelSupportEntry) for entry in scored["override"]["duel"]["support"])
 
 
+def test_the_readers_test_has_exactly_the_declared_keys():
+    from tests.unit.cfrag.test_default_mechanisms import RoleReader
+
+    trace = arbitrated(override_margin=0.05, synthesizer=RoleReader(candidates=dk.CANDIDATES), causal_score="reader")
+    check_arbitrated(trace)
+    assert "reader_causal" in trace and len(trace["reader_causal"]) == len(tr.scored_drafts(trace))
+    assert all(set(entry) == declared(tr.ReaderCausalEntry) for entry in trace["reader_causal"])
+
+
 def test_a_trace_of_the_margin_rule_has_exactly_the_declared_keys():
     trace = arbitrated(override_margin=0.05)
     check_arbitrated(trace)
@@ -110,7 +120,8 @@ def test_a_trace_of_the_paper_path_has_exactly_the_declared_keys():
 def test_a_trace_without_a_usable_draft_has_the_required_keys_only(drafts, decision):
     trace = CausalArbitrationRanker().run(query=dk.QUESTION, drafts=drafts, counterfactuals=counterfactuals())["trace"]
     assert set(trace) == set(tr.Trace.__required_keys__)
-    assert set(tr.ARBITRATION_KEYS) == set(tr.Trace.__optional_keys__)
+    # the other optional key, reader_causal, comes only with causal_score="reader"
+    assert set(tr.ARBITRATION_KEYS) == set(tr.Trace.__optional_keys__) - {"reader_causal"}
     assert trace["decision"] == decision and trace["decision"] in literal_values(tr.TraceDecision)
     assert (trace["ranking"], trace["agreement"], trace["override"], trace["answer"]) == ([], 0.0, None, "")
     for entry in trace["drafts"]:
