@@ -1,20 +1,10 @@
 """The shipped `grounded_rag` pipeline through the runtime, on fakes: standard RAG's answer, then the two checks."""
 
-from haystack.document_stores.in_memory import InMemoryDocumentStore
-
 from haystack_cfrag import registry
 from haystack_cfrag.cdf_rag import trace as cdf_trace
-from haystack_cfrag.runtime import Runtime
-from haystack_cfrag.testing import MockChatGenerator
 from tests import dark_knight as dk
-from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder
 
-
-def runtime(tmp_path):
-    store = InMemoryDocumentStore(embedding_similarity_function="cosine")
-    store.write_documents(HashingDocumentEmbedder().run(dk.documents())["documents"])
-    return Runtime(store=store, chat_generator=MockChatGenerator(), text_embedder=HashingTextEmbedder(),
-                   allowed_modules=["tests"], graph_cache=tmp_path / "graph")
+from .test_cdf_rag_pipeline import runtime  # the Dark Knight store, the mock reader, a graph cache of its own
 
 
 def test_registry_entry_has_the_checks_parameters_and_no_refinement():
