@@ -1,0 +1,47 @@
+"""benchmarks/analysis/checks_fired.py: how often CDF-RAG's checks fired and what their corrections did."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_tool():
+    sys.path.insert(0, str(ROOT / "benchmarks" / "analysis"))
+    spec = importlib.util.spec_from_file_location("checks_fired", ROOT / "benchmarks" / "analysis" / "checks_fired.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def record(qid, answer, selection, answers=("Christian Bale",), system="cdf_rag"):
+    return {"system": system, "qid": qid, "answers": list(answers), "answer": answer, "selection": selection}
+
+
+def test_fired_hits_and_what_each_correction_changed():
+    tool = load_tool()
+    records = [
+        # the causal check regenerates Ledger -> Bale; the grounding check then keeps Bale
+        record("q1", "Christian Bale", {
+            "causal_checker": {"decision": "regenerate", "original_answer": "Heath Ledger"},
+            "hallucination_checker": {"decision": "keep", "original_answer": "Christian Bale"},
+            "refiner": {"action": "expand"}}),
+        # the grounding check fires on a wrong answer, and its rewrite returns the same answer
+        record("q2", "Heath Ledger", {
+            "causal_checker": {"decision": "undefined", "original_answer": "Heath Ledger"},
+            "hallucination_checker": {"decision": "rewrite", "original_answer": "Heath Ledger"},
+            "refiner": {"action": "none"}}),
+        # a false alarm whose rewrite breaks a right answer
+        record("q3", "Nolan", {"hallucination_checker": {"decision": "rewrite", "original_answer": "Bale"}},
+               answers=("Christian Bale", "Bale")),
+        record("q4", "Bale", {}, system="standard_rag"),  # no check: not counted
+    ]
+    table = tool.tally(records)
+    assert set(table) == {"cdf_rag"}
+    causal, hall = table["cdf_rag"]["causal_checker"], table["cdf_rag"]["hallucination_checker"]
+    assert causal == {"questions": 2, "scored": 1, "fired": 1, "fired_on_wrong": 1, "changed": 1,
+                      "wrong_to_right": 1, "right_to_wrong": 0}
+    assert hall == {"questions": 3, "scored": 3, "fired": 2, "fired_on_wrong": 1, "changed": 1,
+                    "wrong_to_right": 0, "right_to_wrong": 1}
+    assert dict(table["cdf_rag"]["refiner"]) == {"expand": 1, "none": 1}
