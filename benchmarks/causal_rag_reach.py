@@ -42,18 +42,21 @@ def names_match(answer: str, names: set[str]) -> bool:
     return bool(a) and any(a == n or f" {a} " in f" {n} " for n in names)
 
 
-def setting_rows(item, store, nodes, text_embedder, k: int, s: int) -> dict:
+def retrievers(store, nodes, k: int, s: int) -> tuple:
+    """The pipeline's retriever for (k, s) (60 edges, 3 passages) and an uncapped one (what the subgraph reaches)."""
     from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 
     from haystack_cfrag.causal_rag.components.causal_graph_retriever import CausalGraphRetriever
+
+    return tuple(CausalGraphRetriever(node_retriever=InMemoryEmbeddingRetriever(document_store=nodes, top_k=k),
+                                      document_store=store, top_k=k, hops=s, max_edges=edges, max_documents=docs)
+                 for edges, docs in ((60, 3), (2000, 200)))
+
+
+def setting_rows(item, query_embedding: list[float], retriever, wide) -> dict:
     from haystack_cfrag.common.text import normalize_answer
 
-    retriever = CausalGraphRetriever(node_retriever=InMemoryEmbeddingRetriever(document_store=nodes, top_k=k),
-                                     document_store=store, top_k=k, hops=s, max_edges=60, max_documents=3)
-    wide = CausalGraphRetriever(node_retriever=InMemoryEmbeddingRetriever(document_store=nodes, top_k=k),
-                                document_store=store, top_k=k, hops=s, max_edges=2000, max_documents=200)
-    q = text_embedder.run(text=item.question)["embedding"]
-    capped, full = retriever.run(query_embedding=q), wide.run(query_embedding=q)
+    capped, full = retriever.run(query_embedding=query_embedding), wide.run(query_embedding=query_embedding)
     gold_ids = {p.id for p in item.passages if p.title in set(item.gold_titles)}
     names = {normalize_answer(str(e.get(side, ""))) for e in full["causal_edges"] for side in ("source", "target")}
     names |= {normalize_answer(str(d.meta.get("node_id") or d.content or "")) for d in full["nodes"]}
@@ -93,7 +96,8 @@ def main() -> None:
     rows = []
     for k in RANGE:
         for s in RANGE:
-            per_item = [setting_rows(item, store, nodes, te, k, s) for item in items]
+            capped, wide = retrievers(store, nodes, k, s)
+            per_item = [setting_rows(item, corpus.question_embeddings[item.id], capped, wide) for item in items]
             row = {"k": k, "s": s}
             for key in per_item[0]:
                 values = [r[key] for r in per_item if r[key] is not None]

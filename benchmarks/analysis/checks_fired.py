@@ -14,13 +14,11 @@ right one wrong. The refiner: how often each action was taken.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_folder import read_run_records  # noqa: E402
+from run_folder import read_run_records
 
 CHECKS = {"causal_checker": "regenerate", "hallucination_checker": "rewrite"}
 """Each check and the decision with which it fires (its correction call may still return the same answer)."""

@@ -484,21 +484,22 @@ class CausalArbitrationRanker(InjectedParts):
         cfs = case.queries[1:]
         if not cfs:
             return
-        by_answer: dict[str, dict[str, Any]] = {}
+        tested: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}  # (answer, passages) -> its test
         entries: list[dict[str, Any]] = []
         try:
             for j, draft in enumerate(case.drafts):
                 docs = [case.docs[i] for i in dict.fromkeys(case.evidence[j])][:READER_CAUSAL_PASSAGES]
-                key = f"{draft.answer.strip().lower()}\x00{'|'.join(d.id for d in docs)}"
-                if key not in by_answer and draft.answer.strip():
+                key = (draft.answer.strip().lower(), tuple(d.id for d in docs))
+                if key[0] and key not in tested:
                     out = self._reader().run(query=case.query, answers=[draft.answer], documents=docs,
                                              counterfactual_queries=cfs)
                     cost = out.get("trace") or {}
-                    by_answer[key] = {"support": float(out["support"][0]), "margin": float(out["margin"][0]),
-                                      "calls": cost.get("calls"), "tokens_evaluated": cost.get("tokens_evaluated")}
-                scored = by_answer.get(key)
-                entries.append({"draft": draft.index, "passages": [d.id for d in docs],
-                                **(scored or {}), "phi_causal": arb.reader_phi_causal(scored["margin"]) if scored else None})
+                    margin = float(out["margin"][0])
+                    tested[key] = {"support": float(out["support"][0]), "margin": margin,
+                                   "phi_causal": arb.reader_phi_causal(margin),
+                                   "calls": cost.get("calls"), "tokens_evaluated": cost.get("tokens_evaluated")}
+                entries.append({"draft": draft.index, "passages": list(key[1]),
+                                **tested.get(key, {"phi_causal": None})})
         except Exception as exc:  # noqa: BLE001  (the bi-encoder's φ_causal stands, see the docstring)
             case.degradations.append(degradation("causal_score", f"the reader's scoring failed: {exc!r}; "
                                                  "the bi-encoder's φ_causal was used"))
