@@ -27,7 +27,7 @@ Question: {query}
 Reply with one word: expand, simplify or decompose.
 Action:"""
 
-EXPAND_PROMPT = """Your task is to expand a vague or underspecified question into a more detailed version that
+PAPER_EXPAND_PROMPT = """Your task is to expand a vague or underspecified question into a more detailed version that
 makes its intent clear and specific: mention the key entities, mechanisms or domain it is about.
 Use a single line. Keep the core topic and the original intent.
 
@@ -36,6 +36,22 @@ Expanded Query: Why is chronic stress considered a public health concern in rela
 
 Original Question: {query}
 Expanded Query:"""
+"""The paper's expansion prompt (App. A.4) as a completion. The embedded 1.5B reader answered it
+with the example's own expansion on 12 of trap_dev's 24 questions (all fell back); kept for
+`prompt_templates={"expand": PAPER_EXPAND_PROMPT}`."""
+
+EXPAND_PROMPT = """Rewrite the question at the end into a more detailed, specific version of the same question: name
+the key entities and the domain it is about. Keep its intent, so that it has the same answer. Reply
+with the rewritten question only, on one line.
+
+For example, "Why is stress a public health concern?" can be rewritten as "Why is chronic stress
+considered a public health concern in relation to socioeconomic status, mental health, and long-term
+disease risk?"
+
+Question: {query}
+Rewritten question:"""
+"""The default expansion: the paper's instruction and example, with the example inside the
+instruction rather than as a question-answer pair the reader continues (it no longer repeats it)."""
 
 SIMPLIFY_PROMPT = """Your task is to simplify a complex or ambiguous question into a clearer, more direct version
 that preserves the original intent. Reply with one concise, self-contained question on one line;
@@ -131,6 +147,7 @@ __all__ = [
     "DECOMPOSE_PROMPT",
     "EXPAND_PROMPT",
     "NO_EDGES_TEXT",
+    "PAPER_EXPAND_PROMPT",
     "REFINEMENT_PROMPTS",
     "REFINE_FIELDS",
     "REFINEMENT_FIELDS",

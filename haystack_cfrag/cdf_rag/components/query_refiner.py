@@ -201,8 +201,12 @@ class QueryRefiner(InjectedParts):
         return run.outputs()
 
     # ------------------------------------------------------------------ calls
+    def template(self, key: str) -> str:
+        """The prompt in use for `key` ("choose" or an action): the user's, else the built-in one."""
+        return (self.prompt_templates or {}).get(key, REFINEMENT_PROMPTS[key])
+
     def _call_kwargs(self, key: str, query: str) -> dict[str, Any]:
-        template = (self.prompt_templates or {}).get(key, REFINEMENT_PROMPTS[key])
+        template = self.template(key)
         kwargs: dict[str, Any] = {"messages": [ChatMessage.from_user(template.format(query=query))]}
         if self.generation_kwargs and accepts(self.chat_generator, "generation_kwargs"):
             kwargs["generation_kwargs"] = dict(self.generation_kwargs)
@@ -283,7 +287,7 @@ class _Run:
         if error is not None:
             return self._fall_back("refinement", "generator failed", error=repr(error))
         result = parse_refinement(text, self.action, self.query, max_sub_queries=self.refiner.max_sub_queries,
-                                  max_chars=self.refiner.max_refined_chars)
+                                  max_chars=self.refiner.max_refined_chars, template=self.refiner.template(self.action))
         if result.fallback:
             return self._fall_back("refinement", result.reason, reply=(text or "")[:200])
         self.result = result

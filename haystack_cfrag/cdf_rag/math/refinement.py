@@ -137,12 +137,14 @@ def parse_refinement(
     *,
     max_sub_queries: int = MAX_SUB_QUERIES,
     max_chars: int = MAX_REFINED_CHARS,
+    template: str = "",
 ) -> Refinement:
     """The refiner's reply for `action` read as a refined query (expand, simplify) or sub-questions (decompose).
 
     Falls back to `original` (flagged, with the reason) when the reply is not a string, is
-    empty, or yields no query, for a decomposition fewer than two distinct sub-questions, or
-    when what it yields shares no content word with `original` (`on_topic`).
+    empty, or yields no query, for a decomposition fewer than two distinct sub-questions, when
+    what it yields only repeats the prompt's own example (`template`, `repeats_template`), or
+    when it shares no content word with `original` (`on_topic`).
     A 'Query:'-like label is preferred to other lines; among unlabelled lines, questions (with
     '?') are preferred to other text; a JSON reply is read too.
 
@@ -153,13 +155,16 @@ def parse_refinement(
     ('Who directed Jaws?', 'When was he born?')
     >>> parse_refinement("Sure!", "decompose", "Who?").reason
     'fewer than 2 sub-questions in the reply'
+    >>> parse_refinement("Why is stress a public health concern?", "expand", "Who wrote Emma?",
+    ...                  template="Why is stress a public health concern? {query}").reason
+    "the reply repeats the prompt's example"
     """
     if action not in ACTIONS:
         raise ValueError(f"'action' must be one of {list(ACTIONS)}, got {action!r}.")
     if not isinstance(text, str) or not text.strip():
         return fallback(original, "empty reply")
     if action == DECOMPOSE:
-        return _parse_decomposition(text, original, max_sub_queries, max_chars)
+        return _parse_decomposition(text, original, max_sub_queries, max_chars, template)
     data = _from_json(text)
     candidates = _json_strings(data, _QUERY_KEYS) if data is not None else []
     if data is None:  # a JSON reply is read as JSON only
@@ -169,12 +174,14 @@ def parse_refinement(
     query = _bounded(candidates[0], max_chars) if candidates else ""
     if not normalize_answer(query):
         return fallback(original, "no query in the reply")
+    if repeats_template([query], template, original):
+        return fallback(original, REPEATS_EXAMPLE)
     if not on_topic([query], original):
         return fallback(original, "the refined query shares no content word with the question")
     return Refinement(action=action, query=query)
 
 
-def _parse_decomposition(text: str, original: str, max_sub_queries: int, max_chars: int) -> Refinement:
+def _parse_decomposition(text: str, original: str, max_sub_queries: int, max_chars: int, template: str) -> Refinement:
     data = _from_json(text)
     lines = _json_strings(data, _SUB_KEYS) if data is not None else []
     if data is None:
@@ -193,9 +200,34 @@ def _parse_decomposition(text: str, original: str, max_sub_queries: int, max_cha
     if len(subs) < MIN_SUB_QUERIES:
         return fallback(original, f"fewer than {MIN_SUB_QUERIES} sub-questions in the reply")
     subs = subs[:max_sub_queries]
+    if repeats_template(subs, template, original):
+        return fallback(original, REPEATS_EXAMPLE)
     if not on_topic(subs, original):
         return fallback(original, "the sub-questions share no content word with the question")
     return Refinement(action=DECOMPOSE, query=original, sub_queries=tuple(subs))
+
+
+REPEATS_EXAMPLE = "the reply repeats the prompt's example"
+
+
+def repeats_template(queries: list[str], template: str, original: str) -> bool:
+    """Whether the refined queries only say what the prompt template (its example) says: all their
+    content words are the template's and none is the question's own. A small reader continuing a
+    few-shot prompt often copies its example, whole or in part. False when the question's content
+    words are all in the template (the example's question asked: its expansion is fair).
+
+    >>> t = "Question: Why is stress a concern? Expanded: Why is chronic stress a concern? Question: {query}"
+    >>> repeats_template(["Why is stress such a concern?"], t, "Which river flows through Baghdad?")
+    True
+    >>> repeats_template(["Which river flows through Baghdad, Iraq?"], t, "Which river flows through Baghdad?")
+    False
+    """
+    said = {w for q in queries for w in content_words(q)}
+    example = set(content_words(template.replace("{query}", " ")))
+    asked = set(content_words(original))
+    if not said or not example or asked <= example:
+        return False
+    return said <= example and not said & (asked - example)
 
 
 def on_topic(queries: list[str], original: str) -> bool:
@@ -332,6 +364,7 @@ __all__ = [
     "MAX_SUB_QUERIES",
     "MIN_SUB_QUERIES",
     "NONE",
+    "REPEATS_EXAMPLE",
     "SIMPLIFY",
     "Refinement",
     "choose_action",
@@ -340,4 +373,5 @@ __all__ = [
     "parse_action",
     "parse_refinement",
     "question_entities",
+    "repeats_template",
 ]

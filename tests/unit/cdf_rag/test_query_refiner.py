@@ -8,7 +8,13 @@ from haystack import component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cdf_rag.components import QueryRefiner
-from haystack_cfrag.cdf_rag.prompts import CHOOSE_PROMPT, DECOMPOSE_PROMPT, EXPAND_PROMPT, SIMPLIFY_PROMPT
+from haystack_cfrag.cdf_rag.prompts import (
+    CHOOSE_PROMPT,
+    DECOMPOSE_PROMPT,
+    EXPAND_PROMPT,
+    PAPER_EXPAND_PROMPT,
+    SIMPLIFY_PROMPT,
+)
 
 SHORT = "Who wrote Emma?"
 MULTI = "Were the author of Emma and the author of Jane Eyre born in the same country?"
@@ -107,6 +113,29 @@ def test_rule_uses_the_rules_action():
     out = QueryRefiner(chat_generator=gen, action="rule").run(query=SHORT)
     assert out["trace"]["chosen_by"] == "rule" and out["trace"]["rule_action"] == "expand"
     assert out["action"] == "expand" and gen.prompts == [EXPAND_PROMPT.format(query=SHORT)]
+
+
+# the embedded reader's reply to the paper's expansion prompt for "Which river flows through Baghdad?"
+PARROT = ("Why is stress a public health concern in relation to socioeconomic status, mental health, "
+          "and long-term disease risk?")
+
+
+@pytest.mark.parametrize("template", [PAPER_EXPAND_PROMPT, EXPAND_PROMPT])
+def test_a_reply_that_repeats_the_prompts_example_falls_back_and_says_so(template):
+    refiner = QueryRefiner(chat_generator=ScriptedGenerator([PARROT]), action="expand",
+                           prompt_templates={"expand": template})
+    out = refiner.run(query="Which river flows through Baghdad?")
+    assert out["action"] == "none" and out["queries"] == ["Which river flows through Baghdad?"]
+    assert out["trace"]["fallback_reason"] == "the reply repeats the prompt's example"
+    assert [d["reason"] for d in out["degradations"]] == ["the reply repeats the prompt's example"]
+
+
+def test_the_examples_own_question_may_get_the_examples_expansion():
+    expansion = ("Why is chronic stress considered a public health concern in relation to socioeconomic status, "
+                 "mental health, and long-term disease risk?")
+    out = QueryRefiner(chat_generator=ScriptedGenerator([expansion]), action="expand").run(
+        query="Why is stress a public health concern?")
+    assert out["action"] == "expand" and out["queries"] == [expansion]
 
 
 def test_the_run_action_overrides_the_init_action():

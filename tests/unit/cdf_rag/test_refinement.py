@@ -172,3 +172,16 @@ def test_the_rule_thresholds_are_parameters():
     question = "In what year was the University of Notre Dame founded?"  # 10 words
     assert choose_action(question, long_words=9)[0] == SIMPLIFY
     assert choose_action(question, short_words=10)[0] == EXPAND
+
+
+def test_a_decomposition_that_repeats_the_prompts_example_falls_back():
+    from haystack_cfrag.cdf_rag.prompts import DECOMPOSE_PROMPT
+
+    reply = "Who wrote the novel Emma?\nWho wrote the novel Jane Eyre?\nIn which countries were these two authors born?"
+    other = "Which river flows through the city where Karl Marx was born?"
+    assert parse_refinement(reply, DECOMPOSE, other, template=DECOMPOSE_PROMPT).reason == (
+        "the reply repeats the prompt's example")
+    # the example's own question may be decomposed as the example does; without the template, the
+    # copy passes the topic check on one shared word ("born")
+    assert parse_refinement(reply, DECOMPOSE, MULTI, template=DECOMPOSE_PROMPT).sub_queries[0] == "Who wrote the novel Emma?"
+    assert not parse_refinement(reply, DECOMPOSE, other).fallback
