@@ -37,7 +37,7 @@ Expanded Query: Why is chronic stress considered a public health concern in rela
 Original Question: {query}
 Expanded Query:"""
 """The paper's expansion prompt (App. A.4) as a completion. The embedded 1.5B reader answered it
-with the example's own expansion on 12 of trap_dev's 24 questions (all fell back); kept for
+with the example's own expansion on trap_dev (8 of its 12 fallbacks, asked again; all of them); kept for
 `prompt_templates={"expand": PAPER_EXPAND_PROMPT}`."""
 
 EXPAND_PROMPT = """Rewrite the question at the end into a more detailed, specific version of the same question: name
