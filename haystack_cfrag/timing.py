@@ -167,6 +167,9 @@ class LLMUsage:
     completion_tokens: int = 0
     seconds: float = 0.0
     reported: int = 0  # replies that carried token counts (a server or the mock; 0: tokens unknown)
+    scorings: int = 0  # the reader's support scorings (a forward pass over prompt + answer, no generation)
+    scoring_tokens: int = 0  # tokens those scorings evaluated (the reused prefix not counted)
+    scoring_seconds: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -177,6 +180,9 @@ class LLMUsage:
             "completion_tokens": self.completion_tokens,
             "seconds": round(self.seconds, 3),
             "reported": self.reported,
+            "scorings": self.scorings,
+            "scoring_tokens": self.scoring_tokens,
+            "scoring_seconds": round(self.scoring_seconds, 3),
         }
 
     def add_call(self, seconds: float, replies: list[Any]) -> None:
@@ -222,6 +228,18 @@ def _counted(original: Any) -> Any:
         return result
 
     return counted
+
+
+def count_scoring(tokens_evaluated: int, seconds: float) -> None:
+    """One support scoring (`haystack_cfrag.support`) made in this context: counted into the current
+    `count_llm_usage` block beside the chat calls (outside such a block: nothing)."""
+    usage = _CURRENT_USAGE.get()
+    if usage is None:
+        return
+    with usage._lock:
+        usage.scorings += 1
+        usage.scoring_tokens += max(0, int(tokens_evaluated or 0))
+        usage.scoring_seconds += max(0.0, float(seconds or 0.0))
 
 
 @contextlib.contextmanager

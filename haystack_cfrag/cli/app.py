@@ -403,7 +403,9 @@ def format_cost(result: Any, indent: str = "") -> str:
     llm = result.llm
     return (f"{indent}time {result.seconds:.2f} s ({stages})\n"
             f"{indent}LLM: {llm['calls']} calls, {llm['prompt_tokens']} prompt + {llm['completion_tokens']} "
-            f"completion tokens, {llm['seconds']:.2f} s")
+            f"completion tokens, {llm['seconds']:.2f} s"
+            + (f"; {llm['scorings']} support scorings ({llm.get('scoring_tokens', 0)} tokens evaluated)"
+               if llm.get("scorings") else ""))
 
 
 def _register_subcommands() -> None:

@@ -34,6 +34,11 @@ from haystack_cfrag.evaluation.systems import BASELINE
 logger = logging.getLogger(__name__)
 
 METRICS = ("em", "f1", "lenient")
+LLM_COUNTS = ("calls", "prompt_tokens", "completion_tokens")
+"""Chat calls and their tokens, per question (0 for a question that failed)."""
+SCORING_COUNTS = ("scorings", "scoring_tokens")
+"""The reader's support scorings and the tokens they evaluated, per question (None in records
+written before scorings were counted, 2026-11-26: those runs' scorings are in their traces only)."""
 
 
 def read_records(out: Path) -> list[dict[str, Any]]:
@@ -114,7 +119,8 @@ def _system_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
         "latency": {"mean": float(np.mean(seconds)), "p50": float(np.median(seconds)),
                     "p95": float(np.quantile(seconds, 0.95)), "mean_equivalent": latency},
         "stages": {k: float(np.mean(v)) for k, v in sorted(stages.items())},
-        "llm": {k: _mean([(r.get("llm") or {}).get(k, 0) for r in recs]) for k in ("calls", "prompt_tokens", "completion_tokens")},
+        "llm": {**{k: _mean([(r.get("llm") or {}).get(k, 0) for r in recs]) for k in LLM_COUNTS},
+                **{k: _mean([(r.get("llm") or {}).get(k) for r in recs]) for k in SCORING_COUNTS}},
         "cache_hits": _mean([r.get("cache_hits", 0) for r in recs]),
         "em_efficiency": em / latency if latency > 0 else None,
     }
@@ -226,6 +232,17 @@ def _pct(value: float | None) -> str:
     return _num(None if value is None else 100 * value)
 
 
+def _scorings(llm: dict[str, float | None]) -> str:
+    """Support scorings per question, with the tokens they evaluated ("–": not counted in these records).
+
+    >>> _scorings({"scorings": 13.9, "scoring_tokens": 812.0}), _scorings({"scorings": None})
+    ('13.9 (812)', '–')
+    """
+    if llm.get("scorings") is None:
+        return "–"
+    return f"{llm['scorings']:.1f} ({llm.get('scoring_tokens') or 0:.0f})"
+
+
 def _ci(b: dict[str, float] | None) -> str:
     if not b:
         return "–"
@@ -258,7 +275,7 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
                          f"{_ci(vs.get('em'))} | {_ci(vs.get('f1'))} | {_pct(s.get('oracle'))} | "
                          f"{_pct(s['support_recall'])} | {s['errors']} |")
         lines += ["", "| system | latency mean / p50 / p95 (s) | overhead × | LLM calls | prompt tok | completion tok "
-                  "| cached calls | EM-efficiency (1/s) |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+                  "| support scorings (tok) | cached calls | EM-efficiency (1/s) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
         for sys_name, s in cond["systems"].items():
             lat, llm = s["latency"], s["llm"]
             eq = "" if abs(lat["mean_equivalent"] - lat["mean"]) < 1e-6 else f" (≡ {lat['mean_equivalent']:.1f} uncached)"
@@ -267,7 +284,7 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
             lines.append(
                 f"| {sys_name} | {lat['mean']:.1f} / {lat['p50']:.1f} / {lat['p95']:.1f}{eq} | {over} | "
                 f"{llm['calls'] or 0:.1f} | {llm['prompt_tokens'] or 0:.0f} | {llm['completion_tokens'] or 0:.0f} | "
-                f"{s['cache_hits'] or 0:.1f} | {eff} |")
+                f"{_scorings(llm)} | {s['cache_hits'] or 0:.1f} | {eff} |")
         types = sorted({t for s in cond["systems"].values() for t in s["by_type"]})
         if types:
             lines += ["", "EM by question type: " + "; ".join(

@@ -189,8 +189,11 @@ def _usage_report(usage: dict[str, Any]) -> dict[str, int] | None:
     if not usage["reported"]:
         return None
     total = usage["prompt_tokens"] + usage["completion_tokens"]
-    return {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"],
-            "total_tokens": total, "llm_calls": usage["calls"]}
+    report = {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"],
+              "total_tokens": total, "llm_calls": usage["calls"]}
+    if usage.get("scorings"):  # the reader's support scorings: forward passes, not in the token counts above
+        report["support_scorings"] = usage["scorings"]
+    return report
 
 
 def build_response(

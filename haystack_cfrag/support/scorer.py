@@ -23,6 +23,7 @@ from haystack_cfrag.support.math import (
     option_scores,
 )
 from haystack_cfrag.common.validation import check_int
+from haystack_cfrag.timing import count_scoring
 
 logger = logging.getLogger(__name__)
 
@@ -267,7 +268,7 @@ class ReaderSupportScorer(InjectedParts):
         start = time.perf_counter()
 
         def one(q: str, answer_index: int, ev: str, role: str) -> float:
-            result = backend.answer_logprobs(self._prompt(q, ev), answers[answer_index])
+            result = _scored(backend, self._prompt(q, ev), answers[answer_index])
             calls.append(_call_record(role, answer_index, result))
             return mean_logprob(result.token_logprobs)
 
@@ -305,7 +306,7 @@ class ReaderSupportScorer(InjectedParts):
             prompt = OPTIONS_PROMPT.format(evidence=evidence, query=query, options=options)
             rows.append(
                 [
-                    mean_logprob(backend.answer_logprobs(prompt, OPTION_LETTERS[p]).token_logprobs)
+                    mean_logprob(_scored(backend, prompt, OPTION_LETTERS[p]).token_logprobs)
                     for p in range(len(order))
                 ]
             )
@@ -343,6 +344,13 @@ class ReaderSupportScorer(InjectedParts):
             "seconds": seconds,
             "per_call": calls,
         }
+
+
+def _scored(backend: SupportBackend, prompt: str, answer: str) -> AnswerLogprobs:
+    """One scoring, counted into the question's LLM usage (`timing.count_scoring`) as it is made."""
+    result = backend.answer_logprobs(prompt, answer)
+    count_scoring(result.tokens_evaluated, result.seconds)
+    return result
 
 
 def _call_record(role: str, answer_index: int, result: AnswerLogprobs) -> dict[str, Any]:

@@ -321,6 +321,16 @@ def test_answers_report_the_tokens_of_their_own_request(mock_service):
         assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"] > 0
 
 
+def test_usage_names_the_support_scorings_only_when_there_were_some():
+    from haystack_cfrag.serving.service import _usage_report
+
+    usage = {"calls": 2, "prompt_tokens": 900, "completion_tokens": 12, "reported": 2, "scorings": 14}
+    assert _usage_report(usage) == {"prompt_tokens": 900, "completion_tokens": 12, "total_tokens": 912,
+                                    "llm_calls": 2, "support_scorings": 14}
+    assert "support_scorings" not in _usage_report({**usage, "scorings": 0})
+    assert _usage_report({**usage, "reported": 0}) is None
+
+
 def test_wrapper_chat_completion_plain_and_streamed(mock_service):
     HTTPException = pytest.importorskip("fastapi").HTTPException  # the serve extra
 

@@ -55,6 +55,8 @@ def test_runtime_answers_from_the_kept_set_and_reads_the_builders_answer_not_the
     assert result.answer == result.outputs["answer_builder"]["answers"][0].data.strip()
     assert "answer" not in result.outputs.get("selector", {}) or result.outputs["selector"]["answer"] == trace["answer"]
     assert result.llm["calls"] == 2  # the draft and the answer; the scorings read log-probabilities, no generation
+    # ... and are counted beside the calls, as the selector's trace counts them
+    assert result.llm["scorings"] == trace["scorer_calls"] > 0 and result.llm["scoring_tokens"] > 0
     pipe = rt.built("cer")
     assert pipe.get_component("selector").support_scorer.chat_generator is rt.generator
 

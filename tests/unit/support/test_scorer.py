@@ -182,6 +182,24 @@ def test_call_order_reuses_the_prefix_and_the_trace_counts_it():
     assert trace["backend"] == "fake" and trace["seconds"] >= 0
 
 
+def test_scorings_count_into_the_questions_llm_usage_sync_async_and_options():
+    from haystack_cfrag.timing import count_llm_usage
+
+    s = scorer(erased_contrast=True)
+    kwargs = dict(query=QUESTION, answers=["Christian Bale", "Heath Ledger"], documents=cast(),
+                  counterfactual_queries=[VILLAIN])
+    s.run(**kwargs)  # outside a counted block nothing is recorded, nothing fails
+    with count_llm_usage() as usage:
+        out = s.run(**kwargs)
+        async_out = asyncio.run(s.run_async(**kwargs))
+        s.option_support(QUESTION, ["Christian Bale", "Heath Ledger"], cast())
+    options = 2 * 2  # two options, two cyclic orders
+    assert usage.scorings == out["trace"]["calls"] + async_out["trace"]["calls"] + options == 6 + 6 + 4
+    assert usage.scoring_tokens >= out["trace"]["tokens_evaluated"] + async_out["trace"]["tokens_evaluated"] > 0
+    assert usage.calls == 0  # a scoring is not a chat call
+    assert usage.as_dict()["scorings"] == 16
+
+
 def test_prompt_layout_is_evidence_then_question():
     s = scorer()
     s.run(query=QUESTION, answers=["Christian Bale"], documents=[Document(content="x", meta={"title": "T"})])
