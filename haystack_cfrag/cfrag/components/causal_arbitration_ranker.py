@@ -272,7 +272,8 @@ class CausalArbitrationRanker(InjectedParts):
         self.duel_confirm = duel_confirm
         self.duel_reading = duel_reading
         self.causal_score = causal_score
-        self._support: Any = None  # the reader's support scorer over the synthesizer, made on first use
+        self._support: dict[bool, Any] = {}  # the reader's support scorers over the synthesizer, by
+        # erased contrast (the "support_pmi" duel needs it, the φ_causal test does not), made on first use
         self.prompt_template = prompt_template
         self.duel_prompt_template = duel_prompt_template
 
@@ -467,13 +468,12 @@ class CausalArbitrationRanker(InjectedParts):
             causal_scores=[entry.get("phi_causal") for entry in case.reader_causal] if case.reader_causal else None,
         )
 
-    def _reader(self) -> Any:
-        if self._support is None:
+    def _reader(self, *, erased: bool = False) -> Any:
+        if erased not in self._support:
             from haystack_cfrag.support.scorer import ReaderSupportScorer  # noqa: PLC0415
 
-            self._support = ReaderSupportScorer(chat_generator=self.synthesizer,
-                                                erased_contrast=self.duel_reading == "support_pmi")
-        return self._support
+            self._support[erased] = ReaderSupportScorer(chat_generator=self.synthesizer, erased_contrast=erased)
+        return self._support[erased]
 
     def _reader_causal(self, case: _Case) -> None:
         """The reader's counterfactual test per draft (`case.reader_causal`), one scoring run per distinct answer.
@@ -520,8 +520,9 @@ class CausalArbitrationRanker(InjectedParts):
         The scores go to the trace (`override.duel.support`); a failing scorer names nothing, so the
         margin rule decides (as when a generated reading fails).
         """
-        support = self._reader()
-        key = "pmi" if self.duel_reading == "support_pmi" else "support"
+        erased = self.duel_reading == "support_pmi"
+        support = self._reader(erased=erased)
+        key = "pmi" if erased else "support"
         scored = []
         try:
             for candidate, column in arbitration.override.duel:

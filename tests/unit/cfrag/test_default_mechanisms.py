@@ -534,12 +534,13 @@ class RoleReader(KeywordReader):
         return RoleBackend()
 
 
-def test_the_readers_counterfactual_test_is_phi_causal_and_lets_the_decisive_draft_override():
+@pytest.mark.parametrize("duel_reading", ["generate", "support_pmi"])
+def test_the_readers_counterfactual_test_is_phi_causal_and_lets_the_decisive_draft_override(duel_reading):
     docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
     reviews = [docs[f"review-{i}"] for i in range(4)]
     reader = RoleReader(candidates=dk.CANDIDATES)
     out, _ = _case("Heath Ledger", [("Christian Bale", [docs["cast"]]), ("Heath Ledger", reviews)],
-                   override_margin=0.05, synthesizer=reader, causal_score="reader")
+                   override_margin=0.05, synthesizer=reader, causal_score="reader", duel_reading=duel_reading)
     trace = out["trace"]
     tests = {d["draft"]: d for d in trace["reader_causal"]}
     by_answer = {d["answer"]: d for d in trace["drafts"]}
@@ -551,7 +552,7 @@ def test_the_readers_counterfactual_test_is_phi_causal_and_lets_the_decisive_dra
     assert bale["scores"]["causal"] == pytest.approx(np.tanh(2.5)) and ledger["scores"]["causal"] < 0
     assert out["answer"] == "Christian Bale" and trace["decision"] == "override"
     assert reader.prompts == []  # scored, not generated: (1 + 2 questions) scorings per distinct draft
-    assert all(t["calls"] == 3 for t in tests.values())
+    assert all(t["calls"] == 3 for t in tests.values())  # no evidence-erased scoring, whatever the duel reads
 
 
 def test_the_readers_test_needs_counterfactuals_a_reader_and_a_working_scorer():
