@@ -227,7 +227,7 @@ def repeats_template(queries: list[str], template: str, original: str) -> bool:
     asked = set(content_words(original))
     if not said or not example or asked <= example:
         return False
-    return said <= example and not said & (asked - example)
+    return said <= example
 
 
 def on_topic(queries: list[str], original: str) -> bool:
