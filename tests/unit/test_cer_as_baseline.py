@@ -1,18 +1,6 @@
 """benchmarks/analysis/cer_as_baseline.py: CF-RAG's candidates with CER's answer in place of the baseline's."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def load_tool():
-    sys.path.insert(0, str(ROOT / "benchmarks" / "analysis"))
-    spec = importlib.util.spec_from_file_location("cer_as_baseline", ROOT / "benchmarks" / "analysis" / "cer_as_baseline.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.analysis_tools import load_tool
 
 
 def cand(answer, em):
@@ -20,7 +8,7 @@ def cand(answer, em):
 
 
 def test_the_baseline_candidate_is_swapped_and_the_challengers_kept():
-    tool = load_tool()
+    tool = load_tool("cer_as_baseline")
     standard = [{"qid": "a", "answer": "Heath Ledger", "em": 0.0}, {"qid": "b", "answer": "Bale", "em": 1.0},
                 {"qid": "c", "answer": "Rhine", "em": 0.0}]
     cf_rag = [

@@ -1,18 +1,6 @@
 """benchmarks/analysis/checks_fired.py: how often CDF-RAG's checks fired and what their corrections did."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def load_tool():
-    sys.path.insert(0, str(ROOT / "benchmarks" / "analysis"))
-    spec = importlib.util.spec_from_file_location("checks_fired", ROOT / "benchmarks" / "analysis" / "checks_fired.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.analysis_tools import load_tool
 
 
 def record(qid, answer, selection, answers=("Christian Bale",), system="cdf_rag"):
@@ -20,7 +8,7 @@ def record(qid, answer, selection, answers=("Christian Bale",), system="cdf_rag"
 
 
 def test_fired_hits_and_what_each_correction_changed():
-    tool = load_tool()
+    tool = load_tool("checks_fired")
     records = [
         # the causal check regenerates Ledger -> Bale; the grounding check then keeps Bale
         record("q1", "Christian Bale", {
