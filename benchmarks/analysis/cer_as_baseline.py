@@ -19,12 +19,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from haystack_cfrag.common.text import normalize_answer
+from haystack_cfrag.evaluation.summary import oracle_em
 from run_folder import read_run_records
 
 
 def _same(a: str, b: str) -> bool:
-    from haystack_cfrag.common.text import normalize_answer
-
     return normalize_answer(a) == normalize_answer(b)
 
 
@@ -45,7 +45,7 @@ def compare(cer: list[dict[str, Any]], cf_rag: list[dict[str, Any]], standard: l
         c, f, s = by["cer"][qid], by["cf"][qid], by["std"][qid]
         candidates = f.get("candidates") or []
         challengers = [x["em"] for x in candidates if not _same(x["answer"], s["answer"])]
-        o_default = max([f["em"], s["em"], *(x["em"] for x in candidates)])
+        o_default = oracle_em(f)
         o_variant = max([c["em"], *challengers])
         default += o_default
         variant += o_variant
