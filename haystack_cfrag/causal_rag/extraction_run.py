@@ -16,6 +16,7 @@ from typing import Any
 from haystack import Document
 
 from haystack_cfrag.causal_rag.components.causal_graph_builder import CausalGraphBuilder
+from haystack_cfrag.causal_rag.math.extraction import per_extracted_passage
 
 COUNTED = ("chunks", "extracted", "cached", "parse_failures", "failed_calls", "llm_calls", "prompt_tokens",
            "completion_tokens", "nodes", "edges")
@@ -53,18 +54,20 @@ def extract_passages(
 
 
 def summary_line(stats: dict[str, Any]) -> str:
-    """One line: what was extracted and what it cost per passage.
+    """One line: what was extracted and what it cost per extracted passage.
 
-    >>> summary_line({"passages": 4, "cached": 1, "llm_calls": 3, "parse_failures": 1, "prompt_tokens": 900,
-    ...               "completion_tokens": 300, "nodes": 9, "edges": 7, "seconds": 30.0})
-    'graph: 4 passages (1 cached), 3 LLM calls, 1 unparsed, 9 nodes / 7 edges found; 7.5 s and 300 tokens per passage'
+    >>> summary_line({"passages": 4, "extracted": 3, "cached": 1, "llm_calls": 3, "parse_failures": 1,
+    ...               "prompt_tokens": 900, "completion_tokens": 300, "nodes": 9, "edges": 7, "seconds": 30.0})
+    'graph: 4 passages (1 cached), 3 LLM calls, 1 unparsed, 9 nodes / 7 edges found; 10.0 s and 400 tokens per extracted passage'
+    >>> summary_line({"passages": 2, "extracted": 0, "cached": 2, "seconds": 0.5}).split("; ")[1]
+    'no extraction (every passage from the cache)'
     """
-    n = max(stats.get("passages", 0), 1)
-    tokens = (stats.get("prompt_tokens", 0) + stats.get("completion_tokens", 0)) / n
+    cost = per_extracted_passage(stats)
+    tail = ("no extraction (every passage from the cache)" if cost is None
+            else f"{cost[0]:.1f} s and {cost[1]:.0f} tokens per extracted passage")
     return (f"graph: {stats.get('passages', 0)} passages ({stats.get('cached', 0)} cached), "
             f"{stats.get('llm_calls', 0)} LLM calls, {stats.get('parse_failures', 0)} unparsed, "
-            f"{stats.get('nodes', 0)} nodes / {stats.get('edges', 0)} edges found; "
-            f"{stats.get('seconds', 0.0) / n:.1f} s and {tokens:.0f} tokens per passage")
+            f"{stats.get('nodes', 0)} nodes / {stats.get('edges', 0)} edges found; {tail}")
 
 
 __all__ = ["extract_passages", "summary_line"]

@@ -28,6 +28,7 @@ import numpy as np
 
 from haystack import logging
 
+from haystack_cfrag.causal_rag.math.extraction import per_extracted_passage
 from haystack_cfrag.evaluation.metrics import paired_bootstrap
 from haystack_cfrag.evaluation.systems import BASELINE
 
@@ -63,7 +64,7 @@ def write_outputs(out: Path, *, with_plots: bool = True) -> dict[str, Any]:
         raise ValueError(f"No records in {out}: run `cfrag eval` first.")
     meta_path = out / "metadata.json"
     metadata = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else None
-    results = {"metadata": metadata, **summarize(records)}
+    results = {"metadata": metadata, **summarize(records), "index": index_cost(read_graph_stats(out))}
     (out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
     report = markdown(results, metadata)
     if with_plots:
@@ -71,6 +72,36 @@ def write_outputs(out: Path, *, with_plots: bool = True) -> dict[str, Any]:
         report += "\n## Plots\n\n" + "\n".join(f"![{p.stem}]({p.name})" for p in images) + "\n"
     (out / "report.md").write_text(report, encoding="utf-8")
     return results
+
+
+def read_graph_stats(out: Path) -> list[dict[str, Any]]:
+    """CausalRAG's graph builds of an output folder (`graph_stats.jsonl`: one line per build, a resumed run's load included)."""
+    path = Path(out) / "graph_stats.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def index_cost(builds: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The graph builds summed, with the cost per passage the LLM extracted (None: no graph was built).
+
+    A run that resumes loads the graph again from the extraction cache: that build counts its
+    passages as cached and costs no call, so the sums count each extraction once.
+
+    >>> cost = index_cost([{"passages": 4, "extracted": 4, "llm_calls": 4, "prompt_tokens": 300,
+    ...                     "completion_tokens": 100, "seconds": 40.0},
+    ...                    {"passages": 4, "cached": 4, "seconds": 1.0}])
+    >>> cost["builds"], cost["extracted"], cost["cached"], cost["seconds_per_extracted"], cost["tokens_per_extracted"]
+    (2, 4, 4, 10.25, 100.0)
+    """
+    if not builds:
+        return None
+    keys = ("passages", "extracted", "cached", "llm_calls", "prompt_tokens", "completion_tokens", "parse_failures")
+    total: dict[str, Any] = {k: sum(int(b.get(k, 0) or 0) for b in builds) for k in keys}
+    total["seconds"] = sum(float(b.get("seconds", 0.0) or 0.0) for b in builds)
+    cost = per_extracted_passage(total)
+    return {"builds": len(builds), **total, "seconds_per_extracted": cost and cost[0],
+            "tokens_per_extracted": cost and cost[1]}
 
 
 def _mean(values: list[float]) -> float | None:
@@ -299,6 +330,17 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
                          if m in s["by_failure_mode"] else "–" for m in modes]
                 lines.append(f"| {sys_name} | " + " | ".join(cells) + " |")
         lines.append("")
+    index = results.get("index")
+    if index:
+        per = ("no extraction: every passage came from the cache" if index["seconds_per_extracted"] is None else
+               f"{index['seconds_per_extracted']:.1f} s and {index['tokens_per_extracted']:.0f} LLM tokens per "
+               "extracted passage")
+        lines += ["## Index time: CausalRAG's graph (`graph_stats.jsonl`)", "",
+                  f"{index['builds']} graph build(s) over {index['passages']} passages: {index['extracted']} extracted "
+                  f"by the LLM ({index['llm_calls']} calls, {index['prompt_tokens']} prompt / "
+                  f"{index['completion_tokens']} completion tokens, {index['parse_failures']} unparsed), "
+                  f"{index['cached']} from the extraction cache; {index['seconds']:.0f} s in all, {per}. "
+                  "Not in the per-question latency above.", ""]
     for variant, systems in results["injection"].items():
         levels = sorted({lv for s in systems.values() for lv in s})
         n = max((s["n"] for by_level in systems.values() for s in by_level.values()), default=0)
@@ -334,6 +376,17 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
     written = []
+    index = results.get("index")
+    if index:
+        per = ("no extraction: every passage came from the cache" if index["seconds_per_extracted"] is None else
+               f"{index['seconds_per_extracted']:.1f} s and {index['tokens_per_extracted']:.0f} LLM tokens per "
+               "extracted passage")
+        lines += ["## Index time: CausalRAG's graph (`graph_stats.jsonl`)", "",
+                  f"{index['builds']} graph build(s) over {index['passages']} passages: {index['extracted']} extracted "
+                  f"by the LLM ({index['llm_calls']} calls, {index['prompt_tokens']} prompt / "
+                  f"{index['completion_tokens']} completion tokens, {index['parse_failures']} unparsed), "
+                  f"{index['cached']} from the extraction cache; {index['seconds']:.0f} s in all, {per}. "
+                  "Not in the per-question latency above.", ""]
     for variant, systems in results["injection"].items():
         fig, ax = plt.subplots(figsize=(6, 4))
         for name, by_level in systems.items():

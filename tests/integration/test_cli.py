@@ -38,7 +38,7 @@ def test_ask_prints_a_readable_trace():
 
 
 def test_index_with_graph_then_ask_causal_rag(tmp_path):
-    """`cfrag index --graph` extracts the causal graph ahead (cost per passage in its summary line); causal_rag reads it."""
+    """`cfrag index --graph` extracts the causal graph ahead (cost per extracted passage in its summary line); causal_rag reads it."""
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "flood.txt").write_text("Heavy rain in March caused the Elm river to flood. The flood destroyed the "
@@ -48,7 +48,7 @@ def test_index_with_graph_then_ask_causal_rag(tmp_path):
     result = runner.invoke(main, ["index", str(notes), "--store", str(store), "--graph"])
     assert result.exit_code == 0, result.output
     line = next(x for x in result.output.splitlines() if x.startswith("graph: "))
-    assert "1 passages" in line and "per passage" in line
+    assert "1 passages" in line and "per extracted passage" in line
 
     result = runner.invoke(main, ["ask", "What destroyed the bridge at Millford?", "--store", str(store),
                                   "--pipeline", "causal_rag", "--json", "--max-tokens", "64"])

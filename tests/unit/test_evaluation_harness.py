@@ -324,6 +324,26 @@ def test_summary_pairs_questions_and_computes_cost_ratios():
     assert s["standard_rag"]["em_efficiency"] == pytest.approx((1 / 3) / 2.0)
 
 
+def test_report_sums_the_graph_builds_and_costs_each_extraction_once(tmp_path):
+    """graph_stats.jsonl: one line per build, a resumed run's load from the cache included (0 calls)."""
+    recs = [_rec("causal_rag", "a", 1.0, 80.0)]
+    (tmp_path / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    builds = [{"passages": 10, "extracted": 8, "cached": 2, "llm_calls": 8, "prompt_tokens": 6000,
+               "completion_tokens": 2000, "parse_failures": 1, "seconds": 200.0},
+              {"passages": 10, "extracted": 0, "cached": 10, "llm_calls": 0, "seconds": 4.0}]
+    (tmp_path / "graph_stats.jsonl").write_text("".join(json.dumps(b) + "\n" for b in builds))
+    results = write_outputs(tmp_path, with_plots=False)
+    assert results["index"]["extracted"] == 8 and results["index"]["cached"] == 12
+    assert results["index"]["seconds_per_extracted"] == pytest.approx(25.5)  # (200 + 4) / 8 extractions
+    assert results["index"]["tokens_per_extracted"] == pytest.approx(1000.0)
+    report = (tmp_path / "report.md").read_text()
+    assert "2 graph build(s) over 20 passages: 8 extracted by the LLM (8 calls" in report
+    assert "25.5 s and 1000 LLM tokens per extracted passage" in report
+    (tmp_path / "graph_stats.jsonl").unlink()  # no graph: no section, no index
+    assert write_outputs(tmp_path, with_plots=False)["index"] is None
+    assert "Index time" not in (tmp_path / "report.md").read_text()
+
+
 def test_sweeps_compare_values_over_their_common_questions():
     recs = [_rec("cf_rag", q, e, pipeline="cf_rag") for q, e in [("a", 0.0), ("b", 0.0), ("c", 1.0)]]
     recs += [_rec("cf_rag_n0", q, 1.0, pipeline="cf_rag", params={"n_counterfactuals": 0}) for q in ("a", "b")]

@@ -359,6 +359,24 @@ def grounded_triples(triples: list[Triple], text: str) -> tuple[list[Triple], in
     return kept, len(triples) - len(kept)
 
 
+def per_extracted_passage(stats: dict[str, Any]) -> tuple[float, float] | None:
+    """Seconds and LLM tokens per passage the LLM extracted (None when every passage came from the cache).
+
+    The cost of the expensive step: a passage found in the cache costs no call, so dividing by
+    all passages would understate it on a resumed or partly cached run.
+
+    >>> per_extracted_passage({"extracted": 3, "seconds": 30.0, "prompt_tokens": 900, "completion_tokens": 300})
+    (10.0, 400.0)
+    >>> per_extracted_passage({"extracted": 0, "seconds": 2.0}) is None
+    True
+    """
+    n = int(stats.get("extracted", 0) or 0)
+    if n == 0:
+        return None
+    tokens = int(stats.get("prompt_tokens", 0) or 0) + int(stats.get("completion_tokens", 0) or 0)
+    return float(stats.get("seconds", 0.0)) / n, tokens / n
+
+
 __all__ = [
     "CACHE_VERSION",
     "DEFAULT_CHUNK_CHARS",
@@ -377,4 +395,5 @@ __all__ = [
     "chunk_text",
     "parse_extraction",
     "passage_hash",
+    "per_extracted_passage",
 ]
