@@ -37,8 +37,8 @@ logger = logging.getLogger(__name__)
 METRICS = ("em", "f1", "lenient")
 LLM_COUNTS = ("calls", "prompt_tokens", "completion_tokens")
 """Chat calls and their tokens, per question (0 for a question that failed)."""
-SCORING_COUNTS = ("scorings", "scoring_tokens")
-"""The reader's support scorings and the tokens they evaluated, per question (None in records
+SCORING_COUNTS = ("scorings", "scoring_tokens", "scoring_seconds")
+"""The reader's support scorings, the tokens they evaluated and the seconds they took, per question (None in records
 written before scorings were counted, 2026-11-26: those runs' scorings are in their traces only)."""
 
 
@@ -264,14 +264,14 @@ def _pct(value: float | None) -> str:
 
 
 def _scorings(llm: dict[str, float | None]) -> str:
-    """Support scorings per question, with the tokens they evaluated ("–": not counted in these records).
+    """Support scorings per question, with the tokens they evaluated and their seconds ("–": not counted in these records).
 
-    >>> _scorings({"scorings": 13.9, "scoring_tokens": 812.0}), _scorings({"scorings": None})
-    ('13.9 (812)', '–')
+    >>> _scorings({"scorings": 13.9, "scoring_tokens": 812.0, "scoring_seconds": 9.62}), _scorings({"scorings": None})
+    ('13.9 (812 tok, 9.6 s)', '–')
     """
     if llm.get("scorings") is None:
         return "–"
-    return f"{llm['scorings']:.1f} ({llm.get('scoring_tokens') or 0:.0f})"
+    return f"{llm['scorings']:.1f} ({llm.get('scoring_tokens') or 0:.0f} tok, {llm.get('scoring_seconds') or 0:.1f} s)"
 
 
 def _ci(b: dict[str, float] | None) -> str:
@@ -306,7 +306,7 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
                          f"{_ci(vs.get('em'))} | {_ci(vs.get('f1'))} | {_pct(s.get('oracle'))} | "
                          f"{_pct(s['support_recall'])} | {s['errors']} |")
         lines += ["", "| system | latency mean / p50 / p95 (s) | overhead × | LLM calls | prompt tok | completion tok "
-                  "| support scorings (tok) | cached calls | EM-efficiency (1/s) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| support scorings (tok, s) | cached calls | EM-efficiency (1/s) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
         for sys_name, s in cond["systems"].items():
             lat, llm = s["latency"], s["llm"]
             eq = "" if abs(lat["mean_equivalent"] - lat["mean"]) < 1e-6 else f" (≡ {lat['mean_equivalent']:.1f} uncached)"
