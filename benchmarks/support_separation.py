@@ -29,19 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
+from haystack_cfrag.evaluation.metrics import auc
+
 SCORES = ("reader_margin", "reader_pmi", "reader_support", "biencoder_margin", "relevance")
-
-
-def auc(pos: list[float], neg: list[float]) -> float:
-    """P(score of a positive > score of a negative), ties one half.
-
-    >>> auc([0.9, 0.8], [0.1, 0.8])
-    0.875
-    """
-    if not pos or not neg:
-        return float("nan")
-    p, n = np.asarray(pos)[:, None], np.asarray(neg)[None, :]
-    return float(((p > n) + 0.5 * (p == n)).mean())
 
 
 def item_rows(item, cfs: list[str], scorer, text_embedder, doc_embedder) -> list[dict]:

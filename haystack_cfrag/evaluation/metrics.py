@@ -53,6 +53,18 @@ def trap_hit(prediction: str, golds: Sequence[str], trap_answer: str | None) -> 
     return bool(lenient_containment(prediction, [trap_answer])) and not exact_match(prediction, golds)
 
 
+def auc(pos: list[float], neg: list[float]) -> float:
+    """P(score of a positive > score of a negative), ties one half (NaN when a side is empty).
+
+    >>> auc([0.9, 0.8], [0.1, 0.8])
+    0.875
+    """
+    if not pos or not neg:
+        return float("nan")
+    p, n = np.asarray(pos)[:, None], np.asarray(neg)[None, :]
+    return float(((p > n) + 0.5 * (p == n)).mean())
+
+
 def paired_bootstrap(
     system: Sequence[float], baseline: Sequence[float], *, n_resamples: int = 10_000, seed: int = 0,
     confidence: float = 0.95,
