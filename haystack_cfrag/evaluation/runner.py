@@ -297,7 +297,7 @@ SELECTION_KEYS = ("pool", "kept", "pruned", "cut", "quality", "reached", "stop",
                   "seeds", "hops_reached", "edges_per_hop", "passage_ids", "truncated")       # CausalRAG's retriever
 """What a record keeps of a trace that is not CF-RAG's: enough for evidence size, cost and the graph's reach."""
 CHECK_KEYS = ("action", "chosen_by", "fallback", "s_causal", "s_hall", "decision", "edges", "claims", "supported",
-              "regenerated", "rewritten", "original_answer", "calls")
+              "claim_supports", "regenerated", "rewritten", "original_answer", "calls")
 """What a record keeps of each CDF-RAG stage's trace: how often each check fired and what it replaced."""
 
 

@@ -328,6 +328,8 @@ class _Check:
             "rewrite_note": self.rewrite_note,
             "original_answer": self.original,
             "claims_scored": len(self.supports or []),
+            # each claim's support (nats per token), in claim order: what calibrates support_threshold and delta
+            "claim_supports": None if self.supports is None else [round(v, 4) for v in self.supports],
         }
         return {
             "answer": self.answer,

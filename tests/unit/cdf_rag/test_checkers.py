@@ -72,6 +72,7 @@ def test_s_hall_at_delta_keeps_the_answer_and_above_rewrites_it():
     assert keep["s_hall"] == 0.5 and keep["decision"] == "keep" and not keep["rewritten"]
     assert keep["answer"] == TWO_CLAIMS and keep["degradations"] == []
     assert [c["supported"] for c in keep["claims"]] == [True, False]
+    assert keep["trace"]["claim_supports"] == [-0.2, -3.0]  # kept in the records: what calibrates the thresholds
     checker = hall(table, delta=0.49)
     out = checker.run(query=Q, documents=DOCS, answer=TWO_CLAIMS)
     assert out["decision"] == "rewrite" and out["rewritten"] and out["answer"] == "Christian Bale plays Batman."
@@ -118,6 +119,7 @@ def test_a_failing_scorer_leaves_the_answer_and_says_so(fail, bad):
     out = agree(make, query=Q, documents=DOCS, answer="Heath Ledger")
     assert out["answer"] == "Heath Ledger" and out["decision"] == "scorer_failed" and out["s_hall"] is None
     assert not out["rewritten"] and out["degradations"][0]["reason"] == "scorer failed"
+    assert out["trace"]["claim_supports"] is None  # no score, not a zero
     with pytest.raises(RuntimeError, match="the support scorer failed"):
         HallucinationChecker(support_scorer=TableScorer(fail=True), raise_on_failure=True).run(
             query=Q, documents=DOCS, answer="Heath Ledger")
