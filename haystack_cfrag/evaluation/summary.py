@@ -376,17 +376,6 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
     written = []
-    index = results.get("index")
-    if index:
-        per = ("no extraction: every passage came from the cache" if index["seconds_per_extracted"] is None else
-               f"{index['seconds_per_extracted']:.1f} s and {index['tokens_per_extracted']:.0f} LLM tokens per "
-               "extracted passage")
-        lines += ["## Index time: CausalRAG's graph (`graph_stats.jsonl`)", "",
-                  f"{index['builds']} graph build(s) over {index['passages']} passages: {index['extracted']} extracted "
-                  f"by the LLM ({index['llm_calls']} calls, {index['prompt_tokens']} prompt / "
-                  f"{index['completion_tokens']} completion tokens, {index['parse_failures']} unparsed), "
-                  f"{index['cached']} from the extraction cache; {index['seconds']:.0f} s in all, {per}. "
-                  "Not in the per-question latency above.", ""]
     for variant, systems in results["injection"].items():
         fig, ax = plt.subplots(figsize=(6, 4))
         for name, by_level in systems.items():

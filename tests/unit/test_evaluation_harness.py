@@ -332,7 +332,7 @@ def test_report_sums_the_graph_builds_and_costs_each_extraction_once(tmp_path):
                "completion_tokens": 2000, "parse_failures": 1, "seconds": 200.0},
               {"passages": 10, "extracted": 0, "cached": 10, "llm_calls": 0, "seconds": 4.0}]
     (tmp_path / "graph_stats.jsonl").write_text("".join(json.dumps(b) + "\n" for b in builds))
-    results = write_outputs(tmp_path, with_plots=False)
+    results = write_outputs(tmp_path)  # with the plots: the index section is the report's, not theirs
     assert results["index"]["extracted"] == 8 and results["index"]["cached"] == 12
     assert results["index"]["seconds_per_extracted"] == pytest.approx(25.5)  # (200 + 4) / 8 extractions
     assert results["index"]["tokens_per_extracted"] == pytest.approx(1000.0)
