@@ -66,7 +66,25 @@ def item_rows(item, cfs: list[str], scorer, text_embedder, doc_embedder) -> list
     return rows
 
 
-def report(done: list[dict], rng_seed: int = 0, rounds: int = 1000) -> str:
+def gold_kinds(items) -> dict[tuple[str, str], str]:
+    """Each gold passage's kind: "answer" when it states a gold answer (normalised containment), else "bridge".
+
+    HotpotQA's two supporting paragraphs are often one that states the answer and one that only
+    leads to it; a score that conditions on the answer can only see the first.
+    """
+    from haystack_cfrag.common.text import normalize_answer
+
+    kinds = {}
+    for item in items:
+        answers = [normalize_answer(a) for a in item.answers if normalize_answer(a)]
+        for p in item.passages:
+            if p.title in set(item.gold_titles):
+                text = normalize_answer(p.content)
+                kinds[(item.id, p.title)] = "answer" if any(a in text for a in answers) else "bridge"
+    return kinds
+
+
+def report(done: list[dict], rng_seed: int = 0, rounds: int = 1000, kinds: dict | None = None) -> str:
     rng = np.random.default_rng(rng_seed)
     lines = ["| score | AUC (gold vs spurious) | 95 % interval (bootstrap over items) |", "|---|---|---|"]
     for name in SCORES:
@@ -90,6 +108,19 @@ def report(done: list[dict], rng_seed: int = 0, rounds: int = 1000) -> str:
                 neg = [r[name] for it in part for r in it["rows"] if not r["gold"] and r[name] is not None]
                 aucs.append(f"{auc(pos, neg):.3f}")
             lines.append(f"| {mode} | {len(part)} | " + " | ".join(aucs) + " |")
+    if kinds and not modes:
+        negatives = [r for it in done for r in it["rows"] if not r["gold"]]
+        lines += ["", "By kind of gold passage (AUC against the same non-gold passages): *answer*, it states a gold "
+                  "answer; *bridge*, it does not (the hop that leads to the answer's passage):", "",
+                  "| gold passages | n | " + " | ".join(SCORES) + " |", "|---|---:|" + "---:|" * len(SCORES)]
+        for kind in ("answer", "bridge"):
+            part = [r for it in done for r in it["rows"] if r["gold"] and kinds.get((it["id"], r["title"])) == kind]
+            aucs = [f"{auc([r[n] for r in part if r[n] is not None], [r[n] for r in negatives if r[n] is not None]):.3f}"
+                    for n in SCORES]
+            lines.append(f"| {kind} | {len(part)} | " + " | ".join(aucs) + " |")
+    with_cfs = sum(1 for it in done if it.get("counterfactuals"))
+    lines += ["", f"The two margins need counterfactual questions: {with_cfs} of {len(done)} items had some "
+              "(the others' margins are left out, not counted as ties)."]
     rows = [r for it in done for r in it["rows"]]
     cost = (f"\n{len(done)} items, {len(rows)} passages ({sum(r['gold'] for r in rows)} gold); per passage: "
             f"{np.mean([r['calls'] or 0 for r in rows]):.1f} scorer calls, "
@@ -107,15 +138,17 @@ def main() -> None:
     parser.add_argument("--llm", default="embedded:qwen2.5-coder-1.5b-instruct")
     parser.add_argument("--report-only", action="store_true", help="rewrite OUT/report.md from OUT/items.jsonl")
     args = parser.parse_args()
+    from haystack_cfrag.evaluation.datasets import load_items
+
+    kinds = gold_kinds(load_items(args.data, limit=args.limit))
     if args.report_only:
         done = [json.loads(line) for line in (Path(args.out) / "items.jsonl").read_text().splitlines()]
-        text = f"# Separation on {Path(args.data).name}\n\n" + report(done)
+        text = f"# Separation on {Path(args.data).name}\n\n" + report(done, kinds=kinds)
         (Path(args.out) / "report.md").write_text(text)
         print(text)
         return
     from haystack_cfrag.adapters import factories
     from haystack_cfrag.cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
-    from haystack_cfrag.evaluation.datasets import load_items
     from haystack_cfrag.support import ReaderSupportScorer
 
     out = Path(args.out)
@@ -149,8 +182,9 @@ def main() -> None:
             f.write(json.dumps(record) + "\n")
         done.append(record)
         print(f"{item.id}: {len(rows)} passages", flush=True)
-    (out / "report.md").write_text(f"# Separation on {Path(args.data).name}\n\n" + report(done))
-    print(report(done))
+    text = f"# Separation on {Path(args.data).name}\n\n" + report(done, kinds=kinds)
+    (out / "report.md").write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":
