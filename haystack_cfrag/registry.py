@@ -130,9 +130,16 @@ def parameters_of(name_or_path: str | Path) -> Mapping[str, Parameter]:
     """The parameter table of a shipped pipeline; a pipeline file of your own gets CF-RAG's table.
 
     A parameter applies only where the file has its component, so a table that names components
-    a file lacks is harmless (the runtime and the checks skip them).
+    a file lacks is harmless (the runtime and the checks skip them). A shipped pipeline named by
+    its file (as the runtime does once it has resolved the name) gets its own family's table.
+
+    >>> sorted(parameters_of(REGISTRY["cer"].path)) == sorted(parameters_of("cer")) == sorted(REGISTRY["cer"].parameters)
+    True
     """
-    entry = REGISTRY.get(Path(str(name_or_path)).stem) if not Path(str(name_or_path)).is_file() else None
+    path = Path(str(name_or_path))
+    entry = REGISTRY.get(path.stem)
+    if entry is not None and path.is_file() and path.resolve() != entry.path.resolve():
+        entry = None  # a file of your own that shares a shipped name; the shipped file itself keeps its table
     return entry.parameters if entry is not None else PARAMETERS
 
 

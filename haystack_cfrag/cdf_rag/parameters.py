@@ -1,6 +1,6 @@
 """The tunable parameters of the `cdf_rag` pipeline: the refinement's action and the two checks' thresholds.
 
-The action is a run-time input of the refiner (per request); τ and δ build the pipeline once.
+The action is a run-time input of the refiner (per request); τ, δ and the merge build the pipeline once.
 
     >>> PARAMETERS["refinement"].describe()
     "one of 'auto', 'rule', 'expand', 'simplify', 'decompose', 'none'"
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from haystack_cfrag.causal_rag.math.graph import MAX_TOP_K, MIN_TOP_K
 from haystack_cfrag.cdf_rag.components.query_refiner import CHOICES
+from haystack_cfrag.cdf_rag.math.merge import MERGE_MODES
 from haystack_cfrag.cfrag.parameters import Parameter
 
 PARAMETERS: dict[str, Parameter] = {
@@ -25,6 +26,8 @@ PARAMETERS: dict[str, Parameter] = {
                   help="rewrite when S_hall is above it"),
         Parameter("graph_top_k", "graph_retriever", "top_k", int, low=MIN_TOP_K, high=MAX_TOP_K, per_request=True,
                   help="k: graph nodes nearest the (refined) question"),
+        Parameter("merge_mode", "merger", "merge_mode", str, choices=MERGE_MODES,
+                  help="the dual-path merge: reciprocal rank fusion or dense/graph interleaving"),
     )
 }
 

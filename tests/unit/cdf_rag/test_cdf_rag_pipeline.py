@@ -1,9 +1,11 @@
 """The shipped `cdf_rag` pipeline through the runtime, on fakes: refinement, two paths, both checks, in the trace."""
 
+import pytest
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag import registry
 from haystack_cfrag.cdf_rag import trace as cdf_trace
+from haystack_cfrag.evaluation.systems import check_systems
 from haystack_cfrag.runtime import Runtime
 from haystack_cfrag.testing import MockChatGenerator
 from tests import dark_knight as dk
@@ -46,3 +48,22 @@ def test_a_refinement_that_does_not_parse_falls_back_to_the_question_and_the_run
     assert refiner["requested"] == "expand" and refiner["calls"] == 1
     assert refiner["fallback"] and refiner["action"] == "none" and "shares no content word" in refiner["fallback_reason"]
     assert result.answer and result.llm["calls"] >= 2  # the refinement call, then the answer
+
+
+def test_the_merge_mode_is_a_build_parameter_with_its_range(tmp_path):
+    rt = runtime(tmp_path)
+    assert rt.built("cdf_rag").get_component("merger").merge_mode == "rrf"  # the file's default
+    assert rt.built("cdf_rag", {"merge_mode": "interleave"}).get_component("merger").merge_mode == "interleave"
+    result = rt.ask("cdf_rag", dk.QUESTION, {"refinement": "none", "merge_mode": "interleave"})
+    assert result.answer and result.documents
+    with pytest.raises(ValueError, match="'merge_mode' must be one of 'rrf', 'interleave', got a string"):
+        check_systems("cdf_rag[merge_mode=zip]")  # what `cfrag eval --systems` checks before any run
+
+
+def test_build_parameters_of_every_family_reach_their_component(tmp_path):
+    """The runtime resolves a name to the shipped file: that file keeps its family's table (it once got CF-RAG's)."""
+    rt = runtime(tmp_path)
+    assert rt.built("cdf_rag", {"delta": 0.3, "tau": 0.2}).get_component("hallucination_checker").delta == 0.3
+    assert rt.built("cdf_rag", {"delta": 0.3, "tau": 0.2}).get_component("causal_checker").tau == 0.2
+    assert rt.built("grounded_rag", {"delta": 0.7}).get_component("hallucination_checker").delta == 0.7
+    assert rt.built("cer", {"theta": 0.6}).get_component("selector").theta == 0.6
