@@ -76,12 +76,23 @@ def gold_kinds(items) -> dict[tuple[str, str], str]:
 
     kinds = {}
     for item in items:
-        answers = [normalize_answer(a) for a in item.answers if normalize_answer(a)]
+        answers = [a for a in map(normalize_answer, item.answers) if a]
+        gold = set(item.gold_titles)
         for p in item.passages:
-            if p.title in set(item.gold_titles):
+            if p.title in gold:
                 text = normalize_answer(p.content)
                 kinds[(item.id, p.title)] = "answer" if any(a in text for a in answers) else "bridge"
     return kinds
+
+
+def rows_auc(pos_rows: list[dict], neg_rows: list[dict], name: str) -> float:
+    """AUC of score `name` for the positive rows against the negative ones (rows without the score left out)."""
+    return auc([r[name] for r in pos_rows if r[name] is not None], [r[name] for r in neg_rows if r[name] is not None])
+
+
+def _gold_and_other(items: list[dict]) -> tuple[list[dict], list[dict]]:
+    rows = [r for it in items for r in it["rows"]]
+    return [r for r in rows if r["gold"]], [r for r in rows if not r["gold"]]
 
 
 def report(done: list[dict], rng_seed: int = 0, rounds: int = 1000, kinds: dict | None = None) -> str:
@@ -89,9 +100,7 @@ def report(done: list[dict], rng_seed: int = 0, rounds: int = 1000, kinds: dict 
     lines = ["| score | AUC (gold vs spurious) | 95 % interval (bootstrap over items) |", "|---|---|---|"]
     for name in SCORES:
         def value(items: list[dict]) -> float:
-            pos = [r[name] for it in items for r in it["rows"] if r["gold"] and r[name] is not None]
-            neg = [r[name] for it in items for r in it["rows"] if not r["gold"] and r[name] is not None]
-            return auc(pos, neg)
+            return rows_auc(*_gold_and_other(items), name)
         point = value(done)
         boots = [value([done[i] for i in rng.integers(0, len(done), len(done))]) for _ in range(rounds)]
         lo, hi = np.nanpercentile(boots, [2.5, 97.5])
@@ -102,21 +111,16 @@ def report(done: list[dict], rng_seed: int = 0, rounds: int = 1000, kinds: dict 
                   "| failure mode | items | " + " | ".join(SCORES) + " |", "|---|---:|" + "---:|" * len(SCORES)]
         for mode in modes:
             part = [it for it in done if it.get("failure_mode") == mode]
-            aucs = []
-            for name in SCORES:
-                pos = [r[name] for it in part for r in it["rows"] if r["gold"] and r[name] is not None]
-                neg = [r[name] for it in part for r in it["rows"] if not r["gold"] and r[name] is not None]
-                aucs.append(f"{auc(pos, neg):.3f}")
+            aucs = [f"{rows_auc(*_gold_and_other(part), name):.3f}" for name in SCORES]
             lines.append(f"| {mode} | {len(part)} | " + " | ".join(aucs) + " |")
     if kinds and not modes:
-        negatives = [r for it in done for r in it["rows"] if not r["gold"]]
+        negatives = _gold_and_other(done)[1]
         lines += ["", "By kind of gold passage (AUC against the same non-gold passages): *answer*, it states a gold "
                   "answer; *bridge*, it does not (the hop that leads to the answer's passage):", "",
                   "| gold passages | n | " + " | ".join(SCORES) + " |", "|---|---:|" + "---:|" * len(SCORES)]
         for kind in ("answer", "bridge"):
             part = [r for it in done for r in it["rows"] if r["gold"] and kinds.get((it["id"], r["title"])) == kind]
-            aucs = [f"{auc([r[n] for r in part if r[n] is not None], [r[n] for r in negatives if r[n] is not None]):.3f}"
-                    for n in SCORES]
+            aucs = [f"{rows_auc(part, negatives, name):.3f}" for name in SCORES]
             lines.append(f"| {kind} | {len(part)} | " + " | ".join(aucs) + " |")
     with_cfs = sum(1 for it in done if it.get("counterfactuals"))
     lines += ["", f"The two margins need counterfactual questions: {with_cfs} of {len(done)} items had some "
@@ -140,7 +144,8 @@ def main() -> None:
     args = parser.parse_args()
     from haystack_cfrag.evaluation.datasets import load_items
 
-    kinds = gold_kinds(load_items(args.data, limit=args.limit))
+    items = load_items(args.data, limit=args.limit)
+    kinds = gold_kinds(items)
     if args.report_only:
         done = [json.loads(line) for line in (Path(args.out) / "items.jsonl").read_text().splitlines()]
         text = f"# Separation on {Path(args.data).name}\n\n" + report(done, kinds=kinds)
@@ -156,7 +161,6 @@ def main() -> None:
     log = out / "items.jsonl"
     done = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     seen = {d["id"] for d in done}
-    items = load_items(args.data, limit=args.limit)
     written = {}  # the trap files' own counterfactual questions
     for line in Path(args.data).read_text().splitlines():
         row = json.loads(line) if line.strip() else {}
