@@ -37,8 +37,15 @@ def test_ask_prints_a_readable_trace():
         assert part in result.output, part
 
 
-def test_index_with_graph_then_ask_causal_rag(tmp_path):
-    """`cfrag index --graph` extracts the causal graph ahead (cost per extracted passage in its summary line); causal_rag reads it."""
+def test_index_with_graph_then_ask_causal_rag(tmp_path, monkeypatch):
+    """`cfrag index --graph` extracts the causal graph ahead (cost per extracted passage in its summary line); causal_rag reads it.
+
+    The extraction cache is this test's own: the user's cache outlives test runs, and a passage an
+    earlier run extracted would be read from it (no extraction, no cost to print).
+    """
+    from haystack_cfrag import models
+
+    monkeypatch.setattr(models, "graph_cache_dir", lambda: tmp_path / "graph-cache")
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "flood.txt").write_text("Heavy rain in March caused the Elm river to flood. The flood destroyed the "
@@ -56,3 +63,4 @@ def test_index_with_graph_then_ask_causal_rag(tmp_path):
     data = json.loads(result.output[result.output.index("{"):])
     assert data["answer"] and data["documents"]
     assert data["trace"]["seeds"], data["trace"]  # the graph had nodes near the question
+    assert any((tmp_path / "graph-cache").rglob("*")), "the extraction was not cached where the runtime reads it"
