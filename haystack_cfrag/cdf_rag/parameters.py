@@ -5,13 +5,14 @@ The action is a run-time input of the refiner (per request); τ, δ and the merg
     >>> PARAMETERS["refinement"].describe()
     "one of 'auto', 'rule', 'expand', 'simplify', 'decompose', 'none'"
     >>> sorted(GROUNDED_PARAMETERS)
-    ['delta', 'graph_top_k', 'tau']
+    ['delta', 'graph_top_k', 'rewrite_mode', 'support_threshold', 'tau']
 """
 
 from __future__ import annotations
 
 from haystack_cfrag.causal_rag.math.graph import MAX_TOP_K, MIN_TOP_K
 from haystack_cfrag.cdf_rag.components.query_refiner import CHOICES
+from haystack_cfrag.cdf_rag.math.checks import REWRITE_MODES, SUPPORT_RANGE
 from haystack_cfrag.cdf_rag.math.merge import MERGE_MODES
 from haystack_cfrag.cfrag.parameters import Parameter
 
@@ -24,6 +25,11 @@ PARAMETERS: dict[str, Parameter] = {
                   help="regenerate when S_causal is below it"),
         Parameter("delta", "hallucination_checker", "delta", float, low=0.0, high=1.0,
                   help="rewrite when S_hall is above it"),
+        Parameter("support_threshold", "hallucination_checker", "support_threshold", float,
+                  low=SUPPORT_RANGE[0], high=SUPPORT_RANGE[1],
+                  help="a claim is supported when the reader's support (nats per token) reaches it"),
+        Parameter("rewrite_mode", "hallucination_checker", "rewrite_mode", str, choices=REWRITE_MODES,
+                  help="the rewrite: correct the unsupported statements, or answer again naming the flagged one"),
         Parameter("graph_top_k", "graph_retriever", "top_k", int, low=MIN_TOP_K, high=MAX_TOP_K, per_request=True,
                   help="k: graph nodes nearest the (refined) question"),
         Parameter("merge_mode", "merger", "merge_mode", str, choices=MERGE_MODES,
@@ -31,7 +37,9 @@ PARAMETERS: dict[str, Parameter] = {
     )
 }
 
-GROUNDED_PARAMETERS: dict[str, Parameter] = {name: PARAMETERS[name] for name in ("tau", "delta", "graph_top_k")}
+GROUNDED_PARAMETERS: dict[str, Parameter] = {
+    name: PARAMETERS[name] for name in ("tau", "delta", "support_threshold", "rewrite_mode", "graph_top_k")
+}
 """The `grounded_rag` pipeline's: standard RAG then the two checks (no refiner)."""
 
 __all__ = ["GROUNDED_PARAMETERS", "PARAMETERS"]

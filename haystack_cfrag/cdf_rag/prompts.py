@@ -115,6 +115,28 @@ Answer: <the rewritten short answer only>"""
 
 REWRITE_FIELDS = ("query", "evidence", "answer", "unsupported")
 
+REANSWER_PROMPT = """Answer the question using the documents below.
+
+Documents:
+{evidence}
+
+Question: {query}
+
+An earlier answer, "{answer}", was checked against these documents, and these of its statements are
+not supported by them:
+{unsupported}
+Answer the question again from the documents. Give the earlier answer again only if a document
+states it as the answer to this question.
+
+Reply in this format:
+Answer: <the short answer only>"""
+"""The rewrite as a fresh answer (`rewrite_mode="reanswer"`): asked to "correct or remove" the only
+statement of a one-claim answer, the reader repeats it (docs/cdf_rag.md); here it answers again,
+told which answer was flagged. Same placeholders as REWRITE_PROMPT."""
+
+REWRITE_PROMPTS = {"correct": REWRITE_PROMPT, "reanswer": REANSWER_PROMPT}
+"""The hallucination checker's rewrite prompt by `rewrite_mode`."""
+
 REFINEMENT_PROMPTS = {"choose": CHOOSE_PROMPT, "expand": EXPAND_PROMPT, "simplify": SIMPLIFY_PROMPT,
                       "decompose": DECOMPOSE_PROMPT}
 """The query refiner's prompts by key (`QueryRefiner(prompt_templates=…)` overrides any of them)."""
@@ -153,8 +175,10 @@ __all__ = [
     "REFINEMENT_FIELDS",
     "REGENERATE_FIELDS",
     "REGENERATE_PROMPT",
+    "REANSWER_PROMPT",
     "REWRITE_FIELDS",
     "REWRITE_PROMPT",
+    "REWRITE_PROMPTS",
     "SIMPLIFY_PROMPT",
     "check_prompt_templates",
     "render_claims",

@@ -40,10 +40,23 @@ def check_int(name: str, value: int, minimum: int, maximum: int | None = None) -
         raise ValueError(f"'{name}' must be {bound}, got {value!r}.")
 
 
+def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    """Raise ValueError naming `name` and its choices unless `value` is one of them.
+
+    >>> check_choice("rewrite_mode", "reanswer", ("correct", "reanswer"))
+    >>> check_choice("rewrite_mode", "redo", ("correct", "reanswer"))
+    Traceback (most recent call last):
+    ...
+    ValueError: 'rewrite_mode' must be one of 'correct', 'reanswer', got 'redo'.
+    """
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"'{name}' must be one of {', '.join(repr(c) for c in choices)}, got {value!r}.")
+
+
 def check_optional_seconds(name: str, value: float | None) -> None:
     """Raise ValueError unless `value` is None or a finite number of seconds > 0."""
     if value is not None:
         check_range(name, value, 0.0, 86400.0, low_open=True)
 
 
-__all__ = ["check_int", "check_optional_seconds", "check_range"]
+__all__ = ["check_choice", "check_int", "check_optional_seconds", "check_range"]

@@ -13,20 +13,22 @@ from haystack_cfrag.cdf_rag.components._answers import answer_text, correct, cor
 from haystack_cfrag.cdf_rag.math.checks import (
     DELTA,
     MAX_CLAIMS,
+    REWRITE_MODES,
     SHORT_ANSWER_WORDS,
+    SUPPORT_RANGE,
     SUPPORT_THRESHOLD,
     hallucination_score,
     should_rewrite,
     split_claims,
     supported_claims,
 )
-from haystack_cfrag.cdf_rag.prompts import REWRITE_FIELDS, REWRITE_PROMPT, render_claims
+from haystack_cfrag.cdf_rag.prompts import REWRITE_FIELDS, REWRITE_PROMPTS, render_claims
 from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedParts, degradation, prepare_query
 from haystack_cfrag.common.prompting import check_template, render_evidence
 from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.common.tracing import LLMCall
-from haystack_cfrag.common.validation import check_int, check_optional_seconds, check_range
+from haystack_cfrag.common.validation import check_choice, check_int, check_optional_seconds, check_range
 
 COMPONENT = "HallucinationChecker"
 KEEP, REWRITE, UNDEFINED, SCORER_FAILED = "keep", "rewrite", "undefined", "scorer_failed"
@@ -56,8 +58,9 @@ class HallucinationChecker(InjectedParts):
     length-normalised log P(claim | query, documents) (`support_scorer.score`); a claim is
     supported when its support is ≥ `support_threshold`. S_hall = 1 − supported / claims; when
     S_hall > δ and a `chat_generator` is given, one rewrite asks it to correct the answer from
-    the evidence, naming the unsupported claims. With no claim, S_hall is undefined and nothing
-    is decided.
+    the evidence, naming the unsupported claims (`rewrite_mode="correct"`, the paper's), or to
+    answer again from the evidence, told which answer was flagged (`"reanswer"`). With no claim,
+    S_hall is undefined and nothing is decided.
 
     Outputs `answer` and `replies` (the rewritten answer, or the answer as it came), `s_hall`,
     `decision` ("keep", "rewrite", "undefined" or "scorer_failed"), `rewritten`, `claims`
@@ -93,6 +96,7 @@ class HallucinationChecker(InjectedParts):
         chat_generator: ChatGenerator | None = None,
         delta: float = DELTA,
         support_threshold: float = SUPPORT_THRESHOLD,
+        rewrite_mode: str = "correct",
         max_claims: int = MAX_CLAIMS,
         short_answer_words: int = SHORT_ANSWER_WORDS,
         max_evidence_chars: int | None = 2000,
@@ -107,6 +111,8 @@ class HallucinationChecker(InjectedParts):
         :param chat_generator: writes the rewrite (None = check only: the decision is reported, the answer kept).
         :param delta: δ in [0, 1]: rewrite when S_hall > δ.
         :param support_threshold: a claim is supported when its support is ≥ this, in [-20, 0] (nats per token).
+        :param rewrite_mode: "correct" (correct or remove the unsupported statements: the paper's rewrite) or
+            "reanswer" (a fresh answer from the evidence, the flagged answer named).
         :param max_claims: claims scored per answer, in [1, 50] (the rest are joined into the last).
         :param short_answer_words: an answer of at most this many words and one sentence is one claim, in [0, 100].
         :param max_evidence_chars: each passage is cut to this many characters in the rewrite prompt (None = whole).
@@ -115,14 +121,15 @@ class HallucinationChecker(InjectedParts):
         :param timeout_s: seconds the rewrite call may take before it is abandoned (None = no limit).
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
         :param prompt_template: replaces the rewrite prompt: a `str.format` string with the placeholders
-            {query}, {evidence}, {answer} and {unsupported}.
+            {query}, {evidence}, {answer} and {unsupported} (it replaces the prompt of either rewrite_mode).
         """
         if not callable(getattr(support_scorer, "score", None)):
             raise ValueError(
                 f"'support_scorer' must have a score(query, answer, documents) method, got {support_scorer!r}."
             )
         check_range("delta", delta, 0.0, 1.0)
-        check_range("support_threshold", support_threshold, -20.0, 0.0)
+        check_range("support_threshold", support_threshold, *SUPPORT_RANGE)
+        check_choice("rewrite_mode", rewrite_mode, REWRITE_MODES)
         check_int("max_claims", max_claims, 1, 50)
         check_int("short_answer_words", short_answer_words, 0, 100)
         if max_evidence_chars is not None:
@@ -137,6 +144,7 @@ class HallucinationChecker(InjectedParts):
         self.chat_generator = chat_generator
         self.delta = delta
         self.support_threshold = support_threshold
+        self.rewrite_mode = rewrite_mode
         self.max_claims = max_claims
         self.short_answer_words = short_answer_words
         self.max_evidence_chars = max_evidence_chars
@@ -154,6 +162,7 @@ class HallucinationChecker(InjectedParts):
             chat_generator=serialize_component(self.chat_generator),
             delta=self.delta,
             support_threshold=self.support_threshold,
+            rewrite_mode=self.rewrite_mode,
             max_claims=self.max_claims,
             short_answer_words=self.short_answer_words,
             max_evidence_chars=self.max_evidence_chars,
@@ -290,7 +299,7 @@ class _Check:
 
     def rewrite_prompt(self) -> str:
         unsupported = [c for c, ok in zip(self.claims, self.supported, strict=True) if not ok]
-        template = self.checker.prompt_template or REWRITE_PROMPT
+        template = self.checker.prompt_template or REWRITE_PROMPTS[self.checker.rewrite_mode]
         return template.format(query=self.query, evidence=render_evidence(self.documents,
                                                                            self.checker.max_evidence_chars),
                                answer=self.original, unsupported=render_claims(unsupported))
@@ -321,6 +330,7 @@ class _Check:
             "s_hall": self.s_hall,
             "delta": self.checker.delta,
             "support_threshold": self.checker.support_threshold,
+            "rewrite_mode": self.checker.rewrite_mode,
             "decision": self.decision,
             "claims": len(self.claims),
             "supported": sum(self.supported),

@@ -29,6 +29,11 @@ DELTA = 0.5
 SUPPORT_THRESHOLD = -1.0
 """A claim is supported when its mean token log-probability is ≥ this (≈ a geometric-mean token
 probability of e^-1 ≈ 0.37; ours, to be calibrated on the reader)."""
+SUPPORT_RANGE = (-20.0, 0.0)
+"""The range a support threshold may take (nats per token)."""
+REWRITE_MODES = ("correct", "reanswer")
+"""The rewrite's prompt: "correct" asks to correct or remove the unsupported statements (the paper's
+knowledge rewrite); "reanswer" asks for a fresh answer from the evidence, naming the flagged one."""
 MAX_CLAIMS = 12
 """Claims past this many are joined into the last one (bounds the scorer calls per answer)."""
 SHORT_ANSWER_WORDS = 8

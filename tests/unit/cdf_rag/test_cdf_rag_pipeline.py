@@ -67,3 +67,16 @@ def test_build_parameters_of_every_family_reach_their_component(tmp_path):
     assert rt.built("cdf_rag", {"delta": 0.3, "tau": 0.2}).get_component("causal_checker").tau == 0.2
     assert rt.built("grounded_rag", {"delta": 0.7}).get_component("hallucination_checker").delta == 0.7
     assert rt.built("cer", {"theta": 0.6}).get_component("selector").theta == 0.6
+
+
+@pytest.mark.parametrize("name", ["cdf_rag", "grounded_rag"])
+def test_the_rewrite_mode_and_support_threshold_are_build_parameters(tmp_path, name):
+    rt = runtime(tmp_path)
+    checker = rt.built(name, {"rewrite_mode": "reanswer", "support_threshold": -0.25}).get_component(
+        "hallucination_checker")
+    assert (checker.rewrite_mode, checker.support_threshold) == ("reanswer", -0.25)
+    assert rt.built(name).get_component("hallucination_checker").rewrite_mode == "correct"  # the paper's, by default
+    with pytest.raises(ValueError, match=r"'support_threshold' must be a number in \[-20, 0\]"):
+        check_systems(f"{name}[support_threshold=0.5]")
+    with pytest.raises(ValueError, match="'rewrite_mode' must be one of 'correct', 'reanswer'"):
+        check_systems(f"{name}[rewrite_mode=redo]")

@@ -9,7 +9,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cdf_rag.components import CausalConsistencyChecker, HallucinationChecker
-from haystack_cfrag.cdf_rag.prompts import REGENERATE_PROMPT, REWRITE_PROMPT
+from haystack_cfrag.cdf_rag.prompts import REANSWER_PROMPT, REGENERATE_PROMPT, REWRITE_PROMPT
 from haystack_cfrag.testing.fakes import FixedReplyGenerator as ScriptedGenerator
 
 Q = "Who is the lead actor in The Dark Knight?"
@@ -83,6 +83,23 @@ def test_s_hall_at_delta_keeps_the_answer_and_above_rewrites_it():
     assert "Christian Bale stars as Bruce Wayne." in prompt and Q in prompt
 
 
+def test_reanswer_mode_asks_for_a_fresh_answer_naming_the_flagged_one():
+    """A one-claim answer flagged: "correct or remove" asks the reader to mend its only statement;
+    "reanswer" asks the question again over the same evidence, the flagged answer named."""
+    checker = hall({"Heath Ledger": -3.0}, reply="Answer: Christian Bale", rewrite_mode="reanswer")
+    out = checker.run(query=Q, documents=DOCS, answer="Heath Ledger")
+    assert out["decision"] == "rewrite" and out["rewritten"] and out["answer"] == "Christian Bale"
+    assert out["trace"]["rewrite_mode"] == "reanswer" and out["trace"]["original_answer"] == "Heath Ledger"
+    [prompt] = checker.chat_generator.prompts
+    assert prompt.startswith(REANSWER_PROMPT.split("{evidence}")[0]) and "Answer to rewrite" not in prompt
+    assert '"Heath Ledger"' in prompt and "- Heath Ledger" in prompt and "[2] Heath Ledger plays the Joker." in prompt
+    # the default stays the paper's rewrite
+    default = hall({"Heath Ledger": -3.0})
+    default.run(query=Q, documents=DOCS, answer="Heath Ledger")
+    assert default.chat_generator.prompts[0].startswith(REWRITE_PROMPT.split("{evidence}")[0])
+    assert default.to_dict()["init_parameters"]["rewrite_mode"] == "correct"
+
+
 def test_each_claim_is_scored_with_the_query_and_all_documents():
     checker = hall({})
     checker.run(query=Q, documents=DOCS, answer=TWO_CLAIMS)
@@ -143,7 +160,7 @@ def test_hallucination_checker_run_equals_run_async_and_round_trips():
     table = {"Christian Bale plays Batman.": -0.2}
     out = agree(lambda: hall(table, delta=0.2), query=Q, documents=DOCS, answer=TWO_CLAIMS)
     assert out["rewritten"]
-    checker = hall(table, delta=0.3, support_threshold=-2.0, max_claims=5, short_answer_words=4,
+    checker = hall(table, delta=0.3, support_threshold=-2.0, rewrite_mode="reanswer", max_claims=5, short_answer_words=4,
                    max_evidence_chars=100, generation_kwargs={"max_tokens": 32}, timeout_s=3.0,
                    prompt_template="{query} {evidence} {answer} {unsupported}")
     data = checker.to_dict()
@@ -164,6 +181,7 @@ def test_hallucination_checker_does_not_mutate_its_inputs():
         ({"support_scorer": object()}, "'support_scorer' must have a score"),
         ({"delta": 1.5}, "'delta'"),
         ({"support_threshold": 0.5}, "'support_threshold'"),
+        ({"rewrite_mode": "redo"}, "'rewrite_mode' must be one of 'correct', 'reanswer'"),
         ({"max_claims": 0}, "'max_claims'"),
         ({"prompt_template": "{query} {answer}"}, r"lacks the placeholder \{evidence\}"),
     ],

@@ -10,7 +10,8 @@ from .test_cdf_rag_pipeline import runtime  # the Dark Knight store, the mock re
 def test_registry_entry_has_the_checks_parameters_and_no_refinement():
     entry = registry.REGISTRY["grounded_rag"]
     assert entry.family == "cdf_rag" and not entry.served and not entry.indexing
-    assert set(entry.parameters) == {"tau", "delta", "graph_top_k"} and entry.request_parameters == ("graph_top_k",)
+    assert set(entry.parameters) == {"tau", "delta", "support_threshold", "rewrite_mode", "graph_top_k"}
+    assert entry.request_parameters == ("graph_top_k",)
     assert registry.trace_view("grounded_rag") is cdf_trace
 
 
