@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from haystack_cfrag.cli import main
@@ -37,30 +38,75 @@ def test_ask_prints_a_readable_trace():
         assert part in result.output, part
 
 
-def test_index_with_graph_then_ask_causal_rag(tmp_path, monkeypatch):
-    """`cfrag index --graph` extracts the causal graph ahead (cost per extracted passage in its summary line); causal_rag reads it.
+FLOOD_QUESTION = "What destroyed the bridge at Millford?"
 
-    The extraction cache is this test's own: the user's cache outlives test runs, and a passage an
-    earlier run extracted would be read from it (no extraction, no cost to print).
+
+@pytest.fixture(scope="module")
+def graph_store(tmp_path_factory):
+    """`cfrag index --graph` over one note: (the store, the index command's output).
+
+    The extraction cache is this module's own: the user's cache outlives test runs, and a passage
+    an earlier run extracted would be read from it (no extraction, no cost to print).
     """
     from haystack_cfrag import models
 
-    monkeypatch.setattr(models, "graph_cache_dir", lambda: tmp_path / "graph-cache")
+    tmp_path = tmp_path_factory.mktemp("graph")
+    cache = tmp_path / "graph-cache"
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "flood.txt").write_text("Heavy rain in March caused the Elm river to flood. The flood destroyed the "
                                      "bridge at Millford, and the closed bridge cut the village off for a week.")
     store = tmp_path / "store.json"
-    runner = CliRunner()
-    result = runner.invoke(main, ["index", str(notes), "--store", str(store), "--graph"])
-    assert result.exit_code == 0, result.output
-    line = next(x for x in result.output.splitlines() if x.startswith("graph: "))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(models, "graph_cache_dir", lambda: cache)
+        result = CliRunner().invoke(main, ["index", str(notes), "--store", str(store), "--graph"])
+        assert result.exit_code == 0, result.output
+        assert any(cache.rglob("*")), "the extraction was not cached where the runtime reads it"
+        yield store, result.output
+
+
+def test_index_with_graph_then_ask_causal_rag(graph_store):
+    """`cfrag index --graph` extracts the causal graph ahead (cost per extracted passage in its summary line); causal_rag reads it."""
+    store, output = graph_store
+    line = next(x for x in output.splitlines() if x.startswith("graph: "))
     assert "1 passages" in line and "per extracted passage" in line
 
-    result = runner.invoke(main, ["ask", "What destroyed the bridge at Millford?", "--store", str(store),
-                                  "--pipeline", "causal_rag", "--json", "--max-tokens", "64"])
+    result = CliRunner().invoke(main, ["ask", FLOOD_QUESTION, "--store", str(store),
+                                       "--pipeline", "causal_rag", "--json", "--max-tokens", "64"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output[result.output.index("{"):])
     assert data["answer"] and data["documents"]
     assert data["trace"]["seeds"], data["trace"]  # the graph had nodes near the question
-    assert any((tmp_path / "graph-cache").rglob("*")), "the extraction was not cached where the runtime reads it"
+
+
+def test_cdf_rag_on_the_real_reader_refines_retrieves_on_two_paths_and_checks(graph_store):
+    """CDF-RAG end to end on the embedded reader: each stage's trace, the graph's edges given to the
+    causal check, the answer's claims scored by the reader's own support (real log-probabilities)."""
+    store, _ = graph_store
+    result = CliRunner().invoke(main, ["ask", FLOOD_QUESTION, "--store", str(store),
+                                       "--pipeline", "cdf_rag", "--json", "--max-tokens", "64"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output[result.output.index("{"):])
+    assert data["answer"] and data["documents"]
+    trace = data["trace"]
+    assert trace["refiner"]["action"] in ("expand", "simplify", "decompose", "none")
+    assert trace["causal_checker"]["edges"] > 0  # the note's edges reached the check
+    hall = trace["hallucination_checker"]
+    assert hall["decision"] in ("keep", "rewrite") and hall["claims"] >= 1
+    assert len(hall["claim_supports"]) == hall["claims"] and all(-20 < s <= 0 for s in hall["claim_supports"])
+
+
+def test_grounded_rag_rewrites_a_flagged_answer_with_the_real_reader(graph_store):
+    """A threshold no claim reaches (0 nats per token) flags standard RAG's answer: one reanswer call follows."""
+    from haystack_cfrag.runtime import Runtime
+    from haystack_cfrag.stores import open_query_store
+
+    store, _ = graph_store
+    rt = Runtime(store=open_query_store(str(store), "embedded:all-MiniLM-L6-v2"), max_tokens=64)
+    rt.warm_up()
+    plain = rt.ask("grounded_rag", FLOOD_QUESTION)
+    flagged = rt.ask("grounded_rag", FLOOD_QUESTION, {"support_threshold": 0.0, "rewrite_mode": "reanswer"})
+    hall = flagged.trace["hallucination_checker"]
+    assert hall["decision"] == "rewrite" and hall["rewrite_mode"] == "reanswer"
+    assert hall["original_answer"] == plain.trace["hallucination_checker"]["original_answer"]  # standard RAG's
+    assert flagged.llm["calls"] == plain.llm["calls"] + 1 and flagged.answer  # the one rewrite call, an answer
