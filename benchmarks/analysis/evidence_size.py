@@ -35,7 +35,7 @@ def summarize(records: list[dict[str, Any]], baseline: str = BASELINE) -> dict[s
     ...      "selection": {"pool": list("abcde"), "kept": ["a"], "reached": True, "stop": "delta"}}]
     >>> s = summarize(recs)["cer"]
     >>> s["kept"], s["one_passage"], s["answer_prompt"], s["baseline_prompt"], s["gold_recall"], s["baseline_recall"]
-    (1.0, 1, 150.0, 500.0, 50.0, 100.0)
+    (1, 1, 150, 500, 50.0, 100.0)
     """
     base = {r["qid"]: r for r in records if r["system"] == baseline}
     rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
