@@ -56,7 +56,7 @@ demo: setup
 
 ## the README's test command: set up, then every test on the target Haystack (3.4)
 test: setup
-	.ci/pytest-step "unit + integration tests on $(HAYSTACK3)" $(VENV)/bin/python -m pytest -q tests
+	.ci/pytest-step "unit + integration tests on $(HAYSTACK3)" $(VENV)/bin/python -m pytest -q -rs tests
 
 test-unit: setup-core
 	.ci/pytest-step "unit tests" $(VENV)/bin/python -m pytest -q tests/unit
