@@ -27,7 +27,8 @@ BASELINE = "standard_rag"
 
 
 def summarize(records: list[dict[str, Any]], baseline: str = BASELINE) -> dict[str, dict[str, Any]]:
-    """{system: summary} for every system whose records carry a kept set.
+    """{system: summary} for every system whose records carry a kept set ("system (condition)" when
+    the folder holds several conditions; the baseline is matched within the same condition).
 
     >>> recs = [
     ...     {"system": "standard_rag", "qid": "q", "support_recall": 1.0, "llm": {"prompt_tokens": 500}},
@@ -37,20 +38,21 @@ def summarize(records: list[dict[str, Any]], baseline: str = BASELINE) -> dict[s
     >>> s["kept"], s["one_passage"], s["answer_prompt"], s["baseline_prompt"], s["gold_recall"], s["baseline_recall"]
     (1, 1, 150, 500, 50.0, 100.0)
     """
-    base = {r["qid"]: r for r in records if r["system"] == baseline}
+    several = len({r.get("condition") for r in records}) > 1
+    base = {(r.get("condition"), r["qid"]): r for r in records if r["system"] == baseline}
     rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         if isinstance((r.get("selection") or {}).get("kept"), list):
-            rows[r["system"]].append(r)
+            rows[f"{r['system']} ({r.get('condition')})" if several else r["system"]].append(r)
     out = {}
     for system, recs in sorted(rows.items()):
         kept = [len(r["selection"]["kept"]) for r in recs]
         pool = [len(r["selection"].get("pool") or []) for r in recs]
-        paired = [r for r in recs if r["qid"] in base]
-        answer_prompt = [r["llm"]["prompt_tokens"] - base[r["qid"]]["llm"]["prompt_tokens"] for r in paired]
-        recall = [r["support_recall"] for r in paired if r.get("support_recall") is not None]
-        base_recall = [base[r["qid"]]["support_recall"] for r in paired
-                       if base[r["qid"]].get("support_recall") is not None]
+        paired = [(r, base[(r.get("condition"), r["qid"])]) for r in recs if (r.get("condition"), r["qid"]) in base]
+        answer_prompt = [r["llm"]["prompt_tokens"] - b["llm"]["prompt_tokens"] for r, b in paired]
+        both = [(r["support_recall"], b["support_recall"]) for r, b in paired
+                if r.get("support_recall") is not None and b.get("support_recall") is not None]
+        recall, base_recall = [x for x, _ in both], [y for _, y in both]
         out[system] = {
             "questions": len(recs),
             "kept": round(mean(kept), 3),
@@ -60,7 +62,7 @@ def summarize(records: list[dict[str, Any]], baseline: str = BASELINE) -> dict[s
             "stops": Counter(str(r["selection"].get("stop")) for r in recs),
             "answer_prompt": round(mean(answer_prompt), 1) if answer_prompt else None,
             "answer_prompt_median": median(answer_prompt) if answer_prompt else None,
-            "baseline_prompt": round(mean(base[r["qid"]]["llm"]["prompt_tokens"] for r in paired), 1) if paired else None,
+            "baseline_prompt": round(mean(b["llm"]["prompt_tokens"] for _, b in paired), 1) if paired else None,
             "gold_recall": round(100 * mean(recall), 1) if recall else None,
             "baseline_recall": round(100 * mean(base_recall), 1) if base_recall else None,
         }

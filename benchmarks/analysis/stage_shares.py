@@ -23,7 +23,8 @@ MIN_SHARE = 0.01
 
 
 def shares(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """{system: {"questions", "seconds" (mean), "cache_hits" (total), "stages": {stage: (mean s, share)}}}.
+    """{system: {"questions", "seconds" (mean), "cache_hits" (total), "stages": {stage: (mean s, share)}}}
+    ("system (condition)" when the records hold several conditions).
 
     >>> recs = [{"system": "s", "stages": {"generator": 3.0, "checker": 1.0}, "cache_hits": 0},
     ...         {"system": "s", "stages": {"generator": 5.0, "checker": 3.0}, "cache_hits": 1}]
@@ -31,10 +32,11 @@ def shares(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     >>> out["questions"], out["seconds"], out["cache_hits"], out["stages"]
     (2, 6.0, 1, {'generator': (4.0, 0.667), 'checker': (2.0, 0.333)})
     """
+    several = len({r.get("condition") for r in records}) > 1
     by_system: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         if r.get("stages"):
-            by_system[r["system"]].append(r)
+            by_system[f"{r['system']} ({r.get('condition')})" if several else r["system"]].append(r)
     out = {}
     for system, recs in sorted(by_system.items()):
         n = len(recs)

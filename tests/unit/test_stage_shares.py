@@ -20,6 +20,14 @@ def test_mean_seconds_and_shares_per_stage_and_cache_hits_counted():
     assert list(s["stages"]) == ["generator", "hallucination_checker", "refiner"]  # largest first
 
 
+def test_conditions_are_kept_apart():
+    tool = load_tool("stage_shares")
+    records = [{"system": "cer", "condition": c, "stages": {"selector": t}, "cache_hits": 0}
+               for c, t in (("pooled", 2.0), ("inject", 6.0))]
+    table = tool.shares(records)
+    assert table["cer (pooled)"]["seconds"] == 2.0 and table["cer (inject)"]["seconds"] == 6.0
+
+
 def test_the_docstring_example_runs():
     result = doctest.testmod(load_tool("stage_shares"))
     assert result.attempted > 0 and result.failed == 0

@@ -330,7 +330,7 @@ class _Check:
             "s_hall": self.s_hall,
             "delta": self.checker.delta,
             "support_threshold": self.checker.support_threshold,
-            "rewrite_mode": self.checker.rewrite_mode,
+            "rewrite_mode": "custom" if self.checker.prompt_template else self.checker.rewrite_mode,
             "decision": self.decision,
             "claims": len(self.claims),
             "supported": sum(self.supported),

@@ -9,7 +9,8 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cdf_rag.components import CausalConsistencyChecker, HallucinationChecker
-from haystack_cfrag.cdf_rag.prompts import REANSWER_PROMPT, REGENERATE_PROMPT, REWRITE_PROMPT
+from haystack_cfrag.cdf_rag.math.checks import REWRITE_MODES
+from haystack_cfrag.cdf_rag.prompts import REANSWER_PROMPT, REGENERATE_PROMPT, REWRITE_PROMPT, REWRITE_PROMPTS
 from haystack_cfrag.testing.fakes import FixedReplyGenerator as ScriptedGenerator
 
 Q = "Who is the lead actor in The Dark Knight?"
@@ -100,6 +101,13 @@ def test_reanswer_mode_asks_for_a_fresh_answer_naming_the_flagged_one():
     assert default.to_dict()["init_parameters"]["rewrite_mode"] == "correct"
 
 
+def test_every_rewrite_mode_has_its_prompt_and_a_custom_prompt_is_traced_as_such():
+    assert set(REWRITE_PROMPTS) == set(REWRITE_MODES)
+    checker = hall({}, prompt_template="{query} {evidence} {answer} {unsupported}", rewrite_mode="reanswer")
+    out = checker.run(query=Q, documents=DOCS, answer="Heath Ledger")
+    assert out["trace"]["rewrite_mode"] == "custom" and checker.chat_generator.prompts[0].startswith(Q)
+
+
 def test_each_claim_is_scored_with_the_query_and_all_documents():
     checker = hall({})
     checker.run(query=Q, documents=DOCS, answer=TWO_CLAIMS)
@@ -156,10 +164,11 @@ def test_without_a_generator_the_checker_only_reports():
     assert "check only" in out["trace"]["rewrite_note"]
 
 
-def test_hallucination_checker_run_equals_run_async_and_round_trips():
+@pytest.mark.parametrize("mode", REWRITE_MODES)
+def test_hallucination_checker_run_equals_run_async_and_round_trips(mode):
     table = {"Christian Bale plays Batman.": -0.2}
-    out = agree(lambda: hall(table, delta=0.2), query=Q, documents=DOCS, answer=TWO_CLAIMS)
-    assert out["rewritten"]
+    out = agree(lambda: hall(table, delta=0.2, rewrite_mode=mode), query=Q, documents=DOCS, answer=TWO_CLAIMS)
+    assert out["rewritten"] and out["trace"]["rewrite_mode"] == mode
     checker = hall(table, delta=0.3, support_threshold=-2.0, rewrite_mode="reanswer", max_claims=5, short_answer_words=4,
                    max_evidence_chars=100, generation_kwargs={"max_tokens": 32}, timeout_s=3.0,
                    prompt_template="{query} {evidence} {answer} {unsupported}")
