@@ -16,12 +16,12 @@ that column).
 from __future__ import annotations
 
 import argparse
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
-from statistics import mean, median
+from statistics import mean
 from typing import Any
 
-from run_folder import read_run_records
+from run_folder import group_by_system, read_run_records
 
 BASELINE = "standard_rag"
 
@@ -38,14 +38,12 @@ def summarize(records: list[dict[str, Any]], baseline: str = BASELINE) -> dict[s
     >>> s["kept"], s["one_passage"], s["answer_prompt"], s["baseline_prompt"], s["gold_recall"], s["baseline_recall"]
     (1, 1, 150, 500, 50.0, 100.0)
     """
-    several = len({r.get("condition") for r in records}) > 1
     base = {(r.get("condition"), r["qid"]): r for r in records if r["system"] == baseline}
-    rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in records:
-        if isinstance((r.get("selection") or {}).get("kept"), list):
-            rows[f"{r['system']} ({r.get('condition')})" if several else r["system"]].append(r)
     out = {}
-    for system, recs in sorted(rows.items()):
+    for system, recs in group_by_system(records).items():
+        recs = [r for r in recs if isinstance((r.get("selection") or {}).get("kept"), list)]
+        if not recs:
+            continue
         kept = [len(r["selection"]["kept"]) for r in recs]
         pool = [len(r["selection"].get("pool") or []) for r in recs]
         paired = [(r, base[(r.get("condition"), r["qid"])]) for r in recs if (r.get("condition"), r["qid"]) in base]
@@ -61,7 +59,6 @@ def summarize(records: list[dict[str, Any]], baseline: str = BASELINE) -> dict[s
             "reached": sum(bool(r["selection"].get("reached")) for r in recs),
             "stops": Counter(str(r["selection"].get("stop")) for r in recs),
             "answer_prompt": round(mean(answer_prompt), 1) if answer_prompt else None,
-            "answer_prompt_median": median(answer_prompt) if answer_prompt else None,
             "baseline_prompt": round(mean(b["llm"]["prompt_tokens"] for _, b in paired), 1) if paired else None,
             "gold_recall": round(100 * mean(recall), 1) if recall else None,
             "baseline_recall": round(100 * mean(base_recall), 1) if base_recall else None,

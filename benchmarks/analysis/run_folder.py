@@ -43,6 +43,21 @@ def read_run_records(out: Path, name: str = "records.jsonl") -> list[dict[str, A
         return _parse(member.read().decode("utf-8")) if member else []
 
 
+def group_by_system(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The records by system, sorted by name; "system (condition)" when they hold several conditions.
+
+    >>> sorted(group_by_system([{"system": "a", "condition": "pooled"}, {"system": "a", "condition": "inject"}]))
+    ['a (inject)', 'a (pooled)']
+    >>> list(group_by_system([{"system": "a", "condition": "pooled"}]))
+    ['a']
+    """
+    several = len({r.get("condition") for r in records}) > 1
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault(f"{r['system']} ({r.get('condition')})" if several else r["system"], []).append(r)
+    return dict(sorted(groups.items()))
+
+
 def _parse(text: str) -> list[dict[str, Any]]:
     out = []
     for line in text.splitlines():

@@ -16,7 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from run_folder import read_run_records
+from run_folder import group_by_system, read_run_records
 
 MIN_SHARE = 0.01
 """Stages under this share of a system's time are summed into "other"."""
@@ -32,13 +32,11 @@ def shares(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     >>> out["questions"], out["seconds"], out["cache_hits"], out["stages"]
     (2, 6.0, 1, {'generator': (4.0, 0.667), 'checker': (2.0, 0.333)})
     """
-    several = len({r.get("condition") for r in records}) > 1
-    by_system: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in records:
-        if r.get("stages"):
-            by_system[f"{r['system']} ({r.get('condition')})" if several else r["system"]].append(r)
     out = {}
-    for system, recs in sorted(by_system.items()):
+    for system, recs in group_by_system(records).items():
+        recs = [r for r in recs if r.get("stages")]
+        if not recs:
+            continue
         n = len(recs)
         totals: dict[str, float] = defaultdict(float)
         for r in recs:

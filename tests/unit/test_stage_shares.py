@@ -31,3 +31,9 @@ def test_conditions_are_kept_apart():
 def test_the_docstring_example_runs():
     result = doctest.testmod(load_tool("stage_shares"))
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_run_folder_docstring_examples_run():
+    """The shared reader of run folders, and the grouping by system (and condition) both tools use."""
+    result = doctest.testmod(load_tool("run_folder"))
+    assert result.attempted > 0 and result.failed == 0
