@@ -53,7 +53,7 @@ def _model_options(func: Any) -> Any:
         click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True,
                      help="Sentence-transformers model: embedded:…, a hub id or a local folder."),
         click.option("--scorer", default=None, help="Cross-encoder for s(q, e) (hub id or folder); default: embedder cosine."),
-        click.option("--device", default=None, help="Device for embedders/cross-encoders, e.g. cuda:0."),
+        click.option("--device", default=None, help="Device for the local models (embedders, cross-encoders, an hf: reader), e.g. cuda:0."),
         click.option("--max-tokens", default=256, show_default=True, type=click.IntRange(1, 32768),
                      help="Generation limit per LLM call."),
         click.option("--logprobs", is_flag=True,
