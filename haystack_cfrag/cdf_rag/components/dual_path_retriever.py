@@ -20,7 +20,7 @@ from haystack_cfrag.cdf_rag.math.merge import (
     select_edges,
 )
 from haystack_cfrag.common.plumbing import InjectedParts, degradation
-from haystack_cfrag.common.validation import check_int
+from haystack_cfrag.common.validation import check_choice, check_int
 
 COMPONENT = "DualPathRetriever"
 PATHS_KEY = "cfrag_paths"
@@ -89,14 +89,12 @@ class DualPathRetriever(InjectedParts):
         :param max_edges: causal edges passed on, in [1, 10000].
         :param dedupe_by: "id" (a passage without an id: by its text) or "content" (same text = one passage).
         """
-        if merge_mode not in MERGE_MODES:
-            raise ValueError(f"'merge_mode' must be one of {MERGE_MODES}, got {merge_mode!r}.")
+        check_choice("merge_mode", merge_mode, tuple(MERGE_MODES))
         check_int("rrf_k", rrf_k, 0, 10000)
         if top_k is not None:
             check_int("top_k", top_k, 1, 10000)
         check_int("max_edges", max_edges, 1, 10000)
-        if dedupe_by not in DEDUPE_MODES:
-            raise ValueError(f"'dedupe_by' must be one of {DEDUPE_MODES}, got {dedupe_by!r}.")
+        check_choice("dedupe_by", dedupe_by, tuple(DEDUPE_MODES))
         self.merge_mode = merge_mode
         self.rrf_k = rrf_k
         self.top_k = top_k

@@ -35,7 +35,7 @@ from haystack_cfrag.common.plumbing import (
 from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.common.tracing import LLMCall
-from haystack_cfrag.common.validation import check_int, check_optional_seconds
+from haystack_cfrag.common.validation import check_choice, check_int, check_optional_seconds
 
 COMPONENT = "QueryRefiner"
 CHOICES = ("auto", "rule", *FIXED_ACTIONS)
@@ -329,5 +329,4 @@ class _Run:
 
 
 def _check_action(action: Any) -> None:
-    if action not in CHOICES:
-        raise ValueError(f"'action' must be one of {list(CHOICES)}, got {action!r}.")
+    check_choice("action", action, tuple(CHOICES))

@@ -49,7 +49,7 @@ from haystack_cfrag.common.text import bag_of_words_matrix
 from haystack_cfrag.common.tracing import LLMCall, current_span
 from haystack_cfrag.common.prompting import SHORT_DRAFT_PROMPT, render_plain_evidence
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.common.validation import check_int, check_range
+from haystack_cfrag.common.validation import check_choice, check_int, check_range
 
 logger = logging.getLogger(__name__)
 
@@ -179,10 +179,8 @@ class EvidenceSetSelector(InjectedParts):
             raise ValueError(
                 f"'support_scorer' must have a score(query, answer, documents) method, got {support_scorer!r}."
             )
-        if entailment not in ENTAILMENT:
-            raise ValueError(f"'entailment' must be one of {list(ENTAILMENT)}, got {entailment!r}.")
-        if contradiction not in CONTRADICTION:
-            raise ValueError(f"'contradiction' must be one of {list(CONTRADICTION)}, got {contradiction!r}.")
+        check_choice("entailment", entailment, tuple(ENTAILMENT))
+        check_choice("contradiction", contradiction, tuple(CONTRADICTION))
         check_int("draft_top_k", draft_top_k, 1)
         check_range("pmi_scale", pmi_scale, 0.0, 1e6, low_open=True)
         check_int("min_size", min_size, 0)

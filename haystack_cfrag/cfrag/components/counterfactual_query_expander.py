@@ -39,7 +39,7 @@ from haystack_cfrag.cfrag.prompts import (
     check_template,
 )
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.common.validation import check_int, check_optional_seconds
+from haystack_cfrag.common.validation import check_choice, check_int, check_optional_seconds
 
 PROMPT_STYLES = ("json", "lines")
 
@@ -130,8 +130,7 @@ class CounterfactualQueryExpander(InjectedParts):
             questions unless the first ones fail validation. Needs a generator that takes a `stop`
             generation argument (llama.cpp, OpenAI-compatible servers).
         """
-        if prompt_style not in PROMPT_STYLES:
-            raise ValueError(f"'prompt_style' must be one of {list(PROMPT_STYLES)}, got {prompt_style!r}.")
+        check_choice("prompt_style", prompt_style, tuple(PROMPT_STYLES))
         if not isinstance(stop_after_lines, bool):
             raise ValueError(f"'stop_after_lines' must be true or false, got {stop_after_lines!r}.")
         if stop_after_lines and prompt_style != "lines":

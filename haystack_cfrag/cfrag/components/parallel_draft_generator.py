@@ -36,7 +36,7 @@ from haystack_cfrag.cfrag.prompts import (
     render_plain_evidence,
 )
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.common.validation import check_int, check_optional_seconds
+from haystack_cfrag.common.validation import check_choice, check_int, check_optional_seconds
 
 PROMPTS = ("app_g", "short")
 
@@ -107,8 +107,7 @@ class ParallelDraftGenerator(InjectedParts):
             {evidence}; the passages are still rendered as `prompt` says. The baseline draft keeps
             standard RAG's prompt, so that it stays the answer standard RAG gives.
         """
-        if prompt not in PROMPTS:
-            raise ValueError(f"'prompt' must be one of {list(PROMPTS)}, got {prompt!r}.")
+        check_choice("prompt", prompt, tuple(PROMPTS))
         check_template(prompt_template, DRAFT_FIELDS, component="ParallelDraftGenerator")
         ranges.check("max_workers", max_workers)
         if max_evidence_chars is not None:

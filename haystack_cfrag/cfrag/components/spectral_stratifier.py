@@ -25,7 +25,7 @@ from haystack_cfrag.cfrag.math.arbitration import causal_margins
 from haystack_cfrag.cfrag.math.stratify import cluster_subsets, order_by, spectral_clusters, stratified_subsets
 from haystack_cfrag.common.vectors import as_matrix, cosine_matrix, cosine_to_relevance
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.common.validation import check_int, check_range
+from haystack_cfrag.common.validation import check_choice, check_int, check_range
 
 logger = logging.getLogger(__name__)
 
@@ -113,8 +113,7 @@ class SpectralStratifier(InjectedParts):
         """
         for name, value, allowed in (("pool", pool, POOLS), ("selection", selection, SELECTIONS),
                                      ("order", order, ORDERS)):
-            if value not in allowed:
-                raise ValueError(f"'{name}' must be one of {list(allowed)}, got {value!r}.")
+            check_choice(name, value, tuple(allowed))
         ranges.check("n_clusters", n_clusters)
         ranges.check("n_subsets", n_subsets)
         ranges.check("sampling_ratio", sampling_ratio)
