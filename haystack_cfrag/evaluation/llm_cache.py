@@ -49,6 +49,28 @@ class _CacheState:
                     self.entries[entry["key"]] = entry
 
 
+MACHINE_LOCAL = ("model", "model_path", "n_threads", "n_threads_batch", "verbose")
+"""Generator settings that locate a model or use a machine, and do not shape a greedy reply."""
+
+
+def portable(described: dict[str, Any] | None, model_id: str) -> dict[str, Any]:
+    """A serialised generator without what only this machine or this code layout has (`MACHINE_LOCAL`,
+    the class's module), with the model named by `model_id`.
+
+    >>> portable({"type": "pkg.adapters.Gen", "init_parameters": {"model": "/home/a/m.gguf", "n_ctx": 4096,
+    ...     "model_kwargs": {"n_threads": 2, "seed": 0}, "generation_kwargs": {"temperature": 0.0}}}, "sha:1")
+    {'type': 'Gen', 'model_id': 'sha:1', 'init_parameters': {'n_ctx': 4096, 'model_kwargs': {'seed': 0}, \
+'generation_kwargs': {'temperature': 0.0}}}
+    """
+    described = described or {}
+
+    def drop(params: dict[str, Any]) -> dict[str, Any]:
+        return {k: drop(v) if isinstance(v, dict) else v for k, v in params.items() if k not in MACHINE_LOCAL}
+
+    return {"type": str(described.get("type", "")).rsplit(".", 1)[-1], "model_id": model_id,
+            "init_parameters": drop(dict(described.get("init_parameters") or {}))}
+
+
 _STATES: dict[str, _CacheState] = {}
 _STATES_LOCK = threading.Lock()
 
@@ -59,11 +81,20 @@ class CachingChatGenerator:
 
     :param generator: the generator to wrap (named so that usage counters do not count it twice).
     :param path: a JSONL file that keeps the cache across runs (appended, never rewritten).
+    :param model_id: a fingerprint of the generator's model (the evaluation passes the model file's
+        sha256). With it, replies are keyed by a portable description of the generator (`portable`):
+        the class name, this fingerprint and the settings that shape a reply, not the file's path,
+        the module the class lives in or the thread count, so that a run folder replays on another
+        machine and after a refactor. Replies stored under the older key (the generator's full
+        serialisation, which is still the key without `model_id`) are found too.
     """
 
-    def __init__(self, *, generator: Any, path: str | None = None) -> None:
+    def __init__(self, *, generator: Any, path: str | None = None, model_id: str | None = None) -> None:
+        if model_id is not None and (not isinstance(model_id, str) or not model_id):
+            raise ValueError(f"'model_id' must be a non-empty string or None, got {model_id!r}.")
         self.generator = generator
         self.path = path
+        self.model_id = model_id
         # instances with the same file share one cache and one set of counters: a pipeline
         # built from YAML holds its own copy of the generator, and its hits must count too
         key = str(Path(path).resolve()) if path else f"instance-{id(self)}"
@@ -98,21 +129,26 @@ class CachingChatGenerator:
         with self._state.lock:
             self._state.hits, self._state.hit_seconds = 0, 0.0
 
-    def _key(self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None) -> str:
-        payload = json.dumps(
-            {"messages": [m.to_dict() for m in messages], "kwargs": generation_kwargs or {},
-             "generator": serialize_component(self.generator)},
-            sort_keys=True, default=str,
-        )
-        return hashlib.sha256(payload.encode()).hexdigest()
+    def _keys(self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None) -> list[str]:
+        """The key a new reply is stored under, then the older key it may have been stored under."""
+        described = serialize_component(self.generator)
+        generators = [described] if self.model_id is None else [portable(described, self.model_id), described]
+        return [
+            hashlib.sha256(json.dumps(
+                {"messages": [m.to_dict() for m in messages], "kwargs": generation_kwargs or {}, "generator": g},
+                sort_keys=True, default=str,
+            ).encode()).hexdigest()
+            for g in generators
+        ]
 
     @component.output_types(replies=list[ChatMessage])
     def run(self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
         """Reply from the cache, or call the wrapped generator and remember its replies."""
-        key = self._key(messages, generation_kwargs)
+        keys = self._keys(messages, generation_kwargs)
+        key = keys[0]
         state = self._state
         with state.lock:
-            entry = state.entries.get(key)
+            entry = next((state.entries[k] for k in keys if k in state.entries), None)
             if entry is not None:
                 state.hits += 1
                 state.hit_seconds += entry["seconds"]
@@ -138,7 +174,8 @@ class CachingChatGenerator:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise with the wrapped generator."""
-        return default_to_dict(self, generator=serialize_component(self.generator), path=self.path)
+        return default_to_dict(self, generator=serialize_component(self.generator), path=self.path,
+                               model_id=self.model_id)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CachingChatGenerator:

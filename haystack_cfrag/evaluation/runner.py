@@ -208,7 +208,9 @@ def run_eval(
     def new_generator() -> Any:
         return chat_generator or factories.chat_generator(config.llm, max_tokens=config.max_tokens)
 
-    cached = CachingChatGenerator(generator=new_generator(), path=str(out / "llm_cache.jsonl")) if config.cache else None
+    model_id = None if chat_generator is not None else meta["models"].get("llm_sha256")
+    cached = (CachingChatGenerator(generator=new_generator(), path=str(out / "llm_cache.jsonl"), model_id=model_id)
+              if config.cache else None)
     runtimes: dict[str, Runtime] = {}
 
     def runtime_for(system: System) -> Runtime:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from haystack import component
+from haystack import component, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cli import main
@@ -396,6 +396,50 @@ def test_cache_keys_on_messages_and_kwargs(tmp_path):
     reloaded.run(messages=[ChatMessage.from_user("Question: Ann or Bob? Evidence: Ann")])
     assert reloaded.hits == 1
     assert CachingChatGenerator.from_dict(reloaded.to_dict()).path == str(path)
+
+
+@component
+class _ModelFileReader:
+    """A generator configured like the llama.cpp one: a model file's path and a thread count."""
+
+    def __init__(self, model: str, model_kwargs: dict) -> None:
+        self.model, self.model_kwargs, self.calls = model, model_kwargs, 0
+
+    def to_dict(self) -> dict:
+        return default_to_dict(self, model=self.model, model_kwargs=self.model_kwargs)
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, messages: list[ChatMessage], generation_kwargs: dict | None = None) -> dict:
+        self.calls += 1
+        return {"replies": [ChatMessage.from_assistant(f"read by {self.model}")]}
+
+
+def test_a_run_folders_cache_replays_on_another_machine_and_reads_older_keys(tmp_path):
+    """With the model's fingerprint, the key leaves out the file's path and the thread count."""
+    ask = [ChatMessage.from_user("Question: who? Evidence: Ann")]
+    here = _ModelFileReader("/home/a/.cache/m.gguf", {"n_threads": 2, "seed": 0, "model_path": "/home/a/.cache/m.gguf"})
+    (tmp_path / "a").mkdir()
+    CachingChatGenerator(generator=here, path=str(tmp_path / "a" / "c.jsonl"), model_id="sha-1").run(messages=ask)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "c.jsonl").write_bytes((tmp_path / "a" / "c.jsonl").read_bytes())  # the folder, copied
+    there = _ModelFileReader("/srv/models/m.gguf", {"n_threads": 16, "seed": 0, "model_path": "/srv/models/m.gguf"})
+    replayed = CachingChatGenerator(generator=there, path=str(tmp_path / "b" / "c.jsonl"), model_id="sha-1")
+    assert replayed.run(messages=ask)["replies"][0].text == "read by /home/a/.cache/m.gguf" and there.calls == 0
+    other_model = CachingChatGenerator(generator=there, path=str(tmp_path / "b" / "c.jsonl"), model_id="sha-2")
+    other_model.run(messages=ask)
+    assert there.calls == 1  # another model's fingerprint: a miss
+    other_seed = _ModelFileReader("/srv/models/m.gguf", {"n_threads": 16, "seed": 7})
+    CachingChatGenerator(generator=other_seed, path=str(tmp_path / "b" / "c.jsonl"), model_id="sha-1").run(messages=ask)
+    assert other_seed.calls == 1  # a setting that shapes the reply still counts
+    # a folder written before fingerprints (the key was the full serialisation) still replays here
+    (tmp_path / "old").mkdir()
+    CachingChatGenerator(generator=here, path=str(tmp_path / "old" / "c.jsonl")).run(messages=ask)
+    same_machine = _ModelFileReader(here.model, dict(here.model_kwargs))
+    CachingChatGenerator(generator=same_machine, path=str(tmp_path / "old" / "c.jsonl"), model_id="sha-1").run(messages=ask)
+    assert same_machine.calls == 0 and len((tmp_path / "old" / "c.jsonl").read_text().splitlines()) == 1
+    with pytest.raises(ValueError, match="'model_id' must be a non-empty string"):
+        CachingChatGenerator(generator=here, model_id="")
+    assert CachingChatGenerator.from_dict(replayed.to_dict()).model_id == "sha-1"
 
 
 def test_cli_eval_report_only_and_bad_options(tmp_path):
