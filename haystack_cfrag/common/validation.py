@@ -16,6 +16,8 @@ ValueError: 'top_k' must be an integer ≥ 1, got 0.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import math
 
 
@@ -40,8 +42,8 @@ def check_int(name: str, value: int, minimum: int, maximum: int | None = None) -
         raise ValueError(f"'{name}' must be {bound}, got {value!r}.")
 
 
-def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
-    """Raise ValueError naming `name` and its choices unless `value` is one of them.
+def check_choice(name: str, value: str, choices: Collection[str]) -> None:
+    """Raise ValueError naming `name` and its choices (a tuple, or a dict's keys) unless `value` is one of them.
 
     >>> check_choice("rewrite_mode", "reanswer", ("correct", "reanswer"))
     >>> check_choice("rewrite_mode", "redo", ("correct", "reanswer"))

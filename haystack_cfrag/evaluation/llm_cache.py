@@ -57,7 +57,7 @@ def portable(described: dict[str, Any] | None, model_id: str) -> dict[str, Any]:
     """A serialised generator without what only this machine or this code layout has (`MACHINE_LOCAL`,
     the class's module), with the model named by `model_id`.
 
-    >>> portable({"type": "pkg.adapters.Gen", "init_parameters": {"model": "/home/a/m.gguf", "n_ctx": 4096,
+    >>> portable({"type": "pkg.adapters.Gen", "init_parameters": {"model": "models/m.gguf", "n_ctx": 4096,
     ...     "model_kwargs": {"n_threads": 2, "seed": 0}, "generation_kwargs": {"temperature": 0.0}}}, "sha:1")
     {'type': 'Gen', 'model_id': 'sha:1', 'init_parameters': {'n_ctx': 4096, 'model_kwargs': {'seed': 0}, \
 'generation_kwargs': {'temperature': 0.0}}}
@@ -133,13 +133,9 @@ class CachingChatGenerator:
         """The key a new reply is stored under, then the older key it may have been stored under."""
         described = serialize_component(self.generator)
         generators = [described] if self.model_id is None else [portable(described, self.model_id), described]
-        return [
-            hashlib.sha256(json.dumps(
-                {"messages": [m.to_dict() for m in messages], "kwargs": generation_kwargs or {}, "generator": g},
-                sort_keys=True, default=str,
-            ).encode()).hexdigest()
-            for g in generators
-        ]
+        call = {"messages": [m.to_dict() for m in messages], "kwargs": generation_kwargs or {}}
+        return [hashlib.sha256(json.dumps({**call, "generator": g}, sort_keys=True, default=str).encode()).hexdigest()
+                for g in generators]
 
     @component.output_types(replies=list[ChatMessage])
     def run(self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:

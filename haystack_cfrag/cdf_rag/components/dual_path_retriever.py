@@ -89,12 +89,12 @@ class DualPathRetriever(InjectedParts):
         :param max_edges: causal edges passed on, in [1, 10000].
         :param dedupe_by: "id" (a passage without an id: by its text) or "content" (same text = one passage).
         """
-        check_choice("merge_mode", merge_mode, tuple(MERGE_MODES))
+        check_choice("merge_mode", merge_mode, MERGE_MODES)
         check_int("rrf_k", rrf_k, 0, 10000)
         if top_k is not None:
             check_int("top_k", top_k, 1, 10000)
         check_int("max_edges", max_edges, 1, 10000)
-        check_choice("dedupe_by", dedupe_by, tuple(DEDUPE_MODES))
+        check_choice("dedupe_by", dedupe_by, DEDUPE_MODES)
         self.merge_mode = merge_mode
         self.rrf_k = rrf_k
         self.top_k = top_k

@@ -329,4 +329,4 @@ class _Run:
 
 
 def _check_action(action: Any) -> None:
-    check_choice("action", action, tuple(CHOICES))
+    check_choice("action", action, CHOICES)

@@ -179,8 +179,8 @@ class EvidenceSetSelector(InjectedParts):
             raise ValueError(
                 f"'support_scorer' must have a score(query, answer, documents) method, got {support_scorer!r}."
             )
-        check_choice("entailment", entailment, tuple(ENTAILMENT))
-        check_choice("contradiction", contradiction, tuple(CONTRADICTION))
+        check_choice("entailment", entailment, ENTAILMENT)
+        check_choice("contradiction", contradiction, CONTRADICTION)
         check_int("draft_top_k", draft_top_k, 1)
         check_range("pmi_scale", pmi_scale, 0.0, 1e6, low_open=True)
         check_int("min_size", min_size, 0)

@@ -225,8 +225,8 @@ class CausalArbitrationRanker(InjectedParts):
             raise ValueError("'duel' needs a 'synthesizer' (a ChatGenerator) to read the duel passages.")
         if not isinstance(duel_confirm, bool):
             raise ValueError(f"'duel_confirm' must be true or false, got {duel_confirm!r}.")
-        check_choice("duel_reading", duel_reading, tuple(DUEL_READINGS))
-        check_choice("causal_score", causal_score, tuple(CAUSAL_SCORES))
+        check_choice("duel_reading", duel_reading, DUEL_READINGS)
+        check_choice("causal_score", causal_score, CAUSAL_SCORES)
         if causal_score == "reader" and synthesizer is None:
             raise ValueError("'causal_score' \"reader\" needs a 'synthesizer' (the reader whose log-probabilities score).")
         if override_margin is not None:
@@ -247,7 +247,7 @@ class CausalArbitrationRanker(InjectedParts):
         lam = tuple(float(x) for x in coherence_weights)
         if len(lam) != 2 or any(x < 0 for x in lam):
             raise ValueError(f"'coherence_weights' must be two non-negative numbers, got {coherence_weights!r}.")
-        check_choice("evidence", evidence, tuple(EVIDENCE_MODES))
+        check_choice("evidence", evidence, EVIDENCE_MODES)
         if not isinstance(synthesis_top, int) or synthesis_top < 1:
             raise ValueError(f"'synthesis_top' must be an integer ≥ 1, got {synthesis_top!r}.")
         if max_query_chars is not None:

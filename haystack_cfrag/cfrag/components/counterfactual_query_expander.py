@@ -130,7 +130,7 @@ class CounterfactualQueryExpander(InjectedParts):
             questions unless the first ones fail validation. Needs a generator that takes a `stop`
             generation argument (llama.cpp, OpenAI-compatible servers).
         """
-        check_choice("prompt_style", prompt_style, tuple(PROMPT_STYLES))
+        check_choice("prompt_style", prompt_style, PROMPT_STYLES)
         if not isinstance(stop_after_lines, bool):
             raise ValueError(f"'stop_after_lines' must be true or false, got {stop_after_lines!r}.")
         if stop_after_lines and prompt_style != "lines":

@@ -107,7 +107,7 @@ class ParallelDraftGenerator(InjectedParts):
             {evidence}; the passages are still rendered as `prompt` says. The baseline draft keeps
             standard RAG's prompt, so that it stays the answer standard RAG gives.
         """
-        check_choice("prompt", prompt, tuple(PROMPTS))
+        check_choice("prompt", prompt, PROMPTS)
         check_template(prompt_template, DRAFT_FIELDS, component="ParallelDraftGenerator")
         ranges.check("max_workers", max_workers)
         if max_evidence_chars is not None:

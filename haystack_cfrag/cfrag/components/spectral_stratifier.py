@@ -113,7 +113,7 @@ class SpectralStratifier(InjectedParts):
         """
         for name, value, allowed in (("pool", pool, POOLS), ("selection", selection, SELECTIONS),
                                      ("order", order, ORDERS)):
-            check_choice(name, value, tuple(allowed))
+            check_choice(name, value, allowed)
         ranges.check("n_clusters", n_clusters)
         ranges.check("n_subsets", n_subsets)
         ranges.check("sampling_ratio", sampling_ratio)
