@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from haystack_cfrag.causal_rag.parameters import PARAMETERS as CAUSAL_RAG_PARAMETERS
-from haystack_cfrag.cdf_rag.parameters import GROUNDED_PARAMETERS
+from haystack_cfrag.cdf_rag.parameters import GROUNDED_LITE_PARAMETERS, GROUNDED_PARAMETERS
 from haystack_cfrag.cdf_rag.parameters import PARAMETERS as CDF_RAG_PARAMETERS
 from haystack_cfrag.cer.parameters import PARAMETERS as CER_PARAMETERS
 from haystack_cfrag.cfrag.parameters import PARAMETERS, Parameter
@@ -105,6 +105,8 @@ REGISTRY: dict[str, ShippedPipeline] = {
                             "check's score and decision.")),
         ShippedPipeline("grounded_rag", "cdf_rag", "standard RAG, then CDF-RAG's causal-consistency and hallucination "
                         "checks alone (docs/cdf_rag.md, 'Grounded standard RAG')", GROUNDED_PARAMETERS),
+        ShippedPipeline("grounded_rag_lite", "cdf_rag", "standard RAG, then the hallucination check alone: no graph "
+                        "to build (docs/cdf_rag.md, 'Grounded standard RAG')", GROUNDED_LITE_PARAMETERS),
         ShippedPipeline("causal_rag_indexing", "causal_rag", "index time: passages -> causal graph nodes and edges "
                         "(one extraction call per chunk, cached) -> the node store", indexing=True),
     )

@@ -23,7 +23,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
-from haystack_cfrag.registry import parameters_of
+from haystack_cfrag.registry import parameters_of, trace_view
 from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.loading import (
@@ -259,7 +259,8 @@ class Runtime:
                     count_llm_usage(*generators) as usage:
                 out = pipe.run(data)
             seconds = time.perf_counter() - start
-        answer, trace, docs = read_outputs(declared(out, pipeline_outputs(file)))
+        by_stage = getattr(trace_view(path), "BY_STAGE", False)  # the family's trace view says how it reads
+        answer, trace, docs = read_outputs(declared(out, pipeline_outputs(file)), by_stage=by_stage)
         return Answer(
             pipeline=file.stem,
             answer=answer,
@@ -323,18 +324,25 @@ def declared(out: dict[str, Any], outputs: dict[str, str]) -> dict[str, Any]:
     return kept or out
 
 
-def read_outputs(out: dict[str, Any]) -> tuple[str, dict[str, Any] | None, list[dict[str, Any]]]:
+def read_outputs(
+    out: dict[str, Any], *, by_stage: bool = False
+) -> tuple[str, dict[str, Any] | None, list[dict[str, Any]]]:
     """(answer, trace, evidence) of a pipeline run, read from its output sockets, whatever the nodes are named.
 
     A component that outputs `answer` (a string) gives the answer, its `trace` and the documents of
     the first of its `answers`; otherwise the first `answers` list of `GeneratedAnswer`s gives them
     (standard RAG's `AnswerBuilder`), and the trace is the one `trace` a component outputs (CER's
-    selector), or {component: trace} when several do (CDF-RAG's refiner and checkers). No answer
-    socket: an empty answer.
+    selector), or {component: trace} when several do (CDF-RAG's refiner and checkers) or when
+    `by_stage` (a family whose trace view reads stages by name, even where one stage ran). No
+    answer socket: an empty answer.
 
     >>> from haystack.dataclasses import GeneratedAnswer
     >>> read_outputs({"builder": {"answers": [GeneratedAnswer(data=" Bale ", query="q", documents=[])]}})
     ('Bale', None, [])
+    >>> out = {"check": {"trace": {"decision": "keep"}},
+    ...        "builder": {"answers": [GeneratedAnswer(data="Bale", query="q", documents=[])]}}
+    >>> read_outputs(out)[1], read_outputs(out, by_stage=True)[1]
+    ({'decision': 'keep'}, {'check': {'decision': 'keep'}})
     """
     for sockets in out.values():
         if isinstance(sockets, dict) and isinstance(sockets.get("answer"), str):
@@ -345,7 +353,7 @@ def read_outputs(out: dict[str, Any]) -> tuple[str, dict[str, Any] | None, list[
         answers = sockets.get("answers") if isinstance(sockets, dict) else None
         if answers and hasattr(answers[0], "data"):
             traces = {c: s["trace"] for c, s in out.items() if isinstance(s, dict) and isinstance(s.get("trace"), dict)}
-            trace = next(iter(traces.values())) if len(traces) == 1 else (traces or None)
+            trace = next(iter(traces.values())) if len(traces) == 1 and not by_stage else (traces or None)
             docs = [_doc_summary(d) for d in answers[0].documents or []]
             return (answers[0].data or "").strip(), trace, docs
     return "", None, []

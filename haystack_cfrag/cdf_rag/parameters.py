@@ -6,6 +6,8 @@ The action is a run-time input of the refiner (per request); τ, δ and the merg
     "one of 'auto', 'rule', 'expand', 'simplify', 'decompose', 'none'"
     >>> sorted(GROUNDED_PARAMETERS)
     ['delta', 'graph_top_k', 'rewrite_mode', 'support_threshold', 'tau']
+    >>> sorted(GROUNDED_LITE_PARAMETERS)
+    ['delta', 'rewrite_mode', 'support_threshold']
 """
 
 from __future__ import annotations
@@ -42,4 +44,9 @@ GROUNDED_PARAMETERS: dict[str, Parameter] = {
 }
 """The `grounded_rag` pipeline's: standard RAG then the two checks (no refiner)."""
 
-__all__ = ["GROUNDED_PARAMETERS", "PARAMETERS"]
+GROUNDED_LITE_PARAMETERS: dict[str, Parameter] = {
+    name: PARAMETERS[name] for name in ("delta", "support_threshold", "rewrite_mode")
+}
+"""The `grounded_rag_lite` pipeline's: standard RAG then the hallucination check alone (no graph)."""
+
+__all__ = ["GROUNDED_LITE_PARAMETERS", "GROUNDED_PARAMETERS", "PARAMETERS"]

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+BY_STAGE = True
+"""The trace is {component: trace} even when one stage left one (`grounded_rag_lite`: the hallucination check alone)."""
+
 
 def _score(value: Any) -> str:
     return f"{value:.2f}" if isinstance(value, (int, float)) else "—"

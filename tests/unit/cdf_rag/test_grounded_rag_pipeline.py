@@ -33,3 +33,28 @@ def test_standard_rag_answer_then_both_checks_in_the_trace(tmp_path):
         assert grounded.llm["calls"] > standard.llm["calls"] == 1  # the answer, then the claims' scorings
     lines = cdf_trace.decision_lines(grounded.trace)
     assert [line.split(":")[0] for line in lines] == ["Causal check", "Hallucination check"]
+
+
+def test_lite_entry_has_only_the_hallucination_checks_parameters():
+    entry = registry.REGISTRY["grounded_rag_lite"]
+    assert entry.family == "cdf_rag" and not entry.served and not entry.indexing
+    assert set(entry.parameters) == {"delta", "support_threshold", "rewrite_mode"} and entry.request_parameters == ()
+    assert registry.trace_view("grounded_rag_lite") is cdf_trace
+
+
+def test_lite_is_standard_rag_then_the_hallucination_check_with_no_graph_built(tmp_path):
+    rt = runtime(tmp_path)
+    standard = rt.ask("standard_rag", dk.QUESTION)
+    lite = rt.ask("grounded_rag_lite", dk.QUESTION)
+    # one stage, still keyed by its name (the family's trace view and the evaluation's records read it so)
+    assert set(lite.trace) == {"hallucination_checker"}
+    assert [d["id"] for d in lite.documents] == [d["id"] for d in standard.documents]
+    assert rt.graph_stats == [] and not (tmp_path / "graph").exists()  # no extraction, no graph cache written
+    hall = lite.trace["hallucination_checker"]
+    assert hall["s_hall"] is not None and hall["claims"] >= 1
+    if not hall["rewritten"]:
+        assert lite.answer == standard.answer and lite.llm["completion_tokens"] == standard.llm["completion_tokens"]
+    assert [line.split(":")[0] for line in cdf_trace.decision_lines(lite.trace)] == ["Hallucination check"]
+    # a build-time parameter reaches the checker (the table is the lite one's)
+    flagged = rt.ask("grounded_rag_lite", dk.QUESTION, {"support_threshold": 0.0, "rewrite_mode": "reanswer"})
+    assert flagged.trace["hallucination_checker"]["decision"] == "rewrite"
