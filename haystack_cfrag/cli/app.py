@@ -244,7 +244,7 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
               help="Store to create or extend: PATH.json | faiss:PATH[#INDEX] | pgvector:postgresql://…[#TABLE] | "
                    "qdrant:PATH|URL[#COLLECTION].")
 @click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True)
-@click.option("--device", default=None)
+@click.option("--device", default=None, help="Device for the embedder (and, with --graph, an hf: extraction model), e.g. cuda:0.")
 @click.option("--words", default=190, show_default=True, type=click.IntRange(min=1),
               help="Words per passage (≈ 250 tokens).")
 @click.option("--overlap", default=30, show_default=True, type=click.IntRange(min=0),
@@ -322,7 +322,7 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
 
         status = StatusLine(label="index")
         try:
-            stats = extract_passages(embedded, chat_generator=factories.chat_generator(llm),
+            stats = extract_passages(embedded, chat_generator=factories.chat_generator(llm, device=device),
                                      cache_dir=models.graph_cache_dir(), progress=status)
         finally:
             status.done()

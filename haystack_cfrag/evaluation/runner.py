@@ -206,7 +206,7 @@ def run_eval(
         return runtime
 
     def new_generator() -> Any:
-        return chat_generator or factories.chat_generator(config.llm, max_tokens=config.max_tokens)
+        return chat_generator or factories.chat_generator(config.llm, max_tokens=config.max_tokens, device=config.device)
 
     model_id = None if chat_generator is not None else meta["models"].get("llm_sha256")
     cached = (CachingChatGenerator(generator=new_generator(), path=str(out / "llm_cache.jsonl"), model_id=model_id)

@@ -48,9 +48,33 @@ def test_cpu_device_is_where_the_models_load(tiny):
     assert str(gen.pipeline.model.device) == "cpu"
 
 
-def test_runtime_passes_the_device_to_embedder_and_scorer(tiny):
+@pytest.mark.parametrize("device", ["cpu", "cuda:0"])
+def test_runtime_passes_the_device_to_embedder_scorer_and_reader(tiny, device):
+    """The reader too: without it an `hf:` reader went where Haystack chose (the first GPU), whatever --device said.
+
+    (Nothing is loaded here: a Runtime builds its models, and warm_up loads them.)
+    """
     from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-    rt = Runtime(store=InMemoryDocumentStore(), llm=f"hf:{tiny['lm']}", scorer=tiny["ce"], device="cpu")
-    cpu = ComponentDevice.from_str("cpu")
-    assert device_of(rt.text_embedder) == cpu and device_of(rt.scorer) == cpu
+    rt = Runtime(store=InMemoryDocumentStore(), llm=f"hf:{tiny['lm']}", scorer=tiny["ce"], device=device)
+    wanted = ComponentDevice.from_str(device)
+    assert device_of(rt.text_embedder) == wanted and device_of(rt.scorer) == wanted
+    assert rt.generator.huggingface_pipeline_kwargs["device"] == wanted.to_hf()
+
+
+def test_index_graph_passes_the_device_to_the_extraction_model(tmp_path, tiny, monkeypatch):
+    """`cfrag index --graph --device D`: the extraction model is built for D, like the embedder."""
+    from click.testing import CliRunner
+
+    from haystack_cfrag.cli import main
+
+    built = []
+    real = factories.chat_generator
+    monkeypatch.setattr(factories, "chat_generator", lambda spec, **kw: built.append(kw) or real(spec, **kw))
+    monkeypatch.setattr(models, "graph_cache_dir", lambda: tmp_path / "graph-cache")
+    (tmp_path / "notes.txt").write_text("Heath Ledger plays the Joker in The Dark Knight.")
+    result = CliRunner().invoke(main, ["index", str(tmp_path / "notes.txt"), "--store", str(tmp_path / "s.json"),
+                                       "--graph", "--llm", f"hf:{tiny['lm']}", "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    assert [kw.get("device") for kw in built] == ["cpu"]
+    assert "graph: 1 passages" in result.output

@@ -3,13 +3,15 @@
 Skipped (with the reason in `make test`'s log) where torch sees no CUDA device: CI and the
 development machine have none. Run on a GPU machine with
 `CFRAG_GPU_EMBEDDER=<sentence-transformers folder> pytest -rs tests/integration/test_gpu.py`
-(the embedder defaults to the embedded all-MiniLM-L6-v2). `CFRAG_TEST_GPU=cpu` runs the same
+(the embedder defaults to the embedded all-MiniLM-L6-v2; `tiny` builds a tiny random one, for a
+machine the embedded model cannot travel to). `CFRAG_TEST_GPU=cpu` runs the same
 checks with the CPU in the GPU's place, to try the test itself without a GPU.
 What was verified on which card: docs/deployment.md, "A GPU recipe".
 """
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -19,12 +21,12 @@ from haystack import Document
 from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
 from haystack_cfrag.cli import main
-from tests.integration.tiny_models import tiny_chat_model, tiny_cross_encoder
+from tests.integration.tiny_models import tiny_chat_model, tiny_cross_encoder, tiny_sentence_embedder
 
 torch = pytest.importorskip("torch")
 
 GPU = os.environ.get("CFRAG_TEST_GPU", "cuda:0")
-EMBEDDER = os.environ.get("CFRAG_GPU_EMBEDDER", models.EMBEDDED_EMBEDDER)
+EMBEDDER_SPEC = os.environ.get("CFRAG_GPU_EMBEDDER", models.EMBEDDED_EMBEDDER)
 pytestmark = pytest.mark.skipif(GPU.startswith("cuda") and not torch.cuda.is_available(),
                                 reason="no CUDA device (torch.cuda.is_available() is False)")
 
@@ -47,10 +49,26 @@ def tiny(tmp_path_factory):
     return {"ce": str(tiny_cross_encoder(root / "ce")), "lm": str(tiny_chat_model(root / "lm"))}
 
 
-def test_embedder_on_the_gpu_gives_the_cpu_embeddings():
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory):
+    """The embedder spec: CFRAG_GPU_EMBEDDER's, or a tiny random one built here when it says `tiny`."""
+    if EMBEDDER_SPEC != "tiny":
+        return EMBEDDER_SPEC
+    return str(tiny_sentence_embedder(tmp_path_factory.mktemp("tiny-embedder")))
+
+
+@pytest.fixture
+def graph_cache(tmp_path, monkeypatch):
+    """CausalRAG's extraction cache in the test's folder (the user's own cache outlives test runs)."""
+    cache = tmp_path / "graph-cache"
+    monkeypatch.setattr(models, "graph_cache_dir", lambda: cache)
+    return cache
+
+
+def test_embedder_on_the_gpu_gives_the_cpu_embeddings(embedder):
     on = {}
     for device in ("cpu", GPU):
-        emb = factories.document_embedder(EMBEDDER, device=device)
+        emb = factories.document_embedder(embedder, device=device)
         emb.warm_up()
         assert device_type(emb.embedding_backend.model) == device.split(":")[0]
         docs = emb.run(documents=[Document(content=p) for p in PASSAGES])["documents"]
@@ -90,20 +108,56 @@ def test_hf_generator_and_its_support_scores_on_the_gpu_match_the_cpu(tiny):
     assert np.isfinite(support[GPU]).all() and np.abs(support["cpu"] - support[GPU]).max() < 1e-3
 
 
-@pytest.mark.parametrize("pipeline", ["cf_rag", "cer"])
-def test_cli_indexes_and_answers_with_every_local_model_on_the_gpu(tmp_path, tiny, pipeline):
+def test_runtime_puts_the_reader_and_the_graph_extraction_on_the_gpu(tiny, embedder, graph_cache):
+    """Runtime(device=…): the `hf:` reader loads there, and CausalRAG's graph is extracted by it there.
+
+    The tiny reader's extractions do not parse (counted, the passages stay retrievable as text);
+    the check is that each passage got its call on the GPU and none failed.
+    """
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    from haystack_cfrag.runtime import Runtime
+
+    store = InMemoryDocumentStore()
+    emb = factories.document_embedder(embedder, device=GPU)
+    emb.warm_up()
+    store.write_documents(emb.run(documents=[Document(content=p) for p in PASSAGES])["documents"])
+    rt = Runtime(store=store, llm=f"hf:{tiny['lm']}", embedder=embedder, device=GPU, max_tokens=8)
+    rt.warm_up()
+    assert device_type(rt.generator.pipeline.model) == GPU.split(":")[0]
+    assert device_type(rt.text_embedder.embedding_backend.model) == GPU.split(":")[0]
+    rt.graph_store()
+    (stats,) = rt.graph_stats
+    assert stats["passages"] == len(PASSAGES) and stats["llm_calls"] == len(PASSAGES) and stats["failed_calls"] == 0
+    assert any(graph_cache.rglob("*")), "the extraction was not cached"
+
+
+def test_cli_index_graph_extracts_with_the_model_on_the_gpu(tmp_path, tiny, embedder, graph_cache):
+    """`cfrag index --graph --device`: the embedder and the extraction model on the GPU, one call per passage."""
+    (tmp_path / "notes.txt").write_text("\n\n".join(PASSAGES))
+    result = CliRunner().invoke(main, ["index", str(tmp_path / "notes.txt"), "--store", str(tmp_path / "store.json"),
+                                       "--embedder", embedder, "--device", GPU, "--graph", "--llm", f"hf:{tiny['lm']}",
+                                       "--words", "20", "--overlap", "0"])
+    assert result.exit_code == 0, result.output
+    # (transformers' loading bar can share the summary's line in the captured output)
+    assert re.search(r"graph: (\d+) passages \(0 cached\), \1 LLM calls", result.output), result.output
+
+
+@pytest.mark.parametrize("pipeline", ["cf_rag", "cer", "causal_rag", "cdf_rag", "grounded_rag_lite"])
+def test_cli_indexes_and_answers_with_every_local_model_on_the_gpu(tmp_path, tiny, embedder, graph_cache, pipeline):
     """`cfrag index/ask --device`: embedder, cross-encoder and an hf: reader all on the GPU, end to end.
 
-    The tiny reader's answers mean nothing; the check is that each pipeline runs there and traces.
+    The tiny reader's answers mean nothing; the check is that each pipeline runs there and traces
+    (CausalRAG's and CDF-RAG's graph is extracted at the first question, by the same reader).
     """
     (tmp_path / "notes.txt").write_text("\n\n".join(PASSAGES))
     store = str(tmp_path / "store.json")
     runner = CliRunner()
     result = runner.invoke(main, ["index", str(tmp_path / "notes.txt"), "--store", store,
-                                        "--embedder", EMBEDDER, "--device", GPU, "--words", "20", "--overlap", "0"])
+                                        "--embedder", embedder, "--device", GPU, "--words", "20", "--overlap", "0"])
     assert result.exit_code == 0, result.output
     result = runner.invoke(main, ["ask", QUESTION, "--pipeline", pipeline, "--store", store,
-                                        "--llm", f"hf:{tiny['lm']}", "--embedder", EMBEDDER, "--scorer", tiny["ce"],
+                                        "--llm", f"hf:{tiny['lm']}", "--embedder", embedder, "--scorer", tiny["ce"],
                                         "--device", GPU, "--max-tokens", "8", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output[result.output.index("{"):])

@@ -39,7 +39,25 @@ def tiny_chat_model(folder: Path) -> Path:
     fast.chat_template = ("{% for m in messages %}{{ m['role'] }} : {{ m['content'] }} [SEP] {% endfor %}"
                           "{% if add_generation_prompt %}assistant : {% endif %}")
     fast.save_pretrained(folder)
-    config = GPT2Config(vocab_size=len(WORDS), n_embd=16, n_layer=2, n_head=2, n_positions=512,
+    # 4096 positions: the graph extraction's and CDF-RAG's prompts run past 512 word tokens
+    config = GPT2Config(vocab_size=len(WORDS), n_embd=16, n_layer=2, n_head=2, n_positions=4096,
                         bos_token_id=2, eos_token_id=3, pad_token_id=0)
     GPT2LMHeadModel(config).save_pretrained(folder)
+    return folder
+
+
+def tiny_sentence_embedder(folder: Path) -> Path:
+    """A 2-layer random BERT with mean pooling and normalisation, saved as a sentence-transformers folder."""
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    bert = folder / "bert"
+    bert.mkdir(parents=True, exist_ok=True)
+    BertTokenizer(vocab_file=str(_write_vocab(bert))).save_pretrained(bert)
+    config = BertConfig(vocab_size=len(WORDS), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=512)
+    BertModel(config).save_pretrained(bert)
+    word = models.Transformer(str(bert), max_seq_length=256)
+    pool = models.Pooling(config.hidden_size, pooling_mode="mean")
+    SentenceTransformer(modules=[word, pool, models.Normalize()], device="cpu").save(str(folder))
     return folder

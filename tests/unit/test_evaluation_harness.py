@@ -186,7 +186,7 @@ def test_a_latency_run_makes_every_call_with_a_model_instance_per_system(tmp_pat
     items = load_items(HOTPOT, limit=2)
     made = []
 
-    def new_generator(spec, max_tokens):
+    def new_generator(spec, max_tokens, device):  # the runner passes --device to the reader too
         made.append(CountingReader(candidates=[i.answers[0] for i in items]))
         return made[-1]
 
