@@ -108,7 +108,7 @@ def test_causal_graph_nodes_round_trip_through_pgvector(pg_url):
     store = open_document_store(f"pgvector:{pg_url}#graph")  # read back as a user's store is
     retriever = CausalGraphRetriever(node_retriever=embedding_retriever(store, top_k=1), document_store=store,
                                      top_k=1, hops=2)
-    result = retriever.run(query_embedding=VECTORS["Crops"])
+    result = retriever.run(query_embedding=[float(x) for x in VECTORS["Crops"]])  # floats, as an embedder's
     assert [(e["source"], e["target"]) for e in result["causal_edges"]] == EXPECTED
     assert [d.id for d in result["documents"]] == ["p2", "p3", "p1"] and result["degradations"] == []
     seed = result["nodes"][0]  # its nested edge meta came back from JSONB as written

@@ -57,7 +57,8 @@ class TableEmbedder:
         self.calls = 0
 
     def vector(self, text: str) -> list[float]:
-        return list(self.table.get(text, [0.01] * self.dimension))
+        # floats, as a real embedder returns: pgvector's driver refuses a list mixing ints and floats
+        return [float(x) for x in self.table.get(text, [0.01] * self.dimension)]
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, Any]:
