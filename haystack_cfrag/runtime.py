@@ -111,8 +111,8 @@ class Runtime:
         self.allowed_modules = allowed_modules
         self.store = store
         self.retriever = retriever if retriever is not None else _default_retriever(store)
-        self.generator = chat_generator or factories.chat_generator(llm, max_tokens=max_tokens, logprobs=logprobs,
-                                                                            device=device)
+        self.generator = chat_generator or factories.chat_generator(
+            llm, max_tokens=max_tokens, logprobs=logprobs, device=device)
         self.text_embedder = text_embedder or factories.text_embedder(embedder, device=device)
         self.scorer = factories.scorer(scorer, device=device) if scorer else None
         # llama.cpp and local transformers models are not thread-safe: drafts run in turn
