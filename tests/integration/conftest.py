@@ -29,4 +29,15 @@ def runtime():
     return rt
 
 
+@pytest.fixture
+def graph_cache(tmp_path, monkeypatch):
+    """CausalRAG's extraction cache in the test's own folder: the user's cache outlives test runs, and a
+    passage an earlier run extracted would be read from it (no extraction to see)."""
+    from haystack_cfrag import models
+
+    cache = tmp_path / "graph-cache"
+    monkeypatch.setattr(models, "graph_cache_dir", lambda: cache)
+    return cache
+
+
 from tests.integration.pg import pg_server, pg_url  # noqa: E402,F401  (fixtures: a real Postgres + pgvector)

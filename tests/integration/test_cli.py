@@ -120,11 +120,8 @@ def test_grounded_rag_rewrites_a_flagged_answer_with_the_real_reader(graph_store
     assert flagged.llm["calls"] == plain.llm["calls"] + 1 and flagged.answer  # the one rewrite call, an answer
 
 
-def test_grounded_rag_lite_checks_standard_rags_answer_on_the_demo_store_with_no_graph(tmp_path, monkeypatch):
+def test_grounded_rag_lite_checks_standard_rags_answer_on_the_demo_store_with_no_graph(graph_cache):
     """The demo store has no graph and none is built: the hallucination check alone, with real log-probabilities."""
-    from haystack_cfrag import models
-
-    monkeypatch.setattr(models, "graph_cache_dir", lambda: tmp_path / "graph-cache")  # would be written to if built
     result = CliRunner().invoke(main, ["ask", QUESTION, "--pipeline", "grounded_rag_lite", "--json",
                                        "--max-tokens", "64"])
     assert result.exit_code == 0, result.output
@@ -132,4 +129,4 @@ def test_grounded_rag_lite_checks_standard_rags_answer_on_the_demo_store_with_no
     assert set(data["trace"]) == {"hallucination_checker"} and data["answer"]
     hall = data["trace"]["hallucination_checker"]
     assert hall["claims"] >= 1 and all(math.isfinite(s) and s <= 0 for s in hall["claim_supports"])
-    assert not (tmp_path / "graph-cache").exists()
+    assert not graph_cache.exists()  # it would be written to if a graph were built

@@ -7,7 +7,6 @@ happens on the CPU, where this machine's models run.
 import pytest
 from haystack.utils import ComponentDevice
 
-from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
 from haystack_cfrag.runtime import Runtime
 from tests.integration.tiny_models import tiny_chat_model, tiny_cross_encoder
@@ -62,7 +61,7 @@ def test_runtime_passes_the_device_to_embedder_scorer_and_reader(tiny, device):
     assert rt.generator.huggingface_pipeline_kwargs["device"] == wanted.to_hf()
 
 
-def test_index_graph_passes_the_device_to_the_extraction_model(tmp_path, tiny, monkeypatch):
+def test_index_graph_passes_the_device_to_the_extraction_model(tmp_path, tiny, monkeypatch, graph_cache):
     """`cfrag index --graph --device D`: the extraction model is built for D, like the embedder."""
     from click.testing import CliRunner
 
@@ -71,7 +70,6 @@ def test_index_graph_passes_the_device_to_the_extraction_model(tmp_path, tiny, m
     built = []
     real = factories.chat_generator
     monkeypatch.setattr(factories, "chat_generator", lambda spec, **kw: built.append(kw) or real(spec, **kw))
-    monkeypatch.setattr(models, "graph_cache_dir", lambda: tmp_path / "graph-cache")
     (tmp_path / "notes.txt").write_text("Heath Ledger plays the Joker in The Dark Knight.")
     result = CliRunner().invoke(main, ["index", str(tmp_path / "notes.txt"), "--store", str(tmp_path / "s.json"),
                                        "--graph", "--llm", f"hf:{tiny['lm']}", "--device", "cpu"])

@@ -57,14 +57,6 @@ def embedder(tmp_path_factory):
     return str(tiny_sentence_embedder(tmp_path_factory.mktemp("tiny-embedder")))
 
 
-@pytest.fixture
-def graph_cache(tmp_path, monkeypatch):
-    """CausalRAG's extraction cache in the test's folder (the user's own cache outlives test runs)."""
-    cache = tmp_path / "graph-cache"
-    monkeypatch.setattr(models, "graph_cache_dir", lambda: cache)
-    return cache
-
-
 def test_embedder_on_the_gpu_gives_the_cpu_embeddings(embedder):
     on = {}
     for device in ("cpu", GPU):
