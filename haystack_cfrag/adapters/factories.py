@@ -91,7 +91,8 @@ def chat_generator(
             "verbose": False,
             "seed": seed,
             "logits_all": logprobs,  # llama.cpp needs it to return token log-probabilities
-        },
+        }
+        | _llama_cpp_offload(device),
         generation_kwargs={"max_tokens": max_tokens, "temperature": 0.0}
         | ({"logprobs": True, "top_logprobs": 1} if logprobs else {}),
     )
@@ -121,6 +122,24 @@ def _transformers_generator(model: str, max_tokens: int, device: str | None) -> 
         generation_kwargs={"max_new_tokens": max_tokens, "do_sample": False},
         **_device(device),
     )
+
+
+def _llama_cpp_offload(device: str | None) -> dict[str, Any]:
+    """llama.cpp's offload settings for `--device`: every layer on the named GPU, none for `cpu`.
+
+    A llama-cpp-python built without GPU support ignores them (the embedded build here is CPU-only).
+
+    >>> _llama_cpp_offload("cuda:1"), _llama_cpp_offload("cpu"), _llama_cpp_offload(None)
+    ({'n_gpu_layers': -1, 'main_gpu': 1}, {'n_gpu_layers': 0}, {})
+    """
+    if device is None:
+        return {}
+    from haystack.utils import ComponentDevice  # noqa: PLC0415
+
+    single = ComponentDevice.from_str(device).to_torch_str()  # validates: 'cuda:1', 'mps', 'cpu'
+    if single == "cpu":
+        return {"n_gpu_layers": 0}
+    return {"n_gpu_layers": -1, "main_gpu": int(single.partition(":")[2] or 0)}
 
 
 def _device(device: str | None) -> dict[str, Any]:

@@ -53,7 +53,7 @@ def _model_options(func: Any) -> Any:
         click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True,
                      help="Sentence-transformers model: embedded:…, a hub id or a local folder."),
         click.option("--scorer", default=None, help="Cross-encoder for s(q, e) (hub id or folder); default: embedder cosine."),
-        click.option("--device", default=None, help="Device for the local models (embedders, cross-encoders, an hf: reader), e.g. cuda:0."),
+        click.option("--device", default=None, help="Device for the local models (embedders, cross-encoders, an hf: reader; a GGUF reader offloads its layers there), e.g. cuda:0."),
         click.option("--max-tokens", default=256, show_default=True, type=click.IntRange(1, 32768),
                      help="Generation limit per LLM call."),
         click.option("--logprobs", is_flag=True,
@@ -244,7 +244,7 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
               help="Store to create or extend: PATH.json | faiss:PATH[#INDEX] | pgvector:postgresql://…[#TABLE] | "
                    "qdrant:PATH|URL[#COLLECTION].")
 @click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True)
-@click.option("--device", default=None, help="Device for the embedder (and, with --graph, an hf: extraction model), e.g. cuda:0.")
+@click.option("--device", default=None, help="Device for the embedder (and, with --graph, the extraction model), e.g. cuda:0.")
 @click.option("--words", default=190, show_default=True, type=click.IntRange(min=1),
               help="Words per passage (≈ 250 tokens).")
 @click.option("--overlap", default=30, show_default=True, type=click.IntRange(min=0),

@@ -5,6 +5,7 @@ happens on the CPU, where this machine's models run.
 """
 
 import pytest
+from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.utils import ComponentDevice
 
 from haystack_cfrag.adapters import factories
@@ -38,6 +39,22 @@ def test_device_reaches_each_factory_and_its_serialisation(device, tiny):
     assert all(device_of(c) == default for c in (factories.text_embedder(), factories.scorer(tiny["ce"])))
 
 
+def offload_of(generator):
+    kwargs = generator.to_dict()["init_parameters"]["model_kwargs"]
+    return {k: kwargs[k] for k in ("n_gpu_layers", "main_gpu") if k in kwargs}
+
+
+@pytest.mark.parametrize(("device", "offload"), [("cpu", {"n_gpu_layers": 0}),
+                                                ("cuda:1", {"n_gpu_layers": -1, "main_gpu": 1}), (None, {})])
+def test_device_reaches_the_llama_cpp_reader_as_offload_settings(device, offload):
+    """A GGUF reader: `--device cuda:N` offloads every layer to GPU N, `cpu` none, no --device leaves llama.cpp's default."""
+    assert offload_of(factories.chat_generator("/models/reader.gguf", device=device)) == offload
+    rt = Runtime(store=InMemoryDocumentStore(), llm="/models/reader.gguf", device=device)
+    assert offload_of(rt.generator) == offload
+    with pytest.raises(ValueError, match="disk"):
+        factories.chat_generator("/models/reader.gguf", device="disk")
+
+
 def test_cpu_device_is_where_the_models_load(tiny):
     emb = factories.text_embedder(device="cpu")
     emb.warm_up()
@@ -53,7 +70,6 @@ def test_runtime_passes_the_device_to_embedder_scorer_and_reader(tiny, device):
 
     (Nothing is loaded here: a Runtime builds its models, and warm_up loads them.)
     """
-    from haystack.document_stores.in_memory import InMemoryDocumentStore
 
     rt = Runtime(store=InMemoryDocumentStore(), llm=f"hf:{tiny['lm']}", scorer=tiny["ce"], device=device)
     wanted = ComponentDevice.from_str(device)
