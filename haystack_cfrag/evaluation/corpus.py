@@ -25,6 +25,7 @@ from haystack import Document
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag.common.text import normalize_answer
+from haystack_cfrag.common.validation import check_choice
 from haystack_cfrag.evaluation.datasets import EvalItem, Passage
 from haystack_cfrag.evaluation.injection import select_distractors
 
@@ -108,8 +109,7 @@ class Corpus:
 
     def inject(self, item: EvalItem, n: int, variant: str = "distractor") -> list[Passage]:
         """The passages to add to `item`'s own for an injection level (see the module doc)."""
-        if variant not in INJECTION_VARIANTS:
-            raise ValueError(f"variant must be one of {INJECTION_VARIANTS}, got '{variant}'.")
+        check_choice("variant", variant, INJECTION_VARIANTS)
         if n <= 0:
             return []
         if variant == "conflicting":

@@ -30,7 +30,9 @@ from haystack import logging
 
 from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
+from haystack_cfrag.cfrag.trace import Trace, scored_drafts
 from haystack_cfrag.common.text import normalize_answer
+from haystack_cfrag.common.validation import check_choice
 from haystack_cfrag.evaluation import provenance
 from haystack_cfrag.evaluation.corpus import CORPUS_MODES, INJECTION_VARIANTS, Corpus
 from haystack_cfrag.evaluation.datasets import EvalItem, load_items
@@ -40,7 +42,6 @@ from haystack_cfrag.evaluation.summary import read_records
 from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, System, parse_systems
 from haystack_cfrag.registry import injection_pipelines
 from haystack_cfrag.runtime import Runtime
-from haystack_cfrag.cfrag.trace import Trace, scored_drafts
 
 logger = logging.getLogger(__name__)
 
@@ -93,8 +94,7 @@ class EvalConfig:
     cache: bool = True
 
     def __post_init__(self) -> None:
-        if self.corpus not in CORPUS_MODES:
-            raise ValueError(f"corpus must be one of {CORPUS_MODES}, got '{self.corpus}'.")
+        check_choice("corpus", self.corpus, CORPUS_MODES)
         bad = [v for v in self.inject_variants if v not in INJECTION_VARIANTS]
         if bad:
             raise ValueError(f"inject_variants must be among {INJECTION_VARIANTS}, got {bad}.")

@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from haystack_cfrag.cfrag.parameters import ParameterError
+from haystack_cfrag.common.validation import check_choice
 from haystack_cfrag.registry import BASELINE, REGISTRY, parameters_of, query_pipelines
 
 # the baselines and CF-RAG's pipelines, then ablations; the other families (cer, causal_rag: a graph to build
@@ -140,6 +141,5 @@ def parse_systems(specs: str) -> list[System]:
 
 def sweep_systems(parameter: str, values: list[Any], base: str = "cf_rag") -> list[System]:
     """`base` with one parameter (lambda, N, K or M) at each value, the others at their defaults."""
-    if parameter not in SWEEP_PARAMETERS:
-        raise ValueError(f"Sweep parameter must be one of {sorted(SWEEP_PARAMETERS)}, got '{parameter}'.")
+    check_choice("sweep parameter", parameter, sorted(SWEEP_PARAMETERS))
     return [parse_system(f"{base}[{parameter}={v}]") for v in values]

@@ -26,6 +26,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.common.text import content_words
+from haystack_cfrag.common.validation import check_choice
 
 
 
@@ -149,8 +150,7 @@ class FaultyChatGenerator:
         candidates: list[str] | None = None,
         counterfactual_reply: str = "",
     ) -> None:
-        if mode not in FAULT_MODES:
-            raise ValueError(f"mode must be one of {FAULT_MODES}, got {mode!r}")
+        check_choice("mode", mode, FAULT_MODES)
         self.mode, self.on, self.calls, self.stall_s = mode, on, calls, stall_s
         self.reader = KeywordReader(candidates=candidates or [], counterfactual_reply=counterfactual_reply)
         self.seen = 0

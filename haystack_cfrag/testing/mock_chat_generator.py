@@ -14,7 +14,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage, StreamingChunk
 
-from haystack_cfrag.common.validation import check_int, check_range
+from haystack_cfrag.common.validation import check_choice, check_int, check_range
 
 logger = logging.getLogger(__name__)
 
@@ -75,8 +75,7 @@ class MockChatGenerator:
         check_range("failure_rate", failure_rate, 0.0, 1.0)
         check_range("delay_s", delay_s, 0.0, 60.0)
         check_int("seed", seed, 0)
-        if failure_mode not in FAILURE_MODES:
-            raise ValueError(f"'failure_mode' must be one of {FAILURE_MODES}, got {failure_mode!r}.")
+        check_choice("failure_mode", failure_mode, FAILURE_MODES)
         if streaming_callback is not None and not callable(streaming_callback):
             raise ValueError("'streaming_callback' must be callable or None.")
         self.failure_rate = float(failure_rate)

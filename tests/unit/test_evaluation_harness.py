@@ -137,7 +137,7 @@ def test_system_names_ablations_and_sweeps():
     assert [s.params["n_clusters"] for s in sweep_systems("K", [1, 2, 4])] == [1, 2, 4]
     with pytest.raises(ValueError, match="param=value"):
         parse_system("cf_rag[colour=red]")
-    with pytest.raises(ValueError, match="Sweep parameter"):
+    with pytest.raises(ValueError, match="'sweep parameter' must be one of"):
         sweep_systems("top", [1])
 
 

@@ -21,6 +21,8 @@ import hashlib
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from haystack_cfrag.common.validation import check_choice
+
 DENSE, GRAPH = "dense", "graph"
 PATHS = (DENSE, GRAPH)
 RRF, INTERLEAVE = "rrf", "interleave"
@@ -90,8 +92,7 @@ def merge_ranked(
     >>> [m.key for m in merge_ranked(["a", "b"], [], top_k=1)]
     ['a']
     """
-    if mode not in MERGE_MODES:
-        raise ValueError(f"the merge mode must be one of {MERGE_MODES}, got {mode!r}.")
+    check_choice("mode", mode, MERGE_MODES)
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0):
         raise ValueError(f"top_k must be None or an integer ≥ 0, got {top_k!r}.")
     d_ranks, g_ranks = first_ranks(dense), first_ranks(graph)

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from haystack_cfrag.common.text import STOPWORDS, content_words, normalize_answer, truncate_text
+from haystack_cfrag.common.validation import check_choice
 
 EXPAND, SIMPLIFY, DECOMPOSE, NONE = "expand", "simplify", "decompose", "none"
 ACTIONS = (EXPAND, SIMPLIFY, DECOMPOSE)
@@ -159,8 +160,7 @@ def parse_refinement(
     ...                  template="Why is stress a public health concern? {query}").reason
     "the reply repeats the prompt's example"
     """
-    if action not in ACTIONS:
-        raise ValueError(f"'action' must be one of {list(ACTIONS)}, got {action!r}.")
+    check_choice("action", action, ACTIONS)
     if not isinstance(text, str) or not text.strip():
         return fallback(original, "empty reply")
     if action == DECOMPOSE:
