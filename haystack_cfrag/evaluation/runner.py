@@ -272,6 +272,10 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condit
         record["injected"] = n_injected
     start = time.perf_counter()
     try:
+        runtime.prepare(system.pipeline, system.params)  # index time (a graph for this store) is not the question's
+        if cached is not None:
+            cached.reset_counters()
+        start = time.perf_counter()
         result = runtime.ask(system.pipeline, item.question, system.params)
     except Exception as exc:  # noqa: BLE001 — a failed question is a result, not the end of the run
         logger.warning("{system} failed on {qid}: {error}", system=system.name, qid=item.id, error=repr(exc))

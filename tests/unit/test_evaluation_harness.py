@@ -4,6 +4,7 @@ resumable records, the LLM reply cache and the report — with fake models."""
 import doctest
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -179,6 +180,24 @@ def test_run_resumes_from_records_and_reuses_cached_replies(tmp_path):
     config.systems.append("cf_rag_fast")
     more = run_eval(config, **_fakes(items))
     assert len(more) == len(records) + 3
+
+
+def test_a_graph_replayed_from_the_reply_cache_is_not_charged_to_the_first_question(tmp_path, monkeypatch):
+    """CausalRAG's graph is index time: extractions replayed from a run folder's reply cache (a folder restored
+    on a machine without the extraction cache) are not counted among the first question's cached calls."""
+    monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path / "cache"))  # the extraction cache, away from the user's
+    items = load_items(HOTPOT, limit=2)
+    config = EvalConfig(data=str(HOTPOT), limit=2, out=str(tmp_path / "run"), progress=False,
+                        allowed_modules=["tests"], systems=["causal_rag"])
+    first = run_eval(config, **_fakes(items))
+    assert len(first) == 2 and not any(r["error"] for r in first)
+    shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+    (tmp_path / "run" / "records.jsonl").unlink()
+    again = run_eval(config, **_fakes(items))
+    graphs = [json.loads(line) for line in (tmp_path / "run" / "graph_stats.jsonl").read_text().splitlines()]
+    assert graphs[-1]["llm_calls"] > 0  # the graphs were extracted again, through the reply cache
+    for record in again:  # each question's own calls, all replayed, and none of the graph's
+        assert record["cache_hits"] == record["llm"]["calls"] > 0, record["qid"]
 
 
 def test_a_latency_run_makes_every_call_with_a_model_instance_per_system(tmp_path, monkeypatch):
