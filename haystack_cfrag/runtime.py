@@ -173,8 +173,12 @@ class Runtime:
             logger.warning("Building CausalRAG's graph over {n} passages: one LLM call per passage chunk not yet "
                            "in the cache ({cache})", n=len(passages), cache=self.graph_cache or "no cache")
             self.warm_up()
+            replay = _replay_counters(self.generator)
             nodes, stats = build_node_store(passages, chat_generator=self.generator, text_embedder=self.text_embedder,
                                             cache_dir=self.graph_cache)
+            if replay is not None:  # the evaluation's reply cache: which extractions it replayed, and their cost
+                hits, seconds = _replay_counters(self.generator)
+                stats.update(replayed=hits - replay[0], replayed_seconds=round(seconds - replay[1], 3))
             if self._graph is not None:  # one graph at a time: the evaluation moves from store to store
                 release_node_store(self._graph[1])
             self._graph = (self.store, nodes)
@@ -292,6 +296,13 @@ class Runtime:
                 pipe.warm_up()
                 self._built[key] = pipe
             return self._built[key]
+
+
+def _replay_counters(generator: Any) -> tuple[int, float] | None:
+    """A replaying generator's hits and their original seconds (the evaluation's reply cache); None for others."""
+    if not hasattr(generator, "hits") or not hasattr(generator, "hit_seconds"):
+        return None
+    return int(generator.hits), float(generator.hit_seconds)
 
 
 def _default_retriever(store: Any) -> Any | None:

@@ -86,19 +86,25 @@ def index_cost(builds: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The graph builds summed, with the cost per passage the LLM extracted (None: no graph was built).
 
     A run that resumes loads the graph again from the extraction cache: that build counts its
-    passages as cached and costs no call, so the sums count each extraction once.
+    passages as cached and costs no call, so the sums count each extraction once. A folder
+    restored where the extraction cache is not (another machine) extracts again through the
+    run's reply cache: those calls are `replayed`, at the seconds they took when made.
 
     >>> cost = index_cost([{"passages": 4, "extracted": 4, "llm_calls": 4, "prompt_tokens": 300,
     ...                     "completion_tokens": 100, "seconds": 40.0},
     ...                    {"passages": 4, "cached": 4, "seconds": 1.0}])
     >>> cost["builds"], cost["extracted"], cost["cached"], cost["seconds_per_extracted"], cost["tokens_per_extracted"]
     (2, 4, 4, 10.25, 100.0)
+    >>> index_cost([{"passages": 4, "extracted": 4, "replayed": 4, "seconds": 0.4, "replayed_seconds": 39.6}])["replayed"]
+    4
     """
     if not builds:
         return None
-    keys = ("passages", "extracted", "cached", "llm_calls", "prompt_tokens", "completion_tokens", "parse_failures")
+    keys = ("passages", "extracted", "replayed", "cached", "llm_calls", "prompt_tokens", "completion_tokens",
+            "parse_failures")
     total: dict[str, Any] = {k: sum(int(b.get(k, 0) or 0) for b in builds) for k in keys}
     total["seconds"] = sum(float(b.get("seconds", 0.0) or 0.0) for b in builds)
+    total["replayed_seconds"] = sum(float(b.get("replayed_seconds", 0.0) or 0.0) for b in builds)
     cost = per_extracted_passage(total)
     return {"builds": len(builds), **total, "seconds_per_extracted": cost and cost[0],
             "tokens_per_extracted": cost and cost[1]}
@@ -338,8 +344,11 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
         lines += ["## Index time: CausalRAG's graph (`graph_stats.jsonl`)", "",
                   f"{index['builds']} graph build(s) over {index['passages']} passages: {index['extracted']} extracted "
                   f"by the LLM ({index['llm_calls']} calls, {index['prompt_tokens']} prompt / "
-                  f"{index['completion_tokens']} completion tokens, {index['parse_failures']} unparsed), "
-                  f"{index['cached']} from the extraction cache; {index['seconds']:.0f} s in all, {per}. "
+                  f"{index['completion_tokens']} completion tokens, {index['parse_failures']} unparsed"
+                  + (f"; {index['replayed']} of them replayed from the run's reply cache, counted at the "
+                     f"{index['replayed_seconds']:.0f} s they took when made" if index.get("replayed") else "")
+                  + f"), {index['cached']} from the extraction cache; "
+                  f"{index['seconds'] + index.get('replayed_seconds', 0.0):.0f} s in all, {per}. "
                   "Not in the per-question latency above.", ""]
     for variant, systems in results["injection"].items():
         levels = sorted({lv for s in systems.values() for lv in s})

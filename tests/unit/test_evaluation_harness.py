@@ -195,7 +195,12 @@ def test_a_graph_replayed_from_the_reply_cache_is_not_charged_to_the_first_quest
     (tmp_path / "run" / "records.jsonl").unlink()
     again = run_eval(config, **_fakes(items))
     graphs = [json.loads(line) for line in (tmp_path / "run" / "graph_stats.jsonl").read_text().splitlines()]
-    assert graphs[-1]["llm_calls"] > 0  # the graphs were extracted again, through the reply cache
+    fresh, replayed = graphs[: len(graphs) // 2], graphs[len(graphs) // 2 :]  # one graph per question, twice
+    assert all(g["replayed"] == 0 and g["llm_calls"] > 0 for g in fresh)
+    assert all(g["replayed"] == g["llm_calls"] > 0 and g["replayed_seconds"] >= 0 for g in replayed)
+    write_outputs(tmp_path / "run", with_plots=False)
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert f"{sum(g['replayed'] for g in replayed)} of them replayed from the run's reply cache" in report
     for record in again:  # each question's own calls, all replayed, and none of the graph's
         assert record["cache_hits"] == record["llm"]["calls"] > 0, record["qid"]
 

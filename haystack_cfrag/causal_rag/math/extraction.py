@@ -363,9 +363,13 @@ def per_extracted_passage(stats: dict[str, Any]) -> tuple[float, float] | None:
     """Seconds and LLM tokens per passage the LLM extracted (None when every passage came from the cache).
 
     The cost of the expensive step: a passage found in the cache costs no call, so dividing by
-    all passages would understate it on a resumed or partly cached run.
+    all passages would understate it on a resumed or partly cached run. Calls that a reply cache
+    replayed (`replayed`, the evaluation's) count at the seconds they took when made (`replayed_seconds`).
 
     >>> per_extracted_passage({"extracted": 3, "seconds": 30.0, "prompt_tokens": 900, "completion_tokens": 300})
+    (10.0, 400.0)
+    >>> per_extracted_passage({"extracted": 2, "replayed": 2, "seconds": 0.5, "replayed_seconds": 19.5,
+    ...                        "prompt_tokens": 600, "completion_tokens": 200})
     (10.0, 400.0)
     >>> per_extracted_passage({"extracted": 0, "seconds": 2.0}) is None
     True
@@ -374,7 +378,8 @@ def per_extracted_passage(stats: dict[str, Any]) -> tuple[float, float] | None:
     if n == 0:
         return None
     tokens = int(stats.get("prompt_tokens", 0) or 0) + int(stats.get("completion_tokens", 0) or 0)
-    return float(stats.get("seconds", 0.0)) / n, tokens / n
+    seconds = float(stats.get("seconds", 0.0) or 0.0) + float(stats.get("replayed_seconds", 0.0) or 0.0)
+    return seconds / n, tokens / n
 
 
 __all__ = [
