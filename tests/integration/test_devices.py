@@ -70,7 +70,6 @@ def test_runtime_passes_the_device_to_embedder_scorer_and_reader(tiny, device):
 
     (Nothing is loaded here: a Runtime builds its models, and warm_up loads them.)
     """
-
     rt = Runtime(store=InMemoryDocumentStore(), llm=f"hf:{tiny['lm']}", scorer=tiny["ce"], device=device)
     wanted = ComponentDevice.from_str(device)
     assert device_of(rt.text_embedder) == wanted and device_of(rt.scorer) == wanted
