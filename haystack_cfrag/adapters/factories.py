@@ -127,10 +127,12 @@ def _transformers_generator(model: str, max_tokens: int, device: str | None) -> 
 def _llama_cpp_offload(device: str | None) -> dict[str, Any]:
     """llama.cpp's offload settings for `--device`: every layer on the named GPU, none for `cpu`.
 
-    A llama-cpp-python built without GPU support ignores them (the embedded build here is CPU-only).
+    `split_mode` 0 (none) keeps the model on that one GPU: with llama.cpp's default (split by
+    layer) `main_gpu` is ignored and the layers spread over every visible GPU. A llama-cpp-python
+    built without GPU support ignores all three (the embedded build here is CPU-only).
 
     >>> _llama_cpp_offload("cuda:1"), _llama_cpp_offload("cpu"), _llama_cpp_offload(None)
-    ({'n_gpu_layers': -1, 'main_gpu': 1}, {'n_gpu_layers': 0}, {})
+    ({'n_gpu_layers': -1, 'split_mode': 0, 'main_gpu': 1}, {'n_gpu_layers': 0}, {})
     """
     if device is None:
         return {}
@@ -139,7 +141,7 @@ def _llama_cpp_offload(device: str | None) -> dict[str, Any]:
     single = ComponentDevice.from_str(device).to_torch_str()  # validates: 'cuda:1', 'mps', 'cpu'
     if single == "cpu":
         return {"n_gpu_layers": 0}
-    return {"n_gpu_layers": -1, "main_gpu": int(single.partition(":")[2] or 0)}
+    return {"n_gpu_layers": -1, "split_mode": 0, "main_gpu": int(single.partition(":")[2] or 0)}
 
 
 def _device(device: str | None) -> dict[str, Any]:
