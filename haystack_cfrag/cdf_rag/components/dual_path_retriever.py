@@ -11,6 +11,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack_cfrag.cdf_rag.math.checks import as_edge
 from haystack_cfrag.cdf_rag.math.merge import (
     DENSE,
+    DENSE_ONLY,
     GRAPH,
     MERGE_MODES,
     RRF,
@@ -47,7 +48,8 @@ class DualPathRetriever(InjectedParts):
     with the graph copy's meta keys it lacks. Order: reciprocal rank fusion (`merge_mode="rrf"`,
     the default: Σ 1/(k + rank), k = 60, in `meta["cfrag_rrf_score"]`; rank-based, so the two
     paths' scores need no common scale, and a passage both found comes first) or
-    `"interleave"` (dense 1, graph 1, dense 2, …); then cut to `top_k`.
+    `"interleave"` (dense 1, graph 1, dense 2, …), or `"dense_only"` (the ablation without the
+    graph path: the dense passages alone, the graph path's counted in the trace); then cut to `top_k`.
 
     `causal_edges` (dicts such as {"source", "target", "relation", "passage_ids"}; pairs,
     triples and "C -> E" strings become {"source", "target"[, "relation"]}) are passed on when
@@ -83,7 +85,7 @@ class DualPathRetriever(InjectedParts):
         dedupe_by: str = "id",
     ) -> None:
         """
-        :param merge_mode: "rrf" (reciprocal rank fusion) or "interleave".
+        :param merge_mode: "rrf" (reciprocal rank fusion), "interleave", or "dense_only" (ablation: no graph passage).
         :param rrf_k: k of reciprocal rank fusion, in [0, 10000].
         :param top_k: passages returned, in [1, 10000] (None = all; `run` may override it).
         :param max_edges: causal edges passed on, in [1, 10000].
@@ -181,7 +183,9 @@ class DualPathRetriever(InjectedParts):
 
         unique_dense, unique_graph = set(dense_keys), set(graph_keys)
         graph_path = "used" if graph else ("empty" if graph_given else "absent")
-        note = "" if graph else f"graph path {graph_path}: the dense passages alone"
+        if graph and self.merge_mode == DENSE_ONLY:
+            graph_path = "ignored"
+        note = "" if graph_path == "used" else f"graph path {graph_path}: the dense passages alone"
         trace = {
             "dense": len(unique_dense),
             "graph": len(unique_graph),

@@ -10,7 +10,8 @@ to the generator; it gives no merge rule. Here:
   path's cosine scores and the graph path's hop order need no common scale; a passage both
   paths found comes before one found by one path at a similar rank. Ties: the better single
   rank, then the dense path, then the order seen. `mode="interleave"` instead takes dense 1,
-  graph 1, dense 2, graph 2, … (each key once).
+  graph 1, dense 2, graph 2, … (each key once). `mode="dense_only"` is the ablation without the
+  graph path: the dense order alone, whatever the graph path found.
 - `select_edges` keeps the causal edges whose cited passages survived the merge; when no edge
   cites a passage, all edges are kept (nothing to filter on).
 """
@@ -25,8 +26,8 @@ from haystack_cfrag.common.validation import check_choice
 
 DENSE, GRAPH = "dense", "graph"
 PATHS = (DENSE, GRAPH)
-RRF, INTERLEAVE = "rrf", "interleave"
-MERGE_MODES = (RRF, INTERLEAVE)
+RRF, INTERLEAVE, DENSE_ONLY = "rrf", "interleave", "dense_only"
+MERGE_MODES = (RRF, INTERLEAVE, DENSE_ONLY)
 RRF_K = 60
 """k of reciprocal rank fusion (the value of Cormack et al., 2009)."""
 
@@ -89,13 +90,15 @@ def merge_ranked(
     [('c', ('dense', 'graph')), ('a', ('dense',)), ('b', ('dense',)), ('d', ('graph',))]
     >>> [m.key for m in merge_ranked(["a", "b", "c"], ["c", "d"], mode="interleave")]
     ['a', 'c', 'b', 'd']
+    >>> [m.key for m in merge_ranked(["a", "b", "c"], ["c", "d"], mode="dense_only")]
+    ['a', 'b', 'c']
     >>> [m.key for m in merge_ranked(["a", "b"], [], top_k=1)]
     ['a']
     """
     check_choice("mode", mode, MERGE_MODES)
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0):
         raise ValueError(f"top_k must be None or an integer ≥ 0, got {top_k!r}.")
-    d_ranks, g_ranks = first_ranks(dense), first_ranks(graph)
+    d_ranks, g_ranks = first_ranks(dense), first_ranks(graph if mode != DENSE_ONLY else ())
     seen: dict[str, int] = {}
     for key in _interleaved(list(d_ranks), list(g_ranks)):
         seen.setdefault(key, len(seen))

@@ -56,7 +56,7 @@ def test_the_merge_mode_is_a_build_parameter_with_its_range(tmp_path):
     assert rt.built("cdf_rag", {"merge_mode": "interleave"}).get_component("merger").merge_mode == "interleave"
     result = rt.ask("cdf_rag", dk.QUESTION, {"refinement": "none", "merge_mode": "interleave"})
     assert result.answer and result.documents
-    with pytest.raises(ValueError, match="'merge_mode' must be one of 'rrf', 'interleave', got a string"):
+    with pytest.raises(ValueError, match="'merge_mode' must be one of 'rrf', 'interleave', 'dense_only', got a string"):
         check_systems("cdf_rag[merge_mode=zip]")  # what `cfrag eval --systems` checks before any run
 
 
