@@ -214,6 +214,8 @@ class DualPathRetriever(InjectedParts):
 
     def _output(self, item: Any, first: dict[tuple[str, str], Document]) -> Document:
         dense_doc, graph_doc = first.get((DENSE, item.key)), first.get((GRAPH, item.key))
+        if self.merge_mode == DENSE_ONLY:  # the ablation takes nothing from the graph path, its meta included
+            graph_doc = None
         base = dense_doc if dense_doc is not None else graph_doc
         meta = copy.deepcopy({**(graph_doc.meta if dense_doc is not None and graph_doc is not None else {}),
                               **base.meta})

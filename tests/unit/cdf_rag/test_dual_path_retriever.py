@@ -119,7 +119,7 @@ def test_dense_only_is_the_ablation_without_the_graph_path():
     """`merge_mode="dense_only"`: the dense passages in their order, the graph path counted but not merged."""
     out = merged(graph_documents=GRAPH, causal_edges=EDGES, merge_mode="dense_only")
     assert ids(out) == ["p1", "p2", "p3"] and all(d.meta["cfrag_paths"] == ["dense"] for d in out["documents"])
-    assert out["documents"][0].meta["cfrag_ranks"] == {"dense": 1}
+    assert out["documents"][0].meta["cfrag_ranks"] == {"dense": 1} and "graph_node" not in out["documents"][0].meta
     assert out["trace"]["graph"] == 2 and out["trace"]["kept_by_path"] == {"dense": 3, "graph": 0, "both": 0}
     assert out["trace"]["graph_path"] == "ignored" and "dense passages alone" in out["trace"]["note"]
     assert [e["passage_ids"] for e in out["causal_edges"]] == [["p1"], ["p3"]]  # the edges citing a kept passage
