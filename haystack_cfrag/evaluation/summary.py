@@ -346,9 +346,9 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
                   f"by the LLM ({index['llm_calls']} calls, {index['prompt_tokens']} prompt / "
                   f"{index['completion_tokens']} completion tokens, {index['parse_failures']} unparsed"
                   + (f"; {index['replayed']} of them replayed from the run's reply cache, counted at the "
-                     f"{index['replayed_seconds']:.0f} s they took when made" if index.get("replayed") else "")
+                     f"{index['replayed_seconds']:.0f} s they took when made" if index["replayed"] else "")
                   + f"), {index['cached']} from the extraction cache; "
-                  f"{index['seconds'] + index.get('replayed_seconds', 0.0):.0f} s in all, {per}. "
+                  f"{index['seconds'] + index['replayed_seconds']:.0f} s in all, {per}. "
                   "Not in the per-question latency above.", ""]
     for variant, systems in results["injection"].items():
         levels = sorted({lv for s in systems.values() for lv in s})
