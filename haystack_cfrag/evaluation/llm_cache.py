@@ -3,7 +3,7 @@
 With greedy decoding the same messages give the same reply, so systems that differ only after
 generation (the λ sweep, the λ=0 ablation) and resumed runs reuse replies instead of paying for
 them again. Every hit is counted with the seconds the original call took, so that reports can
-show latency as if the call had been made.
+show latency as if the call had been made, and by the machine that timed it (`timed_on`).
 
 Usage:
     >>> from haystack.dataclasses import ChatMessage
@@ -29,6 +29,7 @@ from haystack import component, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.common.serialization import deserialize_component, serialize_component
+from haystack_cfrag.evaluation.provenance import UNKNOWN_MACHINE, timed_on
 
 
 class _CacheState:
@@ -38,6 +39,7 @@ class _CacheState:
         self.lock = threading.Lock()
         self.hits = 0
         self.hit_seconds = 0.0
+        self.hit_seconds_by: dict[str, float] = {}
         self.entries: dict[str, dict[str, Any]] = {}
         if path and Path(path).exists():
             with Path(path).open(encoding="utf-8") as fh:
@@ -113,6 +115,12 @@ class CachingChatGenerator:
         """Seconds the cached calls took when they were made."""
         return self._state.hit_seconds
 
+    @property
+    def hit_seconds_by_machine(self) -> dict[str, float]:
+        """`hit_seconds` by the machine that timed them (`provenance.timed_on`; replies stored before it: "unknown")."""
+        with self._state.lock:
+            return dict(self._state.hit_seconds_by)
+
     def warm_up(self) -> None:
         """Warm the wrapped generator."""
         if hasattr(self.generator, "warm_up"):
@@ -127,7 +135,7 @@ class CachingChatGenerator:
     def reset_counters(self) -> None:
         """Zero the hit counters (the evaluation does it before each question)."""
         with self._state.lock:
-            self._state.hits, self._state.hit_seconds = 0, 0.0
+            self._state.hits, self._state.hit_seconds, self._state.hit_seconds_by = 0, 0.0, {}
 
     def _keys(self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None) -> list[str]:
         """The key a new reply is stored under, then the older key it may have been stored under."""
@@ -148,11 +156,13 @@ class CachingChatGenerator:
             if entry is not None:
                 state.hits += 1
                 state.hit_seconds += entry["seconds"]
+                machine = entry.get("timed_on", UNKNOWN_MACHINE)
+                state.hit_seconds_by[machine] = state.hit_seconds_by.get(machine, 0.0) + entry["seconds"]
                 return {"replies": [ChatMessage.from_dict(r) for r in entry["replies"]]}
         start = time.perf_counter()
         kwargs = {"generation_kwargs": generation_kwargs} if generation_kwargs else {}
         result = self.generator.run(messages=messages, **kwargs)
-        entry = {"key": key, "seconds": time.perf_counter() - start,
+        entry = {"key": key, "seconds": time.perf_counter() - start, "timed_on": timed_on(),
                  "replies": [r.to_dict() for r in result["replies"]]}
         with state.lock:
             state.entries[key] = entry

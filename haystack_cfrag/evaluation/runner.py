@@ -279,9 +279,11 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condit
         result = runtime.ask(system.pipeline, item.question, system.params)
     except Exception as exc:  # noqa: BLE001 — a failed question is a result, not the end of the run
         logger.warning("{system} failed on {qid}: {error}", system=system.name, qid=item.id, error=repr(exc))
-        record.update(answer="", error=repr(exc), seconds=time.perf_counter() - start, stages={}, llm={},
+        elapsed = time.perf_counter() - start
+        record.update(answer="", error=repr(exc), seconds=elapsed, stages={}, llm={},
                       evidence=[], cache_hits=cached.hits if cached else 0,
-                      seconds_equivalent=time.perf_counter() - start,
+                      seconds_equivalent=elapsed + (cached.hit_seconds if cached else 0.0),
+                      timed_on=timed_where(elapsed, cached),
                       **score(item, "", []))
         return record
     titles = [d.get("title") or "" for d in result.documents]
@@ -290,6 +292,7 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condit
         answer=result.answer, error=None, seconds=result.seconds, stages=result.stages, llm=result.llm,
         evidence=titles, cache_hits=cached.hits if cached else 0,
         seconds_equivalent=result.seconds + (cached.hit_seconds if cached else 0.0),
+        timed_on=timed_where(result.seconds, cached),
         decision=trace.get("decision"), n_counterfactuals=len(trace.get("counterfactuals") or []),
         counterfactuals=trace.get("counterfactuals") or [], override=trace.get("override"),
         candidates=candidates(trace, item), answer_normalized=normalize_answer(result.answer),
@@ -297,6 +300,19 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condit
         **score(item, result.answer, titles),
     )
     return record
+
+
+def timed_where(seconds: float, cached: CachingChatGenerator | None) -> dict[str, float]:
+    """A record's uncached-equivalent seconds by the machine that timed them: this question's own
+    seconds here (`provenance.timed_on`), its replayed calls where they were made.
+
+    >>> timed_where(2.0, None) == {provenance.timed_on(): 2.0}
+    True
+    """
+    where = {provenance.timed_on(): seconds}
+    for machine, replayed in (cached.hit_seconds_by_machine if cached else {}).items():
+        where[machine] = where.get(machine, 0.0) + replayed
+    return {machine: round(value, 3) for machine, value in where.items()}
 
 
 SELECTION_KEYS = ("pool", "kept", "pruned", "cut", "quality", "reached", "stop", "scorer_calls",  # CER's selector

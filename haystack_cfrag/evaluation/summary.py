@@ -30,6 +30,7 @@ from haystack import logging
 
 from haystack_cfrag.causal_rag.math.extraction import per_extracted_passage
 from haystack_cfrag.evaluation.metrics import paired_bootstrap
+from haystack_cfrag.evaluation.provenance import UNKNOWN_MACHINE
 from haystack_cfrag.evaluation.systems import BASELINE
 
 logger = logging.getLogger(__name__)
@@ -160,7 +161,32 @@ def _system_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
                 **{k: _mean([(r.get("llm") or {}).get(k) for r in recs]) for k in SCORING_COUNTS}},
         "cache_hits": _mean([r.get("cache_hits", 0) for r in recs]),
         "em_efficiency": em / latency if latency > 0 else None,
+        "timed_on": timed_shares(recs),
     }
+
+
+def timed_shares(recs: list[dict[str, Any]]) -> dict[str, float]:
+    """The share of the records' uncached-equivalent seconds timed on each machine (`provenance.timed_on`);
+    records from before the field count as "unknown".
+
+    >>> timed_shares([{"seconds": 1.0, "timed_on": {"a1": 3.0}}, {"seconds": 1.0, "seconds_equivalent": 1.0}])
+    {'a1': 0.75, 'unknown': 0.25}
+    """
+    seconds: dict[str, float] = defaultdict(float)
+    for r in recs:
+        for machine, value in (r.get("timed_on") or {UNKNOWN_MACHINE: r.get("seconds_equivalent", r["seconds"])}).items():
+            seconds[machine] += float(value)
+    total = sum(seconds.values())
+    return {m: v / total for m, v in sorted(seconds.items())} if total > 0 else {}
+
+
+def machines_differ(a: dict[str, float], b: dict[str, float], floor: float = 0.01) -> bool:
+    """Whether two systems' seconds were timed on different machines (each machine's share above `floor` counted).
+
+    >>> machines_differ({"a1": 1.0}, {"a1": 0.995, "b2": 0.005}), machines_differ({"a1": 1.0}, {"unknown": 1.0})
+    (False, True)
+    """
+    return {m for m, v in a.items() if v > floor} != {m for m, v in b.items() if v > floor}
 
 
 def paired(recs_a: list[dict[str, Any]], recs_b: list[dict[str, Any]], metric: str) -> dict[str, float] | None:
@@ -188,6 +214,7 @@ def summarize(records: list[dict[str, Any]], baseline: str = BASELINE) -> dict[s
                 s["vs_baseline"] = {m: paired(systems[name], base, m) for m in METRICS}
             if base_latency:
                 s["overhead_vs_baseline"] = s["latency"]["mean_equivalent"] / base_latency
+                s["overhead_across_machines"] = machines_differ(s["timed_on"], out[baseline]["timed_on"])
         first = next(iter(systems.values()))
         conditions[cond] = {"inject": first[0].get("inject", 0), "variant": first[0].get("variant"),
                             "n_questions": len({r["qid"] for rs in systems.values() for r in rs}), "systems": out}
@@ -287,6 +314,21 @@ def _ci(b: dict[str, float] | None) -> str:
     return f"{100 * b['difference']:+.1f} [{100 * b['low']:+.1f}, {100 * b['high']:+.1f}]{counts}"
 
 
+def _across_machines(systems: dict[str, Any], baseline: str) -> list[str]:
+    """The note under a cost table whose overhead ratios divide one machine's seconds by another's."""
+    flagged = [name for name, s in systems.items() if s.get("overhead_across_machines")]
+    if not flagged:
+        return []
+
+    def where(name: str) -> str:
+        return ", ".join(f"{m} {v:.0%}" for m, v in systems[name].get("timed_on", {}).items())
+
+    return ["", f"† timed on other machines than `{baseline}` ({where(baseline)}): "
+            + "; ".join(f"`{n}` {where(n)}" for n in flagged)
+            + ". These ratios compare machines as much as systems; run both systems with `--no-cache` in one "
+            "session for a ratio (docs/evaluation.md)."]
+
+
 def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) -> str:
     """The report: one table of answers and one of cost per condition, then injection and sweeps."""
     lines = ["# CF-RAG evaluation report", ""]
@@ -317,11 +359,13 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
             lat, llm = s["latency"], s["llm"]
             eq = "" if abs(lat["mean_equivalent"] - lat["mean"]) < 1e-6 else f" (≡ {lat['mean_equivalent']:.1f} uncached)"
             over = "–" if s.get("overhead_vs_baseline") is None else f"{s['overhead_vs_baseline']:.2f}"
+            over += " †" if s.get("overhead_across_machines") else ""
             eff = "–" if s["em_efficiency"] is None else f"{s['em_efficiency']:.4f}"
             lines.append(
                 f"| {sys_name} | {lat['mean']:.1f} / {lat['p50']:.1f} / {lat['p95']:.1f}{eq} | {over} | "
                 f"{llm['calls'] or 0:.1f} | {llm['prompt_tokens'] or 0:.0f} | {llm['completion_tokens'] or 0:.0f} | "
                 f"{_scorings(llm)} | {s['cache_hits'] or 0:.1f} | {eff} |")
+        lines += _across_machines(cond["systems"], results["baseline"])
         types = sorted({t for s in cond["systems"].values() for t in s["by_type"]})
         if types:
             lines += ["", "EM by question type: " + "; ".join(

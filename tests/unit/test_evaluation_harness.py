@@ -173,6 +173,8 @@ def test_run_resumes_from_records_and_reuses_cached_replies(tmp_path):
         assert full["cache_hits"] < full["llm"]["calls"]  # (identical subsets may hit within one run)
         assert lam0["cache_hits"] == lam0["llm"]["calls"] > 0
         assert lam0["seconds_equivalent"] >= lam0["seconds"]
+        assert sum(lam0["timed_on"].values()) == pytest.approx(lam0["seconds_equivalent"], abs=1e-2)
+        assert set(lam0["timed_on"]) == {provenance.timed_on()}  # replayed replies made on this machine
     # a second run computes nothing new
     again = run_eval(config, **_fakes(items))
     assert len(again) == len(records) and CountingReader.calls == first_calls
@@ -349,6 +351,48 @@ def test_summary_pairs_questions_and_computes_cost_ratios():
     assert s["cf_rag"]["overhead_vs_baseline"] == pytest.approx(3.0)
     assert s["cf_rag"]["em_efficiency"] == pytest.approx(1.0 / 6.0)
     assert s["standard_rag"]["em_efficiency"] == pytest.approx((1 / 3) / 2.0)
+
+
+def test_the_report_flags_a_latency_ratio_timed_on_two_machines():
+    here, there = {"aaaa1111": 2.0}, {"bbbb2222": 6.0}
+    recs = [_rec("standard_rag", q, 1.0, 2.0, timed_on=here) for q in "ab"]
+    recs += [_rec("cf_rag", q, 1.0, 6.0, timed_on=here) for q in "ab"]
+    recs += [_rec("cf_rag_fast", q, 1.0, 6.0, timed_on=there) for q in "ab"]
+    recs += [_rec("causal_rag", q, 1.0, 6.0) for q in "ab"]  # written before records said where: "unknown"
+    results = summarize(recs)
+    s = results["conditions"]["pooled"]["systems"]
+    assert not s["cf_rag"]["overhead_across_machines"]
+    assert s["cf_rag_fast"]["overhead_across_machines"] and s["causal_rag"]["overhead_across_machines"]
+    assert s["causal_rag"]["timed_on"] == {"unknown": 1.0}
+    report = summary.markdown(results)
+    assert "| cf_rag | 6.0 / 6.0 / 6.0 | 3.00 |" in report
+    assert "| cf_rag_fast | 6.0 / 6.0 / 6.0 | 3.00 † |" in report
+    assert "† timed on other machines than `standard_rag` (aaaa1111 100%): `cf_rag_fast` bbbb2222 100%; " \
+           "`causal_rag` unknown 100%." in report
+
+
+def test_replies_and_records_say_which_machine_timed_their_seconds(tmp_path):
+    asks = [[ChatMessage.from_user(f"Question: who {n}? Evidence: Ann")] for n in range(3)]
+    made = CachingChatGenerator(generator=KeywordReader(candidates=["Ann"]), path=str(tmp_path / "made.jsonl"))
+    for ask in asks:
+        made.run(messages=ask)
+    entries = [json.loads(line) for line in (tmp_path / "made.jsonl").read_text().splitlines()]
+    assert {e["timed_on"] for e in entries} == {provenance.timed_on()}
+    # replayed in a later session: one reply from before the field, one timed elsewhere, one here
+    del entries[0]["timed_on"]
+    entries[0]["seconds"], entries[1]["seconds"], entries[1]["timed_on"] = 4.0, 3.0, "bbbb2222"
+    (tmp_path / "later.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
+    later = CachingChatGenerator(generator=KeywordReader(candidates=["Ann"]), path=str(tmp_path / "later.jsonl"))
+    later.reset_counters()
+    for ask in asks:
+        later.run(messages=ask)
+    assert later.hit_seconds_by_machine == {"unknown": 4.0, "bbbb2222": 3.0,
+                                            provenance.timed_on(): pytest.approx(entries[2]["seconds"])}
+    assert runner.timed_where(2.0, later) == {"unknown": 4.0, "bbbb2222": 3.0,
+                                              provenance.timed_on(): pytest.approx(2.0 + entries[2]["seconds"], abs=1e-3)}
+    later.reset_counters()
+    assert later.hit_seconds_by_machine == {}
+    assert runner.timed_where(1.5, None) == {provenance.timed_on(): 1.5}
 
 
 def test_report_sums_the_graph_builds_and_costs_each_extraction_once(tmp_path):
