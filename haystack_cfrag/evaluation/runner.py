@@ -237,6 +237,7 @@ def run_eval(
     pooled = corpus.pooled_store() if any(c.corpus == "pooled" for c in conds) else None
     current: tuple[str, str] | None = None
     injected: list[Any] = []
+    written: dict[int, int] = {}  # graph builds already in graph_stats.jsonl, per runtime
     with (out / "records.jsonl").open("a", encoding="utf-8") as fh:
         store = None
         for cond, item, system in _progress(todo, config.progress):
@@ -251,11 +252,24 @@ def run_eval(
             record = _run_one(runtime, cached, cond, item, system, len(injected))
             fh.write(json.dumps(record, default=str) + "\n")
             fh.flush()
-    graphs = [stats for rt in runtimes.values() for stats in rt.graph_stats]
-    if graphs:  # CausalRAG's index-time cost, apart from the per-question cost (appended: a run resumes)
-        with (out / "graph_stats.jsonl").open("a", encoding="utf-8") as fh:
-            fh.writelines(json.dumps(stats, default=str) + "\n" for stats in graphs)
+            _append_graph_stats(out, list(runtimes.values()), written)
     return read_records(out)
+
+
+def _append_graph_stats(out: Path, runtimes: list[Runtime], written: dict[int, int]) -> None:
+    """Append to `graph_stats.jsonl` the graph builds (CausalRAG's index-time cost) that ended since the last call.
+
+    Written as soon as a build ends, not when the run does: a run stopped during its answers
+    resumes with the graph in the extraction cache, and its next build costs no call, so the
+    stopped build's line is the only record of what the graph cost.
+    """
+    new = []
+    for rt in runtimes:
+        new += rt.graph_stats[written.get(id(rt), 0):]
+        written[id(rt)] = len(rt.graph_stats)
+    if new:
+        with (out / "graph_stats.jsonl").open("a", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(stats, default=str) + "\n" for stats in new)
 
 
 def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condition, item: EvalItem,

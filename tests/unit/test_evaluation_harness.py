@@ -210,6 +210,33 @@ def test_a_graph_replayed_from_the_reply_cache_is_not_charged_to_the_first_quest
         assert record["cache_hits"] == record["llm"]["calls"] > 0, record["qid"]
 
 
+def test_a_run_stopped_during_its_answers_keeps_the_graph_builds_cost(tmp_path, monkeypatch):
+    """The graph's cost is recorded when the build ends: the resumed run finds every extraction cached."""
+    monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path / "cache"))
+    items = load_items(HOTPOT, limit=2)
+    config = EvalConfig(data=str(HOTPOT), limit=2, out=str(tmp_path / "run"), progress=False,
+                        allowed_modules=["tests"], systems=["causal_rag"])
+    asked = []
+    real_run_one = runner._run_one
+
+    def stopped_after_one(*args, **kwargs):
+        if asked:
+            raise KeyboardInterrupt  # the session ends during the answers
+        asked.append(1)
+        return real_run_one(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "_run_one", stopped_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        run_eval(config, **_fakes(items))
+    stats = tmp_path / "run" / "graph_stats.jsonl"
+    built = [json.loads(line) for line in stats.read_text().splitlines()]
+    assert len(built) == 1 and built[0]["extracted"] > 0 and built[0]["llm_calls"] > 0
+    monkeypatch.setattr(runner, "_run_one", real_run_one)
+    run_eval(config, **_fakes(items))
+    resumed = [json.loads(line) for line in stats.read_text().splitlines()][1:]
+    assert len(resumed) == 1 and resumed[0]["extracted"] == 0 and resumed[0]["cached"] == built[0]["extracted"]
+
+
 def test_a_latency_run_makes_every_call_with_a_model_instance_per_system(tmp_path, monkeypatch):
     """--no-cache: no reply is replayed, so every second is real, and no system shares llama.cpp's KV state."""
     items = load_items(HOTPOT, limit=2)
