@@ -13,17 +13,58 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import hashlib
+import os
+import platform
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from haystack import tracing
 from haystack.tracing import Span, Tracer
 
 from haystack_cfrag.common import tracing as lt
+
+
+UNKNOWN_MACHINE = "unknown"
+"""What seconds timed before replies and records said where (`timed_on`) are counted under."""
+
+
+@functools.cache
+def timed_on() -> str:
+    """A short id of the machine as booted now: seconds measured under two ids compare machines as much as systems.
+
+    A run folder replays replies made in earlier sessions, possibly on other machines (the reply
+    cache keeps each call's seconds), so a latency ratio may divide one machine's seconds by
+    another's. Replies and records carry this id; the report flags a ratio whose two sides were
+    timed on different ones. The id hashes the kernel's boot id (a new machine or a reboot gives a
+    new one) with the host name and the processor; where there is no boot id, the host name alone.
+
+    >>> len(timed_on()), timed_on() == timed_on()
+    (8, True)
+    """
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="utf-8").strip()
+    except OSError:
+        boot = ""
+    seed = "|".join([boot, platform.node(), platform.machine(), platform.processor(), str(os.cpu_count())])
+    return hashlib.sha256(seed.encode()).hexdigest()[:8]
+
+
+def by_machine(here: float, replayed: dict[str, float] | None = None) -> dict[str, float]:
+    """Seconds measured on this machine (`timed_on`) plus replayed seconds by the machine that timed them.
+
+    >>> by_machine(2.0, {UNKNOWN_MACHINE: 1.0, timed_on(): 0.5}) == {timed_on(): 2.5, UNKNOWN_MACHINE: 1.0}
+    True
+    """
+    where = {timed_on(): here}
+    for machine, seconds in (replayed or {}).items():
+        where[machine] = where.get(machine, 0.0) + seconds
+    return {machine: round(seconds, 3) for machine, seconds in where.items()}
 
 
 class _NullSpan(Span):

@@ -29,7 +29,7 @@ from haystack import component, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.common.serialization import deserialize_component, serialize_component
-from haystack_cfrag.evaluation.provenance import UNKNOWN_MACHINE, timed_on
+from haystack_cfrag.timing import UNKNOWN_MACHINE, timed_on
 
 
 class _CacheState:
@@ -117,7 +117,7 @@ class CachingChatGenerator:
 
     @property
     def hit_seconds_by_machine(self) -> dict[str, float]:
-        """`hit_seconds` by the machine that timed them (`provenance.timed_on`; replies stored before it: "unknown")."""
+        """`hit_seconds` by the machine that timed them (`timing.timed_on`; replies stored before it: "unknown")."""
         with self._state.lock:
             return dict(self._state.hit_seconds_by)
 

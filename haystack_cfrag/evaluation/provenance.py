@@ -22,7 +22,6 @@ Usage:
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -66,31 +65,6 @@ def metadata(config: Any, injected: list[Any] | None = None) -> dict[str, Any]:
         "decoding": "greedy (temperature 0)",
         "config": {**asdict(config), "data": portable_path(config.data), "out": portable_path(config.out)},
     }
-
-
-UNKNOWN_MACHINE = "unknown"
-"""What seconds timed before replies and records said where (`timed_on`) are counted under."""
-
-
-@functools.cache
-def timed_on() -> str:
-    """A short id of the machine as booted now: seconds measured under two ids compare machines as much as systems.
-
-    A run folder replays replies made in earlier sessions, possibly on other machines (the reply
-    cache keeps each call's seconds), so a latency ratio may divide one machine's seconds by
-    another's. Replies and records carry this id; the report flags a ratio whose two sides were
-    timed on different ones. The id hashes the kernel's boot id (a new machine or a reboot gives a
-    new one) with the host name and the processor; where there is no boot id, the host name alone.
-
-    >>> len(timed_on()), timed_on() == timed_on()
-    (8, True)
-    """
-    try:
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="utf-8").strip()
-    except OSError:
-        boot = ""
-    seed = "|".join([boot, platform.node(), platform.machine(), platform.processor(), str(os.cpu_count())])
-    return hashlib.sha256(seed.encode()).hexdigest()[:8]
 
 
 def portable_path(path: Any) -> Any:

@@ -42,6 +42,7 @@ from haystack_cfrag.evaluation.summary import read_records
 from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, System, parse_systems
 from haystack_cfrag.registry import injection_pipelines
 from haystack_cfrag.runtime import Runtime
+from haystack_cfrag.timing import by_machine
 
 logger = logging.getLogger(__name__)
 
@@ -297,7 +298,7 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condit
         record.update(answer="", error=repr(exc), seconds=elapsed, stages={}, llm={},
                       evidence=[], cache_hits=cached.hits if cached else 0,
                       seconds_equivalent=elapsed + (cached.hit_seconds if cached else 0.0),
-                      timed_on=timed_where(elapsed, cached),
+                      timed_on=by_machine(elapsed, cached.hit_seconds_by_machine if cached else None),
                       **score(item, "", []))
         return record
     titles = [d.get("title") or "" for d in result.documents]
@@ -306,7 +307,7 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condit
         answer=result.answer, error=None, seconds=result.seconds, stages=result.stages, llm=result.llm,
         evidence=titles, cache_hits=cached.hits if cached else 0,
         seconds_equivalent=result.seconds + (cached.hit_seconds if cached else 0.0),
-        timed_on=timed_where(result.seconds, cached),
+        timed_on=by_machine(result.seconds, cached.hit_seconds_by_machine if cached else None),
         decision=trace.get("decision"), n_counterfactuals=len(trace.get("counterfactuals") or []),
         counterfactuals=trace.get("counterfactuals") or [], override=trace.get("override"),
         candidates=candidates(trace, item), answer_normalized=normalize_answer(result.answer),
@@ -314,19 +315,6 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condit
         **score(item, result.answer, titles),
     )
     return record
-
-
-def timed_where(seconds: float, cached: CachingChatGenerator | None) -> dict[str, float]:
-    """A record's uncached-equivalent seconds by the machine that timed them: this question's own
-    seconds here (`provenance.timed_on`), its replayed calls where they were made.
-
-    >>> timed_where(2.0, None) == {provenance.timed_on(): 2.0}
-    True
-    """
-    where = {provenance.timed_on(): seconds}
-    for machine, replayed in (cached.hit_seconds_by_machine if cached else {}).items():
-        where[machine] = where.get(machine, 0.0) + replayed
-    return {machine: round(value, 3) for machine, value in where.items()}
 
 
 SELECTION_KEYS = ("pool", "kept", "pruned", "cut", "quality", "reached", "stop", "scorer_calls",  # CER's selector

@@ -30,7 +30,7 @@ from haystack import logging
 
 from haystack_cfrag.causal_rag.math.extraction import per_extracted_passage
 from haystack_cfrag.evaluation.metrics import paired_bootstrap
-from haystack_cfrag.evaluation.provenance import UNKNOWN_MACHINE
+from haystack_cfrag.timing import UNKNOWN_MACHINE
 from haystack_cfrag.evaluation.systems import BASELINE
 
 logger = logging.getLogger(__name__)
@@ -106,6 +106,8 @@ def index_cost(builds: list[dict[str, Any]]) -> dict[str, Any] | None:
     total: dict[str, Any] = {k: sum(int(b.get(k, 0) or 0) for b in builds) for k in keys}
     total["seconds"] = sum(float(b.get("seconds", 0.0) or 0.0) for b in builds)
     total["replayed_seconds"] = sum(float(b.get("replayed_seconds", 0.0) or 0.0) for b in builds)
+    total["timed_on"] = timed_shares([{**b, "seconds_equivalent": float(b.get("seconds", 0.0) or 0.0)
+                                       + float(b.get("replayed_seconds", 0.0) or 0.0)} for b in builds])
     cost = per_extracted_passage(total)
     return {"builds": len(builds), **total, "seconds_per_extracted": cost and cost[0],
             "tokens_per_extracted": cost and cost[1]}
@@ -166,15 +168,16 @@ def _system_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def timed_shares(recs: list[dict[str, Any]]) -> dict[str, float]:
-    """The share of the records' uncached-equivalent seconds timed on each machine (`provenance.timed_on`);
-    records from before the field count as "unknown".
+    """The share of the records' (or graph builds') uncached-equivalent seconds timed on each machine
+    (`timing.timed_on`); those from before the field count as "unknown".
 
     >>> timed_shares([{"seconds": 1.0, "timed_on": {"a1": 3.0}}, {"seconds": 1.0, "seconds_equivalent": 1.0}])
     {'a1': 0.75, 'unknown': 0.25}
     """
     seconds: dict[str, float] = defaultdict(float)
     for r in recs:
-        for machine, value in (r.get("timed_on") or {UNKNOWN_MACHINE: r.get("seconds_equivalent", r["seconds"])}).items():
+        untagged = r.get("seconds_equivalent", r.get("seconds", 0.0))
+        for machine, value in (r.get("timed_on") or {UNKNOWN_MACHINE: untagged}).items():
             seconds[machine] += float(value)
     total = sum(seconds.values())
     return {m: v / total for m, v in sorted(seconds.items())} if total > 0 else {}
@@ -393,7 +396,9 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
                      f"{index['replayed_seconds']:.0f} s they took when made" if index["replayed"] else "")
                   + f"), {index['cached']} from the extraction cache; "
                   f"{index['seconds'] + index['replayed_seconds']:.0f} s in all, {per}. "
-                  "Not in the per-question latency above.", ""]
+                  "Not in the per-question latency above."
+                  + (" Timed on more than one machine: " + ", ".join(f"{m} {v:.0%}" for m, v in index["timed_on"].items())
+                     + "." if len(index.get("timed_on") or {}) > 1 else ""), ""]
     for variant, systems in results["injection"].items():
         levels = sorted({lv for s in systems.values() for lv in s})
         n = max((s["n"] for by_level in systems.values() for s in by_level.values()), default=0)

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from haystack import component, default_to_dict
 from haystack.dataclasses import ChatMessage
 
+from haystack_cfrag import timing
 from haystack_cfrag.cli import main
 from haystack_cfrag.evaluation import EvalConfig, run_eval, summarize, write_outputs
 from haystack_cfrag.evaluation import corpus as corpus_module
@@ -174,7 +175,7 @@ def test_run_resumes_from_records_and_reuses_cached_replies(tmp_path):
         assert lam0["cache_hits"] == lam0["llm"]["calls"] > 0
         assert lam0["seconds_equivalent"] >= lam0["seconds"]
         assert sum(lam0["timed_on"].values()) == pytest.approx(lam0["seconds_equivalent"], abs=1e-2)
-        assert set(lam0["timed_on"]) == {provenance.timed_on()}  # replayed replies made on this machine
+        assert set(lam0["timed_on"]) == {timing.timed_on()}  # replayed replies made on this machine
     # a second run computes nothing new
     again = run_eval(config, **_fakes(items))
     assert len(again) == len(records) and CountingReader.calls == first_calls
@@ -203,6 +204,7 @@ def test_a_graph_replayed_from_the_reply_cache_is_not_charged_to_the_first_quest
     assert fresh and replayed
     assert all(g["replayed"] == 0 and g["llm_calls"] > 0 for g in fresh)
     assert all(g["replayed"] == g["llm_calls"] > 0 and g["replayed_seconds"] >= 0 for g in replayed)
+    assert all(set(g["timed_on"]) == {timing.timed_on()} for g in replayed)  # replies made here, replayed here
     write_outputs(tmp_path / "run", with_plots=False)
     report = (tmp_path / "run" / "report.md").read_text()
     assert f"{sum(g['replayed'] for g in replayed)} of them replayed from the run's reply cache" in report
@@ -404,7 +406,7 @@ def test_replies_and_records_say_which_machine_timed_their_seconds(tmp_path):
     for ask in asks:
         made.run(messages=ask)
     entries = [json.loads(line) for line in (tmp_path / "made.jsonl").read_text().splitlines()]
-    assert {e["timed_on"] for e in entries} == {provenance.timed_on()}
+    assert {e["timed_on"] for e in entries} == {timing.timed_on()}
     # replayed in a later session: one reply from before the field, one timed elsewhere, one here
     del entries[0]["timed_on"]
     entries[0]["seconds"], entries[1]["seconds"], entries[1]["timed_on"] = 4.0, 3.0, "bbbb2222"
@@ -414,12 +416,11 @@ def test_replies_and_records_say_which_machine_timed_their_seconds(tmp_path):
     for ask in asks:
         later.run(messages=ask)
     assert later.hit_seconds_by_machine == {"unknown": 4.0, "bbbb2222": 3.0,
-                                            provenance.timed_on(): pytest.approx(entries[2]["seconds"])}
-    assert runner.timed_where(2.0, later) == {"unknown": 4.0, "bbbb2222": 3.0,
-                                              provenance.timed_on(): pytest.approx(2.0 + entries[2]["seconds"], abs=1e-3)}
+                                            timing.timed_on(): pytest.approx(entries[2]["seconds"])}
+    assert timing.by_machine(2.0, later.hit_seconds_by_machine) == {
+        "unknown": 4.0, "bbbb2222": 3.0, timing.timed_on(): pytest.approx(2.0 + entries[2]["seconds"], abs=1e-3)}
     later.reset_counters()
     assert later.hit_seconds_by_machine == {}
-    assert runner.timed_where(1.5, None) == {provenance.timed_on(): 1.5}
 
 
 def test_report_sums_the_graph_builds_and_costs_each_extraction_once(tmp_path):
@@ -437,6 +438,12 @@ def test_report_sums_the_graph_builds_and_costs_each_extraction_once(tmp_path):
     report = (tmp_path / "report.md").read_text()
     assert "2 graph build(s) over 20 passages: 8 extracted by the LLM (8 calls" in report
     assert "25.5 s and 1000 LLM tokens per extracted passage" in report
+    assert "Timed on more than one machine" not in report  # builds from before the field: all "unknown"
+    builds[1].update(replayed=8, replayed_seconds=200.0, timed_on={"aaaa1111": 4.0, "bbbb2222": 200.0})
+    (tmp_path / "graph_stats.jsonl").write_text("".join(json.dumps(b) + "\n" for b in builds))
+    assert write_outputs(tmp_path, with_plots=False)["index"]["timed_on"] == pytest.approx(
+        {"aaaa1111": 4 / 404, "bbbb2222": 200 / 404, "unknown": 200 / 404})
+    assert "Timed on more than one machine: aaaa1111 1%, bbbb2222 50%, unknown 50%." in (tmp_path / "report.md").read_text()
     (tmp_path / "graph_stats.jsonl").unlink()  # no graph: no section, no index
     assert write_outputs(tmp_path, with_plots=False)["index"] is None
     assert "Index time" not in (tmp_path / "report.md").read_text()
