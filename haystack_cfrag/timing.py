@@ -5,7 +5,8 @@ name (`seconds`), and reads the LLM-call spans our components open (`haystack_cf
 one `LLMCallRecord` per call in `llm_calls`, with `llm_seconds` by stage and `llm_usage()`.
 `count_llm_usage` counts the calls of given generator instances made in the current context
 (every call, ours or a pipeline's own generator component), so concurrent questions each get
-their own count.
+their own count. `timed_on` names the machine that measured a second (the evaluation's records
+and replayed replies carry it, so that a ratio never silently divides two machines' seconds).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def timed_on() -> str:
     cache keeps each call's seconds), so a latency ratio may divide one machine's seconds by
     another's. Replies and records carry this id; the report flags a ratio whose two sides were
     timed on different ones. The id hashes the kernel's boot id (a new machine or a reboot gives a
-    new one) with the host name and the processor; where there is no boot id, the host name alone.
+    new one) with the host name, the processor and the CPU count (those alone where there is no boot id).
 
     >>> len(timed_on()), timed_on() == timed_on()
     (8, True)
