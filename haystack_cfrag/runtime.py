@@ -177,10 +177,10 @@ class Runtime:
             nodes, stats = build_node_store(passages, chat_generator=self.generator, text_embedder=self.text_embedder,
                                             cache_dir=self.graph_cache)
             if replay is not None:  # the evaluation's reply cache: which extractions it replayed, and their cost
-                hits, seconds, where = _replay_counters(self.generator)
-                replayed_where = {m: v - replay[2].get(m, 0.0) for m, v in where.items()}
-                stats.update(replayed=hits - replay[0], replayed_seconds=round(seconds - replay[1], 3),
-                             timed_on=by_machine(stats["seconds"], {m: v for m, v in replayed_where.items() if v > 0}))
+                hits, where = _replay_counters(self.generator)
+                replayed = {m: v - replay[1].get(m, 0.0) for m, v in where.items() if v > replay[1].get(m, 0.0)}
+                stats.update(replayed=hits - replay[0], replayed_seconds=round(sum(replayed.values()), 3),
+                             timed_on=by_machine(stats["seconds"], replayed))
             if self._graph is not None:  # one graph at a time: the evaluation moves from store to store
                 release_node_store(self._graph[1])
             self._graph = (self.store, nodes)
@@ -300,12 +300,12 @@ class Runtime:
             return self._built[key]
 
 
-def _replay_counters(generator: Any) -> tuple[int, float, dict[str, float]] | None:
-    """A replaying generator's hits, their original seconds, and those by the machine that timed them (the
+def _replay_counters(generator: Any) -> tuple[int, dict[str, float]] | None:
+    """A replaying generator's hits and their original seconds by the machine that timed them (the
     evaluation's reply cache); None for others."""
-    if not hasattr(generator, "hits") or not hasattr(generator, "hit_seconds"):
+    if not hasattr(generator, "hits") or not hasattr(generator, "hit_seconds_by_machine"):
         return None
-    return int(generator.hits), float(generator.hit_seconds), dict(getattr(generator, "hit_seconds_by_machine", {}))
+    return int(generator.hits), dict(generator.hit_seconds_by_machine)
 
 
 def _default_retriever(store: Any) -> Any | None:

@@ -38,8 +38,7 @@ class _CacheState:
     def __init__(self, path: str | None) -> None:
         self.lock = threading.Lock()
         self.hits = 0
-        self.hit_seconds = 0.0
-        self.hit_seconds_by: dict[str, float] = {}
+        self.hit_seconds_by: dict[str, float] = {}  # replayed seconds by the machine that timed them
         self.entries: dict[str, dict[str, Any]] = {}
         if path and Path(path).exists():
             with Path(path).open(encoding="utf-8") as fh:
@@ -113,7 +112,8 @@ class CachingChatGenerator:
     @property
     def hit_seconds(self) -> float:
         """Seconds the cached calls took when they were made."""
-        return self._state.hit_seconds
+        with self._state.lock:
+            return sum(self._state.hit_seconds_by.values())
 
     @property
     def hit_seconds_by_machine(self) -> dict[str, float]:
@@ -135,7 +135,7 @@ class CachingChatGenerator:
     def reset_counters(self) -> None:
         """Zero the hit counters (the evaluation does it before each question)."""
         with self._state.lock:
-            self._state.hits, self._state.hit_seconds, self._state.hit_seconds_by = 0, 0.0, {}
+            self._state.hits, self._state.hit_seconds_by = 0, {}
 
     def _keys(self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None) -> list[str]:
         """The key a new reply is stored under, then the older key it may have been stored under."""
@@ -155,7 +155,6 @@ class CachingChatGenerator:
             entry = next((state.entries[k] for k in keys if k in state.entries), None)
             if entry is not None:
                 state.hits += 1
-                state.hit_seconds += entry["seconds"]
                 machine = entry.get("timed_on", UNKNOWN_MACHINE)
                 state.hit_seconds_by[machine] = state.hit_seconds_by.get(machine, 0.0) + entry["seconds"]
                 return {"replies": [ChatMessage.from_dict(r) for r in entry["replies"]]}
