@@ -33,7 +33,7 @@ from haystack_cfrag.loading import (
     pipeline_outputs,
     share_injected_components,
 )
-from haystack_cfrag.timing import by_machine, count_llm_usage, timed_stages
+from haystack_cfrag.timing import by_machine, count_llm_usage, timed_on, timed_stages
 
 
 
@@ -184,7 +184,7 @@ class Runtime:
             if self._graph is not None:  # one graph at a time: the evaluation moves from store to store
                 release_node_store(self._graph[1])
             self._graph = (self.store, nodes)
-            self.graph_stats.append(stats)
+            self.graph_stats.append({**stats, "built_on": timed_on()})
         return self._graph[1]
 
     def _point_at_store(self, pipe: Pipeline) -> None:

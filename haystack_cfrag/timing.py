@@ -56,6 +56,26 @@ def timed_on() -> str:
     return hashlib.sha256(seed.encode()).hexdigest()[:8]
 
 
+REPLAYED_META = "cfrag_replayed"
+"""The reply meta key a replaying generator (the evaluation's reply cache) sets on a replayed reply:
+{"seconds": the original call's seconds, "timed_on": the machine that timed them}."""
+
+
+def replayed_call(meta: Any) -> tuple[str, float] | None:
+    """The machine and seconds of the original call when a reply's meta says it was replayed (`REPLAYED_META`); else None.
+
+    >>> replayed_call({REPLAYED_META: {"seconds": 9.5, "timed_on": "a1b2c3d4"}}), replayed_call({"usage": {}})
+    (('a1b2c3d4', 9.5), None)
+    """
+    value = meta.get(REPLAYED_META) if isinstance(meta, dict) else None
+    if not isinstance(value, dict):
+        return None
+    seconds, machine = value.get("seconds"), value.get("timed_on", UNKNOWN_MACHINE)
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < float("inf"):
+        return None
+    return (machine[:40] if isinstance(machine, str) and machine else UNKNOWN_MACHINE), float(seconds)
+
+
 def by_machine(here: float, replayed: dict[str, float] | None = None) -> dict[str, float]:
     """Seconds measured on this machine (`timed_on`) plus replayed seconds by the machine that timed them.
 

@@ -56,7 +56,8 @@ def build_node_store(
     text_embedder: Any,
     cache_dir: str | Path | None = None,
 ) -> tuple[InMemoryDocumentStore, dict[str, Any]]:
-    """The node store of `passages`' causal graph, and the builder's stats (passages, calls, tokens, seconds)."""
+    """The node store of `passages`' causal graph, and the builder's stats (passages, calls, tokens, seconds) with
+    each distinct passage's extraction cost (`passage_costs`: the builder's `costs`)."""
     builder = CausalGraphBuilder(chat_generator=chat_generator, document_embedder=TextEmbedderForDocuments(text_embedder),
                                  cache_dir=str(cache_dir) if cache_dir is not None else None)
     builder.warm_up()
@@ -68,7 +69,7 @@ def build_node_store(
     stats = dict(out["stats"])
     logger.info("CausalRAG graph: {nodes} nodes from {passages} passages ({stats})",
                 nodes=len(out["nodes"]), passages=len(passages), stats=stats)
-    return store, stats
+    return store, {**stats, "passage_costs": out["costs"]}
 
 
 def release_node_store(store: InMemoryDocumentStore) -> None:

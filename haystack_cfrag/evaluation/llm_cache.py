@@ -3,7 +3,9 @@
 With greedy decoding the same messages give the same reply, so systems that differ only after
 generation (the λ sweep, the λ=0 ablation) and resumed runs reuse replies instead of paying for
 them again. Every hit is counted with the seconds the original call took, so that reports can
-show latency as if the call had been made, and by the machine that timed it (`timed_on`).
+show latency as if the call had been made, and by the machine that timed it (`timed_on`); a
+replayed reply says so in its meta (`timing.REPLAYED_META`: those seconds and that machine), so
+that a component that keeps a call's cost (CausalRAG's extraction cache) keeps the original one.
 
 Usage:
     >>> from haystack.dataclasses import ChatMessage
@@ -29,7 +31,7 @@ from haystack import component, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.common.serialization import deserialize_component, serialize_component
-from haystack_cfrag.timing import UNKNOWN_MACHINE, timed_on
+from haystack_cfrag.timing import REPLAYED_META, UNKNOWN_MACHINE, timed_on
 
 
 class _CacheState:
@@ -70,6 +72,13 @@ def portable(described: dict[str, Any] | None, model_id: str) -> dict[str, Any]:
 
     return {"type": str(described.get("type", "")).rsplit(".", 1)[-1], "model_id": model_id,
             "init_parameters": drop(dict(described.get("init_parameters") or {}))}
+
+
+def _with_meta(message: ChatMessage, extra: dict[str, Any]) -> ChatMessage:
+    """A copy of `message` with `extra` added to its meta (stored replies may be in an older serialised format)."""
+    data = message.to_dict()
+    data["meta"] = {**message.meta, **extra}
+    return ChatMessage.from_dict(data)
 
 
 _STATES: dict[str, _CacheState] = {}
@@ -157,7 +166,8 @@ class CachingChatGenerator:
                 state.hits += 1
                 machine = entry.get("timed_on", UNKNOWN_MACHINE)
                 state.hit_seconds_by[machine] = state.hit_seconds_by.get(machine, 0.0) + entry["seconds"]
-                return {"replies": [ChatMessage.from_dict(r) for r in entry["replies"]]}
+                replayed = {REPLAYED_META: {"seconds": entry["seconds"], "timed_on": machine}}
+                return {"replies": [_with_meta(ChatMessage.from_dict(r), replayed) for r in entry["replies"]]}
         start = time.perf_counter()
         kwargs = {"generation_kwargs": generation_kwargs} if generation_kwargs else {}
         result = self.generator.run(messages=messages, **kwargs)

@@ -84,12 +84,13 @@ def read_graph_stats(out: Path) -> list[dict[str, Any]]:
 
 
 def index_cost(builds: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The graph builds summed, with the cost per passage the LLM extracted (None: no graph was built).
+    """The graph builds summed, with the cost per passage the LLM extracted, each passage counted once
+    (`counted_once`); None: no graph was built.
 
     A run that resumes loads the graph again from the extraction cache: that build counts its
-    passages as cached and costs no call, so the sums count each extraction once. A folder
-    restored where the extraction cache is not (another machine) extracts again through the
-    run's reply cache: those calls are `replayed`, at the seconds they took when made.
+    passages as cached and costs no call. A folder restored where the extraction cache is not
+    (another machine) extracts again through the run's reply cache: those calls are `replayed`, at
+    the seconds they took when made, and a passage an earlier build counted is not counted again.
 
     >>> cost = index_cost([{"passages": 4, "extracted": 4, "llm_calls": 4, "prompt_tokens": 300,
     ...                     "completion_tokens": 100, "seconds": 40.0},
@@ -106,11 +107,59 @@ def index_cost(builds: list[dict[str, Any]]) -> dict[str, Any] | None:
     total: dict[str, Any] = {k: sum(int(b.get(k, 0) or 0) for b in builds) for k in keys}
     total["seconds"] = sum(float(b.get("seconds", 0.0) or 0.0) for b in builds)
     total["replayed_seconds"] = sum(float(b.get("replayed_seconds", 0.0) or 0.0) for b in builds)
-    total["timed_on"] = timed_shares([{**b, "seconds_equivalent": float(b.get("seconds", 0.0) or 0.0)
-                                       + float(b.get("replayed_seconds", 0.0) or 0.0)} for b in builds])
-    cost = per_extracted_passage(total)
-    return {"builds": len(builds), **total, "seconds_per_extracted": cost and cost[0],
-            "tokens_per_extracted": cost and cost[1]}
+    counted = counted_once(builds)
+    total["timed_on"] = timed_shares([{"timed_on": counted["timed_on"]}])
+    n = counted["passages"]
+    return {"builds": len(builds), **total, "counted": counted,
+            "priced": any(isinstance(b.get("passage_costs"), list) for b in builds),
+            "seconds_per_extracted": counted["seconds"] / n if n else None,
+            "tokens_per_extracted": (counted["prompt_tokens"] + counted["completion_tokens"]) / n if n else None}
+
+
+def counted_once(builds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The graph builds' extraction cost with each distinct passage counted once: passages, seconds (and by
+    machine, `timed_on`) and tokens.
+
+    A build with per-passage prices (`passage_costs`, the builder's `costs`) counts its time outside the
+    calls (reading the cache, merging, embedding the nodes: `seconds - call_seconds`) and, for each
+    passage no earlier build counted, the price its extraction had when made: made in this build,
+    replayed from the run's reply cache, or found in the extraction cache with its price (a build
+    stopped before it wrote its line is paid for by the one that resumes it). A passage whose price
+    is unknown (cached before prices were kept) is not counted. A build from before the prices counts
+    as a whole: its seconds, replayed ones included, over the passages it extracted.
+
+    >>> priced = {"how": "extracted", "seconds": 10.0, "timed_on": {"a1": 10.0}, "prompt_tokens": 90, "completion_tokens": 10}
+    >>> first = {"seconds": 12.0, "call_seconds": 10.0, "built_on": "a1", "passage_costs": [{"key": "k1", **priced}]}
+    >>> again = {"seconds": 1.0, "call_seconds": 0.5, "built_on": "b2", "passage_costs": [
+    ...     {"key": "k1", **priced, "how": "replayed"}, {"key": "k2", "how": "cached", "seconds": None}]}
+    >>> counted_once([first, again])
+    {'passages': 1, 'seconds': 12.5, 'prompt_tokens': 90, 'completion_tokens': 10, 'timed_on': {'a1': 12.0, 'b2': 0.5}}
+    """
+    passages, tokens, seen = 0, [0, 0], set()
+    where: dict[str, float] = defaultdict(float)
+    for b in builds:
+        costs = b.get("passage_costs")
+        if not isinstance(costs, list):  # a build from before per-passage prices
+            passages += int(b.get("extracted", 0) or 0)
+            tokens[0] += int(b.get("prompt_tokens", 0) or 0)
+            tokens[1] += int(b.get("completion_tokens", 0) or 0)
+            whole = float(b.get("seconds", 0.0) or 0.0) + float(b.get("replayed_seconds", 0.0) or 0.0)
+            for machine, value in (b.get("timed_on") or {UNKNOWN_MACHINE: whole}).items():
+                where[machine] += float(value)
+            continue
+        outside = float(b.get("seconds", 0.0) or 0.0) - float(b.get("call_seconds", 0.0) or 0.0)
+        where[str(b.get("built_on") or UNKNOWN_MACHINE)] += max(0.0, outside)
+        for cost in costs:
+            if not isinstance(cost, dict) or cost.get("seconds") is None or cost.get("key") in seen:
+                continue
+            seen.add(cost.get("key"))
+            passages += 1
+            tokens[0] += int(cost.get("prompt_tokens", 0) or 0)
+            tokens[1] += int(cost.get("completion_tokens", 0) or 0)
+            for machine, value in (cost.get("timed_on") or {UNKNOWN_MACHINE: cost["seconds"]}).items():
+                where[machine] += float(value)
+    return {"passages": passages, "seconds": round(sum(where.values()), 3), "prompt_tokens": tokens[0],
+            "completion_tokens": tokens[1], "timed_on": {m: round(v, 3) for m, v in sorted(where.items())}}
 
 
 def _mean(values: list[float]) -> float | None:
@@ -395,7 +444,9 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
                   + (f"; {index['replayed']} of them replayed from the run's reply cache, counted at the "
                      f"{index['replayed_seconds']:.0f} s they took when made" if index["replayed"] else "")
                   + f"), {index['cached']} from the extraction cache; "
-                  f"{index['seconds'] + index['replayed_seconds']:.0f} s in all, {per}. "
+                  f"{index['counted']['seconds']:.0f} s in all, {per}"
+                  + (f" ({index['counted']['passages']} distinct passages, each counted once at what its extraction "
+                     "cost when made)" if index.get("priced") else "") + ". "
                   "Not in the per-question latency above."
                   + (" Timed on more than one machine: " + ", ".join(f"{m} {v:.0%}" for m, v in index["timed_on"].items())
                      + "." if len(index.get("timed_on") or {}) > 1 else ""), ""]

@@ -239,6 +239,50 @@ def test_a_run_stopped_during_its_answers_keeps_the_graph_builds_cost(tmp_path, 
     assert len(resumed) == 1 and resumed[0]["extracted"] == 0 and resumed[0]["cached"] == built[0]["extracted"]
 
 
+def test_each_extraction_is_counted_once_after_a_stopped_build_and_a_replay_elsewhere(tmp_path, monkeypatch):
+    """A session that ends during the graph build writes no line: the build that resumes it pays for the
+    passages already extracted at their cached price. A folder replayed where the extraction cache is not
+    adds a build of replays: the passages it prices again are not counted twice."""
+    from haystack_cfrag.causal_rag.components.causal_graph_builder import CausalGraphBuilder  # noqa: PLC0415
+
+    monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path / "cache"))
+    items = load_items(HOTPOT, limit=2)
+    config = EvalConfig(data=str(HOTPOT), limit=2, out=str(tmp_path / "run"), progress=False,
+                        allowed_modules=["tests"], systems=["causal_rag"])
+    real_call, made = CausalGraphBuilder._call, []
+
+    def stopping(self, job):
+        if len(made) == 3:
+            raise KeyboardInterrupt  # the session ends during the build
+        made.append(job)
+        return real_call(self, job)
+
+    monkeypatch.setattr(CausalGraphBuilder, "_call", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        run_eval(config, **_fakes(items))
+    stats = tmp_path / "run" / "graph_stats.jsonl"
+    assert not stats.exists()
+    monkeypatch.setattr(CausalGraphBuilder, "_call", real_call)
+    run_eval(config, **_fakes(items))
+    [build] = [json.loads(line) for line in stats.read_text().splitlines()]
+    assert build["cached"] >= 1 and build["extracted"] >= 1
+    priced = build["cached"] + build["extracted"]
+    index = write_outputs(tmp_path / "run", with_plots=False)["index"]
+    assert index["counted"]["passages"] == priced  # the stopped build's passages, from their cached price
+    assert sum(c["how"] == "cached" and c["seconds"] is not None for c in build["passage_costs"]) == build["cached"]
+    shutil.rmtree(tmp_path / "cache")
+    (tmp_path / "run" / "records.jsonl").unlink()
+    run_eval(config, **_fakes(items))
+    replayed = [json.loads(line) for line in stats.read_text().splitlines()][1]
+    assert replayed["replayed"] == replayed["llm_calls"] > 0
+    again = write_outputs(tmp_path / "run", with_plots=False)["index"]
+    assert again["extracted"] == build["extracted"] + replayed["extracted"]  # the builds, as they ran
+    assert again["counted"]["passages"] == priced  # the passages, once each
+    assert again["counted"]["seconds"] == pytest.approx(  # plus only the replaying build's time outside its calls
+        index["counted"]["seconds"] + replayed["seconds"] - replayed["call_seconds"], abs=2e-3)
+    assert f"({priced} distinct passages, each counted once" in (tmp_path / "run" / "report.md").read_text()
+
+
 def test_a_latency_run_makes_every_call_with_a_model_instance_per_system(tmp_path, monkeypatch):
     """--no-cache: no reply is replayed, so every second is real, and no system shares llama.cpp's KV state."""
     items = load_items(HOTPOT, limit=2)

@@ -25,6 +25,9 @@ from haystack_cfrag.causal_rag.math.extraction import CACHE_VERSION, Extraction
 MAX_CACHE_FILE_BYTES = 8 * 1024 * 1024
 """A cache file larger than this is treated as corrupt (a passage's record is a few KB)."""
 
+MAX_MACHINES = 64
+"""Machines a record's seconds may be split over (`timed_on`) at most."""
+
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -33,7 +36,8 @@ class CacheCorruptError(ValueError):
 
 
 class ExtractionCache:
-    """Read and write the cached extraction of a passage (a list of chunk extractions and token counts)."""
+    """Read and write the cached extraction of a passage (a list of chunk extractions, token counts and the
+    seconds its calls took by the machine that timed them, `timed_on`)."""
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.folder = Path(folder).expanduser()
@@ -97,5 +101,11 @@ def _validated(record: Any, key: str) -> dict[str, Any]:
     tokens = [record.get("prompt_tokens", 0), record.get("completion_tokens", 0)]
     if not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in tokens):
         raise ValueError("malformed token counts")
-    return {"chunks": extractions, "prompt_tokens": tokens[0], "completion_tokens": tokens[1]}
+    timed = record.get("timed_on")  # absent in records written before the cache kept seconds
+    if timed is not None and not (isinstance(timed, dict) and len(timed) <= MAX_MACHINES and all(
+            isinstance(m, str) and isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < float("inf")
+            for m, v in timed.items())):
+        raise ValueError("malformed 'timed_on' (seconds by machine)")
+    return {"chunks": extractions, "prompt_tokens": tokens[0], "completion_tokens": tokens[1],
+            "timed_on": None if timed is None else {m[:40]: float(v) for m, v in timed.items()}}
 

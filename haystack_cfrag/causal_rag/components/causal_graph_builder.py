@@ -41,6 +41,7 @@ from haystack_cfrag.common.protocols import ChatGenerator, DocumentEmbedder
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.common.tracing import LLMCall, model_name, token_counts
 from haystack_cfrag.common.validation import check_int, check_optional_seconds
+from haystack_cfrag.timing import replayed_call, timed_on
 
 COMPONENT = "CausalGraphBuilder"
 NODE_FLAG = "cfrag_graph_node"
@@ -87,7 +88,9 @@ class CausalGraphBuilder(InjectedParts):
     Outputs `nodes` (the node Documents, meta {"cfrag_graph_node": True, "node_id", "node_type",
     "edges_out", "edges_in", "passage_ids"}), `documents` (the passages, copies with meta
     {"cfrag_graph_passage": True}, ids unchanged), `stats` (passages, chunks, parse_failures,
-    cached, llm_calls, prompt_tokens, completion_tokens, seconds, nodes, edges, …) and
+    cached, llm_calls, prompt_tokens, completion_tokens, seconds, call_seconds, nodes, edges, …),
+    `costs` (one entry per distinct passage: what its extraction cost when it was made, see
+    `_Build.cost`; the cache keeps it, so a passage found there still has its price) and
     `degradations`.
 
     ### Usage example
@@ -210,11 +213,11 @@ class CausalGraphBuilder(InjectedParts):
 
     # ------------------------------------------------------------------ run
     @component.output_types(nodes=list[Document], documents=list[Document], stats=dict[str, Any],
-                            degradations=list[dict[str, Any]])
+                            costs=list[dict[str, Any]], degradations=list[dict[str, Any]])
     def run(self, documents: list[Document]) -> dict[str, Any]:
         """
         :param documents: the passages (Documents with text content); not changed.
-        :returns: `nodes`, `documents`, `stats` and `degradations` (see the class doc).
+        :returns: `nodes`, `documents`, `stats`, `costs` and `degradations` (see the class doc).
         :raises ValueError: when the graph outgrows `max_nodes` / `max_edges`.
         :raises RuntimeError: when the document embedder fails (the nodes would be unfindable).
         """
@@ -230,7 +233,7 @@ class CausalGraphBuilder(InjectedParts):
         return build.outputs(nodes)
 
     @component.output_types(nodes=list[Document], documents=list[Document], stats=dict[str, Any],
-                            degradations=list[dict[str, Any]])
+                            costs=list[dict[str, Any]], degradations=list[dict[str, Any]])
     async def run_async(self, documents: list[Document]) -> dict[str, Any]:
         """Async twin of `run`, with the same sockets (calls stay sequential: one local model)."""
         build = _Build(self, documents)
@@ -297,6 +300,12 @@ class _Passage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     failed: int = 0
+    timed: dict[str, float] | None = field(default_factory=dict)
+    """Seconds its calls took, by the machine that timed them (a replayed call: the original's); None: unknown
+    (cached before the cache kept seconds)."""
+    calls: int = 0
+    replayed: int = 0
+    wall: float = 0.0  # its calls' wall time in this build (a replayed call's is its replay's)
 
 
 class _Build:
@@ -319,6 +328,9 @@ class _Build:
                       "prompt_tokens": 0, "completion_tokens": 0}
         self.memo: dict[str, _Passage] = {}
         self.current: _Passage | None = None
+        self.costs: dict[str, dict[str, Any]] = {}
+        self.call_seconds = 0.0  # wall time of the calls of the passages this build priced
+        self.replay: tuple[str, float] | None = None  # the machine and seconds of the last reply, if replayed
 
     # ---------------------------------------------------------- planning
     def jobs(self) -> Iterator[_Job]:
@@ -331,6 +343,7 @@ class _Build:
             known = self.memo.get(key) or self._cached(key, doc)
             if known is not None:
                 self.stats["cached"] += 1
+                self.cost(known, "cached")
                 self._merge(doc, known, fresh=False)
                 continue
             chunks = chunk_text(doc.content, self.builder.chunk_chars, self.builder.chunk_overlap)
@@ -341,7 +354,9 @@ class _Build:
                 chunks = chunks[: self.builder.max_chunks_per_passage]
             self.current = _Passage(key=key)
             for c, text in enumerate(chunks):
+                start = time.perf_counter()
                 yield _Job(passage=i, passage_id=doc.id, chunk=c, text=text)
+                self._timed(self.current, time.perf_counter() - start)
             passage, self.current = self.current, None
             self._finish(doc, passage)
 
@@ -359,7 +374,30 @@ class _Build:
         if record is None:
             return None
         return _Passage(key=key, chunks=record["chunks"], prompt_tokens=record["prompt_tokens"],
-                        completion_tokens=record["completion_tokens"])
+                        completion_tokens=record["completion_tokens"], timed=record["timed_on"])
+
+    def _timed(self, passage: _Passage, wall: float) -> None:
+        """One call ended after `wall` seconds: charged to the machine that timed it (the original call's if replayed)."""
+        passage.wall += wall
+        machine, seconds = self.replay or (timed_on(), wall)
+        passage.calls += 1
+        passage.replayed += self.replay is not None
+        self.replay = None
+        assert passage.timed is not None  # noqa: S101  (a passage being extracted)
+        passage.timed[machine] = passage.timed.get(machine, 0.0) + seconds
+
+    def cost(self, passage: _Passage, how: str) -> None:
+        """Note once per distinct passage what its extraction cost: `how` it came ("extracted", "replayed": every
+        call answered by a replaying generator, "cached"), the seconds by machine (None: not known) and tokens."""
+        if not passage.key or passage.key in self.costs:
+            return
+        if how != "cached":  # a failed call's time is not a passage's price: it stays in the build's other time
+            self.call_seconds += passage.wall
+        timed = None if passage.timed is None else {m: round(v, 3) for m, v in passage.timed.items()}
+        self.costs[passage.key] = {"key": passage.key[:16], "how": how,
+                                   "seconds": None if timed is None else round(sum(timed.values()), 3),
+                                   "timed_on": timed, "prompt_tokens": passage.prompt_tokens,
+                                   "completion_tokens": passage.completion_tokens}
 
     # ---------------------------------------------------------- replies
     def reply(self, job: _Job, result: dict[str, Any] | None, error: Exception | None) -> None:
@@ -377,6 +415,7 @@ class _Build:
             return
         replies = (result or {}).get("replies") or []
         first = replies[0] if replies else None
+        self.replay = replayed_call(getattr(first, "meta", None))
         text = getattr(first, "text", None) if first is not None else None
         tokens_in, tokens_out = token_counts([getattr(first, "meta", None) or {}] if first is not None else [])
         passage.prompt_tokens += tokens_in or 0
@@ -394,7 +433,8 @@ class _Build:
         self.stats["extracted"] += 1
         if self.cache is not None and passage.failed == 0 and passage.key:
             record = {"chunks": [c.to_dict() for c in passage.chunks if c is not None],
-                      "prompt_tokens": passage.prompt_tokens, "completion_tokens": passage.completion_tokens}
+                      "prompt_tokens": passage.prompt_tokens, "completion_tokens": passage.completion_tokens,
+                      "timed_on": {m: round(v, 3) for m, v in (passage.timed or {}).items()}}
             try:
                 self.cache.store(passage.key, record)
             except OSError as exc:
@@ -405,6 +445,8 @@ class _Build:
             self.memo[passage.key] = passage
         self.stats["prompt_tokens"] += passage.prompt_tokens
         self.stats["completion_tokens"] += passage.completion_tokens
+        if passage.failed == 0:  # a passage with a failed call is sent again next time: its cost is not final
+            self.cost(passage, "replayed" if passage.calls and passage.replayed == passage.calls else "extracted")
         self._merge(doc, passage, fresh=True)
 
     def _merge(self, doc: Document, passage: _Passage, fresh: bool) -> None:
@@ -456,6 +498,7 @@ class _Build:
         if self.omitted:
             degradations.append(degradation("extraction", "more degradations omitted", count=self.omitted))
         stats = {**self.stats, "nodes": len(self.graph), "edges": self.graph.n_edges,
-                 "seconds": round(time.perf_counter() - self.started, 3)}
+                 "seconds": round(time.perf_counter() - self.started, 3), "call_seconds": round(self.call_seconds, 3)}
         passages = [with_meta(doc, **{PASSAGE_FLAG: True}) for doc in self.documents]
-        return {"nodes": nodes, "documents": passages, "stats": stats, "degradations": degradations}
+        return {"nodes": nodes, "documents": passages, "stats": stats, "costs": list(self.costs.values()),
+                "degradations": degradations}

@@ -11,6 +11,8 @@ from haystack import Document
 from haystack_cfrag.causal_rag import CausalGraphBuilder
 from haystack_cfrag.causal_rag.math.graph import node_document_id
 from haystack_cfrag.causal_rag.prompts import EXTRACTION_PROMPT
+from haystack_cfrag.evaluation.llm_cache import CachingChatGenerator
+from haystack_cfrag import timing
 
 from .fakes import ScriptedExtractor, TableEmbedder
 
@@ -83,6 +85,46 @@ def test_cache_miss_then_hit_sends_nothing_again(tmp_path):
     assert other.run(documents=DOCS)["stats"]["llm_calls"] == 3
 
 
+def test_each_passage_keeps_its_price_in_the_cache_and_a_later_build_finds_it_there(tmp_path):
+    """A resumed build (or one whose first build wrote no stats) still knows what each extraction cost."""
+    out1 = builder(tmp_path).run(documents=DOCS)
+    assert [c["how"] for c in out1["costs"]] == ["extracted"] * 3
+    assert all(set(c["timed_on"]) == {timing.timed_on()} and c["seconds"] >= 0 and c["prompt_tokens"] == 100
+               for c in out1["costs"])
+    assert out1["stats"]["call_seconds"] <= out1["stats"]["seconds"]
+    out2 = builder(tmp_path).run(documents=DOCS + [Document(id="p1b", content=DOCS[0].content)])
+    assert [c["how"] for c in out2["costs"]] == ["cached"] * 3  # the duplicate passage is priced once
+    assert [(c["key"], c["seconds"], c["timed_on"], c["prompt_tokens"], c["completion_tokens"]) for c in out2["costs"]] \
+        == [(c["key"], c["seconds"], c["timed_on"], c["prompt_tokens"], c["completion_tokens"]) for c in out1["costs"]]
+    for name in os.listdir(tmp_path / "cache"):  # records written before the cache kept seconds: price unknown
+        path = tmp_path / "cache" / name
+        path.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "timed_on"}))
+    old = builder(tmp_path).run(documents=DOCS)
+    assert old["stats"]["cached"] == 3 and all(c["seconds"] is None and c["timed_on"] is None for c in old["costs"])
+    name = sorted(os.listdir(tmp_path / "cache"))[0]
+    path = tmp_path / "cache" / name
+    path.write_text(json.dumps({**json.loads(path.read_text()), "timed_on": {"m": -1.0}}))
+    assert builder(tmp_path).run(documents=DOCS)["stats"]["cache_corrupt"] == 1  # a malformed price: re-extracted
+
+
+def test_a_replayed_call_is_priced_at_the_seconds_and_machine_of_the_original(tmp_path):
+    """The evaluation's reply cache marks a replayed reply; its extraction is charged what the original took."""
+    replies = str(tmp_path / "replies.jsonl")
+    made = builder(tmp_path / "a", chat_generator=CachingChatGenerator(generator=ScriptedExtractor(), path=replies))
+    made.run(documents=DOCS)
+    entries = [json.loads(line) for line in open(replies, encoding="utf-8")]
+    for entry in entries:  # as if timed on another machine
+        entry.update(seconds=10.0, timed_on="bbbb2222")
+    other = tmp_path / "replies2.jsonl"
+    other.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    replaying = CachingChatGenerator(generator=ScriptedExtractor(), path=str(other))
+    out = builder(tmp_path / "b", chat_generator=replaying).run(documents=DOCS)
+    assert replaying.generator.prompts == [] and [c["how"] for c in out["costs"]] == ["replayed"] * 3
+    assert all(c["seconds"] == 10.0 and c["timed_on"] == {"bbbb2222": 10.0} for c in out["costs"])
+    again = builder(tmp_path / "b", chat_generator=replaying).run(documents=DOCS)  # the extraction cache keeps it
+    assert all(c["how"] == "cached" and c["timed_on"] == {"bbbb2222": 10.0} for c in again["costs"])
+
+
 def test_identical_passages_are_extracted_once():
     gen = ScriptedExtractor()
     out = builder(chat_generator=gen).run(documents=[DOCS[0], Document(id="p1b", content=DOCS[0].content)])
@@ -108,6 +150,7 @@ def test_a_failed_call_degrades_is_not_cached_and_the_passage_still_goes_out(tmp
     [deg] = out["degradations"]
     assert deg["stage"] == "extraction" and deg["reason"] == "generator failed" and deg["passage_id"] == "p3"
     assert out["stats"]["failed_calls"] == 1 and len(os.listdir(tmp_path / "cache")) == 2
+    assert len(out["costs"]) == 2  # not priced: it is sent again next time (its call's time is the build's)
 
 
 def test_a_reply_that_does_not_parse_is_counted_and_the_passage_still_goes_out(tmp_path):
@@ -200,8 +243,9 @@ def test_round_trip_and_async_twin(tmp_path):
                                                                                  TableEmbedder)
     sync = builder().run(documents=DOCS)
     async_ = asyncio.run(builder().run_async(documents=DOCS))
+    untimed = lambda d: {k: v for k, v in d.items() if k not in ("seconds", "call_seconds", "timed_on")}  # noqa: E731
     strip = lambda out: ([(n.id, n.content, n.meta, n.embedding) for n in out["nodes"]],  # noqa: E731
-                         {k: v for k, v in out["stats"].items() if k != "seconds"}, out["degradations"])
+                         untimed(out["stats"]), [untimed(c) for c in out["costs"]], out["degradations"])
     assert strip(sync) == strip(async_)
 
 
