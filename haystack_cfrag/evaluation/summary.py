@@ -28,7 +28,6 @@ import numpy as np
 
 from haystack import logging
 
-from haystack_cfrag.causal_rag.math.extraction import per_extracted_passage
 from haystack_cfrag.evaluation.metrics import paired_bootstrap
 from haystack_cfrag.evaluation.systems import BASELINE
 from haystack_cfrag.timing import UNKNOWN_MACHINE
