@@ -33,7 +33,7 @@ from haystack_cfrag.loading import (
     pipeline_outputs,
     share_injected_components,
 )
-from haystack_cfrag.timing import by_machine, count_llm_usage, timed_on, timed_stages
+from haystack_cfrag.timing import count_llm_usage, timed_on, timed_stages
 
 
 
@@ -173,14 +173,8 @@ class Runtime:
             logger.warning("Building CausalRAG's graph over {n} passages: one LLM call per passage chunk not yet "
                            "in the cache ({cache})", n=len(passages), cache=self.graph_cache or "no cache")
             self.warm_up()
-            replay = _replay_counters(self.generator)
             nodes, stats = build_node_store(passages, chat_generator=self.generator, text_embedder=self.text_embedder,
                                             cache_dir=self.graph_cache)
-            if replay is not None:  # the evaluation's reply cache: which extractions it replayed, and their cost
-                hits, where = _replay_counters(self.generator)
-                replayed = {m: v - replay[1].get(m, 0.0) for m, v in where.items() if v > replay[1].get(m, 0.0)}
-                stats.update(replayed=hits - replay[0], replayed_seconds=round(sum(replayed.values()), 3),
-                             timed_on=by_machine(stats["seconds"], replayed))
             if self._graph is not None:  # one graph at a time: the evaluation moves from store to store
                 release_node_store(self._graph[1])
             self._graph = (self.store, nodes)
@@ -298,14 +292,6 @@ class Runtime:
                 pipe.warm_up()
                 self._built[key] = pipe
             return self._built[key]
-
-
-def _replay_counters(generator: Any) -> tuple[int, dict[str, float]] | None:
-    """A replaying generator's hits and their original seconds by the machine that timed them (the
-    evaluation's reply cache); None for others."""
-    if not hasattr(generator, "hits") or not hasattr(generator, "hit_seconds_by_machine"):
-        return None
-    return int(generator.hits), dict(generator.hit_seconds_by_machine)
 
 
 def _default_retriever(store: Any) -> Any | None:

@@ -41,7 +41,7 @@ from haystack_cfrag.common.protocols import ChatGenerator, DocumentEmbedder
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.common.tracing import LLMCall, model_name, token_counts
 from haystack_cfrag.common.validation import check_int, check_optional_seconds
-from haystack_cfrag.timing import replayed_call, timed_on
+from haystack_cfrag.timing import by_machine, replayed_call, timed_on
 
 COMPONENT = "CausalGraphBuilder"
 NODE_FLAG = "cfrag_graph_node"
@@ -88,7 +88,9 @@ class CausalGraphBuilder(InjectedParts):
     Outputs `nodes` (the node Documents, meta {"cfrag_graph_node": True, "node_id", "node_type",
     "edges_out", "edges_in", "passage_ids"}), `documents` (the passages, copies with meta
     {"cfrag_graph_passage": True}, ids unchanged), `stats` (passages, chunks, parse_failures,
-    cached, llm_calls, prompt_tokens, completion_tokens, seconds, call_seconds, nodes, edges, …),
+    cached, llm_calls, prompt_tokens, completion_tokens, seconds, call_seconds, nodes, edges; replayed
+    and replayed_seconds: the calls a replaying generator answered (the evaluation's reply cache) and
+    the seconds they took when made; timed_on: those seconds and this build's by machine, …),
     `costs` (one entry per distinct passage: what its extraction cost when it was made, see
     `_Build.cost`; the cache keeps it, so a passage found there still has its price) and
     `degradations`.
@@ -324,13 +326,14 @@ class _Build:
         self.omitted = 0
         self.stats = {"passages": len(documents), "extracted": 0, "skipped": 0, "chunks": 0, "parse_failures": 0,
                       "failed_calls": 0, "invalid_items": 0, "ungrounded": 0, "cached": 0, "cache_corrupt": 0,
-                      "llm_calls": 0,
+                      "llm_calls": 0, "replayed": 0,
                       "prompt_tokens": 0, "completion_tokens": 0}
         self.memo: dict[str, _Passage] = {}
         self.current: _Passage | None = None
         self.costs: dict[str, dict[str, Any]] = {}
         self.call_seconds = 0.0  # wall time of the calls of the passages this build priced
         self.replay: tuple[str, float] | None = None  # the machine and seconds of the last reply, if replayed
+        self.replayed_by: dict[str, float] = {}  # replayed calls' original seconds, by the machine that timed them
 
     # ---------------------------------------------------------- planning
     def jobs(self) -> Iterator[_Job]:
@@ -381,7 +384,10 @@ class _Build:
         passage.wall += wall
         machine, seconds = self.replay or (timed_on(), wall)
         passage.calls += 1
-        passage.replayed += self.replay is not None
+        if self.replay is not None:
+            passage.replayed += 1
+            self.stats["replayed"] += 1
+            self.replayed_by[machine] = self.replayed_by.get(machine, 0.0) + seconds
         self.replay = None
         assert passage.timed is not None  # noqa: S101  (a passage being extracted)
         passage.timed[machine] = passage.timed.get(machine, 0.0) + seconds
@@ -497,8 +503,11 @@ class _Build:
         degradations = list(self.degradations)
         if self.omitted:
             degradations.append(degradation("extraction", "more degradations omitted", count=self.omitted))
-        stats = {**self.stats, "nodes": len(self.graph), "edges": self.graph.n_edges,
-                 "seconds": round(time.perf_counter() - self.started, 3), "call_seconds": round(self.call_seconds, 3)}
+        seconds = time.perf_counter() - self.started
+        stats = {**self.stats, "nodes": len(self.graph), "edges": self.graph.n_edges, "seconds": round(seconds, 3),
+                 "call_seconds": round(self.call_seconds, 3),
+                 "replayed_seconds": round(sum(self.replayed_by.values()), 3),
+                 "timed_on": by_machine(seconds, self.replayed_by)}
         passages = [with_meta(doc, **{PASSAGE_FLAG: True}) for doc in self.documents]
         return {"nodes": nodes, "documents": passages, "stats": stats, "costs": list(self.costs.values()),
                 "degradations": degradations}
