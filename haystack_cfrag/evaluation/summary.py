@@ -108,9 +108,11 @@ def index_cost(builds: list[dict[str, Any]]) -> dict[str, Any] | None:
     total["replayed_seconds"] = sum(float(b.get("replayed_seconds", 0.0) or 0.0) for b in builds)
     counted = counted_once(builds)
     total["timed_on"] = timed_shares([{"timed_on": counted["timed_on"]}])
+    total["parse_failures"] = counted["unparsed"]  # each passage once, not again at each reload
     n = counted["passages"]
     return {"builds": len(builds), **total, "counted": counted,
             "priced": any(isinstance(b.get("passage_costs"), list) for b in builds),
+            "all_priced": all(isinstance(b.get("passage_costs"), list) for b in builds),
             "seconds_per_extracted": counted["seconds"] / n if n else None,
             "tokens_per_extracted": (counted["prompt_tokens"] + counted["completion_tokens"]) / n if n else None}
 
@@ -127,19 +129,25 @@ def counted_once(builds: list[dict[str, Any]]) -> dict[str, Any]:
     is unknown (cached before prices were kept) is not counted. A build from before the prices counts
     as a whole: its seconds, replayed ones included, over the passages it extracted.
 
+    `distinct_passages` and `unparsed` describe the graph: the priced builds' distinct passages (extracted
+    or cached) and their chunks whose reply did not parse, each passage once (a build from before the
+    prices adds its own count of unparsed chunks).
+
     >>> priced = {"how": "extracted", "seconds": 10.0, "timed_on": {"a1": 10.0}, "prompt_tokens": 90, "completion_tokens": 10}
     >>> first = {"seconds": 12.0, "call_seconds": 10.0, "built_on": "a1", "passage_costs": [{"key": "k1", **priced}]}
     >>> again = {"seconds": 1.0, "call_seconds": 0.5, "built_on": "b2", "passage_costs": [
     ...     {"key": "k1", **priced, "how": "replayed"}, {"key": "k2", "how": "cached", "seconds": None}]}
-    >>> counted_once([first, again])
-    {'passages': 1, 'seconds': 12.5, 'prompt_tokens': 90, 'completion_tokens': 10, 'timed_on': {'a1': 12.0, 'b2': 0.5}}
+    >>> counted = counted_once([first, again])
+    >>> counted["passages"], counted["seconds"], counted["timed_on"], counted["distinct_passages"]
+    (1, 12.5, {'a1': 12.0, 'b2': 0.5}, 2)
     """
-    passages, tokens, seen = 0, [0, 0], set()
+    passages, tokens, seen, distinct, unparsed = 0, [0, 0], set(), set(), 0
     where: dict[str, float] = defaultdict(float)
     for b in builds:
         costs = b.get("passage_costs")
         if not isinstance(costs, list):  # a build from before per-passage prices
             passages += int(b.get("extracted", 0) or 0)
+            unparsed += int(b.get("parse_failures", 0) or 0)
             tokens[0] += int(b.get("prompt_tokens", 0) or 0)
             tokens[1] += int(b.get("completion_tokens", 0) or 0)
             whole = float(b.get("seconds", 0.0) or 0.0) + float(b.get("replayed_seconds", 0.0) or 0.0)
@@ -149,7 +157,12 @@ def counted_once(builds: list[dict[str, Any]]) -> dict[str, Any]:
         outside = float(b.get("seconds", 0.0) or 0.0) - float(b.get("call_seconds", 0.0) or 0.0)
         where[str(b.get("built_on") or UNKNOWN_MACHINE)] += max(0.0, outside)
         for cost in costs:
-            if not isinstance(cost, dict) or cost.get("seconds") is None or cost.get("key") in seen:
+            if not isinstance(cost, dict):
+                continue
+            if cost.get("key") not in distinct:  # the graph's passages: unparsed chunks counted once each
+                distinct.add(cost.get("key"))
+                unparsed += int(cost.get("unparsed", 0) or 0)
+            if cost.get("seconds") is None or cost.get("key") in seen:
                 continue
             seen.add(cost.get("key"))
             passages += 1
@@ -158,7 +171,8 @@ def counted_once(builds: list[dict[str, Any]]) -> dict[str, Any]:
             for machine, value in (cost.get("timed_on") or {UNKNOWN_MACHINE: cost["seconds"]}).items():
                 where[machine] += float(value)
     return {"passages": passages, "seconds": round(sum(where.values()), 3), "prompt_tokens": tokens[0],
-            "completion_tokens": tokens[1], "timed_on": {m: round(v, 3) for m, v in sorted(where.items())}}
+            "completion_tokens": tokens[1], "timed_on": {m: round(v, 3) for m, v in sorted(where.items())},
+            "distinct_passages": len(distinct), "unparsed": unparsed}
 
 
 def _mean(values: list[float]) -> float | None:
@@ -437,12 +451,15 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
                f"{index['seconds_per_extracted']:.1f} s and {index['tokens_per_extracted']:.0f} LLM tokens per "
                "extracted passage")
         lines += ["## Index time: CausalRAG's graph (`graph_stats.jsonl`)", "",
-                  f"{index['builds']} graph build(s) over {index['passages']} passages: {index['extracted']} extracted "
+                  f"{index['builds']} graph build(s) over "
+                  + (f"{index['counted']['distinct_passages']} distinct passages" if index.get("all_priced") else
+                     f"{index['passages']} passages")
+                  + f": {index['extracted']} extracted "
                   f"by the LLM ({index['llm_calls']} calls, {index['prompt_tokens']} prompt / "
                   f"{index['completion_tokens']} completion tokens, {index['parse_failures']} unparsed"
                   + (f"; {index['replayed']} of them replayed from the run's reply cache, counted at the "
                      f"{index['replayed_seconds']:.0f} s they took when made" if index["replayed"] else "")
-                  + f"), {index['cached']} from the extraction cache; "
+                  + f"), {index['cached']} passage reads from the extraction cache; "
                   f"{index['counted']['seconds']:.0f} s in all, {per}"
                   + (f" ({index['counted']['passages']} distinct passages, each counted once at what its extraction "
                      "cost when made)" if index.get("priced") else "") + ". "

@@ -280,7 +280,11 @@ def test_each_extraction_is_counted_once_after_a_stopped_build_and_a_replay_else
     assert again["counted"]["passages"] == priced  # the passages, once each
     assert again["counted"]["seconds"] == pytest.approx(  # plus only the replaying build's time outside its calls
         index["counted"]["seconds"] + replayed["seconds"] - replayed["call_seconds"], abs=2e-3)
-    assert f"({priced} distinct passages, each counted once" in (tmp_path / "run" / "report.md").read_text()
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert f"({priced} distinct passages, each counted once" in report
+    assert f"2 graph build(s) over {build['passages']} distinct passages:" in report  # not 2 × the corpus
+    # an unparsed chunk is the graph's, once, however many builds read it again
+    assert again["parse_failures"] == sum(c["unparsed"] for c in build["passage_costs"])
 
 
 def test_a_latency_run_makes_every_call_with_a_model_instance_per_system(tmp_path, monkeypatch):
@@ -491,6 +495,21 @@ def test_report_sums_the_graph_builds_and_costs_each_extraction_once(tmp_path):
     (tmp_path / "graph_stats.jsonl").unlink()  # no graph: no section, no index
     assert write_outputs(tmp_path, with_plots=False)["index"] is None
     assert "Index time" not in (tmp_path / "report.md").read_text()
+
+
+def test_an_unparsed_chunk_is_counted_once_however_many_builds_read_it():
+    """A resumed run reloads every passage from the extraction cache: the graph's unparsed chunks stay as many."""
+    costs = [{"key": "k1", "how": "extracted", "seconds": 9.0, "unparsed": 1},
+             {"key": "k2", "how": "extracted", "seconds": 8.0, "unparsed": 0}]
+    first = {"passages": 2, "extracted": 2, "parse_failures": 1, "seconds": 17.0, "call_seconds": 17.0,
+             "passage_costs": costs}
+    reload = {"passages": 2, "cached": 2, "parse_failures": 1, "seconds": 1.0, "call_seconds": 0.0,
+              "passage_costs": [{**c, "how": "cached"} for c in costs]}
+    index = summary.index_cost([first, reload, reload])
+    assert (index["parse_failures"], index["counted"]["distinct_passages"], index["all_priced"]) == (1, 2, True)
+    legacy = {"passages": 2, "extracted": 2, "parse_failures": 1, "seconds": 17.0}  # before the prices
+    mixed = summary.index_cost([legacy, reload])
+    assert (mixed["parse_failures"], mixed["all_priced"]) == (2, False)
 
 
 def test_sweeps_compare_values_over_their_common_questions():

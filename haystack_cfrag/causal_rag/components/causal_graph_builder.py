@@ -394,7 +394,8 @@ class _Build:
 
     def cost(self, passage: _Passage, how: str) -> None:
         """Note once per distinct passage what its extraction cost: `how` it came ("extracted", "replayed": every
-        call answered by a replaying generator, "cached"), the seconds by machine (None: not known) and tokens."""
+        call answered by a replaying generator, "cached"), the seconds by machine (None: not known), tokens, and
+        how many of its chunks' replies did not parse."""
         if not passage.key or passage.key in self.costs:
             return
         if how != "cached":  # a failed call's time is not a passage's price: it stays in the build's other time
@@ -403,7 +404,8 @@ class _Build:
         self.costs[passage.key] = {"key": passage.key[:16], "how": how,
                                    "seconds": None if timed is None else round(sum(timed.values()), 3),
                                    "timed_on": timed, "prompt_tokens": passage.prompt_tokens,
-                                   "completion_tokens": passage.completion_tokens}
+                                   "completion_tokens": passage.completion_tokens,
+                                   "unparsed": sum(1 for c in passage.chunks if c is not None and not c.parsed)}
 
     # ---------------------------------------------------------- replies
     def reply(self, job: _Job, result: dict[str, Any] | None, error: Exception | None) -> None:

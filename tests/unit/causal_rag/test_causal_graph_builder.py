@@ -162,6 +162,8 @@ def test_a_reply_that_does_not_parse_is_counted_and_the_passage_still_goes_out(t
     # the unparsable reply is cached (the model would say the same): counted again, not asked again
     again = builder(tmp_path).run(documents=docs)
     assert again["stats"]["parse_failures"] == 1 and again["stats"]["llm_calls"] == 0
+    # the passage's price says it too, so a report over several builds counts it once (not at each reload)
+    assert [c["unparsed"] for c in out["costs"]] == [c["unparsed"] for c in again["costs"]] == [0, 0, 0, 1]
 
 
 @pytest.mark.parametrize("content", [b"{not json", b"", b'{"version": 1, "key": "x", "chunks": []}',
