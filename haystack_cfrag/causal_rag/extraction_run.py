@@ -39,7 +39,8 @@ def extract_passages(
     >>> stats["passages"], stats["llm_calls"]
     (1, 1)
     """
-    builder = CausalGraphBuilder(chat_generator=chat_generator, cache_dir=str(cache_dir))
+    builder = CausalGraphBuilder(chat_generator=chat_generator, cache_dir=str(cache_dir),
+                                 progress_bar=False)  # one passage a run: `progress` says where it is
     builder.warm_up()
     total: dict[str, Any] = {key: 0 for key in COUNTED} | {"cached_priced": 0, "cached_seconds": 0.0}
     start = time.perf_counter()

@@ -10,6 +10,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
+from tqdm import tqdm  # haystack-ai depends on tqdm (its document embedders' progress bars)
 
 from haystack_cfrag.causal_rag.components._extraction_cache import CacheCorruptError, ExtractionCache
 from haystack_cfrag.causal_rag.math.extraction import (
@@ -130,6 +131,7 @@ class CausalGraphBuilder(InjectedParts):
         max_edges: int = MAX_EDGES,
         flat_meta: bool = False,
         grounded_only: bool = True,
+        progress_bar: bool = True,
     ) -> None:
         """
         :param chat_generator: any Haystack ChatGenerator: the extractor.
@@ -153,6 +155,8 @@ class CausalGraphBuilder(InjectedParts):
             the replies as they were, the filter applies when the graph is put together.
         :param flat_meta: store `edges_out`, `edges_in` and `passage_ids` as JSON strings, for stores whose
             meta holds only scalars (Chroma, Pinecone); `CausalGraphRetriever` reads both forms.
+        :param progress_bar: show a progress bar over the passages (as Haystack's document embedders do):
+            an uncached build makes one LLM call per chunk and can take hours.
         """
         if chat_generator is None:
             raise ValueError(f"{COMPONENT}: 'chat_generator' is required (the extractor).")
@@ -171,6 +175,8 @@ class CausalGraphBuilder(InjectedParts):
             raise ValueError(f"'flat_meta' must be true or false, got {flat_meta!r}.")
         if not isinstance(grounded_only, bool):
             raise ValueError(f"'grounded_only' must be true or false, got {grounded_only!r}.")
+        if not isinstance(progress_bar, bool):
+            raise ValueError(f"'progress_bar' must be true or false, got {progress_bar!r}.")
         self.chat_generator = chat_generator
         self.document_embedder = document_embedder
         self.chunk_chars = chunk_chars
@@ -186,6 +192,7 @@ class CausalGraphBuilder(InjectedParts):
         self.max_edges = max_edges
         self.flat_meta = flat_meta
         self.grounded_only = grounded_only
+        self.progress_bar = progress_bar
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected generator and embedder."""
@@ -206,6 +213,7 @@ class CausalGraphBuilder(InjectedParts):
             max_edges=self.max_edges,
             flat_meta=self.flat_meta,
             grounded_only=self.grounded_only,
+            progress_bar=self.progress_bar,
         )
 
     @classmethod
@@ -224,8 +232,11 @@ class CausalGraphBuilder(InjectedParts):
         :raises RuntimeError: when the document embedder fails (the nodes would be unfindable).
         """
         build = _Build(self, documents)
-        for job in build.jobs():
-            build.reply(job, *self._call(job))
+        with self._progress(len(documents)) as bar:
+            for job in build.jobs():
+                bar.update(job.passage - bar.n)  # the passages before this one are done
+                build.reply(job, *self._call(job))
+            bar.update(len(documents) - bar.n)
         nodes = build.node_documents()
         if self.document_embedder is not None and nodes:
             try:
@@ -239,8 +250,11 @@ class CausalGraphBuilder(InjectedParts):
     async def run_async(self, documents: list[Document]) -> dict[str, Any]:
         """Async twin of `run`, with the same sockets (calls stay sequential: one local model)."""
         build = _Build(self, documents)
-        for job in build.jobs():
-            build.reply(job, *(await self._call_async(job)))
+        with self._progress(len(documents)) as bar:
+            for job in build.jobs():
+                bar.update(job.passage - bar.n)
+                build.reply(job, *(await self._call_async(job)))
+            bar.update(len(documents) - bar.n)
         nodes = build.node_documents()
         if self.document_embedder is not None and nodes:
             try:
@@ -248,6 +262,9 @@ class CausalGraphBuilder(InjectedParts):
             except Exception as exc:
                 raise RuntimeError(f"{COMPONENT}: the document embedder failed on the node Documents: {exc}") from exc
         return build.outputs(nodes)
+
+    def _progress(self, passages: int) -> tqdm:
+        return tqdm(total=passages, desc=f"{COMPONENT}: passages", unit="passage", disable=not self.progress_bar)
 
     # ------------------------------------------------------------------ calls
     @property

@@ -230,15 +230,43 @@ def test_long_passages_read_at_most_max_chunks():
     ({"max_triples": 0}, "max_triples"), ({"prompt_template": "no placeholder"}, "lacks the placeholder {text}"),
     ({"prompt_template": "{text} {other}"}, "unknown placeholder"), ({"cache_dir": ""}, "cache_dir"),
     ({"timeout_s": 0}, "timeout_s"), ({"chat_generator": None}, "chat_generator"),
+    ({"progress_bar": "yes"}, "progress_bar"),
 ])
 def test_bad_parameters_raise_one_line_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         builder(**kwargs)
 
 
+@pytest.mark.parametrize("twin", ["run", "run_async"])
+def test_the_progress_bar_counts_the_passages_cached_ones_included(tmp_path, capsys, monkeypatch, twin):
+    from haystack_cfrag.causal_rag.components import causal_graph_builder as module  # noqa: PLC0415
+
+    positions = []
+
+    class Recording(module.tqdm):  # the bar's count after each update (tqdm draws at most every 0.1 s)
+        def update(self, n=1):
+            super().update(n)
+            positions.append(self.n)
+
+    monkeypatch.setattr(module, "tqdm", Recording)
+
+    def build(**kwargs):
+        positions.clear()
+        b = builder(tmp_path, **kwargs)
+        b.run(documents=DOCS) if twin == "run" else asyncio.run(b.run_async(documents=DOCS))
+        return capsys.readouterr().err
+
+    err = build()
+    assert "CausalGraphBuilder: passages" in err and "3/3" in err
+    assert positions == [0, 1, 2, 3]  # extracted: passage by passage
+    build()  # every passage from the cache now: the bar still ends at all of them
+    assert positions == [3]
+    assert "passage" not in build(progress_bar=False)
+
+
 def test_round_trip_and_async_twin(tmp_path):
     b = builder(tmp_path, chunk_chars=800, chunk_overlap=50, prompt_template="Extract from:\n{text}",
-                generation_kwargs={"max_tokens": 300}, timeout_s=30.0)
+                generation_kwargs={"max_tokens": 300}, timeout_s=30.0, progress_bar=False)
     restored = CausalGraphBuilder.from_dict(b.to_dict())
     assert restored.to_dict() == b.to_dict()
     assert isinstance(restored.chat_generator, ScriptedExtractor) and isinstance(restored.document_embedder,
