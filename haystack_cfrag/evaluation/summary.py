@@ -108,7 +108,7 @@ def index_cost(builds: list[dict[str, Any]]) -> dict[str, Any] | None:
     total["replayed_seconds"] = sum(float(b.get("replayed_seconds", 0.0) or 0.0) for b in builds)
     counted = counted_once(builds)
     total["timed_on"] = timed_shares([{"timed_on": counted["timed_on"]}])
-    total["parse_failures"] = counted["unparsed"]  # each passage once, not again at each reload
+    total["parse_failures"] = unparsed_chunks(builds)  # each passage once, not again at each reload
     n = counted["passages"]
     return {"builds": len(builds), **total, "counted": counted,
             "priced": any(isinstance(b.get("passage_costs"), list) for b in builds),
@@ -129,9 +129,7 @@ def counted_once(builds: list[dict[str, Any]]) -> dict[str, Any]:
     is unknown (cached before prices were kept) is not counted. A build from before the prices counts
     as a whole: its seconds, replayed ones included, over the passages it extracted.
 
-    `distinct_passages` and `unparsed` describe the graph: the priced builds' distinct passages (extracted
-    or cached) and their chunks whose reply did not parse, each passage once (a build from before the
-    prices adds its own count of unparsed chunks).
+    `distinct_passages`: the priced builds' distinct passages (extracted or cached): the graph's.
 
     >>> priced = {"how": "extracted", "seconds": 10.0, "timed_on": {"a1": 10.0}, "prompt_tokens": 90, "completion_tokens": 10}
     >>> first = {"seconds": 12.0, "call_seconds": 10.0, "built_on": "a1", "passage_costs": [{"key": "k1", **priced}]}
@@ -141,13 +139,12 @@ def counted_once(builds: list[dict[str, Any]]) -> dict[str, Any]:
     >>> counted["passages"], counted["seconds"], counted["timed_on"], counted["distinct_passages"]
     (1, 12.5, {'a1': 12.0, 'b2': 0.5}, 2)
     """
-    passages, tokens, seen, distinct, unparsed = 0, [0, 0], set(), set(), 0
+    passages, tokens, seen, distinct = 0, [0, 0], set(), set()
     where: dict[str, float] = defaultdict(float)
     for b in builds:
         costs = b.get("passage_costs")
         if not isinstance(costs, list):  # a build from before per-passage prices
             passages += int(b.get("extracted", 0) or 0)
-            unparsed += int(b.get("parse_failures", 0) or 0)
             tokens[0] += int(b.get("prompt_tokens", 0) or 0)
             tokens[1] += int(b.get("completion_tokens", 0) or 0)
             whole = float(b.get("seconds", 0.0) or 0.0) + float(b.get("replayed_seconds", 0.0) or 0.0)
@@ -159,9 +156,7 @@ def counted_once(builds: list[dict[str, Any]]) -> dict[str, Any]:
         for cost in costs:
             if not isinstance(cost, dict):
                 continue
-            if cost.get("key") not in distinct:  # the graph's passages: unparsed chunks counted once each
-                distinct.add(cost.get("key"))
-                unparsed += int(cost.get("unparsed", 0) or 0)
+            distinct.add(cost.get("key"))
             if cost.get("seconds") is None or cost.get("key") in seen:
                 continue
             seen.add(cost.get("key"))
@@ -172,7 +167,33 @@ def counted_once(builds: list[dict[str, Any]]) -> dict[str, Any]:
                 where[machine] += float(value)
     return {"passages": passages, "seconds": round(sum(where.values()), 3), "prompt_tokens": tokens[0],
             "completion_tokens": tokens[1], "timed_on": {m: round(v, 3) for m, v in sorted(where.items())},
-            "distinct_passages": len(distinct), "unparsed": unparsed}
+            "distinct_passages": len(distinct)}
+
+
+def unparsed_chunks(builds: list[dict[str, Any]]) -> int:
+    """The graph's chunks whose extraction reply did not parse, each passage once however many builds read it.
+
+    A passage's price says how many (`unparsed`); a build whose prices do not (written before
+    2026-11-27 noon) counts its own total unless a later build says it for its passages; a build
+    from before the prices counts its total.
+
+    >>> older = {"parse_failures": 1, "passage_costs": [{"key": "k1"}, {"key": "k2"}]}
+    >>> reload = {"parse_failures": 1, "passage_costs": [{"key": "k1", "unparsed": 1}, {"key": "k2", "unparsed": 0}]}
+    >>> unparsed_chunks([older]), unparsed_chunks([older, reload, reload]), unparsed_chunks([{"parse_failures": 2}])
+    (1, 1, 2)
+    """
+    known: dict[Any, int] = {}
+    for b in builds:
+        for cost in b.get("passage_costs") or []:
+            if isinstance(cost, dict) and "unparsed" in cost:
+                known.setdefault(cost.get("key"), int(cost["unparsed"] or 0))
+    total = sum(known.values())
+    for b in builds:
+        costs = b.get("passage_costs")
+        keys = {c.get("key") for c in costs if isinstance(c, dict)} if isinstance(costs, list) else set()
+        if not keys & known.keys():  # no build says it per passage for this one's passages
+            total += int(b.get("parse_failures", 0) or 0)
+    return total
 
 
 def _mean(values: list[float]) -> float | None:

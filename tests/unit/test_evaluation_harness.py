@@ -510,6 +510,10 @@ def test_an_unparsed_chunk_is_counted_once_however_many_builds_read_it():
     legacy = {"passages": 2, "extracted": 2, "parse_failures": 1, "seconds": 17.0}  # before the prices
     mixed = summary.index_cost([legacy, reload])
     assert (mixed["parse_failures"], mixed["all_priced"]) == (2, False)
+    # priced before the prices said how many chunks did not parse: the build's own count
+    older = {**first, "passage_costs": [{k: v for k, v in c.items() if k != "unparsed"} for c in costs]}
+    assert summary.index_cost([older])["parse_failures"] == 1
+    assert summary.index_cost([older, reload])["parse_failures"] == 1  # a later build says it per passage
 
 
 def test_sweeps_compare_values_over_their_common_questions():
