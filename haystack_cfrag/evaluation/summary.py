@@ -173,8 +173,8 @@ def counted_once(builds: list[dict[str, Any]]) -> dict[str, Any]:
 def unparsed_chunks(builds: list[dict[str, Any]]) -> int:
     """The graph's chunks whose extraction reply did not parse, each passage once however many builds read it.
 
-    A passage's price says how many (`unparsed`); a build whose prices do not (written before
-    2026-11-27 noon) counts its own total unless a later build says it for its passages; a build
+    A passage's price says how many (`unparsed`); a build whose prices do not (written before that
+    field, 2026-11-27) counts its own total unless a later build says it for its passages; a build
     from before the prices counts its total.
 
     >>> older = {"parse_failures": 1, "passage_costs": [{"key": "k1"}, {"key": "k2"}]}
