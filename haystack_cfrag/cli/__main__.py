@@ -3,5 +3,9 @@
 import sys
 
 from haystack_cfrag.cli import main
+from haystack_cfrag.cli.interrupts import clear_stale_interrupt_flag
 
-sys.exit(main())
+try:
+    sys.exit(main())
+finally:
+    clear_stale_interrupt_flag()  # else CPython may turn exit 130 after a Ctrl-C into death by SIGINT

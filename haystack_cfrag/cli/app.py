@@ -26,6 +26,7 @@ import click
 
 from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
+from haystack_cfrag.cli import interrupts
 from haystack_cfrag.common.errors import one_line
 from haystack_cfrag.cli.checks import (
     PARAMETER_OPTIONS,
@@ -143,9 +144,10 @@ def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None
         status("opening the store")
         store = open_query_store(store_path, embedder, device=device, progress_bar=True)
         status("loading the models")
-        runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device,
-                          max_tokens=max_tokens, logprobs=logprobs)
-        runtime.warm_up()
+        with interrupts.held():  # llama.cpp's load would swallow a Ctrl-C: it takes effect once loaded
+            runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device,
+                              max_tokens=max_tokens, logprobs=logprobs)
+            runtime.warm_up()
     except (FileNotFoundError, ValueError, RuntimeError, OSError) as exc:  # a store or model that cannot open
         raise click.ClickException(one_line(exc, typed=False)) from exc
     finally:
@@ -363,7 +365,8 @@ def _time_one_draft(llm: str) -> float:
     from haystack_cfrag.stores import DEMO_CORPUS  # noqa: PLC0415
 
     generator = factories.chat_generator(llm, max_tokens=96)
-    generator.warm_up()
+    with interrupts.held():  # llama.cpp's load would swallow a Ctrl-C: it takes effect once loaded
+        generator.warm_up()
     prompt = DRAFT_PROMPT.format(query="Who is the lead actor in The Dark Knight?",
                                  evidence=render_evidence(read_jsonl(DEMO_CORPUS)[:8], 2000))
     start = time.perf_counter()

@@ -1,0 +1,47 @@
+"""Ctrl-C in the `cfrag` command: always "Interrupted." and exit 130, never lost, never a traceback.
+
+Two places would otherwise lose or garble it:
+
+- while modules import (an interrupt in the middle of one can leave a half-made module behind) and
+  while models load (llama.cpp calls back into Python as it loads; an interrupt raised in that
+  callback is swallowed by ctypes and the command goes on as if no key was pressed), so `held()`
+  only records SIGINT there and raises KeyboardInterrupt once the block is done;
+- CPython (3.11 at least) under `python -m`: an interrupt that passed through code run by `exec` or
+  `eval` of a string (a dataclass made during a lazy import) sets a flag that turns the command's
+  exit 130 into death by SIGINT; `clear_stale_interrupt_flag()` clears it before the exit.
+
+>>> with held():
+...     pass  # a Ctrl-C here raises KeyboardInterrupt at the end of the block
+"""
+
+import contextlib
+import signal
+from collections.abc import Iterator
+
+__all__ = ["clear_stale_interrupt_flag", "held"]
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """Record SIGINT during the block and raise KeyboardInterrupt after it; a no-op outside the main
+    thread or where SIGINT is ignored or handled by someone else."""
+    interrupted: list[int] = []
+    previous = None
+    try:
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            previous = signal.signal(signal.SIGINT, lambda signum, _frame: interrupted.append(signum))
+    except ValueError:  # not the main thread: signals are not ours to handle
+        previous = None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    if interrupted:
+        raise KeyboardInterrupt
+
+
+def clear_stale_interrupt_flag() -> None:
+    """Clear CPython's "unhandled KeyboardInterrupt" flag: every evaluation of a string resets it (it is
+    set again only by an interrupt escaping that evaluation, and "pass" raises none)."""
+    exec("pass")  # noqa: S102  (a constant string: the reset is the point)
