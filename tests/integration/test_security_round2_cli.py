@@ -210,6 +210,8 @@ def test_ctrl_c_in_ask_is_one_line_and_exit_130(tmp_path, when):
     # "as llama.cpp loads": right after the embedder's weights, where a Ctrl-C was lost 1 time in 3 (the
     # answer came) before the load held it back; under `python -m` the exit was sometimes death by SIGINT (-2)
     code, output = _interrupt(["ask", QUESTION], tmp_path, **when)
+    if "wait_for" in when and when["wait_for"] not in output:  # transformers' own progress line times it
+        pytest.skip(f"transformers printed no {when['wait_for']!r} line to time the interrupt by")
     assert code == 130, output
     assert output.strip().splitlines()[-1] == "Interrupted." and "Traceback" not in output, output
 

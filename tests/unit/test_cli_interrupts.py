@@ -1,5 +1,6 @@
 """Ctrl-C in the `cfrag` command: `interrupts.held` and the CPython flag under `python -m`."""
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -19,6 +20,18 @@ def test_a_ctrl_c_inside_the_block_lets_it_finish_then_raises():
             steps.append("the block went on")
     assert steps == ["the block went on"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_ctrl_c_in_a_c_callback_is_swallowed_unless_held(monkeypatch):
+    """What llama.cpp's log callback does while a model loads: the interrupt raised in it is unraisable."""
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: unraisable.append(u.exc_type))
+    callback = ctypes.CFUNCTYPE(None)(lambda: signal.raise_signal(signal.SIGINT))
+    callback()  # not held: no KeyboardInterrupt here, the command would go on
+    assert unraisable == [KeyboardInterrupt]
+    with pytest.raises(KeyboardInterrupt), held():
+        callback()
+    assert unraisable == [KeyboardInterrupt]  # held: recorded, then raised after the block
 
 
 def test_a_block_without_ctrl_c_raises_nothing_and_an_error_in_it_propagates():
