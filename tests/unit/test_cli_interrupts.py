@@ -12,6 +12,15 @@ import pytest
 from haystack_cfrag.cli.interrupts import held
 
 
+@pytest.fixture(autouse=True)
+def _sigint_as_in_a_terminal():
+    """Python's own SIGINT handler, as in a terminal: a job started in the background (nohup, `&`, some CI
+    runners) inherits SIGINT ignored, where `held` rightly does nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def test_a_ctrl_c_inside_the_block_lets_it_finish_then_raises():
     steps = []
     with pytest.raises(KeyboardInterrupt):
@@ -72,6 +81,7 @@ def test_outside_the_main_thread_it_is_a_no_op():
 MODULE = """
 import os, signal, sys
 from haystack_cfrag.cli.interrupts import clear_stale_interrupt_flag
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even where the test runs in the background
 try:  # an interrupt passes through code run by exec of a string (as in a dataclass made during an import)
     exec("import os, signal\\nos.kill(os.getpid(), signal.SIGINT)\\nfor _ in range(1000): pass")
 except KeyboardInterrupt:
