@@ -1,4 +1,4 @@
-"""Ctrl-C in the `cfrag` command: always "Interrupted." and exit 130, never lost, never a traceback.
+"""Ctrl-C in the `cfrag` command: "Interrupted." and exit 130, never a traceback.
 
 Two places would otherwise lose or garble it:
 
@@ -7,8 +7,12 @@ Two places would otherwise lose or garble it:
   callback is swallowed by ctypes and the command goes on as if no key was pressed), so `held()`
   only records SIGINT there and raises KeyboardInterrupt once the block is done;
 - CPython (3.11 at least) under `python -m`: an interrupt that passed through code run by `exec` or
-  `eval` of a string (a dataclass made during a lazy import) sets a flag that turns the command's
-  exit 130 into death by SIGINT; `clear_stale_interrupt_flag()` clears it before the exit.
+  `eval` of a string (for instance a dataclass's methods, made during a lazy import) sets a flag
+  that turns the command's exit 130 into death by SIGINT; `clear_stale_interrupt_flag()` clears it
+  before the exit.
+
+`ask`, `compare` and `bench` hold it while their models load; `eval` and `index --graph` load
+llama.cpp lazily inside their run, where a Ctrl-C in that half-second is still lost (press again).
 
 >>> with held():
 ...     pass  # a Ctrl-C here raises KeyboardInterrupt at the end of the block
