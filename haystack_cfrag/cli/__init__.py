@@ -3,11 +3,10 @@
 - `app`: the command group and the question commands (`ask`, `compare`, `index`, `bench`, `models`);
 - `checks`: argument checks that run before any model loads (one-line errors);
 - `evaluate`: `cfrag eval`;
-- `interrupts`: Ctrl-C held back where it would be lost (imports, model loads), never a traceback;
 - `serve`: `cfrag serve` (Hayhooks with the fixed pipeline set, see docs/serving.md).
 
 `python -m haystack_cfrag.cli` is the same as `cfrag`. `main` is imported on first use with
-Ctrl-C held back until the imports are done (`interrupts.held`): Ctrl-C then is "Interrupted."
+Ctrl-C held back until the imports are done (`haystack_cfrag.common.interrupts.held`): Ctrl-C then is "Interrupted."
 and exit 130, as it is later in a command (`app._Main.invoke`), never a traceback.
 """
 
@@ -20,7 +19,7 @@ __all__ = ["main"]
 def __getattr__(name: str) -> Any:
     if name != "main":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from haystack_cfrag.cli.interrupts import held  # noqa: PLC0415  (signal and contextlib only)
+    from haystack_cfrag.common.interrupts import held  # noqa: PLC0415  (signal and contextlib only)
 
     try:
         with held():

@@ -3,7 +3,7 @@
 import sys
 
 from haystack_cfrag.cli import main
-from haystack_cfrag.cli.interrupts import clear_stale_interrupt_flag
+from haystack_cfrag.common.interrupts import clear_stale_interrupt_flag
 
 try:
     sys.exit(main())

@@ -26,7 +26,7 @@ import click
 
 from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
-from haystack_cfrag.cli import interrupts
+from haystack_cfrag.common import interrupts
 from haystack_cfrag.common.errors import one_line
 from haystack_cfrag.cli.checks import (
     PARAMETER_OPTIONS,
@@ -324,8 +324,12 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
 
         status = StatusLine(label="index")
         try:
-            stats = extract_passages(embedded, chat_generator=factories.chat_generator(llm, device=device),
-                                     cache_dir=models.graph_cache_dir(), progress=status)
+            generator = factories.chat_generator(llm, device=device)
+            if hasattr(generator, "warm_up"):
+                with interrupts.held():  # llama.cpp's load would swallow a Ctrl-C: it takes effect once loaded
+                    generator.warm_up()
+            stats = extract_passages(embedded, chat_generator=generator, cache_dir=models.graph_cache_dir(),
+                                     progress=status)
         finally:
             status.done()
         click.echo(summary_line(stats))

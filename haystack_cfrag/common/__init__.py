@@ -6,6 +6,7 @@
 - `validation`     init-parameter checks with one-line errors
 - `tracing`        the `haystack_cfrag.llm_call` span of each LLM call
 - `errors`         one-line error messages
+- `interrupts`     Ctrl-C held while a model loads (llama.cpp would swallow it), CPython's stale exit flag
 - `text`           pure: SQuAD normalisation, token F1, mention, query cleaning
 - `vectors`        pure: cosine, relevance rescaling, embedding checks
 """

@@ -1,4 +1,4 @@
-"""Ctrl-C in the `cfrag` command: "Interrupted." and exit 130, never a traceback.
+"""Ctrl-C in the `cfrag` command and the evaluation runner: "Interrupted." and exit 130, not lost in a model load.
 
 Two places would otherwise lose or garble it:
 
@@ -11,8 +11,8 @@ Two places would otherwise lose or garble it:
   that turns the command's exit 130 into death by SIGINT; `clear_stale_interrupt_flag()` clears it
   before the exit.
 
-`ask`, `compare` and `bench` hold it while their models load; `eval` and `index --graph` load
-llama.cpp lazily inside their run, where a Ctrl-C in that half-second is still lost (press again).
+`cfrag ask`, `compare`, `bench` and `index --graph` hold it while their reader loads, and so does
+`evaluation.runner.run_eval` (so `cfrag eval`) while each runtime warms up.
 
 >>> with held():
 ...     pass  # a Ctrl-C here raises KeyboardInterrupt at the end of the block

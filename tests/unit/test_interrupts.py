@@ -8,8 +8,12 @@ import sys
 import threading
 
 import pytest
+from click.testing import CliRunner
+from haystack import component
+from haystack.dataclasses import ChatMessage
 
-from haystack_cfrag.cli.interrupts import held
+from haystack_cfrag.common.interrupts import held
+from tests.fakes import HashingDocumentEmbedder, KeywordReader
 
 
 @pytest.fixture(autouse=True)
@@ -80,7 +84,7 @@ def test_outside_the_main_thread_it_is_a_no_op():
 
 MODULE = """
 import os, signal, sys
-from haystack_cfrag.cli.interrupts import clear_stale_interrupt_flag
+from haystack_cfrag.common.interrupts import clear_stale_interrupt_flag
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even where the test runs in the background
 try:  # an interrupt passes through code run by exec of a string (as in a dataclass made during an import)
     exec("import os, signal\\nos.kill(os.getpid(), signal.SIGINT)\\nfor _ in range(1000): pass")
@@ -106,3 +110,38 @@ def test_python_m_exits_130_after_a_caught_interrupt_once_the_flag_is_cleared(tm
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.stdout.strip() == "caught", done.stderr
     assert done.returncode == (130 if clear else -signal.SIGINT)  # uncleared: killed by SIGINT, not exit 130
+
+
+class _ReaderInterruptedWhileLoading(KeywordReader):
+    """A reader whose load meets a Ctrl-C as llama.cpp's does: inside a C callback, where ctypes swallows it."""
+
+    loaded = False
+    calls = 0
+
+    def warm_up(self) -> None:
+        ctypes.CFUNCTYPE(None)(lambda: signal.raise_signal(signal.SIGINT))()
+        self.loaded = True
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, messages: list[ChatMessage], generation_kwargs: dict | None = None) -> dict:
+        self.calls += 1
+        return KeywordReader.run(self, messages=messages)
+
+
+def test_index_graph_stops_once_the_reader_is_loaded_and_before_any_extraction(tmp_path, monkeypatch):
+    from haystack_cfrag.adapters import factories
+    from haystack_cfrag.cli import main
+
+    reader = _ReaderInterruptedWhileLoading(candidates=["x"])
+    monkeypatch.setattr(sys, "unraisablehook", lambda _unraisable: None)  # what ctypes reports, unheld
+    embedder = HashingDocumentEmbedder()
+    embedder.warm_up = lambda: None  # the command warms its embedder; the fake needs none
+    monkeypatch.setattr(factories, "document_embedder", lambda *_a, **_k: embedder)
+    monkeypatch.setattr(factories, "chat_generator", lambda *_a, **_k: reader)
+    monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "notes.txt").write_text("Rain causes floods in the valley.")  # .txt: no optional converter
+    result = CliRunner().invoke(main, ["index", str(tmp_path / "notes.txt"), "--store", str(tmp_path / "store.json"),
+                                       "--graph"])
+    assert result.exit_code == 130, result.output
+    assert result.output.strip().splitlines()[-1] == "Interrupted."
+    assert reader.loaded and reader.calls == 0  # loaded, then stopped before the first extraction
