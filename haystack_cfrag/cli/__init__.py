@@ -6,8 +6,9 @@
 - `serve`: `cfrag serve` (Hayhooks with the fixed pipeline set, see docs/serving.md).
 
 `python -m haystack_cfrag.cli` is the same as `cfrag`. `main` is imported on first use with
-Ctrl-C held back until the imports are done (`haystack_cfrag.common.interrupts.held`): Ctrl-C then is "Interrupted."
-and exit 130, as it is later in a command (`app._Main.invoke`), never a traceback.
+Ctrl-C held back until the imports are done (`haystack_cfrag.common.interrupts.held`): Ctrl-C
+then is "Interrupted." and exit 130, as it is later in a command (`app._Main.invoke`), never a
+traceback.
 """
 
 import sys

@@ -1,4 +1,4 @@
-"""Ctrl-C in the `cfrag` command and the evaluation runner: "Interrupted." and exit 130, not lost in a model load.
+"""Ctrl-C in `cfrag` and the evaluation runner: "Interrupted." and exit 130, not lost in a model load.
 
 Two places would otherwise lose or garble it:
 
