@@ -164,7 +164,7 @@ def _fakes(items):
 
 
 class InterruptedWhileLoading(CountingReader):
-    """A reader whose load meets a Ctrl-C as llama.cpp's does: inside a C callback, where ctypes swallows it."""
+    """A reader whose load meets a Ctrl-C as llama.cpp's does: in a C callback, where ctypes swallows it."""
 
     loaded = False
 
@@ -182,7 +182,7 @@ def test_a_ctrl_c_while_the_reader_loads_stops_the_run_once_it_is_loaded(tmp_pat
                             allowed_modules=["tests"], systems=["standard_rag"])
         InterruptedWhileLoading.loaded = False
         with pytest.raises(KeyboardInterrupt):
-            run_eval(config, **(_fakes(items) | {"chat_generator": InterruptedWhileLoading(candidates=["x"])}))
+            run_eval(config, **_fakes(items) | {"chat_generator": InterruptedWhileLoading(candidates=["x"])})
         assert InterruptedWhileLoading.loaded  # the load finished, then the interrupt took effect
         assert read_records(tmp_path / "run") == []  # before any question ran
     finally:

@@ -85,8 +85,8 @@ def test_outside_the_main_thread_it_is_a_no_op():
 MODULE = """
 import os, signal, sys
 from haystack_cfrag.common.interrupts import clear_stale_interrupt_flag
-signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even where the test runs in the background
-try:  # an interrupt passes through code run by exec of a string (as in a dataclass made during an import)
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even in a background job
+try:  # an interrupt passes through code run by exec of a string (as in a dataclass made in an import)
     exec("import os, signal\\nos.kill(os.getpid(), signal.SIGINT)\\nfor _ in range(1000): pass")
 except KeyboardInterrupt:
     print("caught")
@@ -100,20 +100,21 @@ finally:
 
 @pytest.mark.parametrize("clear", [
     pytest.param(False, id="as CPython leaves it", marks=pytest.mark.skipif(
-        sys.version_info[:2] != (3, 11), reason="the stale flag was seen on CPython 3.11; other versions unmeasured")),
+        sys.version_info[:2] != (3, 11), reason="seen on CPython 3.11; other versions unmeasured")),
     pytest.param(True, id="flag cleared"),
 ])
 def test_python_m_exits_130_after_a_caught_interrupt_once_the_flag_is_cleared(tmp_path, clear):
     (tmp_path / "interrupted_exit.py").write_text(MODULE)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
-    done = subprocess.run([sys.executable, "-m", "interrupted_exit", *(["clear"] if clear else [])],  # noqa: S603
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
+    command = [sys.executable, "-m", "interrupted_exit", *(["clear"] if clear else [])]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,  # noqa: S603
+                          timeout=60, check=False)
     assert done.stdout.strip() == "caught", done.stderr
     assert done.returncode == (130 if clear else -signal.SIGINT)  # uncleared: killed by SIGINT, not exit 130
 
 
 class _ReaderInterruptedWhileLoading(KeywordReader):
-    """A reader whose load meets a Ctrl-C as llama.cpp's does: inside a C callback, where ctypes swallows it."""
+    """A reader whose load meets a Ctrl-C as llama.cpp's does: in a C callback, where ctypes swallows it."""
 
     loaded = False
     calls = 0
@@ -140,8 +141,8 @@ def test_index_graph_stops_once_the_reader_is_loaded_and_before_any_extraction(t
     monkeypatch.setattr(factories, "chat_generator", lambda *_a, **_k: reader)
     monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "notes.txt").write_text("Rain causes floods in the valley.")  # .txt: no optional converter
-    result = CliRunner().invoke(main, ["index", str(tmp_path / "notes.txt"), "--store", str(tmp_path / "store.json"),
-                                       "--graph"])
+    store = str(tmp_path / "store.json")
+    result = CliRunner().invoke(main, ["index", str(tmp_path / "notes.txt"), "--store", store, "--graph"])
     assert result.exit_code == 130, result.output
     assert result.output.strip().splitlines()[-1] == "Interrupted."
     assert reader.loaded and reader.calls == 0  # loaded, then stopped before the first extraction
