@@ -24,6 +24,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
 from haystack_cfrag.registry import parameters_of, trace_view
+from haystack_cfrag.common import interrupts
 from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.loading import (
@@ -131,9 +132,7 @@ class Runtime:
     def warm_up(self) -> None:
         """Load the models once."""
         if not self._warm:
-            for comp in self.pool.values():
-                if hasattr(comp, "warm_up"):
-                    comp.warm_up()
+            interrupts.warm_up(*self.pool.values())  # a Ctrl-C during the load takes effect after it
             self._warm = True
 
     def pipeline(self, path: str | Path, params: dict[str, Any] | None = None) -> Pipeline:

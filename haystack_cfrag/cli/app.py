@@ -144,10 +144,9 @@ def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None
         status("opening the store")
         store = open_query_store(store_path, embedder, device=device, progress_bar=True)
         status("loading the models")
-        with interrupts.held():  # llama.cpp's load would swallow a Ctrl-C: it takes effect once loaded
-            runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device,
-                              max_tokens=max_tokens, logprobs=logprobs)
-            runtime.warm_up()
+        runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device,
+                          max_tokens=max_tokens, logprobs=logprobs)
+        runtime.warm_up()
     except (FileNotFoundError, ValueError, RuntimeError, OSError) as exc:  # a store or model that cannot open
         raise click.ClickException(one_line(exc, typed=False)) from exc
     finally:
@@ -325,9 +324,7 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
         status = StatusLine(label="index")
         try:
             generator = factories.chat_generator(llm, device=device)
-            if hasattr(generator, "warm_up"):
-                with interrupts.held():  # llama.cpp's load would swallow a Ctrl-C: it takes effect once loaded
-                    generator.warm_up()
+            interrupts.warm_up(generator)  # loaded before the extraction, with Ctrl-C held
             stats = extract_passages(embedded, chat_generator=generator, cache_dir=models.graph_cache_dir(),
                                      progress=status)
         finally:
@@ -369,8 +366,7 @@ def _time_one_draft(llm: str) -> float:
     from haystack_cfrag.stores import DEMO_CORPUS  # noqa: PLC0415
 
     generator = factories.chat_generator(llm, max_tokens=96)
-    with interrupts.held():  # llama.cpp's load would swallow a Ctrl-C: it takes effect once loaded
-        generator.warm_up()
+    interrupts.warm_up(generator)
     prompt = DRAFT_PROMPT.format(query="Who is the lead actor in The Dark Knight?",
                                  evidence=render_evidence(read_jsonl(DEMO_CORPUS)[:8], 2000))
     start = time.perf_counter()

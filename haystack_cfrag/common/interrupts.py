@@ -11,8 +11,8 @@ Two places would otherwise lose or garble it:
   that turns the command's exit 130 into death by SIGINT; `clear_stale_interrupt_flag()` clears it
   before the exit.
 
-`cfrag ask`, `compare`, `bench` and `index --graph` hold it while their reader loads, and so does
-`evaluation.runner.run_eval` (so `cfrag eval`) while each runtime warms up.
+`warm_up(...)` loads components with it held: `Runtime.warm_up` (so `cfrag ask`, `compare`, `eval`)
+and the bare readers of `cfrag bench` and `index --graph` go through it.
 
 >>> with held():
 ...     pass  # a Ctrl-C here raises KeyboardInterrupt at the end of the block
@@ -21,8 +21,9 @@ Two places would otherwise lose or garble it:
 import contextlib
 import signal
 from collections.abc import Iterator
+from typing import Any
 
-__all__ = ["clear_stale_interrupt_flag", "held"]
+__all__ = ["clear_stale_interrupt_flag", "held", "warm_up"]
 
 
 @contextlib.contextmanager
@@ -43,6 +44,15 @@ def held() -> Iterator[None]:
             signal.signal(signal.SIGINT, previous)
     if interrupted:
         raise KeyboardInterrupt
+
+
+def warm_up(*components: Any) -> None:
+    """Warm each component that has `warm_up` with Ctrl-C held: llama.cpp's load would swallow it,
+    so it takes effect once the models are loaded."""
+    with held():
+        for component in components:
+            if hasattr(component, "warm_up"):
+                component.warm_up()
 
 
 def clear_stale_interrupt_flag() -> None:

@@ -31,7 +31,6 @@ from haystack import logging
 from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
 from haystack_cfrag.cfrag.trace import Trace, scored_drafts
-from haystack_cfrag.common import interrupts
 from haystack_cfrag.common.text import normalize_answer
 from haystack_cfrag.common.validation import check_choice
 from haystack_cfrag.evaluation import provenance
@@ -204,8 +203,7 @@ def run_eval(
     def new_runtime(generator: Any) -> Runtime:
         runtime = Runtime(store=_empty_store(), chat_generator=generator, text_embedder=query_embedder,
                           scorer=config.scorer, device=config.device, allowed_modules=config.allowed_modules)
-        with interrupts.held():  # llama.cpp's load would swallow a Ctrl-C: it takes effect once loaded
-            runtime.warm_up()
+        runtime.warm_up()
         return runtime
 
     def new_generator() -> Any:

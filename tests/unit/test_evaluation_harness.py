@@ -1,12 +1,10 @@
 """The evaluation harness (`cfrag eval`): formats, corpus modes, injection variants, systems,
 resumable records, the LLM reply cache and the report — with fake models."""
 
-import ctypes
 import doctest
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tarfile
@@ -28,7 +26,13 @@ from haystack_cfrag.evaluation.injection import contains_answer
 from haystack_cfrag.evaluation.llm_cache import CachingChatGenerator
 from haystack_cfrag.evaluation.summary import read_records
 from haystack_cfrag.evaluation.systems import parse_system, parse_systems, sweep_systems
-from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader, hashed_bow
+from tests.fakes import (
+    HashingDocumentEmbedder,
+    HashingTextEmbedder,
+    KeywordReader,
+    ReaderInterruptedWhileLoading,
+    hashed_bow,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 HOTPOT = ROOT / "tests" / "data" / "hotpotqa_dev_a_30.jsonl"
@@ -163,30 +167,17 @@ def _fakes(items):
             "text_embedder": HashingTextEmbedder(), "document_embedder": HashingDocumentEmbedder()}
 
 
-class InterruptedWhileLoading(CountingReader):
-    """A reader whose load meets a Ctrl-C as llama.cpp's does: in a C callback, where ctypes swallows it."""
-
-    loaded = False
-
-    def warm_up(self) -> None:
-        ctypes.CFUNCTYPE(None)(lambda: signal.raise_signal(signal.SIGINT))()
-        InterruptedWhileLoading.loaded = True
-
-
+@pytest.mark.usefixtures("sigint_as_in_a_terminal")
 def test_a_ctrl_c_while_the_reader_loads_stops_the_run_once_it_is_loaded(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "unraisablehook", lambda _unraisable: None)  # what ctypes reports, unheld
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
-    try:
-        items = load_items(HOTPOT, limit=2)
-        config = EvalConfig(data=str(HOTPOT), limit=2, out=str(tmp_path / "run"), progress=False,
-                            allowed_modules=["tests"], systems=["standard_rag"])
-        InterruptedWhileLoading.loaded = False
-        with pytest.raises(KeyboardInterrupt):
-            run_eval(config, **_fakes(items) | {"chat_generator": InterruptedWhileLoading(candidates=["x"])})
-        assert InterruptedWhileLoading.loaded  # the load finished, then the interrupt took effect
-        assert read_records(tmp_path / "run") == []  # before any question ran
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    items = load_items(HOTPOT, limit=2)
+    config = EvalConfig(data=str(HOTPOT), limit=2, out=str(tmp_path / "run"), progress=False,
+                        allowed_modules=["tests"], systems=["standard_rag"])
+    reader = ReaderInterruptedWhileLoading(candidates=["x"])
+    with pytest.raises(KeyboardInterrupt):
+        run_eval(config, **_fakes(items) | {"chat_generator": reader})
+    assert reader.loaded  # the load finished, then the interrupt took effect
+    assert read_records(tmp_path / "run") == []  # before any question ran
 
 
 def test_run_resumes_from_records_and_reuses_cached_replies(tmp_path):

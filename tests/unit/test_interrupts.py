@@ -9,20 +9,12 @@ import threading
 
 import pytest
 from click.testing import CliRunner
-from haystack import component
-from haystack.dataclasses import ChatMessage
 
-from haystack_cfrag.common.interrupts import held
-from tests.fakes import HashingDocumentEmbedder, KeywordReader
+from haystack_cfrag.common.interrupts import held, warm_up
+from tests.fakes import HashingDocumentEmbedder, ReaderInterruptedWhileLoading
 
 
-@pytest.fixture(autouse=True)
-def _sigint_as_in_a_terminal():
-    """Python's own SIGINT handler, as in a terminal: a job started in the background (nohup, `&`, some CI
-    runners) inherits SIGINT ignored, where `held` rightly does nothing."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
+pytestmark = pytest.mark.usefixtures("sigint_as_in_a_terminal")
 
 
 def test_a_ctrl_c_inside_the_block_lets_it_finish_then_raises():
@@ -113,27 +105,11 @@ def test_python_m_exits_130_after_a_caught_interrupt_once_the_flag_is_cleared(tm
     assert done.returncode == (130 if clear else -signal.SIGINT)  # uncleared: killed by SIGINT, not exit 130
 
 
-class _ReaderInterruptedWhileLoading(KeywordReader):
-    """A reader whose load meets a Ctrl-C as llama.cpp's does: in a C callback, where ctypes swallows it."""
-
-    loaded = False
-    calls = 0
-
-    def warm_up(self) -> None:
-        ctypes.CFUNCTYPE(None)(lambda: signal.raise_signal(signal.SIGINT))()
-        self.loaded = True
-
-    @component.output_types(replies=list[ChatMessage])
-    def run(self, messages: list[ChatMessage], generation_kwargs: dict | None = None) -> dict:
-        self.calls += 1
-        return KeywordReader.run(self, messages=messages)
-
-
 def test_index_graph_stops_once_the_reader_is_loaded_and_before_any_extraction(tmp_path, monkeypatch):
     from haystack_cfrag.adapters import factories
     from haystack_cfrag.cli import main
 
-    reader = _ReaderInterruptedWhileLoading(candidates=["x"])
+    reader = ReaderInterruptedWhileLoading(candidates=["x"])
     monkeypatch.setattr(sys, "unraisablehook", lambda _unraisable: None)  # what ctypes reports, unheld
     embedder = HashingDocumentEmbedder()
     embedder.warm_up = lambda: None  # the command warms its embedder; the fake needs none
@@ -146,3 +122,11 @@ def test_index_graph_stops_once_the_reader_is_loaded_and_before_any_extraction(t
     assert result.exit_code == 130, result.output
     assert result.output.strip().splitlines()[-1] == "Interrupted."
     assert reader.loaded and reader.calls == 0  # loaded, then stopped before the first extraction
+
+
+def test_warm_up_loads_every_component_that_can_then_raises_a_held_ctrl_c(monkeypatch):
+    monkeypatch.setattr(sys, "unraisablehook", lambda _unraisable: None)  # what ctypes reports, unheld
+    reader, plain = ReaderInterruptedWhileLoading(candidates=["x"]), object()  # no warm_up: skipped
+    with pytest.raises(KeyboardInterrupt):
+        warm_up(plain, reader)
+    assert reader.loaded
