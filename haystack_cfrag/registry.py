@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from haystack_cfrag.baseline.parameters import HYBRID_PARAMETERS, ORDER_PARAMETERS, STANDARD_PARAMETERS
 from haystack_cfrag.causal_rag.parameters import PARAMETERS as CAUSAL_RAG_PARAMETERS
 from haystack_cfrag.cdf_rag.parameters import GROUNDED_LITE_PARAMETERS, GROUNDED_PARAMETERS
 from haystack_cfrag.cdf_rag.parameters import PARAMETERS as CDF_RAG_PARAMETERS
@@ -73,11 +74,15 @@ REGISTRY: dict[str, ShippedPipeline] = {
     p.name: p
     for p in (
         ShippedPipeline("standard_rag", "baseline", "top-k retrieval -> one generation: the baseline of every "
-                        "comparison", served=True, injection=True, api_description=(
+                        "comparison (standard_rag[top_k=6]: one passage more)", STANDARD_PARAMETERS, served=True, injection=True, api_description=(
                             "Answer a question with standard RAG (top-k retrieval, one generation): the baseline "
                             "of CF-RAG.\n\nReturns the answer and the documents it was given (no trace: there is "
                             "no arbitration).")),
         ShippedPipeline("closed_book", "baseline", "the same LLM without retrieval"),
+        ShippedPipeline("hybrid_rag", "baseline", "control: Haystack's hybrid, BM25 + embedding retrievers joined by "
+                        "reciprocal rank fusion -> one generation", HYBRID_PARAMETERS),
+        ShippedPipeline("order_rag", "baseline", "control: standard RAG's passages in another fixed order (reversed) -> "
+                        "one generation: how many answers change from order alone", ORDER_PARAMETERS),
         ShippedPipeline("cf_rag", "cf_rag", "the default CF-RAG: standard RAG's answer as the baseline, "
                         "counterfactual challengers, a duel", PARAMETERS, served=True, injection=True,
                         api_description=CF_RAG_API),

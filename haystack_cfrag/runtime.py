@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 from haystack import Pipeline, logging
+from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag import models
@@ -27,6 +28,7 @@ from haystack_cfrag.registry import parameters_of, trace_view
 from haystack_cfrag.common import interrupts
 from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.pipelines import pipeline_path
+from haystack_cfrag.stores.keyword import keyword_retriever
 from haystack_cfrag.loading import (
     component_key,
     pipeline_from_dict,
@@ -127,6 +129,7 @@ class Runtime:
         self._built: dict[tuple[str, str], Pipeline] = {}
         self.graph_cache = models.graph_cache_dir() if graph_cache == GRAPH_CACHE else graph_cache
         self._graph: tuple[Any, Any] | None = None  # (the store, its graph's node store)
+        self._keyword: tuple[Any, Any] | None = None  # (the store, what BM25 reads for it)
         self.graph_stats: list[dict[str, Any]] = []  # one entry per graph built (indexing cost)
 
     def warm_up(self) -> None:
@@ -180,11 +183,22 @@ class Runtime:
             self.graph_stats.append({**stats, "built_on": timed_on()})
         return self._graph[1]
 
+    def keyword_store(self) -> Any:
+        """The store BM25 in memory reads for the current store (itself, or a copy once per store: `stores.keyword`)."""
+        if self._keyword is None or self._keyword[0] is not self.store:
+            from haystack_cfrag.stores.keyword import keyword_store  # noqa: PLC0415
+
+            self._keyword = (self.store, keyword_store(self.store))
+        return self._keyword[1]
+
     def _point_at_store(self, pipe: Pipeline) -> None:
         for _, comp in pipe.walk():
             node_retriever = getattr(comp, "node_retriever", None)  # CausalRAG: nodes live in a store of their own
             if node_retriever is not None and hasattr(node_retriever, "document_store"):
                 node_retriever.document_store = self.graph_store()
+            if isinstance(comp, InMemoryBM25Retriever):  # hybrid_rag's keyword side
+                comp.document_store = self.keyword_store()
+                continue
             for holder in (comp, getattr(comp, "retriever", None)):
                 for attr in ("document_store", "_document_store"):  # qdrant-haystack keeps `_document_store`
                     if attr in getattr(holder, "__dict__", {}):
@@ -199,7 +213,12 @@ class Runtime:
         if self.retriever is None:
             return {}
         overrides: dict[str, Any] = {}
+        keyword = keyword_retriever(self.store)  # the store's own keyword retriever (pgvector), if it has one
         for name, comp in data["components"].items():
+            if keyword is not None and str(comp.get("type", "")).endswith("BM25Retriever"):
+                new = serialize_component(keyword)
+                new["init_parameters"]["top_k"] = comp.get("init_parameters", {}).get("top_k", 5)
+                overrides[name] = new
             for key, node in ((name, comp), (f"{name}.retriever", comp.get("init_parameters", {}).get("retriever"))):
                 if isinstance(node, dict) and str(node.get("type", "")).endswith("EmbeddingRetriever"):
                     new = serialize_component(self.retriever)
