@@ -10,7 +10,7 @@ inputs of the graph retriever, so they change per request without rebuilding the
 from __future__ import annotations
 
 from haystack_cfrag.causal_rag.math.graph import MAX_HOPS, MAX_TOP_K, MIN_HOPS, MIN_TOP_K
-from haystack_cfrag.cfrag.parameters import Parameter
+from haystack_cfrag.common.parameters import Parameter
 
 PARAMETERS: dict[str, Parameter] = {
     p.name: p

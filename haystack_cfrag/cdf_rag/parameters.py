@@ -16,7 +16,7 @@ from haystack_cfrag.causal_rag.math.graph import MAX_TOP_K, MIN_TOP_K
 from haystack_cfrag.cdf_rag.components.query_refiner import CHOICES
 from haystack_cfrag.cdf_rag.math.checks import REWRITE_MODES, SUPPORT_RANGE
 from haystack_cfrag.cdf_rag.math.merge import MERGE_MODES
-from haystack_cfrag.cfrag.parameters import Parameter
+from haystack_cfrag.common.parameters import Parameter
 
 PARAMETERS: dict[str, Parameter] = {
     p.name: p

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from haystack_cfrag.cer.components.evidence_set_selector import ENTAILMENT
 from haystack_cfrag.cer.math.quality import RANGES
-from haystack_cfrag.cfrag.parameters import Parameter
+from haystack_cfrag.common.parameters import Parameter
 
 
 def _span(name: str) -> dict[str, float | bool]:

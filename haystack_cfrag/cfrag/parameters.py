@@ -1,21 +1,14 @@
-"""The tunable parameters of the shipped pipelines: where each one goes, its type and its range.
+"""CF-RAG's tunable parameters: where each one goes, its type and its range (from `cfrag.ranges`).
 
-One table for every entry point: the served request fields (`haystack_cfrag.serving`), the
-`cfrag ask/compare` options and the evaluation's overrides read it, so a range is written
-once. A parameter marked `per_request` is also a run-time input (socket) of its component:
-it can change per request without rebuilding the pipeline.
-
-Type rule, the same everywhere: an integer parameter takes an integer, or a number with no
-fraction (2.0 is 2, as JSON Schema counts it); a number parameter takes an integer or a
-float; booleans, strings and non-finite numbers (NaN, ±Infinity) are refused, never coerced.
-A choice parameter takes one of its strings, a switch takes true or false.
+The family's declaration (`haystack_cfrag.cfrag.family.FAMILY`) hands this table to the
+registry, which the served request fields, the `cfrag ask/compare` options and the
+evaluation's overrides read, so a range is written once. `Parameter` and its type rule:
+`haystack_cfrag.common.parameters`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from haystack_cfrag.cfrag.ranges import RANGES
@@ -23,75 +16,8 @@ from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CAUSAL_SCO
 from haystack_cfrag.cfrag.components.counterfactual_query_expander import PROMPT_STYLES
 from haystack_cfrag.cfrag.components.parallel_draft_generator import PROMPTS
 from haystack_cfrag.cfrag.components.spectral_stratifier import ORDERS, POOLS, SELECTIONS
-
-
-class ParameterError(ValueError):
-    """A parameter value outside its type or range, or an unknown parameter name."""
-
-
-@dataclass(frozen=True)
-class Parameter:
-    """One tunable parameter: the component and init parameter it sets, its type and range."""
-
-    name: str
-    component: str
-    target: str  # the component's init parameter; also its run-time socket when per_request
-    kind: type  # int, float, str (one of `choices`) or bool
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False
-    per_request: bool = False
-    help: str = ""
-    choices: tuple[str, ...] = ()
-
-    def describe(self) -> str:
-        """The allowed values in words, e.g. "an integer in [0, 10]"."""
-        if self.kind is str:
-            return "one of " + ", ".join(repr(c) for c in self.choices)
-        if self.kind is bool:
-            return "true or false"
-        what = "an integer" if self.kind is int else "a number"
-        if self.low is not None and self.high is not None:
-            return f"{what} in {'(' if self.low_open else '['}{_num(self.low)}, {_num(self.high)}]"
-        if self.low is not None:
-            return f"{what} {'>' if self.low_open else '≥'} {_num(self.low)}"
-        return what
-
-    def check(self, value: Any) -> int | float | str | bool:
-        """`value` as this parameter's type; ParameterError naming the parameter otherwise."""
-        if self.kind is str:
-            if not isinstance(value, str) or value not in self.choices:
-                raise ParameterError(f"'{self.name}' must be {self.describe()}, got {_shown(value)}.")
-            return value
-        if self.kind is bool:
-            if not isinstance(value, bool):
-                raise ParameterError(f"'{self.name}' must be {self.describe()}, got {_shown(value)}.")
-            return value
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ParameterError(f"'{self.name}' must be {self.describe()}, got {_shown(value)}.")
-        if isinstance(value, float) and not math.isfinite(value):  # an int is finite, however long
-            raise ParameterError(f"'{self.name}' must be a finite number, got {value!r}.")
-        if self.kind is int and isinstance(value, float) and not value.is_integer():
-            raise ParameterError(f"'{self.name}' must be {self.describe()}, got {value!r}.")
-        # int against float compares exactly in Python (no conversion, no overflow), so a huge int is out of range
-        too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
-        too_high = self.high is not None and value > self.high
-        if too_low or too_high:
-            raise ParameterError(f"'{self.name}' must be {self.describe()}, got {_number(value)}.")
-        return int(value) if self.kind is int else float(value)
-
-    def json_schema(self) -> dict[str, Any]:
-        """The JSON Schema of a value (null meaning: the pipeline file's own value)."""
-        if self.kind is str:
-            return {"anyOf": [{"enum": list(self.choices)}, {"type": "null"}], "default": None}
-        if self.kind is bool:
-            return {"anyOf": [{"type": "boolean"}, {"type": "null"}], "default": None}
-        schema: dict[str, Any] = {"type": "integer" if self.kind is int else "number"}
-        if self.low is not None:
-            schema["exclusiveMinimum" if self.low_open else "minimum"] = self.low
-        if self.high is not None:
-            schema["maximum"] = self.high
-        return {"anyOf": [schema, {"type": "null"}], "default": None}
+from haystack_cfrag.common.parameters import Parameter, ParameterError
+from haystack_cfrag.common.parameters import check_parameters as _check
 
 
 def _span(name: str) -> dict[str, Any]:
@@ -152,28 +78,8 @@ REQUEST_PARAMETERS: tuple[str, ...] = tuple(name for name, p in PARAMETERS.items
 
 
 def check_parameters(values: Mapping[str, Any], allowed: Iterable[str] = REQUEST_PARAMETERS) -> dict[str, Any]:
-    """The parameters that are set (None = not set), checked; ParameterError names unknown or bad ones."""
-    allowed = tuple(allowed)
-    unknown = [name for name in values if name not in allowed]
-    if unknown:
-        raise ParameterError(f"Unknown field(s) {', '.join(repr(n) for n in unknown)} (known: {', '.join(allowed)}).")
-    return {name: PARAMETERS[name].check(value) for name, value in values.items() if value is not None}
+    """The CF-RAG parameters that are set (None = not set), checked; ParameterError names unknown or bad ones."""
+    return _check(values, PARAMETERS, allowed)
 
 
-def _num(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
-
-
-def _number(value: float) -> str:
-    """A refused number as written, shortened when it is long (an integer of thousands of digits)."""
-    if isinstance(value, int) and value.bit_length() > 14_000:  # beyond Python's 4,300-digit str() limit
-        return "an integer of more than 4,000 digits"
-    text = repr(value)
-    return text if len(text) <= 24 else f"{text[:12]}…{text[-6:]} ({len(text.lstrip('-'))} digits)"
-
-
-def _shown(value: Any) -> str:
-    """A short, safe account of a refused value: its type, and its text when that is short."""
-    if isinstance(value, str):
-        return f"a string ({value[:20]!r})" if len(value) <= 20 else "a string"
-    return type(value).__name__ if not isinstance(value, bool) else repr(value)
+__all__ = ["PARAMETERS", "REQUEST_PARAMETERS", "TARGETS", "Parameter", "ParameterError", "check_parameters"]

@@ -13,24 +13,9 @@ ValueError: 'n_counterfactuals' must be an integer in [0, 10], got 11.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from haystack_cfrag.common.validation import check_int, check_range
-
-
-@dataclass(frozen=True)
-class Range:
-    """An integer or number range; `high` None: no upper bound; `low_open`: the low end is excluded."""
-
-    kind: type
-    low: float
-    high: float | None = None
-    low_open: bool = False
-
-    def fields(self) -> dict[str, Any]:
-        """As the keyword arguments of a `Parameter`."""
-        return {"kind": self.kind, "low": self.low, "high": self.high, "low_open": self.low_open}
+from haystack_cfrag.common.parameters import Range, check_in_range
 
 
 RANGES: dict[str, Range] = {
@@ -52,11 +37,7 @@ RANGES: dict[str, Range] = {
 
 def check(name: str, value: Any) -> None:
     """Raise a ValueError naming `name` and its range unless `value` is in `RANGES[name]`."""
-    r = RANGES[name]
-    if r.kind is int:
-        check_int(name, value, int(r.low), None if r.high is None else int(r.high))
-    else:
-        check_range(name, value, r.low, r.high if r.high is not None else float("inf"), low_open=r.low_open)
+    check_in_range(RANGES, name, value)
 
 
 __all__ = ["RANGES", "Range", "check"]

@@ -7,6 +7,7 @@
 | document embedder (documents that arrive without an embedding) | `DocumentEmbedder` |
 | retriever | `Retriever`: Haystack's `EmbeddingRetriever` or `TextRetriever` |
 | scorer (a ranker of query–passage pairs, e.g. a cross-encoder) | none: Haystack declares no ranker protocol, so it stays `Any` |
+| support scorer (the reader's log P(answer given query, documents)) | `SupportScorer` (ours) |
 
 A protocol only types the call (`run(messages=…)`, `run(text=…)`, …): any component with that
 `run` fits, and nothing is checked at run time. `DocumentEmbedder` and the retriever protocols
@@ -16,7 +17,9 @@ such a Haystack they stand for `Any`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+
+from haystack import Document
 
 from haystack.components.embedders.types import TextEmbedder
 from haystack.components.generators.chat.types import ChatGenerator
@@ -37,4 +40,18 @@ else:
 Retriever: TypeAlias = EmbeddingRetriever | TextRetriever
 """What `MultiQueryRetriever` (and `CounterfactualRAG`) run per query: an embedding or a text retriever."""
 
-__all__ = ["ChatGenerator", "DocumentEmbedder", "EmbeddingRetriever", "Retriever", "TextEmbedder", "TextRetriever"]
+
+
+class SupportScorer(Protocol):
+    """What CER's selector and CDF-RAG's hallucination checker need of a support scorer: length-normalised
+    log P(answer | query, documents).
+
+    `haystack_cfrag.support.ReaderSupportScorer` fits; so does any object with this method.
+    """
+
+    def score(self, query: str, answer: str, documents: list[Document]) -> float:
+        """Length-normalised log-probability of `answer` to `query` after the reader reads `documents`."""
+        ...
+
+
+__all__ = ["ChatGenerator", "SupportScorer", "DocumentEmbedder", "EmbeddingRetriever", "Retriever", "TextEmbedder", "TextRetriever"]

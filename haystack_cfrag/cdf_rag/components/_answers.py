@@ -7,7 +7,7 @@ from typing import Any
 
 from haystack.dataclasses import ChatMessage
 
-from haystack_cfrag.cfrag.math.replies import parse_draft_reply
+from haystack_cfrag.common.replies import parse_draft_reply
 from haystack_cfrag.common.plumbing import accepts, call_async_with_timeout, call_with_timeout
 from haystack_cfrag.common.tracing import LLMCall
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from typing import Any, Protocol
+from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
@@ -25,7 +25,7 @@ from haystack_cfrag.cdf_rag.math.checks import (
 from haystack_cfrag.cdf_rag.prompts import REWRITE_FIELDS, REWRITE_PROMPTS, render_claims
 from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedParts, degradation, prepare_query
 from haystack_cfrag.common.prompting import check_template, render_evidence
-from haystack_cfrag.common.protocols import ChatGenerator
+from haystack_cfrag.common.protocols import ChatGenerator, SupportScorer
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.common.tracing import LLMCall
 from haystack_cfrag.common.validation import check_choice, check_int, check_optional_seconds, check_range
@@ -35,17 +35,6 @@ KEEP, REWRITE, UNDEFINED, SCORER_FAILED = "keep", "rewrite", "undefined", "score
 _LLM_CALL = LLMCall(stage="rewrite", component=COMPONENT)
 
 logger = logging.getLogger(__name__)
-
-
-class SupportScorer(Protocol):
-    """What the checker needs of a support scorer: length-normalised log P(answer | query, documents).
-
-    `haystack_cfrag.support.ReaderSupportScorer` fits; so does any object with this method.
-    """
-
-    def score(self, query: str, answer: str, documents: list[Document]) -> float:
-        """Length-normalised log-probability of `answer` to `query` after the reader reads `documents`."""
-        ...
 
 
 @component

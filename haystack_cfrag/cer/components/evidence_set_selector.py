@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
@@ -43,8 +43,8 @@ from haystack_cfrag.common.plumbing import (
     warm_up_all,
     with_meta,
 )
-from haystack_cfrag.common.protocols import ChatGenerator
-from haystack_cfrag.cfrag.math.replies import parse_draft_reply
+from haystack_cfrag.common.protocols import ChatGenerator, SupportScorer
+from haystack_cfrag.common.replies import parse_draft_reply
 from haystack_cfrag.common.text import bag_of_words_matrix
 from haystack_cfrag.common.tracing import LLMCall, current_span
 from haystack_cfrag.common.prompting import SHORT_DRAFT_PROMPT, render_plain_evidence
@@ -62,17 +62,6 @@ VERIFY_QUESTION = '{query}\nIs "{answer}" the answer the evidence gives? Reply y
 NECESSITY_KEY = "cer_necessity"
 DELETION_KEY = "cer_deletion_effect"
 RANK_KEY = "cer_rank"
-
-
-class SupportScorer(Protocol):
-    """What the selector needs of a support scorer: length-normalised log P(answer | query, documents).
-
-    `haystack_cfrag.support.ReaderSupportScorer` fits; so does any object with this method.
-    """
-
-    def score(self, query: str, answer: str, documents: list[Document]) -> float:
-        """Length-normalised log-probability of `answer` to `query` after the reader reads `documents`."""
-        ...
 
 
 @component
