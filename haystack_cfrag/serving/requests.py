@@ -156,24 +156,43 @@ def load_json(raw: bytes) -> Any:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+_Where = tuple[Any, str | int]
+"""(parent node or None, key or index): a path kept as parent pointers, shared by siblings."""
+MAX_PATH_CHARS = 200
+
+
 def _refused_value(data: Any) -> str | None:
-    """The first non-finite number or string with a lone surrogate in a parsed body, as a message."""
-    stack: list[tuple[Any, str]] = [(data, "")]
+    """The first non-finite number or string with a lone surrogate in a parsed body, as a message.
+
+    Linear in the body's size: each element is pushed with its parent's node and its own key (a
+    parent pointer, O(1)); the dotted path is spelled out only for the element refused.
+    """
+    stack: list[tuple[Any, _Where | None]] = [(data, None)]
     while stack:
         value, where = stack.pop()
         if isinstance(value, _NonFinite):
-            return f"'{where or 'body'}' must be a finite number, got {value}."
+            return f"'{_path(where)}' must be a finite number, got {value[:40]}."
         if isinstance(value, str):
             if _SURROGATE.search(value):
-                return f"'{where or 'body'}' is not Unicode text: it holds a lone surrogate."
+                return f"'{_path(where)}' is not Unicode text: it holds a lone surrogate."
         elif isinstance(value, dict):
             for k, v in value.items():
                 if _SURROGATE.search(k):
-                    return f"'{where or 'body'}' has a key that is not Unicode text (a lone surrogate)."
-                stack.append((v, f"{where}.{k}" if where else k))
+                    return f"'{_path(where)}' has a key that is not Unicode text (a lone surrogate)."
+                stack.append((v, (where, k)))
         elif isinstance(value, list):
-            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(value))
+            stack.extend((v, (where, i)) for i, v in enumerate(value))
     return None
+
+
+def _path(where: _Where | None) -> str:
+    """`a.b[3].c` of a node (`body` for the root), at most MAX_PATH_CHARS characters."""
+    parts: list[str] = []
+    while where is not None:
+        where, key = where
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{key[:MAX_PATH_CHARS]}")
+    text = "".join(reversed(parts)).removeprefix(".") or "body"
+    return text if len(text) <= MAX_PATH_CHARS else text[:MAX_PATH_CHARS] + "…"
 
 
 # ---------------------------------------------------------------- helpers
