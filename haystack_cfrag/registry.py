@@ -58,6 +58,9 @@ class ShippedPipeline:
     """What the served `/run` route and MCP tool say the pipeline does (default: `description`)."""
     indexing: bool = False
     """An index-time pipeline (documents in, no answer): never asked, evaluated or served."""
+    control: str = ""
+    """A cheap control every method is read beside: "retrieval" (what a Haystack user would try first: standard
+    RAG, one passage more, hybrid retrieval) or "order" (the same passages reordered: the reader's order noise)."""
 
     @property
     def request_parameters(self) -> tuple[str, ...]:
@@ -74,15 +77,17 @@ REGISTRY: dict[str, ShippedPipeline] = {
     p.name: p
     for p in (
         ShippedPipeline("standard_rag", "baseline", "top-k retrieval -> one generation: the baseline of every "
-                        "comparison (standard_rag[top_k=6]: one passage more)", STANDARD_PARAMETERS, served=True, injection=True, api_description=(
+                        "comparison (standard_rag[top_k=6]: one passage more)", STANDARD_PARAMETERS, served=True,
+                        injection=True, control="retrieval", api_description=(
                             "Answer a question with standard RAG (top-k retrieval, one generation): the baseline "
                             "of CF-RAG.\n\nReturns the answer and the documents it was given (no trace: there is "
                             "no arbitration).")),
         ShippedPipeline("closed_book", "baseline", "the same LLM without retrieval"),
         ShippedPipeline("hybrid_rag", "baseline", "control: Haystack's hybrid, BM25 + embedding retrievers joined by "
-                        "reciprocal rank fusion -> one generation", HYBRID_PARAMETERS),
+                        "reciprocal rank fusion -> one generation", HYBRID_PARAMETERS, control="retrieval"),
         ShippedPipeline("order_rag", "baseline", "control: standard RAG's passages in another fixed order (reversed) -> "
-                        "one generation: how many answers change from order alone", ORDER_PARAMETERS),
+                        "one generation: how many answers change from order alone", ORDER_PARAMETERS,
+                        control="order"),
         ShippedPipeline("cf_rag", "cf_rag", "the default CF-RAG: standard RAG's answer as the baseline, "
                         "counterfactual challengers, a duel", PARAMETERS, served=True, injection=True,
                         api_description=CF_RAG_API),
@@ -162,10 +167,15 @@ def trace_view(name_or_path: str | Path) -> Any | None:
     return importlib.import_module(TRACE_VIEWS[family]) if family in TRACE_VIEWS else None
 
 
+def controls() -> dict[str, str]:
+    """Pipeline name -> control role ("retrieval" or "order"), for the reports' comparisons with the best control."""
+    return {name: p.control for name, p in REGISTRY.items() if p.control}
+
+
 def describe() -> str:
     """The shipped names with their descriptions, one per line (for `--help` texts)."""
     return "\n".join(f"{name}: {p.description}" for name, p in REGISTRY.items())
 
 
-__all__ = ["BASELINE", "REGISTRY", "ShippedPipeline", "describe", "injection_pipelines", "parameters_of",
+__all__ = ["BASELINE", "REGISTRY", "ShippedPipeline", "controls", "describe", "injection_pipelines", "parameters_of",
            "query_pipelines", "served_pipelines", "trace_view"]
