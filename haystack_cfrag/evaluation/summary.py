@@ -28,8 +28,10 @@ import numpy as np
 
 from haystack import logging
 
+from haystack_cfrag.evaluation.controls import against_controls, kinds_text
 from haystack_cfrag.evaluation.metrics import paired_bootstrap
 from haystack_cfrag.evaluation.systems import BASELINE
+from haystack_cfrag.registry import controls
 from haystack_cfrag.timing import UNKNOWN_MACHINE
 
 logger = logging.getLogger(__name__)
@@ -303,7 +305,8 @@ def summarize(records: list[dict[str, Any]], baseline: str = BASELINE) -> dict[s
                 s["overhead_across_machines"] = machines_differ(s["timed_on"], out[baseline]["timed_on"])
         first = next(iter(systems.values()))
         conditions[cond] = {"inject": first[0].get("inject", 0), "variant": first[0].get("variant"),
-                            "n_questions": len({r["qid"] for rs in systems.values() for r in rs}), "systems": out}
+                            "n_questions": len({r["qid"] for rs in systems.values() for r in rs}), "systems": out,
+                            "controls": against_controls(systems, controls(), baseline, paired)}
     return {"baseline": baseline, "conditions": conditions, "injection": _injection(records),
             "sweeps": _sweeps(records)}
 
@@ -415,6 +418,29 @@ def _across_machines(systems: dict[str, Any], baseline: str) -> list[str]:
             "session for a ratio (docs/evaluation.md)."]
 
 
+def _controls_lines(cond: dict[str, Any], baseline: str) -> list[str]:
+    """The report's comparison with the best control and the order-noise floor (`evaluation.controls`)."""
+    ctl = cond.get("controls")
+    if not ctl or ctl.get("best_control") is None:
+        return []
+    best, noise = ctl["best_control"], ctl.get("order_noise")
+    lines = ["", f"Against the controls: the best retrieval control here is `{best}` (highest EM of the retrieval "
+             "controls). " + (f"Order noise: `{noise['system']}` (the same passages reordered) changed "
+                              f"{noise['changed']} of {noise['n']} answers, ΔEM {_ci(noise['em'])} against "
+                              f"`{baseline}` — a method that re-orders passages moves answers this much without new "
+                              "evidence." if noise else "No order control in this run (`order_rag`)."),
+             "", f"| system | ΔEM vs `{baseline}` | what changed vs `{baseline}` | ΔEM vs best control `{best}` | "
+             "ΔF1 vs best control | what changed vs best control |", "|---|---|---|---|---|---|"]
+    for name, entry in ctl["systems"].items():
+        if not entry:
+            continue
+        vs = entry.get("vs_best_control") or {}
+        em_vs_baseline = (cond["systems"][name].get("vs_baseline") or {}).get("em")
+        lines.append(f"| {name} | {_ci(em_vs_baseline)} | {kinds_text(entry.get('kinds_vs_baseline'))} | "
+                     f"{_ci(vs.get('em'))} | {_ci(vs.get('f1'))} | {kinds_text(entry.get('kinds_vs_best_control'))} |")
+    return lines
+
+
 def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) -> str:
     """The report: one table of answers and one of cost per condition, then injection and sweeps."""
     lines = ["# CF-RAG evaluation report", ""]
@@ -452,6 +478,7 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
                 f"{llm['calls'] or 0:.1f} | {llm['prompt_tokens'] or 0:.0f} | {llm['completion_tokens'] or 0:.0f} | "
                 f"{_scorings(llm)} | {s['cache_hits'] or 0:.1f} | {eff} |")
         lines += _across_machines(cond["systems"], results["baseline"])
+        lines += _controls_lines(cond, results["baseline"])
         types = sorted({t for s in cond["systems"].values() for t in s["by_type"]})
         if types:
             lines += ["", "EM by question type: " + "; ".join(
