@@ -4,7 +4,12 @@ The report pairs every system against standard RAG only; the causal family's iss
 the default CF-RAG as a reference. Per system, over the questions of one condition:
 
     system | n | EM | F1 | ΔEM vs A [95% CI] (↑/↓) | ΔF1 vs A | ΔEM vs B [95% CI] (↑/↓) | oracle | trap rate |
-    s/question (uncached, † timed on other machines than A's) | calls | prompt / completion tokens
+    s/question (uncached, † timed on other machines than A's) | calls | prompt / completion tokens |
+    what changed vs A | what changed vs B
+
+B is by default the run's best retrieval control (`--second best`: the highest EM of standard RAG,
+`standard_rag[top_k=6]`, `hybrid_rag`, … in the folder; `haystack_cfrag.evaluation.controls`); "what
+changed" sorts each won and lost question into new evidence, same evidence reordered, answer form, yes/no.
 
     python benchmarks/analysis/family_table.py docs/results/trap_ks
     python benchmarks/analysis/family_table.py runs/hotpot_c_graph --reference standard_rag --second cf_rag
@@ -19,6 +24,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from haystack_cfrag.evaluation.controls import kinds_of_changes, kinds_text
 from haystack_cfrag.evaluation.summary import paired, summarize
 from run_folder import read_run_records
 
@@ -41,16 +47,21 @@ def rows(records: list[dict[str, Any]], reference: str, second: str | None) -> l
     ...          "llm": {"calls": 1, "prompt_tokens": 10, "completion_tokens": 2}}
     ...         for s, t in [("standard_rag", 1.0), ("x", 3.0)] for q, e in [("a", 1.0), ("b", float(s == "x"))]]
     >>> print(rows(recs, "standard_rag", None)[-1])
-    | x | 2 | 100.0 | 100.0 | +50.0 [+0.0, +100.0] (1↑ 0↓) | +50.0 [+0.0, +100.0] | 100.0 | – | 3.0 | 1.0 | 10 / 2 |
+    | x | 2 | 100.0 | 100.0 | +50.0 [+0.0, +100.0] (1↑ 0↓) | +50.0 [+0.0, +100.0] | 100.0 | – | 3.0 | 1.0 | 10 / 2 | won: 1 same evidence reordered; lost: – |
     """
     condition = records[0]["condition"]
-    systems = summarize(records, baseline=reference)["conditions"][condition]["systems"]
+    summary = summarize(records, baseline=reference)["conditions"][condition]
+    systems = summary["systems"]
+    if second == "best":
+        second = summary["controls"]["best_control"]
+        second = None if second == reference else second
     by_system: dict[str, list[dict[str, Any]]] = {}
     for r in records:
         by_system.setdefault(r["system"], []).append(r)
     head = (f"| system | n | EM | F1 | ΔEM vs {reference} [95% CI] | ΔF1 | "
             + (f"ΔEM vs {second} [95% CI] | " if second else "")
-            + "oracle | trap rate | s/question (uncached) | calls | prompt / completion tok |")
+            + "oracle | trap rate | s/question (uncached) | calls | prompt / completion tok | what changed vs "
+            + reference + (f" | what changed vs {second}" if second else "") + " |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for name, s in systems.items():
         recs = by_system[name]
@@ -61,7 +72,10 @@ def rows(records: list[dict[str, Any]], reference: str, second: str | None) -> l
         if second:
             cells.append("–" if name == second else _delta(paired(recs, by_system.get(second, []), "em")))
         cells += [_pct(s["oracle"]), _pct(sum(trap) / len(trap) if trap else None), seconds,
-                  f"{s['llm']['calls'] or 0:.1f}", f"{s['llm']['prompt_tokens'] or 0:.0f} / {s['llm']['completion_tokens'] or 0:.0f}"]
+                  f"{s['llm']['calls'] or 0:.1f}", f"{s['llm']['prompt_tokens'] or 0:.0f} / {s['llm']['completion_tokens'] or 0:.0f}",
+                  "–" if name == reference else kinds_text(kinds_of_changes(recs, by_system[reference]))]
+        if second:
+            cells.append("–" if name == second else kinds_text(kinds_of_changes(recs, by_system.get(second, []))))
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -71,7 +85,8 @@ def main() -> None:
     parser.add_argument("out", type=Path, help="an eval output folder (records.jsonl or its replay.tar.xz)")
     parser.add_argument("--condition", default="pooled")
     parser.add_argument("--reference", default="standard_rag")
-    parser.add_argument("--second", default="cf_rag", help="a second reference ('' for none)")
+    parser.add_argument("--second", default="best",
+                        help="a second reference: a system, 'best' (the best retrieval control), '' for none")
     args = parser.parse_args()
     records = [r for r in read_run_records(args.out) if r["condition"] == args.condition]
     if not records:
