@@ -18,13 +18,14 @@ environment variables (docs/serving.md). Every option is checked before anything
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,8 @@ def serve(host: str, port: int, pipelines: tuple[str, ...], yaml_pipelines: tupl
     from haystack_cfrag.serving.deploy import (  # noqa: PLC0415
         DeployDirError,
         check_deploy_dir,
+        make_run_folder,
+        remove_stale_run_folders,
         write_deploy_dir,
         yaml_deploy_name,
     )
@@ -165,7 +168,10 @@ def serve(host: str, port: int, pipelines: tuple[str, ...], yaml_pipelines: tupl
     env = server_env(llm=llm, embedder=embedder, scorer=scorer, store=store, device=device, max_tokens=max_tokens,
                      mock=mock, mock_failure_rate=mock_failure_rate, mock_delay=mock_delay, mock_seed=mock_seed)
     config = ServingConfig.from_env(env)
-    made = None if deploy_dir is not None else Path(tempfile.mkdtemp(prefix="cfrag-serve-"))
+    if deploy_dir is None:
+        for stale in remove_stale_run_folders():
+            click.echo(f"[serve] removed {stale}: the deploy folder of a cfrag serve that was killed", err=True)
+    made = None if deploy_dir is not None else make_run_folder()
     target = deploy_dir or made / "pipelines"
     try:
         write_deploy_dir(target, config, wrappers=list(pipelines), yaml_pipelines=list(yaml_pipelines))
@@ -189,7 +195,11 @@ def run_children(commands: list[list[str]], env: dict[str, str]) -> int:
     The children run in their own process group, so a terminal's Ctrl-C reaches only this
     process: it stops them with SIGTERM (a clean shutdown, and no traceback from a child still
     importing) and, once they are gone, raises KeyboardInterrupt ("Interrupted.", exit 130).
-    SIGTERM is passed on as it is.
+    SIGTERM and SIGHUP (a closed terminal, a dropped SSH session) stop them the same way and
+    return, so the default deploy folder is removed. The children live no longer than this
+    process: on Linux each asks the kernel for a SIGTERM when its parent dies
+    (`prctl(PR_SET_PDEATHSIG)`), so a SIGKILL of `cfrag serve` leaves no server answering on the
+    port; its deploy folder is removed by the next `cfrag serve` (`remove_stale_run_folders`).
     """
     children: list[subprocess.Popen[bytes]] = []
     interrupted: list[int] = []
@@ -201,12 +211,15 @@ def run_children(commands: list[list[str]], env: dict[str, str]) -> int:
             if child.poll() is None:
                 child.send_signal(signal.SIGTERM)
 
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}  # before any child starts
+    handled = (signal.SIGINT, signal.SIGTERM, *((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()))
+    previous = {s: signal.signal(s, stop) for s in handled}  # before any child starts
+    die_with_parent = parent_death_signal()
     try:
         for cmd in commands:
             if interrupted:
                 break
-            children.append(subprocess.Popen(cmd, env=env, process_group=0))  # noqa: S603
+            children.append(subprocess.Popen(cmd, env=env, process_group=0,  # noqa: S603
+                                             preexec_fn=die_with_parent))  # noqa: PLW1509
         while True:
             if interrupted:  # the finally below stops and waits for every child
                 raise KeyboardInterrupt
@@ -228,3 +241,27 @@ def run_children(commands: list[list[str]], env: dict[str, str]) -> int:
                     child.kill()
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def parent_death_signal() -> Callable[[], None] | None:
+    """A `preexec_fn` that has the kernel send the child SIGTERM when this process dies (Linux); else None.
+
+    libc is loaded here, before the fork. If this process died before the child asked, the
+    child exits at once (its parent is then another process).
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        if prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0 or os.getppid() != parent:
+            os._exit(1)
+
+    return preexec

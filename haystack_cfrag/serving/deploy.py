@@ -18,8 +18,11 @@ the user names (`cfrag eval --out` too, with its own marker).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import stat
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -200,3 +203,74 @@ def yaml_deploy_name(name_or_path: str | Path) -> str:
     except PipelineRefusedError as exc:
         raise ValueError(f"{path}: {exc}") from exc
     return f"{path.stem}_yaml"
+
+
+# ---------------------------------------------------------------- the default (temporary) deploy folder
+RUN_FOLDER_PREFIX = "cfrag-serve-"
+OWNER_FILE = ".cfrag-serve-owner.json"
+"""In a temporary deploy folder: the pid (and start time) of the `cfrag serve` that made it."""
+
+
+def make_run_folder(root: Path | None = None) -> Path:
+    """A new private temporary folder for one `cfrag serve`, naming its owner process (see `stale_run_folders`)."""
+    folder = Path(tempfile.mkdtemp(prefix=RUN_FOLDER_PREFIX, dir=root))
+    pid = os.getpid()
+    (folder / OWNER_FILE).write_text(json.dumps({"pid": pid, "started": _process_start(pid)}), encoding="utf-8")
+    return folder
+
+
+def remove_stale_run_folders(root: Path | None = None) -> list[Path]:
+    """Remove the temporary deploy folders of `cfrag serve` processes that are gone (killed with SIGKILL).
+
+    Only folders this package made are touched: a real folder (never a link) named
+    `cfrag-serve-*`, owned by this user, holding a regular `OWNER_FILE` whose process no longer
+    runs (or is another process now: its start time differs). Anything else is left alone;
+    `shutil.rmtree` removes links inside the folder without following them.
+    """
+    root = Path(root or tempfile.gettempdir())
+    removed = []
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return []
+    for folder in entries:
+        if not folder.name.startswith(RUN_FOLDER_PREFIX) or not _stale(folder):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            removed.append(folder)
+    return removed
+
+
+def _stale(folder: Path) -> bool:
+    try:
+        info = folder.lstat()
+        owner = folder / OWNER_FILE
+        owner_info = owner.lstat()
+    except OSError:
+        return False
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or not stat.S_ISREG(owner_info.st_mode):
+        return False
+    try:
+        data = json.loads(owner.read_text(encoding="utf-8"))
+        pid, started = int(data["pid"]), data.get("started")
+    except (OSError, ValueError, KeyError, TypeError):
+        return False  # not a file this package wrote: left alone
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # another user's process holds that pid now: it may still be ours, keep the folder
+    return started is not None and _process_start(pid) not in (None, started)
+
+
+def _process_start(pid: int) -> str | None:
+    """A process's start time in clock ticks since boot (Linux /proc), which tells a reused pid apart."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rpartition(")")[2].split()[19]
+    except (OSError, IndexError):
+        return None
