@@ -9,6 +9,11 @@ through Haystack's converters; JSONL lines are passages already (`read_jsonl`).
 `split_documents` cuts the rest into ~250-token passages with overlap (Haystack's
 `DocumentSplitter`). `cfrag index` embeds them and writes them to a store
 (`haystack_cfrag.stores`); the demo store is built from `read_jsonl` of the shipped corpus.
+
+Sizes are bounded (`cfrag index --max-file-mb`, `--max-passage-chars`): a file larger than
+`MAX_FILE_BYTES` is skipped and counted, its size read first (never the file whole); a passage
+longer than `MAX_PASSAGE_CHARS` (a JSONL line, or a run of text without spaces, which the
+word splitter keeps whole) is cut to that length and counted.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import json
 import os
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +30,20 @@ from haystack import Document, logging
 
 logger = logging.getLogger(__name__)
 
+MAX_FILE_BYTES = 16 * 1024 * 1024
+"""The largest file `cfrag index` reads (16 MiB; `--max-file-mb`): larger ones are skipped and counted."""
+MAX_PASSAGE_CHARS = 20_000
+"""The longest passage written (`--max-passage-chars`); 190 words of text are about 1,200 characters."""
 
-def read_jsonl(path: Path) -> list[Document]:
+
+def read_jsonl(path: Path, data: bytes | None = None) -> list[Document]:
     """Documents from JSONL lines with `content` (or `text`), optional `id`, `title` and `meta`.
 
+    :param data: the file's bytes when already read (bounded, see `read_bounded`); else the file is read.
     :raises ValueError: naming the file and line: not UTF-8, not JSON, not an object, no text.
     """
     docs = []
-    for n, raw in enumerate(path.read_bytes().splitlines(), start=1):
+    for n, raw in enumerate((path.read_bytes() if data is None else data).splitlines(), start=1):
         where = f"{path}:{n}"
         try:
             line = raw.decode("utf-8")
@@ -159,33 +170,64 @@ def _regular(path: Path) -> bool:
         return False
 
 
-def convert_files(paths: Iterable[Path]) -> tuple[list[Document], list[Path]]:
+@dataclass
+class Converted:
+    """What `convert_files` read: the documents with text, files without text, files over the size bound."""
+
+    documents: list[Document] = field(default_factory=list)
+    no_text: list[Path] = field(default_factory=list)
+    too_large: list[Path] = field(default_factory=list)
+
+
+def convert_files(paths: Iterable[Path], *, max_file_bytes: int = MAX_FILE_BYTES) -> Converted:
     """Documents from files: .txt, .text, .md, .markdown, .pdf through Haystack's converters; .jsonl as passages.
 
-    :returns: the documents with text, and the files that gave none (empty, or a PDF without
-        extractable text), each logged as a warning.
+    A file larger than `max_file_bytes` is skipped (its size is checked before it is read, and
+    it is read at most that far) and listed in `too_large`; a file without text (empty, or a
+    PDF without extractable text) is listed in `no_text`, each logged as a warning.
+
     :raises ValueError: naming the file: an unsupported type, text that is not UTF-8, a bad JSONL line.
     """
-    docs: list[Document] = []
-    no_text: list[Path] = []
+    from haystack.dataclasses import ByteStream  # noqa: PLC0415
+
+    result = Converted()
     for path in paths:
         why = unsupported(path)
         if why:
             raise ValueError(f"{path}: {why}.")
+        data = read_bounded(path, max_file_bytes)
+        if data is None:
+            logger.warning("{path}: larger than {limit} bytes; skipped", path=str(path), limit=max_file_bytes)
+            result.too_large.append(path)
+            continue
         suffix = path.suffix.lower()
         if suffix == ".jsonl":
-            found = read_jsonl(path)
+            found = read_jsonl(path, data)
         else:
             if suffix in TEXT_SUFFIXES:
-                _check_utf8(path)
-            found = [d for d in _converter(suffix).run(sources=[path])["documents"] if (d.content or "").strip()]
+                _check_utf8(path, data)
+            source = ByteStream(data=data, meta={"file_path": str(path)})
+            found = [d for d in _converter(suffix).run(sources=[source])["documents"] if (d.content or "").strip()]
             for doc in found:
                 doc.meta.setdefault("title", path.stem)
         if not found:
             logger.warning("{path}: no text found; skipped", path=str(path))
-            no_text.append(path)
-        docs += found
-    return docs, no_text
+            result.no_text.append(path)
+        result.documents += found
+    return result
+
+
+def read_bounded(path: Path, limit: int) -> bytes | None:
+    """The bytes of a regular file of at most `limit` bytes; None when it is larger (then never read whole).
+
+    The size is checked on the open file (no race with a rename), and at most `limit + 1` bytes
+    are read, so a file that grows meanwhile is caught too.
+    """
+    with path.open("rb") as fh:
+        if os.fstat(fh.fileno()).st_size > limit:
+            return None
+        data = fh.read(limit + 1)
+    return None if len(data) > limit else data
 
 
 def _converter(suffix: str) -> Any:
@@ -202,9 +244,8 @@ def _converter(suffix: str) -> Any:
     return TextFileToDocument()
 
 
-def _check_utf8(path: Path) -> None:
+def _check_utf8(path: Path, data: bytes) -> None:
     """ValueError naming the file and line when a text file is not UTF-8 (Haystack's converter would skip it)."""
-    data = path.read_bytes()
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -226,3 +267,24 @@ def split_documents(docs: list[Document], *, words: int = 190, overlap: int = 30
     keep = [d for d, s in zip(docs, small, strict=True) if s]
     to_split = [d for d, s in zip(docs, small, strict=True) if not s]
     return keep + (splitter.run(documents=to_split)["documents"] if to_split else [])
+
+
+def cut_passages(passages: list[Document], max_chars: int = MAX_PASSAGE_CHARS) -> tuple[list[Document], int]:
+    """(passages, how many were cut): each passage longer than `max_chars` characters cut to that length.
+
+    A cut passage keeps its id (a JSONL line's own id stays the id) and its length before the cut in
+    `meta["cut_from_chars"]`; the passages given are not changed.
+
+    >>> from haystack import Document
+    >>> cut_passages([Document(content="x" * 50), Document(content="short")], max_chars=10)[1]
+    1
+    """
+    out, cut = [], 0
+    for doc in passages:
+        content = doc.content or ""
+        if len(content) <= max_chars:
+            out.append(doc)
+            continue
+        cut += 1
+        out.append(replace(doc, content=content[:max_chars], meta={**doc.meta, "cut_from_chars": len(content)}))
+    return out, cut

@@ -257,8 +257,13 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
               help="Also extract CausalRAG's causal graph of the passages now (one LLM call per 1,000-character "
                    "chunk, cached and resumable), so that --pipeline causal_rag starts without it.")
 @click.option("--llm", default=models.EMBEDDED_LLM, show_default=True, help="The extraction model (with --graph).")
+@click.option("--max-file-mb", default=16.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Skip (and count) files larger than this many MiB; their size is checked before they are read.")
+@click.option("--max-passage-chars", default=20_000, show_default=True, type=click.IntRange(min=100),
+              help="Cut (and count) passages longer than this: a long JSONL line, or text without spaces.")
 def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str | None, words: int,
-          overlap: int, include_hidden: bool, graph: bool, llm: str) -> None:
+          overlap: int, include_hidden: bool, graph: bool, llm: str, max_file_mb: float,
+          max_passage_chars: int) -> None:
     """Split files into passages, embed them and write them to a store.
 
     \b
@@ -271,11 +276,12 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
     FOLDER is read recursively, files of those types only; skipped and counted in the summary:
     hidden files and folders (any name below FOLDER starting with '.', unless --include-hidden),
     files of other types or without a suffix, and links leading out of FOLDER (or nowhere); links
-    to folders are not followed. No passage at all is an error.
+    to folders are not followed. Files larger than --max-file-mb are skipped and passages longer
+    than --max-passage-chars are cut, both counted in the summary. No passage at all is an error.
     """
     from haystack.document_stores.types import DuplicatePolicy  # noqa: PLC0415
 
-    from haystack_cfrag.indexing import convert_files, select_files, split_documents  # noqa: PLC0415
+    from haystack_cfrag.indexing import convert_files, cut_passages, select_files, split_documents  # noqa: PLC0415
     from haystack_cfrag.stores import close_document_store, open_document_store, redact, save_document_store  # noqa: PLC0415
 
     if overlap >= words:
@@ -295,12 +301,18 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
                                  + (f" ({skipped})" if skipped else ""), param_hint="PATHS")
     start = time.perf_counter()
     try:
-        docs, no_text = convert_files(files)
-        passages = split_documents(docs, words=words, overlap=overlap)
+        converted = convert_files(files, max_file_bytes=int(max_file_mb * 1024 * 1024))
+        passages, cut = cut_passages(split_documents(converted.documents, words=words, overlap=overlap),
+                                     max_passage_chars)
     except ValueError as exc:  # names the file (and line)
         raise click.ClickException(one_line(exc, typed=False)) from exc
-    if not passages:  # each file without text was logged as a warning
-        raise click.ClickException(f"no passage to index: {len(files)} file(s) gave no text; the store is unchanged.")
+    large = len(converted.too_large)
+    skipped = "; ".join(part for part in (
+        skipped, f"skipped {large} file(s) larger than {max_file_mb:g} MiB" if large else "",
+        f"cut {cut} passage(s) to {max_passage_chars} characters" if cut else "") if part)
+    if not passages:  # each file without text, or too large, was logged as a warning
+        raise click.ClickException(f"no passage to index: {len(files)} file(s) gave no text"
+                                   + (f" ({skipped})" if skipped else "") + "; the store is unchanged.")
     doc_embedder = factories.document_embedder(embedder, device=device, progress_bar=True)
     doc_embedder.warm_up()
     embedded = doc_embedder.run(documents=passages)["documents"]
