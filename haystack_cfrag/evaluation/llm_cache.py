@@ -24,7 +24,7 @@ import hashlib
 import json
 import threading
 import time
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from haystack import component, default_to_dict
@@ -72,6 +72,20 @@ def portable(described: dict[str, Any] | None, model_id: str) -> dict[str, Any]:
 
     return {"type": str(described.get("type", "")).rsplit(".", 1)[-1], "model_id": model_id,
             "init_parameters": drop(dict(described.get("init_parameters") or {}))}
+
+
+def stored_reply(message: ChatMessage) -> dict[str, Any]:
+    """A reply as the cache file keeps it: its meta's `model` cut to the file name, so that a run folder (and its
+    archive) names no path of the machine that made it (llama-cpp-python reports the GGUF's full path).
+
+    >>> stored_reply(ChatMessage.from_assistant("Bale", meta={"model": "/home/u/.cache/m.gguf"}))["meta"]["model"]
+    'm.gguf'
+    """
+    data = message.to_dict()
+    model = data.get("meta", {}).get("model")
+    if isinstance(model, str) and ("/" in model or "\\" in model):
+        data["meta"] = {**data["meta"], "model": PurePath(model.replace("\\", "/")).name}
+    return data
 
 
 def _with_meta(message: ChatMessage, extra: dict[str, Any]) -> ChatMessage:
@@ -172,7 +186,7 @@ class CachingChatGenerator:
         kwargs = {"generation_kwargs": generation_kwargs} if generation_kwargs else {}
         result = self.generator.run(messages=messages, **kwargs)
         entry = {"key": key, "seconds": time.perf_counter() - start, "timed_on": timed_on(),
-                 "replies": [r.to_dict() for r in result["replies"]]}
+                 "replies": [stored_reply(r) for r in result["replies"]]}
         with state.lock:
             state.entries[key] = entry
             if self.path:

@@ -58,3 +58,21 @@ def test_the_report_says_the_best_control_and_the_order_noise():
     assert "the best retrieval control here is `standard_rag`" in text
     assert "`order_rag` (the same passages reordered) changed 1 of 8 answers" in text
     assert "| cf_rag | +25.0 [" in text and "won: 2 same evidence reordered; lost: –" in text
+
+
+def test_the_reply_cache_keeps_no_path_of_the_machine_that_made_it(tmp_path):
+    from haystack import component
+    from haystack.dataclasses import ChatMessage
+
+    from haystack_cfrag.evaluation.llm_cache import CachingChatGenerator
+
+    @component
+    class PathReporter:  # llama-cpp-python's replies name the GGUF's full path in meta["model"]
+        @component.output_types(replies=list[ChatMessage])
+        def run(self, messages, generation_kwargs=None):
+            return {"replies": [ChatMessage.from_assistant("Bale", meta={"model": "/root/.cache/x/q.gguf"})]}
+
+    path = tmp_path / "llm_cache.jsonl"
+    live = CachingChatGenerator(generator=PathReporter(), path=str(path)).run([ChatMessage.from_user("q")])
+    assert live["replies"][0].meta["model"] == "/root/.cache/x/q.gguf"  # the live reply is the model's own
+    assert "/root" not in path.read_text() and '"model": "q.gguf"' in path.read_text()
