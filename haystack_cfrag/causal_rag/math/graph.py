@@ -166,6 +166,8 @@ class Triple:
     tail: str
     head_type: str = ""
     tail_type: str = ""
+    cue: str = ""
+    """The causal cue that made this a causal link ("because", "led to", …); "" when none fired."""
 
 
 @dataclass(frozen=True)
@@ -176,11 +178,17 @@ class Edge:
     target: str
     relation: str
     passage_ids: tuple[str, ...] = ()
+    cue: str = ""
+    """The causal cue that fired when the edge was extracted (a non-generative extractor's); "" if none."""
 
     def to_dict(self) -> dict[str, Any]:
-        """{"source", "target", "relation", "passage_ids"} (the record stored in node meta)."""
-        return {"source": self.source, "target": self.target, "relation": self.relation,
-                "passage_ids": list(self.passage_ids)}
+        """{"source", "target", "relation", "passage_ids"} (the record stored in node meta), and "cue" when
+        a causal cue made the edge."""
+        record = {"source": self.source, "target": self.target, "relation": self.relation,
+                  "passage_ids": list(self.passage_ids)}
+        if self.cue:
+            record["cue"] = self.cue
+        return record
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -200,9 +208,10 @@ class _EdgeRec:
     target: str
     relation: str
     passage_ids: list[str] = field(default_factory=list)
+    cue: str = ""
 
     def frozen(self) -> Edge:
-        return Edge(self.source, self.target, self.relation, tuple(self.passage_ids))
+        return Edge(self.source, self.target, self.relation, tuple(self.passage_ids), self.cue)
 
 
 def _cite(ids: list[str], passage_ids: Iterable[Any], limit: int) -> None:
@@ -256,10 +265,11 @@ class Graph:
         return node.node_id
 
     def add_edge(self, source: Any, relation: Any, target: Any, *, passage_id: str | None = None,
-                 passage_ids: Iterable[Any] = (), source_type: Any = "", target_type: Any = "") -> Edge | None:
+                 passage_ids: Iterable[Any] = (), source_type: Any = "", target_type: Any = "",
+                 cue: Any = "") -> Edge | None:
         """Add (or merge into) the edge source --relation--> target; None for an unusable one or a self-loop.
 
-        Both ends become nodes citing the passage too.
+        Both ends become nodes citing the passage too. `cue`: the causal cue that fired (the first kept).
 
         :raises ValueError: naming MAX_EDGES (or MAX_NODES) when the graph is full.
         """
@@ -280,6 +290,8 @@ class Graph:
             rec = self._edges[key] = _EdgeRec(src, tgt, rel)
             self._out.setdefault(s_key, []).append(key)
             self._in.setdefault(t_key, []).append(key)
+        if not rec.cue and isinstance(cue, str) and cue:
+            rec.cue = clean_relation(cue)
         _cite(rec.passage_ids, cited, MAX_PASSAGES_PER_EDGE)
         return rec.frozen()
 
@@ -288,7 +300,7 @@ class Graph:
         added = 0
         for t in triples:
             edge = self.add_edge(t.head, t.relation, t.tail, passage_id=passage_id,
-                                 source_type=t.head_type, target_type=t.tail_type)
+                                 source_type=t.head_type, target_type=t.tail_type, cue=t.cue)
             added += edge is not None
         return added
 
@@ -298,7 +310,8 @@ class Graph:
             return None
         ids = record.get("passage_ids")
         ids = ids if isinstance(ids, (list, tuple)) else ()
-        return self.add_edge(record.get("source"), record.get("relation"), record.get("target"), passage_ids=ids)
+        return self.add_edge(record.get("source"), record.get("relation"), record.get("target"), passage_ids=ids,
+                             cue=record.get("cue", ""))
 
     # ---------------------------------------------------------- reading
     def node_ids(self) -> list[str]:
@@ -321,6 +334,11 @@ class Graph:
     def edges(self) -> list[Edge]:
         """All edges in insertion order."""
         return [rec.frozen() for rec in self._edges.values()]
+
+    @property
+    def n_causal_edges(self) -> int:
+        """Edges a causal cue made (`Edge.cue` set)."""
+        return sum(1 for rec in self._edges.values() if rec.cue)
 
     def edges_out(self, name: Any) -> list[Edge]:
         """The node's edges out, sorted by (target key, relation key)."""

@@ -1,0 +1,89 @@
+"""The graph extractor socket: passage text -> nodes and edges, in the graph's one schema.
+
+`CausalGraphBuilder(extractor=…)` takes any component with this shape (`GraphExtractor`):
+
+- `run(texts: list[str]) -> {"extractions": list[Extraction], "meta": list[dict]}`: one
+  `Extraction` (nodes as (name, type), `Triple`s; a causal triple carries the cue that fired in
+  `Triple.cue`) per text, in order; each meta may say `prompt_tokens`, `completion_tokens` and
+  `rejected` (candidate edges a validation refused);
+- `fingerprint() -> str`: what decides its output besides the text (model, version, settings):
+  part of every extraction-cache key, so one extractor's graph never replays another's;
+- `warm_up()` (optional): load the model.
+
+The implementations, by the name `cfrag index --graph --extractor NAME`, `cfrag eval
+--graph-extractor NAME` and `Runtime(graph_extractor=NAME)` take:
+
+| name | extractor | cost |
+|---|---|---|
+| `llm` | the builder's own chat-generator recipe (CausalRAG's official prompt), as before | one generation per chunk |
+| `llm-json` | `LLMGraphExtractor`: the same prompt, output constrained to a JSON schema | one generation per chunk |
+| `spacy` | `SpacyGraphExtractor`: entities, noun chunks, dependency relations, causal cues | parsing only |
+
+To plug in a trained tagger (UniCausal's cause-effect spans, GLiNER entities + GLiREL relations),
+write a component with this `run` and `fingerprint` and pass it as `extractor`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from haystack_cfrag.causal_rag.math.extraction import Extraction
+
+EXTRACTOR_NAMES = ("llm", "llm-json", "spacy")
+"""The extractors chosen by name (`make_extractor`); "llm" is the builder's chat-generator path."""
+DEFAULT_EXTRACTOR = "llm"
+
+
+@runtime_checkable
+class GraphExtractor(Protocol):
+    """Passage texts -> one `Extraction` each (see the module doc)."""
+
+    def run(self, texts: list[str]) -> dict[str, Any]:
+        """{"extractions": list[Extraction], "meta": list[dict]}, one of each per text, in order."""
+
+    def fingerprint(self) -> str:
+        """What decides the output besides the text: part of the extraction cache's key."""
+
+
+def check_extractor_name(name: Any) -> str:
+    """`name` if it is one of EXTRACTOR_NAMES; a one-line ValueError naming them otherwise.
+
+    >>> check_extractor_name("spacy")
+    'spacy'
+    """
+    if name not in EXTRACTOR_NAMES:
+        raise ValueError(f"unknown graph extractor {name!r:.40}; choose one of {', '.join(EXTRACTOR_NAMES)}.")
+    return name
+
+
+def make_extractor(name: str, *, chat_generator: Any | None = None, **kwargs: Any) -> Any | None:
+    """The extractor called `name`: None for "llm" (the builder's chat-generator path), else a component.
+
+    :param chat_generator: the LLM of "llm-json" (and of the spaCy extractor's optional validation
+        when `validate=True` is passed).
+    """
+    check_extractor_name(name)
+    if name == "llm":
+        return None
+    if name == "llm-json":
+        from haystack_cfrag.causal_rag.components.llm_graph_extractor import LLMGraphExtractor  # noqa: PLC0415
+
+        if chat_generator is None:
+            raise ValueError("the 'llm-json' graph extractor needs a chat generator.")
+        return LLMGraphExtractor(chat_generator=chat_generator, **kwargs)
+    from haystack_cfrag.causal_rag.components.spacy_graph_extractor import SpacyGraphExtractor  # noqa: PLC0415
+
+    validate = kwargs.pop("validate", False)
+    return SpacyGraphExtractor(validator=chat_generator if validate else None, **kwargs)
+
+
+def result(extractions: list[Extraction], meta: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """An extractor's output, checked to hold one meta per extraction."""
+    meta = meta if meta is not None else [{} for _ in extractions]
+    if len(meta) != len(extractions):
+        raise ValueError("an extractor returned a different number of extractions and meta entries.")
+    return {"extractions": extractions, "meta": meta}
+
+
+__all__ = ["DEFAULT_EXTRACTOR", "EXTRACTOR_NAMES", "GraphExtractor", "check_extractor_name", "make_extractor",
+           "result"]
