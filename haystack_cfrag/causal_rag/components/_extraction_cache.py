@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import tempfile
@@ -71,8 +72,9 @@ class ExtractionCache:
         try:
             record = json.loads(raw.decode("utf-8"))
             return _validated(record, key)
-        except (ValueError, UnicodeDecodeError, RecursionError, TypeError) as exc:
-            raise CacheCorruptError(f"{path.name} is not a valid cache record ({str(exc)[:120]})") from None
+        except Exception as exc:  # noqa: BLE001  (any unreadable entry is missing: OverflowError, MemoryError, …)
+            raise CacheCorruptError(f"{path.name} is not a valid cache record "
+                                    f"({type(exc).__name__}: {str(exc)[:120]})") from None
 
     def store(self, key: str, record: dict[str, Any]) -> None:
         """Write `record` under `key` atomically (temporary file + os.replace)."""
@@ -102,10 +104,25 @@ def _validated(record: Any, key: str) -> dict[str, Any]:
     if not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in tokens):
         raise ValueError("malformed token counts")
     timed = record.get("timed_on")  # absent in records written before the cache kept seconds
-    if timed is not None and not (isinstance(timed, dict) and len(timed) <= MAX_MACHINES and all(
-            isinstance(m, str) and isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < float("inf")
-            for m, v in timed.items())):
+    seconds = None if timed is None else _seconds_by_machine(timed)
+    return {"chunks": extractions, "prompt_tokens": tokens[0], "completion_tokens": tokens[1], "timed_on": seconds}
+
+
+def _seconds_by_machine(timed: Any) -> dict[str, float]:
+    """`timed_on` read strictly: at most MAX_MACHINES string keys, each a finite number of seconds ≥ 0 (a number
+    too large for a float, such as a 401-digit integer, is malformed, not an OverflowError)."""
+    if not isinstance(timed, dict) or len(timed) > MAX_MACHINES:
         raise ValueError("malformed 'timed_on' (seconds by machine)")
-    return {"chunks": extractions, "prompt_tokens": tokens[0], "completion_tokens": tokens[1],
-            "timed_on": None if timed is None else {m[:40]: float(v) for m, v in timed.items()}}
+    out: dict[str, float] = {}
+    for machine, value in timed.items():
+        if not isinstance(machine, str) or isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError("malformed 'timed_on' (seconds by machine)")
+        try:
+            seconds = float(value)
+        except OverflowError:
+            raise ValueError("a 'timed_on' value is too large") from None
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise ValueError("a 'timed_on' value is not a finite number of seconds")
+        out[machine[:40]] = seconds
+    return out
 
