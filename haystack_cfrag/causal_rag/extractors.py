@@ -77,6 +77,11 @@ def make_extractor(name: str, *, chat_generator: Any | None = None, **kwargs: An
     return SpacyGraphExtractor(validator=chat_generator if validate else None, **kwargs)
 
 
+BUILDER_SETTINGS: dict[str, dict[str, Any]] = {"spacy": {"chunk_chars": 20_000, "chunk_overlap": 0}}
+"""`CausalGraphBuilder` settings an extractor wants: a parser reads whole passages (no 1,000-character windows
+that cut sentences)."""
+
+
 def result(extractions: list[Extraction], meta: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """An extractor's output, checked to hold one meta per extraction."""
     meta = meta if meta is not None else [{} for _ in extractions]
@@ -85,5 +90,5 @@ def result(extractions: list[Extraction], meta: list[dict[str, Any]] | None = No
     return {"extractions": extractions, "meta": meta}
 
 
-__all__ = ["DEFAULT_EXTRACTOR", "EXTRACTOR_NAMES", "GraphExtractor", "check_extractor_name", "make_extractor",
+__all__ = ["BUILDER_SETTINGS", "DEFAULT_EXTRACTOR", "EXTRACTOR_NAMES", "GraphExtractor", "check_extractor_name", "make_extractor",
            "result"]

@@ -55,11 +55,17 @@ def build_node_store(
     chat_generator: Any,
     text_embedder: Any,
     cache_dir: str | Path | None = None,
+    extractor: Any | None = None,
+    builder_settings: dict[str, Any] | None = None,
 ) -> tuple[InMemoryDocumentStore, dict[str, Any]]:
     """The node store of `passages`' causal graph, and the builder's stats (passages, calls, tokens, seconds) with
-    each distinct passage's extraction cost (`passage_costs`: the builder's `costs`)."""
+    each distinct passage's extraction cost (`passage_costs`: the builder's `costs`).
+
+    `extractor`: a graph extractor (`causal_rag.extractors`) instead of the chat generator's recipe;
+    `builder_settings`: more `CausalGraphBuilder` init parameters (`extractors.BUILDER_SETTINGS`)."""
     builder = CausalGraphBuilder(chat_generator=chat_generator, document_embedder=TextEmbedderForDocuments(text_embedder),
-                                 cache_dir=str(cache_dir) if cache_dir is not None else None)
+                                 cache_dir=str(cache_dir) if cache_dir is not None else None, extractor=extractor,
+                                 **(builder_settings or {}))
     builder.warm_up()
     out = builder.run(documents=passages)
     # InMemoryDocumentStore shares its data between instances of one `index` name: a fresh name per

@@ -19,7 +19,7 @@ expands it with `expand_hops`.
 
 >>> g = Graph()
 >>> g.add_edge("Rain", "causes", "Flood", passage_id="p1")
-Edge(source='Rain', target='Flood', relation='causes', passage_ids=('p1',))
+Edge(source='Rain', target='Flood', relation='causes', passage_ids=('p1',), cue='')
 >>> g.add_edge("flood", "damages", "Crops", passage_id="p2").source   # "flood" is the node "Flood"
 'Flood'
 >>> sub = expand_hops(g, ["Crops"], hops=1)
