@@ -14,6 +14,14 @@ drives the same search.
 Zero-shot τ̂ is the measured marginal gain F̂(C ∪ {d}) − F̂(C) (one quality call per candidate
 per round, memoised); a trained τ̂ can be passed as `gain`. σ̂ defaults to 0 (κ unused).
 
+Decided checks are not scored. With `bound` (an upper bound on F̂(S) that costs nothing: the
+selector's F̂ with p_entail = 1 and p_contra = 0, p_cov and |S| being free), a forward round
+scores its candidates best bound first and stops once no unscored candidate's bounded utility
+can beat the best scored one (ties to the lower index, as without it), and pruning does not
+score a set whose bound is below every removal threshold. The selection (`kept`, `forward`,
+`pruned`, `cut`, `stop`, every F̂ it reports) is the one without `bound`; a step's `utilities`
+then hold the scored candidates only. A scored F̂ above its bound raises ValueError.
+
 Choices where the paper is silent (each is a parameter or documented here):
 
 - Order. F̂ is called with the indices in order of addition (the order a prompt would show
@@ -64,6 +72,8 @@ Quality = Callable[[tuple[int, ...]], float]
 """F̂(q, S): the quality of the passages `S` (indices into the pool, in the order shown)."""
 Gain = Callable[[tuple[int, ...], int], float]
 """τ̂(d | q, C): the predicted gain of adding passage `d` to the set `C`."""
+Bound = Callable[[tuple[int, ...]], float]
+"""An upper bound on F̂(q, S) that costs no quality call (the search skips what it decides)."""
 
 STOP_DELTA = "delta"
 STOP_K_MAX = "k_max"
@@ -124,7 +134,7 @@ class SearchResult:
 
     - `kept`: the minimal set, in order of addition (most useful first).
     - `forward`: the set when the forward phase stopped, in order of addition.
-    - `steps`: one `Step` per forward round.
+    - `steps`: one `Step` per forward round (with a `bound`, its utilities are the scored candidates').
     - `pruned`: the passages reverse pruning removed, in order of removal.
     - `cut`: the forward passages `best_prefix` dropped before pruning (in order of addition).
     - `initial_quality`: F̂(∅); `quality`: F̂(kept); `reached`: F̂(kept) ≥ θ.
@@ -166,6 +176,7 @@ def minimal_sufficient_set(
     min_size: int = 1,
     prune_unnecessary: bool = True,
     best_prefix: bool = True,
+    bound: Bound | None = None,
 ) -> SearchResult:
     """Algorithm 1 over a pool of `n` passages: forward greedy with the δ two-round stop, then reverse pruning.
 
@@ -178,12 +189,18 @@ def minimal_sufficient_set(
     :param min_size: pruning keeps at least this many passages (0 allows the empty set).
     :param prune_unnecessary: also prune d when F̂(C \\ {d}) ≥ max(θ, F̂(C)) (see the module doc).
     :param best_prefix: without a two-round stop, go back to the best forward prefix that reached θ (module doc).
+    :param bound: an upper bound on F̂(S) costing no call: the sets whose outcome it decides are
+        not scored, the selection is the same (module doc). None = every candidate scored.
 
     >>> table = {(): 0.0, (0,): 0.5, (1,): 0.4, (2,): 0.4, (0, 1): 0.6, (0, 2): 0.6, (1, 2): 0.95,
     ...          (0, 1, 2): 0.95}
     >>> result = minimal_sufficient_set(3, lambda s: table[tuple(sorted(s))])
     >>> result.forward, result.kept, result.pruned, result.reached
     ((0, 1, 2), (1, 2), (0,), True)
+    >>> cheap = minimal_sufficient_set(3, lambda s: table[tuple(sorted(s))],
+    ...                                bound=lambda s: 0.5 if len(s) == 1 else 1.0)  # no single passage > 0.5
+    >>> cheap.kept == result.kept, cheap.quality_calls, result.quality_calls
+    (True, 6, 8)
     """
     check_int("n", n, 0)
     check_cer_parameters(theta=theta, epsilon=epsilon, mu=mu, kappa=kappa, delta=delta, k_max=k_max)
@@ -192,13 +209,15 @@ def minimal_sufficient_set(
         raise ValueError(f"'lengths' must have one entry per passage ({n}), got {len(lengths)}.")
     q = quality if isinstance(quality, MemoisedQuality) else MemoisedQuality(quality)
     calls_before = q.calls
+    scored = q if bound is None else _Checked(q, bound)
 
     chosen, steps, stop = _forward(
-        n, q, lengths, gain, uncertainty, theta=theta, mu=mu, kappa=kappa, delta=delta, k_max=k_max
+        n, scored, lengths, gain, uncertainty, bound,
+        theta=theta, mu=mu, kappa=kappa, delta=delta, k_max=k_max,
     )
     start = _best_prefix(chosen, steps, theta, min_size) if best_prefix and stop != STOP_DELTA else chosen
     kept, pruned = _prune(
-        start, q, theta=theta, epsilon=epsilon, min_size=min_size, unnecessary=prune_unnecessary
+        start, scored, bound, theta=theta, epsilon=epsilon, min_size=min_size, unnecessary=prune_unnecessary
     )
     final = q(kept)
     return SearchResult(
@@ -216,12 +235,27 @@ def minimal_sufficient_set(
     )
 
 
+class _Checked:
+    """The memoised quality, refusing a value above its bound (a wrong bound would change the selection)."""
+
+    def __init__(self, q: MemoisedQuality, bound: Bound) -> None:
+        self.q, self.bound = q, bound
+
+    def __call__(self, indices: tuple[int, ...]) -> float:
+        value = self.q(indices)
+        cap = float(self.bound(indices))
+        if not value <= cap:
+            raise ValueError(f"quality of the set {indices} is {value!r}, above its bound {cap!r}.")
+        return value
+
+
 def _forward(
     n: int,
-    q: MemoisedQuality,
+    q: Quality,
     lengths: Sequence[float] | None,
     gain: Gain | None,
     uncertainty: Gain | None,
+    bound: Bound | None,
     *,
     theta: float,
     mu: float,
@@ -239,13 +273,19 @@ def _forward(
             return chosen, steps, STOP_POOL
         if len(chosen) >= k_max:
             return chosen, steps, STOP_K_MAX
-        utilities: dict[int, float] = {}
-        for d in pool:
-            tau = gain(chosen, d) if gain is not None else q(chosen + (d,)) - current
-            sigma = uncertainty(chosen, d) if uncertainty is not None else 0.0
+
+        def value(d: int, tau: float, c: tuple[int, ...] = chosen) -> float:
+            sigma = uncertainty(c, d) if uncertainty is not None else 0.0
             length = lengths[d] if lengths is not None else 0.0
-            utilities[d] = utility(tau, length, mu=mu, kappa=kappa, sigma=sigma)
-        best = max(pool, key=lambda d: (utilities[d], -d))
+            return utility(tau, length, mu=mu, kappa=kappa, sigma=sigma)
+
+        if gain is not None or bound is None:
+            utilities = {
+                d: value(d, gain(chosen, d) if gain is not None else q(chosen + (d,)) - current) for d in pool
+            }
+            best = max(pool, key=lambda d: (utilities[d], -d))
+        else:
+            best, utilities = _bounded_round(pool, chosen, current, q, bound, value)
         chosen = chosen + (best,)
         new = q(chosen)
         step_gain = new - current
@@ -254,6 +294,37 @@ def _forward(
         quiet_rounds = quiet_rounds + 1 if new >= theta and step_gain < delta else 0
         if quiet_rounds >= 2:
             return chosen, steps, STOP_DELTA
+
+
+def _bounded_round(
+    pool: list[int],
+    chosen: tuple[int, ...],
+    current: float,
+    q: Quality,
+    bound: Bound,
+    value: Callable[[int, float], float],
+) -> tuple[int, dict[int, float]]:
+    """argmax over `pool` of (U(d), −d), scoring candidates best bound first, until none unscored can win.
+
+    U is non-decreasing in F̂(C ∪ {d}) (floating point included), so U(d) ≤ U at the bound:
+    a candidate whose bounded (U, −d) is below the best scored (U, −d) cannot be the argmax.
+
+    >>> table = {(0,): 0.9, (1,): 0.5, (2,): 0.95}
+    >>> _bounded_round([0, 1, 2], (), 0.0, lambda s: table[s], lambda s: {(0,): 1.0, (1,): 0.6, (2,): 0.95}[s],
+    ...                lambda d, tau: tau)
+    (2, {0: 0.9, 2: 0.95})
+    """
+    caps = {d: value(d, float(bound(chosen + (d,))) - current) for d in pool}
+    utilities: dict[int, float] = {}
+    best: int | None = None
+    for d in sorted(pool, key=lambda d: (-caps[d], d)):  # (cap, −d) non-increasing from here on
+        if best is not None and (caps[d], -d) < (utilities[best], -best):
+            break
+        utilities[d] = value(d, q(chosen + (d,)) - current)
+        if best is None or (utilities[d], -d) > (utilities[best], -best):
+            best = d
+    assert best is not None  # the pool is not empty
+    return best, dict(sorted(utilities.items()))
 
 
 def _best_prefix(chosen: tuple[int, ...], steps: list[Step], theta: float, min_size: int) -> tuple[int, ...]:
@@ -274,7 +345,8 @@ def _best_prefix(chosen: tuple[int, ...], steps: list[Step], theta: float, min_s
 
 def _prune(
     chosen: tuple[int, ...],
-    q: MemoisedQuality,
+    q: Quality,
+    bound: Bound | None,
     *,
     theta: float,
     epsilon: float,
@@ -290,6 +362,10 @@ def _prune(
             if len(kept) <= min_size:
                 break
             without = tuple(i for i in kept if i != d)
+            if bound is not None:
+                cap = float(bound(without))
+                if cap < theta + epsilon and (not unnecessary or cap < theta):
+                    continue  # decided: F̂(without) ≤ cap lies below every removal threshold
             rest = q(without)
             if rest >= theta + epsilon or (unnecessary and rest >= theta and rest >= q(kept)):
                 kept = without
@@ -356,6 +432,7 @@ __all__ = [
     "STOP_DELTA",
     "STOP_K_MAX",
     "STOP_POOL",
+    "Bound",
     "Effects",
     "Gain",
     "MemoisedQuality",

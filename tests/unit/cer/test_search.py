@@ -396,3 +396,99 @@ def test_best_prefix_goes_back_to_the_set_that_had_reached_theta():
     assert literal.kept == (1, 0, 2) and not literal.reached and literal.stop == cs.STOP_POOL
     fixed = minimal_sufficient_set(3, f, theta=0.75, prune_unnecessary=False)
     assert fixed.kept == (1,) and fixed.cut == (0, 2) and fixed.reached and fixed.quality == 0.94
+
+
+# ---------------------------------------------------------------- decided checks are not scored
+def _seeded_instance(seed, n, grid):
+    """F̂ over ordered tuples from a seeded generator (values on a grid: ties happen), and an upper
+    bound that is sometimes tight, sometimes loose, sometimes the trivial 1."""
+    rng = random.Random(seed)
+    values, slacks = {}, {}
+
+    def quality(s):
+        if s not in values:
+            values[s] = rng.randrange(grid + 1) / grid
+        return values[s]
+
+    def bound(s):
+        if s not in slacks:
+            slacks[s] = rng.choice([0.0, 0.0, rng.randrange(grid + 1) / grid, 1.0])
+        return min(1.0, quality(s) + slacks[s]) if slacks[s] < 1.0 else 1.0
+
+    return quality, bound
+
+
+class Counting:
+    """Counts the calls of a quality function (the scorer's cost)."""
+
+    def __init__(self, quality):
+        self.quality, self.calls = quality, []
+
+    def __call__(self, s):
+        self.calls.append(tuple(s))
+        return self.quality(tuple(s))
+
+
+def _selection(r):
+    return (r.kept, r.forward, r.pruned, r.cut, r.stop, r.quality, r.reached, r.initial_quality,
+            [(s.chosen, s.quality, s.gain) for s in r.steps])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    seed=st.integers(0, 10**9),
+    n=st.integers(1, 7),
+    grid=st.sampled_from([4, 10, 1000]),
+    theta=st.sampled_from([0.5, 0.75, 0.9, 1.0]),
+    epsilon=st.sampled_from([0.0, 0.05, 0.2]),
+    delta=st.sampled_from([0.0, 0.02, 0.3]),
+    mu=st.sampled_from([0.0, 0.05, 1.0]),
+    k_max=st.integers(1, 8),
+    min_size=st.integers(0, 3),
+    unnecessary=st.booleans(),
+    best_prefix=st.booleans(),
+    lengths=st.booleans(),
+)
+def test_a_bound_changes_no_selection_and_never_adds_a_scoring(
+    seed, n, grid, theta, epsilon, delta, mu, k_max, min_size, unnecessary, best_prefix, lengths
+):
+    quality, bound = _seeded_instance(seed, n, grid)
+    sizes = [random.Random(seed + i).randrange(0, 400) for i in range(n)] if lengths else None
+    kwargs = dict(theta=theta, epsilon=epsilon, delta=delta, mu=mu, k_max=k_max, min_size=min_size,
+                  prune_unnecessary=unnecessary, best_prefix=best_prefix, lengths=sizes)
+    old, new = Counting(quality), Counting(quality)
+    before = minimal_sufficient_set(n, old, **kwargs)
+    after = minimal_sufficient_set(n, new, bound=bound, **kwargs)
+    assert _selection(after) == _selection(before)
+    assert set(new.calls) <= set(old.calls) and after.quality_calls == len(new.calls) <= len(old.calls)
+    for step_old, step_new in zip(before.steps, after.steps, strict=True):
+        assert step_new.utilities.items() <= step_old.utilities.items()  # the scored ones, same values
+        assert step_new.chosen in step_new.utilities
+
+
+def test_the_trivial_bound_scores_what_the_search_without_one_scores():
+    raw, _ = _seeded_instance(7, 5, 10)
+    quality = lambda s: 0.95 * raw(s)  # noqa: E731  (below the bound 1: it decides nothing)
+    old, new = Counting(quality), Counting(quality)
+    minimal_sufficient_set(5, old)
+    minimal_sufficient_set(5, new, bound=lambda s: 1.0)
+    assert sorted(new.calls) == sorted(old.calls)
+
+
+def test_a_coverage_bound_skips_the_passages_without_the_answer():
+    # passage 2 alone holds the answer: the others' F̂ is capped below what it scores, and no set
+    # without it can reach θ, so neither round 1's other candidates nor those prunings are scored
+    holds = {2}
+    quality = lambda s: (0.9 if holds & set(s) else 0.3) - 0.01 * len(s)  # noqa: E731
+    bound = lambda s: (1.0 if holds & set(s) else 0.55) - 0.01 * len(s)  # noqa: E731
+    old, new = Counting(quality), Counting(quality)
+    before = minimal_sufficient_set(5, old)
+    after = minimal_sufficient_set(5, new, bound=bound)
+    assert after.kept == before.kept == (2,) and _selection(after) == _selection(before)
+    assert set(after.steps[0].utilities) == {2} and len(before.steps[0].utilities) == 5
+    assert len(new.calls) < len(old.calls) - 3
+
+
+def test_a_value_above_its_bound_is_refused():
+    with pytest.raises(ValueError, match=r"above its bound"):
+        minimal_sufficient_set(2, lambda s: 0.9, bound=lambda s: 0.5)
