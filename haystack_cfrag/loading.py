@@ -83,6 +83,67 @@ def pipeline_from_dict(
     return pipe
 
 
+def check_pipeline_file(
+    name_or_path: str | Path, *, allowed_modules: list[str] | None = None, build: bool | None = None
+) -> dict[str, Any]:
+    """The one check of a pipeline YAML before any model loads (`cfrag ask`, `eval`, `serve`): its parsed dict.
+
+    Checked, each failure one line naming the file: it is readable YAML, a mapping with a
+    `components` mapping; every class and callable it names is on the allowlist
+    (`check_classes`: `PipelineRefusedError`); and, with `build` (the default for a file of
+    the user's, not for a shipped name), Haystack builds it — classes, init parameters,
+    connections, and the sockets its top-level `inputs`/`outputs` name — without loading a model
+    (models load in `warm_up`, and `embedded:` names are not resolved here).
+
+    :raises PipelineRefusedError: a class outside the allowlist.
+    :raises ValueError: anything else that would fail later, after the models loaded.
+    """
+    from haystack_cfrag.pipelines import shipped_pipelines  # noqa: PLC0415
+
+    shipped = isinstance(name_or_path, str) and name_or_path in shipped_pipelines()
+    try:
+        path = pipeline_path(name_or_path)
+    except FileNotFoundError as exc:
+        raise ValueError(str(exc)) from exc
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: not a readable YAML file ({type(exc).__name__}).") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("components"), dict):
+        raise ValueError(f"{path}: not a Haystack pipeline file (no 'components' mapping).")
+    data = renamed_types(data)
+    try:
+        check_classes(data, TRUSTED_PREFIXES + tuple(allowed_modules or ()))
+    except PipelineRefusedError as exc:
+        raise PipelineRefusedError(f"{path}: {exc}") from exc
+    if build if build is not None else not shipped:
+        _dry_build(path, data, list(PACKAGE_MODULES) + list(allowed_modules or []))
+    return data
+
+
+def _dry_build(path: Path, data: dict[str, Any], patterns: list[str]) -> None:
+    """Build the pipeline (no warm-up) and check the sockets of its declared inputs and outputs."""
+    try:
+        if "allowed_modules" in inspect.signature(Pipeline.from_dict).parameters:
+            pipe = Pipeline.from_dict(data, allowed_modules=patterns)
+        else:
+            pipe = Pipeline.from_dict(data)  # Haystack 2.x: `check_classes` was the gate
+    except Exception as exc:  # noqa: BLE001  (Haystack raises DeserializationError, PipelineError, TypeError …)
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise ValueError(f"{path}: Haystack cannot build this pipeline: {first}") from exc
+    for section, kind in (("inputs", "input_sockets"), ("outputs", "output_sockets")):
+        declared = data.get(section) or {}
+        if not isinstance(declared, dict):
+            raise ValueError(f"{path}: '{section}' must be a mapping.")
+        for name, targets in declared.items():
+            for target in targets if isinstance(targets, list) else [targets]:
+                component, _, socket = str(target).partition(".")
+                node = pipe.graph.nodes[component] if component in pipe.graph.nodes else None
+                if node is None or socket not in node.get(kind, {}):
+                    raise ValueError(f"{path}: {section}.{name} names '{target}', which is not an "
+                                     f"{kind.split('_')[0]} of a component of the pipeline.")
+
+
 # Type paths of YAML written before the family layout (0.1, issue #24) -> where the classes live now.
 # Haystack 3.4's `default_from_dict` refuses a `type:` that is not the class's real import path, so
 # a re-export could not keep such files loading; `load_pipeline` rewrites them (stock

@@ -106,14 +106,14 @@ def main(debug: bool) -> None:
 def _check_inputs(question: str, pipelines: list[str], params: dict[str, Any], store_path: str | None, llm: str,
                   embedder: str, scorer: str | None) -> dict[str, Any]:
     """Fail fast, before any model loads, on any bad argument; the checked parameters."""
-    from haystack_cfrag.pipelines import pipeline_path  # noqa: PLC0415
+    from haystack_cfrag.loading import check_pipeline_file  # noqa: PLC0415
 
     if not question.strip():
         raise click.BadParameter("the question is empty", param_hint="QUESTION")
     for name in pipelines:
         try:
-            pipeline_path(name)
-        except FileNotFoundError as exc:
+            check_pipeline_file(name)  # the allowlist (and a file of the user's built) before any model loads
+        except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--pipeline") from exc
     checked = check_run_parameters(params)
     if store_path is not None:

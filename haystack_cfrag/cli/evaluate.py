@@ -48,8 +48,12 @@ def _sweep_systems(sweeps: tuple[str, ...]) -> list[str]:
 
 
 def _check_systems(specs: str, option: str) -> None:
+    """Each system, and each pipeline file's classes (the allowlist) and build, before any model loads."""
+    from haystack_cfrag.loading import check_pipeline_file  # noqa: PLC0415
+
     try:
-        check_systems(specs)
+        for system in check_systems(specs):
+            check_pipeline_file(system.pipeline)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint=option) from exc
 

@@ -171,14 +171,15 @@ YAML_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{0,63}")
 def yaml_deploy_name(name_or_path: str | Path) -> str:
     """The name a YAML pipeline is served under: `<stem>_yaml`, for a served name or a file of the user's.
 
-    A file must be a `.yml`/`.yaml` file whose stem is a plain name (letters, digits, `_`, `-`)
-    and whose classes are all in the package loader's allowlist (`haystack_cfrag.loading`):
-    anything else raises ValueError with one line naming what is wrong, before anything is written.
+    A file must be a `.yml`/`.yaml` file whose stem is a plain name (letters, digits, `_`, `-`),
+    pass `haystack_cfrag.loading.check_pipeline_file` (the allowlist, then Haystack builds it
+    without loading a model) and declare `inputs` and `outputs`: anything else raises ValueError
+    with one line naming what is wrong, before anything is written or started.
 
     >>> yaml_deploy_name("cf_rag")
     'cf_rag_yaml'
     """
-    from haystack_cfrag.loading import TRUSTED_PREFIXES, PipelineRefusedError, check_classes  # noqa: PLC0415
+    from haystack_cfrag.loading import check_pipeline_file  # noqa: PLC0415
 
     if isinstance(name_or_path, str) and name_or_path in PIPELINES:
         return f"{name_or_path}_yaml"
@@ -189,19 +190,11 @@ def yaml_deploy_name(name_or_path: str | Path) -> str:
     if not YAML_NAME.fullmatch(path.stem):
         raise ValueError(f"{path.name}: name the file with letters, digits, '_' or '-' (it becomes the route "
                          f"/{path.stem}_yaml/run).")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ValueError(f"{path}: not a readable YAML file ({type(exc).__name__}).") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("components"), dict):
-        raise ValueError(f"{path}: not a Haystack pipeline file (no 'components' mapping).")
+    data = check_pipeline_file(path, build=False)  # the allowlist (and readable YAML with components)
     if not isinstance(data.get("inputs"), dict) or not isinstance(data.get("outputs"), dict):
         raise ValueError(f"{path}: Hayhooks serves a YAML pipeline through its top-level 'inputs' and 'outputs' "
                          "mappings; declare them (see pipelines/standard_rag.yml).")
-    try:
-        check_classes(data, TRUSTED_PREFIXES)
-    except PipelineRefusedError as exc:
-        raise ValueError(f"{path}: {exc}") from exc
+    check_pipeline_file(path, build=True)  # Haystack builds it here, not 19 s later in the started server
     return f"{path.stem}_yaml"
 
 
