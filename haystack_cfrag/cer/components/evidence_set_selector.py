@@ -80,8 +80,9 @@ class EvidenceSetSelector(InjectedParts):
 
     `documents` are the kept passages, most useful first (copies, with `cer_necessity`,
     `cer_deletion_effect` and `cer_rank` in their meta); `trace` has each step's candidate
-    utilities, F̂ after each step, the pruned passages, Nec(d), the deletion and replacement
-    effects and the number of scorings. When θ is not reached the set is returned anyway and
+    utilities (of the candidates scored: a set whose outcome F̂'s free upper bound decides is not
+    scored), F̂ after each step, the pruned passages, Nec(d), the deletion (and, with
+    `replacement=True`, replacement) effects and the number of scorings. When θ is not reached the set is returned anyway and
     `degradations` says so; when the draft or a scoring fails, the top `draft_top_k` passages
     are returned (or the error raised with `raise_on_failure=True`).
 
@@ -123,10 +124,11 @@ class EvidenceSetSelector(InjectedParts):
         entailment: str = "support",
         pmi_scale: float = 1.0,
         contradiction: str = "off",
-        replacement: bool = True,
+        replacement: bool = False,
         min_size: int = 1,
         prune_unnecessary: bool = True,
         best_prefix: bool = True,
+        skip_decided: bool = True,
         raise_on_failure: bool = False,
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
     ) -> None:
@@ -146,11 +148,14 @@ class EvidenceSetSelector(InjectedParts):
         :param pmi_scale: the PMI in nats per token that maps to σ(1), > 0 (with "pmi").
         :param contradiction: "off" (p_contra = 0) or "yes_no" (the reader's share of "no"; two more scorings per set).
         :param replacement: report each kept passage's replacement effect, its hard negative being
-            the most similar pool passage outside the set (lexical cosine; one scoring per kept passage).
+            the most similar pool passage outside the set (lexical cosine; up to one scoring per kept
+            passage, none of which can change the selection: off by default).
         :param min_size: pruning keeps at least this many passages, ≥ 0.
         :param prune_unnecessary: also prune passages whose removal does not lower F̂ (docs/cer.md).
         :param best_prefix: when the two-round stop never fires, start pruning from the best forward
             prefix that reached θ rather than the whole forward set (docs/cer.md).
+        :param skip_decided: do not score a set whose outcome F̂'s free upper bound (p_entail = 1,
+            p_contra = 0) already decides; the selection is the same (docs/cer.md, "Cost").
         :param raise_on_failure: raise when the draft or a scoring fails instead of degrading to the top passages.
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
         """
@@ -195,6 +200,9 @@ class EvidenceSetSelector(InjectedParts):
         if not isinstance(best_prefix, bool):
             raise ValueError(f"'best_prefix' must be true or false, got {best_prefix!r}.")
         self.best_prefix = best_prefix
+        if not isinstance(skip_decided, bool):
+            raise ValueError(f"'skip_decided' must be true or false, got {skip_decided!r}.")
+        self.skip_decided = skip_decided
         self.raise_on_failure = raise_on_failure
         self.max_query_chars = max_query_chars
 
@@ -224,6 +232,7 @@ class EvidenceSetSelector(InjectedParts):
             min_size=self.min_size,
             prune_unnecessary=self.prune_unnecessary,
             best_prefix=self.best_prefix,
+            skip_decided=self.skip_decided,
             raise_on_failure=self.raise_on_failure,
             max_query_chars=self.max_query_chars,
         )
@@ -346,6 +355,7 @@ class EvidenceSetSelector(InjectedParts):
                 min_size=self.min_size,
                 prune_unnecessary=self.prune_unnecessary,
                 best_prefix=self.best_prefix,
+                bound=scoring.bound if self.skip_decided else None,
             )
             replacements = _hard_negatives(pool, result.kept) if self.replacement else {}
             effects = set_effects(result.kept, quality, replacements=replacements, alpha=self.alpha)
@@ -476,6 +486,11 @@ class _Scoring:
         p_cov = coverage(self.answer, [d.content or "" for d in docs])
         p_contra = self._contradiction(docs) if self.s.contradiction == "yes_no" else 0.0
         return quality_score(p_entail, p_cov, p_contra, len(idx), weights=self.s.weights, k_max=self.s.k_max)
+
+    def bound(self, idx: tuple[int, ...]) -> float:
+        """F̂'s upper bound without a scoring: p_entail = 1, p_contra = 0 (p_cov and |S| are free)."""
+        p_cov = coverage(self.answer, [self.pool[i].content or "" for i in idx])
+        return quality_score(1.0, p_cov, 0.0, len(idx), weights=self.s.weights, k_max=self.s.k_max)
 
     def _contradiction(self, docs: list[Document]) -> float:
         question = VERIFY_QUESTION.format(query=self.query, answer=self.answer)

@@ -3,9 +3,12 @@
 import asyncio
 import copy
 import math
+import random
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
@@ -92,7 +95,8 @@ class TestDarkKnight:
         assert trace["necessity"] == {"cast": 1.0}
         assert trace["deletion_effects"]["cast"] > 0.5
         assert len(trace["qualities"]) == len(trace["steps"]) == len(trace["forward"])
-        assert set(trace["steps"][0]["utilities"]) == {d.id for d in docs}
+        # no review names the answer: F̂'s bound (p_entail = 1) cannot beat the cast list's, unscored
+        assert set(trace["steps"][0]["utilities"]) == {"cast"}
         # the kept passage is a copy carrying its necessity; the inputs are untouched
         kept = out["documents"][0]
         assert kept.meta[NECESSITY_KEY] == 1.0 and kept.meta[RANK_KEY] == 0 and DELETION_KEY in kept.meta
@@ -118,7 +122,7 @@ class TestDarkKnight:
         assert len(sets) == len(set(sets)) == out["trace"]["scorer_calls"] == out["trace"]["quality_calls"]
 
     def test_replacement_effects_use_a_similar_outside_passage(self):
-        out = make().run(query=dk.QUESTION, documents=dark_knight_pool())
+        out = make(replacement=True).run(query=dk.QUESTION, documents=dark_knight_pool())
         trace = out["trace"]
         neg = trace["replacements"]["cast"]
         assert neg != "cast" and neg not in trace["kept"]
@@ -138,7 +142,8 @@ class TestQualityTerms:
         from haystack_cfrag.cer.math.quality import quality_score
 
         docs = dark_knight_pool()
-        trace = make().run(query=dk.QUESTION, documents=docs)["trace"]
+        trace = make(skip_decided=False).run(query=dk.QUESTION, documents=docs)["trace"]
+        assert set(trace["steps"][0]["utilities"]) == {d.id for d in docs}
         empty = quality_score(math.exp(-3.0), 0.0, 0.0, 0)  # closed book: no key token covered
         cast = quality_score(math.exp(-0.05), 1.0, 0.0, 1)
         review = quality_score(math.exp(-2.0), 0.0, 0.0, 1)
@@ -264,12 +269,70 @@ class TestFailures:
             EvidenceSetSelector(support_scorer=FakeScorer()).run(query="q", documents=[])
 
 
+class SeededScorer:
+    """A counting fake reader: a log-probability per (question, answer, ordered passages), seeded."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed, self.values, self.calls = seed, {}, 0
+
+    def score(self, query, answer, documents):
+        self.calls += 1
+        key = (query, answer, tuple(d.id for d in documents))
+        if key not in self.values:
+            self.values[key] = -random.Random(f"{self.seed}|{key}").choice([0.01, 0.05, 0.3, 1.0, 3.0])
+        return self.values[key]
+
+
+SELECTION = ("pool", "kept", "forward", "pruned", "cut", "quality", "reached", "stop", "qualities",
+             "initial_quality", "necessity", "deletion_effects", "fused_effects")
+
+
+class TestSkipDecided:
+    """Scorings whose outcome F̂'s free upper bound decides are skipped: same selection, fewer scorings."""
+
+    @settings(max_examples=150, deadline=None)
+    @given(
+        seed=st.integers(0, 10**6),
+        n=st.integers(1, 6),
+        theta=st.sampled_from([0.6, 0.75, 0.85]),
+        answer=st.sampled_from(["Christian Bale", "Gotham", "yes"]),
+        contradiction=st.sampled_from(["off", "yes_no"]),
+        entailment=st.sampled_from(["support", "pmi"]),
+    )
+    def test_same_selection_as_scoring_everything(self, seed, n, theta, answer, contradiction, entailment):
+        rng = random.Random(seed)
+        words = ["Christian", "Bale", "Gotham", "Joker", "film", "actor"]
+        docs = [Document(id=f"d{i}", content=" ".join(rng.choices(words, k=rng.randint(1, 6))))
+                for i in range(n)]
+        outs, costs = [], []
+        for skip in (False, True):
+            scorer = SeededScorer(seed)
+            sel = make(support_scorer=scorer, theta=theta, contradiction=contradiction,
+                       entailment=entailment, skip_decided=skip)
+            outs.append(sel.run(query="Who?", documents=docs, answer=answer))
+            costs.append(scorer.calls)
+        old, new = (o["trace"] for o in outs)
+        assert {k: new[k] for k in SELECTION} == {k: old[k] for k in SELECTION}
+        assert [d.id for d in outs[1]["documents"]] == [d.id for d in outs[0]["documents"]]
+        assert costs[1] == new["scorer_calls"] <= costs[0] == old["scorer_calls"]
+
+    def test_the_dark_knight_costs_fewer_scorings(self):
+        counts = {}
+        for skip in (False, True):
+            scorer = FakeScorer()
+            out = make(support_scorer=scorer, skip_decided=skip).run(query=dk.QUESTION, documents=dark_knight_pool())
+            counts[skip] = (len(scorer.calls), [d.id for d in out["documents"]])
+        assert counts[True][1] == counts[False][1] == ["cast"]
+        assert counts[True][0] < counts[False][0]
+
+
 class TestSerialisationAndAsync:
     def test_roundtrip(self):
-        sel = make(theta=0.7, weights=[0.5, 0.3, 0.1, 0.1], contradiction="yes_no", entailment="pmi")
+        sel = make(theta=0.7, weights=[0.5, 0.3, 0.1, 0.1], contradiction="yes_no", entailment="pmi",
+                   skip_decided=False, replacement=True)
         data = sel.to_dict()
         back = EvidenceSetSelector.from_dict(data)
-        assert back.to_dict() == data
+        assert back.to_dict() == data and back.skip_decided is False and back.replacement is True
         assert isinstance(back.support_scorer, FakeScorer) and isinstance(back.chat_generator, FakeGenerator)
         assert back.weights == (0.5, 0.3, 0.1, 0.1) and back.theta == 0.7
 
