@@ -1,52 +1,54 @@
-"""The shipped pipelines, in one place: what the CLI, the runtime, the evaluation and the server know of them.
+"""The method families and their pipelines, in one place: what the CLI, the runtime, the evaluation and the server know.
 
-Each entry names a YAML file of the top-level `pipelines/` folder (shipped in the wheel as
-`haystack_cfrag/pipelines/`), its method family, what it is, the family's parameter table
-(`haystack_cfrag.cfrag.parameters`: which component and init parameter each tunable sets, its range)
-and where it takes part: served by `cfrag serve`, run under injection by `cfrag eval --inject`,
-or the baseline of every comparison. Nothing above the components names a pipeline or a node:
-they read this registry, and the runtime reads a run's answer from its declared output sockets
-(`answer`/`trace`, or a `GeneratedAnswer` list; see `haystack_cfrag.runtime.read_outputs`).
+Each family package declares one `haystack_cfrag.family.Family` (its `family.py`'s `FAMILY`):
+its parameter table, its pipelines, its trace reading, its CLI options, sweeps and ablations,
+what it needs at index time. This module collects them (`FAMILY_MODULES`, and any family of
+your own handed to `register_family`), lists the pipelines by name and family (`REGISTRY`), and
+resolves a pipeline name or file once into a `Resolved` (path, parsed YAML, declared inputs and
+outputs, family, parameter table) that the runtime, the CLI, the server and the evaluation pass
+around. Nothing above it names a family, a pipeline or a node.
 
-Adding a method is: its subpackage, its YAML in `pipelines/`, and one entry here.
+Adding a method: its package with a `family.py`, its YAML in `pipelines/`, and its module in
+`FAMILY_MODULES` (or `register_family(FAMILY)` from your own code; docs/architecture.md).
 
-    >>> from haystack_cfrag.registry import REGISTRY, served_pipelines
-    >>> REGISTRY["cf_rag"].family, "cf_rag" in served_pipelines()
+    >>> from haystack_cfrag.registry import REGISTRY, resolve, served_pipelines
+    >>> REGISTRY["cf_rag"].family, "cer" in served_pipelines()
     ('cf_rag', True)
     >>> REGISTRY["standard_rag"].path.name
     'standard_rag.yml'
+    >>> resolve("cer").family.name, sorted(resolve("cer").inputs)
+    ('cer', ['query'])
 """
 
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from haystack_cfrag.baseline.parameters import HYBRID_PARAMETERS, ORDER_PARAMETERS, STANDARD_PARAMETERS
-from haystack_cfrag.causal_rag.parameters import PARAMETERS as CAUSAL_RAG_PARAMETERS
-from haystack_cfrag.cdf_rag.parameters import GROUNDED_LITE_PARAMETERS, GROUNDED_PARAMETERS
-from haystack_cfrag.cdf_rag.parameters import PARAMETERS as CDF_RAG_PARAMETERS
-from haystack_cfrag.cer.parameters import PARAMETERS as CER_PARAMETERS
-from haystack_cfrag.cfrag.parameters import PARAMETERS, Parameter
+import yaml
+
+from haystack_cfrag.common.parameters import Parameter, ParameterError, check_parameters
+from haystack_cfrag.family import Entry, Family, StorePreparation
 from haystack_cfrag.pipelines import pipeline_path
 
 BASELINE = "standard_rag"
 """The pipeline every comparison measures against (standard RAG: top-k retrieval, one generation)."""
 
+FAMILY_MODULES = ("haystack_cfrag.baseline.family", "haystack_cfrag.cfrag.family", "haystack_cfrag.cer.family",
+                  "haystack_cfrag.causal_rag.family", "haystack_cfrag.cdf_rag.family")
+"""Where the shipped families declare themselves (each module's `FAMILY`), in the order they are listed."""
 
-CF_RAG_API = (
-    "Answer a question with Counterfactual RAG: robust to related but non-decisive evidence.\n\n"
-    "Writes counterfactual questions, retrieves evidence for all of them, drafts one answer per\n"
-    "evidence stratum and picks the draft whose evidence is coherent and causally decisive."
-)
+OWN_FILE_FAMILY = "baseline"
+"""The family a pipeline file of your own is read as when it holds no family's component."""
 
 
 @dataclass(frozen=True)
 class ShippedPipeline:
-    """One shipped pipeline: its name (= its YAML file's stem), family, description and roles."""
+    """One pipeline of a family: its name (= its YAML file's stem), family, description, table and roles."""
 
     name: str
     family: str
@@ -58,78 +60,201 @@ class ShippedPipeline:
     """What the served `/run` route and MCP tool say the pipeline does (default: `description`)."""
     indexing: bool = False
     """An index-time pipeline (documents in, no answer): never asked, evaluated or served."""
+    default_system: bool = False
+    file: Path | None = None
     control: str = ""
-    """A cheap control every method is read beside: "retrieval" (what a Haystack user would try first: standard
-    RAG, one passage more, hybrid retrieval) or "order" (the same passages reordered: the reader's order noise)."""
+    """A cheap control every method is read beside: "retrieval" or "order" (`family.Entry.control`)."""
 
     @property
     def request_parameters(self) -> tuple[str, ...]:
-        """The parameters a request may set (run-time inputs of the pipeline's components)."""
-        return tuple(name for name, p in self.parameters.items() if p.per_request)
+        """The parameters a served request may set: the family's request parameters this pipeline has."""
+        wanted = FAMILIES[self.family].request_parameters
+        return tuple(name for name in self.parameters if name in wanted)
+
+    @property
+    def request_table(self) -> dict[str, Parameter]:
+        """The request parameters with their ranges (what the served request model is made of)."""
+        return {name: self.parameters[name] for name in self.request_parameters}
 
     @property
     def path(self) -> Path:
         """The YAML file (the installed package's copy, or the checkout's `pipelines/`)."""
-        return pipeline_path(self.name)
+        return self.file if self.file is not None else pipeline_path(self.name)
 
 
-REGISTRY: dict[str, ShippedPipeline] = {
-    p.name: p
-    for p in (
-        ShippedPipeline("standard_rag", "baseline", "top-k retrieval -> one generation: the baseline of every "
-                        "comparison (standard_rag[top_k=6]: one passage more)", STANDARD_PARAMETERS, served=True,
-                        injection=True, control="retrieval", api_description=(
-                            "Answer a question with standard RAG (top-k retrieval, one generation): the baseline "
-                            "of CF-RAG.\n\nReturns the answer and the documents it was given (no trace: there is "
-                            "no arbitration).")),
-        ShippedPipeline("closed_book", "baseline", "the same LLM without retrieval"),
-        ShippedPipeline("hybrid_rag", "baseline", "control: Haystack's hybrid, BM25 + embedding retrievers joined by "
-                        "reciprocal rank fusion -> one generation", HYBRID_PARAMETERS, control="retrieval"),
-        ShippedPipeline("order_rag", "baseline", "control: standard RAG's passages in another fixed order (reversed) -> "
-                        "one generation: how many answers change from order alone", ORDER_PARAMETERS,
-                        control="order"),
-        ShippedPipeline("cf_rag", "cf_rag", "the default CF-RAG: standard RAG's answer as the baseline, "
-                        "counterfactual challengers, a duel", PARAMETERS, served=True, injection=True,
-                        api_description=CF_RAG_API),
-        ShippedPipeline("cf_rag_fast", "cf_rag", "the same graph with fewer calls (N=0, M=1)", PARAMETERS,
-                        served=True, injection=True, api_description=CF_RAG_API),
-        ShippedPipeline("cf_rag_paper", "cf_rag", "the paper's configuration (docs/method.md, 'Two "
-                        "configurations')", PARAMETERS),
-        ShippedPipeline("cer", "cer", "standard RAG over a minimal sufficient evidence set of the top 5 "
-                        "(docs/cer.md)", CER_PARAMETERS, served=True, api_description=(
-                            "Answer a question with CER: the smallest set of the retrieved passages whose answer "
-                            "the reader supports, then one generation over that set.\n\nReturns the answer, the "
-                            "kept passages and the selector's trace (F̂ per step, pruned passages, necessity).")),
-        ShippedPipeline("causal_rag", "causal_rag", "the question's k nearest graph nodes expanded s hops, summarised "
-                        "in two calls, then an answer over the summary and the passages (docs/causal_rag.md)",
-                        CAUSAL_RAG_PARAMETERS, served=True, api_description=(
-                            "Answer a question with CausalRAG: a causal subgraph of the documents around the "
-                            "question, its causal paths and summary, then one generation over the summary and "
-                            "the passages.\n\nReturns the answer, the passages and the graph retriever's trace.")),
-        ShippedPipeline("cdf_rag", "cdf_rag", "refine the question, retrieve on the dense and graph paths, answer, "
-                        "then the causal-consistency and hallucination checks (docs/cdf_rag.md)", CDF_RAG_PARAMETERS,
-                        served=True, api_description=(
-                            "Answer a question with CDF-RAG: a refined question, dense and causal-graph retrieval "
-                            "merged, one generation, then a causal-consistency check (one regeneration) and a "
-                            "hallucination check (one rewrite).\n\nReturns the answer, the passages and each "
-                            "check's score and decision.")),
-        ShippedPipeline("grounded_rag", "cdf_rag", "standard RAG, then CDF-RAG's causal-consistency and hallucination "
-                        "checks alone (docs/cdf_rag.md, 'Grounded standard RAG')", GROUNDED_PARAMETERS),
-        ShippedPipeline("grounded_rag_lite", "cdf_rag", "standard RAG, then the hallucination check alone: no graph "
-                        "to build (docs/cdf_rag.md, 'Grounded standard RAG')", GROUNDED_LITE_PARAMETERS),
-        ShippedPipeline("causal_rag_indexing", "causal_rag", "index time: passages -> causal graph nodes and edges "
-                        "(one extraction call per chunk, cached) -> the node store", indexing=True),
-    )
-}
+FAMILIES: dict[str, Family] = {}
+REGISTRY: dict[str, ShippedPipeline] = {}
 
 
+def _table(family: Family, entry: Entry) -> Mapping[str, Parameter]:
+    if isinstance(entry.parameters, Mapping):
+        return entry.parameters
+    if entry.parameters is None and not family.borrowed:
+        return family.parameters
+    table = {**family.parameters, **{name: FAMILIES[owner].parameters[name] for name, owner in family.borrowed.items()}}
+    return table if entry.parameters is None else {name: table[name] for name in entry.parameters}
+
+
+def register_family(family: Family) -> None:
+    """Add a family and its pipelines (a family of your own: its entries name their YAML with `path`).
+
+    :raises ValueError: a pipeline name another family already has.
+    """
+    for entry in family.pipelines:
+        owner = REGISTRY.get(entry.name)
+        if owner is not None and owner.family != family.name:
+            raise ValueError(f"Pipeline '{entry.name}' of family '{family.name}' is already family '{owner.family}''s.")
+    FAMILIES[family.name] = family
+    for entry in family.pipelines:
+        REGISTRY[entry.name] = ShippedPipeline(
+            entry.name, family.name, entry.description, _table(family, entry), served=not entry.indexing,
+            injection=entry.injection, api_description=entry.api_description, indexing=entry.indexing,
+            default_system=entry.default_system, file=entry.path,
+            control=entry.control)
+    _resolved.clear()
+
+
+def unregister_family(name: str) -> None:
+    """Remove a family registered with `register_family` (tests)."""
+    FAMILIES.pop(name, None)
+    for pipeline in [p for p, entry in REGISTRY.items() if entry.family == name]:
+        del REGISTRY[pipeline]
+    _resolved.clear()
+
+
+# ---------------------------------------------------------------- one resolution per pipeline file
+@dataclass(frozen=True)
+class Resolved:
+    """A pipeline name or file resolved once: what every layer above the families passes around."""
+
+    name: str
+    path: Path
+    data: dict[str, Any] = field(repr=False)
+    family: Family = field(repr=False)
+    parameters: Mapping[str, Parameter] = field(repr=False)
+    entry: ShippedPipeline | None = field(default=None, repr=False)
+
+    @property
+    def inputs(self) -> dict[str, list[str]]:
+        """The file's declared inputs: name -> the sockets that receive it."""
+        return dict(self.data.get("inputs") or {})
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        """The file's declared outputs: name -> component.socket."""
+        return dict(self.data.get("outputs") or {})
+
+    @property
+    def components(self) -> dict[str, Any]:
+        """The file's components (name -> its type and init parameters)."""
+        return dict(self.data.get("components") or {})
+
+    @property
+    def request_table(self) -> dict[str, Parameter]:
+        """What a request may set on this pipeline."""
+        wanted = self.family.request_parameters
+        return {name: p for name, p in self.parameters.items() if name in wanted}
+
+    def run_data(self, **values: Any) -> dict[str, dict[str, Any]]:
+        """Run-time data from the file's `inputs`: every socket listed under `inputs.query` gets `query`."""
+        data: dict[str, dict[str, Any]] = {}
+        for name, value in values.items():
+            if name not in self.inputs:
+                raise KeyError(f"The pipeline declares no input '{name}' (it has {sorted(self.inputs)}).")
+            for target in self.inputs[name]:
+                comp, socket = target.split(".", 1)
+                data.setdefault(comp, {})[socket] = value
+        return data
+
+    def values(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Each parameter's effective value: `params`' where set, else the file's init parameter (if it has one)."""
+        out = {}
+        for name, p in self.parameters.items():
+            if (params or {}).get(name) is not None:
+                out[name] = params[name]
+                continue
+            init = (self.components.get(p.component) or {}).get("init_parameters") or {}
+            if p.target in init:
+                out[name] = init[p.target]
+        return out
+
+    def check(self, params: Mapping[str, Any], *, request: bool = False) -> dict[str, Any]:
+        """`params` checked against this pipeline's table (a request: its request parameters only)."""
+        table = self.request_table if request else self.parameters
+        return check_parameters(params, table)
+
+    def preparation(self) -> StorePreparation | None:
+        """What the family needs built over the store first (another family's, when it names one)."""
+        return preparation_of(self.family)
+
+
+_resolved: dict[tuple[str, int, int], Resolved] = {}
+_lock = threading.Lock()
+
+
+def resolve(name_or_path: str | Path | Resolved) -> Resolved:
+    """A shipped name or a YAML file, resolved once (kept while the file is unchanged).
+
+    A file of your own that shares a shipped name is its own; its family is the one whose
+    components it names most (none: the baselines').
+
+    :raises FileNotFoundError: neither a file nor a registered name.
+    """
+    if isinstance(name_or_path, Resolved):
+        return name_or_path
+    entry = REGISTRY.get(str(name_or_path))
+    path = entry.path if entry is not None else pipeline_path(name_or_path)
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    with _lock:
+        found = _resolved.get(key)
+    if found is not None:
+        return found
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} is not a Haystack pipeline file (no 'components').")
+    if entry is None:
+        shipped = REGISTRY.get(path.stem)
+        if shipped is not None and path.resolve() == shipped.path.resolve():
+            entry = shipped
+    if entry is not None:
+        family, table = FAMILIES[entry.family], entry.parameters
+    else:
+        family = _family_of(data)
+        table = {**family.parameters,
+                 **{name: FAMILIES[owner].parameters[name] for name, owner in family.borrowed.items()}}
+    found = Resolved(path.stem, path, data, family, table, entry)
+    with _lock:
+        _resolved[key] = found
+    return found
+
+
+def _family_of(data: dict[str, Any]) -> Family:
+    """The family whose components a file of your own names most (none: `OWN_FILE_FAMILY`)."""
+    types = [str((c or {}).get("type", "")) for c in (data.get("components") or {}).values() if isinstance(c, dict)]
+    counts = {name: sum(t.startswith(f.components) for t in types) for name, f in FAMILIES.items() if f.components}
+    best = max(counts, key=lambda name: counts[name], default=None)
+    return FAMILIES[best] if best is not None and counts[best] else FAMILIES[OWN_FILE_FAMILY]
+
+
+def preparation_of(family: Family) -> StorePreparation | None:
+    """A family's index-time preparation (following a family that names another's)."""
+    seen = set()
+    prep: Any = family.prepare_store
+    while isinstance(prep, str) and prep not in seen:
+        seen.add(prep)
+        prep = FAMILIES[prep].prepare_store
+    return prep if isinstance(prep, StorePreparation) else None
+
+
+# ---------------------------------------------------------------- lists
 def query_pipelines() -> tuple[str, ...]:
     """Names that answer questions (every entry but the index-time ones)."""
     return tuple(name for name, p in REGISTRY.items() if not p.indexing)
 
 
 def served_pipelines() -> tuple[str, ...]:
-    """Names `cfrag serve` and the service offer."""
+    """Names `cfrag serve` and the service offer: every query pipeline."""
     return tuple(name for name, p in REGISTRY.items() if p.served)
 
 
@@ -138,33 +263,39 @@ def injection_pipelines() -> tuple[str, ...]:
     return tuple(name for name, p in REGISTRY.items() if p.injection)
 
 
-def parameters_of(name_or_path: str | Path) -> Mapping[str, Parameter]:
-    """The parameter table of a shipped pipeline; a pipeline file of your own gets CF-RAG's table.
+def default_systems() -> tuple[str, ...]:
+    """`cfrag eval`'s default systems: the families' default pipelines, then their default ablations."""
+    return (*(name for name, p in REGISTRY.items() if p.default_system),
+            *(a for f in FAMILIES.values() for a in f.default_ablations))
 
-    A parameter applies only where the file has its component, so a table that names components
-    a file lacks is harmless (the runtime and the checks skip them). A shipped pipeline named by
-    its file (as the runtime does once it has resolved the name) gets its own family's table.
+
+def ablations() -> dict[str, tuple[str, Mapping[str, Any]]]:
+    """Every family's named ablations: name -> (pipeline, fixed values)."""
+    return {name: spec for f in FAMILIES.values() for name, spec in f.ablations.items()}
+
+
+def cli_options() -> dict[str, tuple[str, Parameter]]:
+    """The short `cfrag ask/compare` options every family declares: option -> (parameter name, its Parameter)."""
+    return {option: (name, f.parameters[name]) for f in FAMILIES.values() for option, name in f.cli_options.items()}
+
+
+def sweep_names(family: Family) -> dict[str, str]:
+    """Short names of a family's parameters in eval systems and sweeps (`lambda` -> `causal_weight`)."""
+    return dict(family.sweep_names)
+
+
+def parameters_of(name_or_path: str | Path) -> Mapping[str, Parameter]:
+    """The parameter table of a pipeline name or file (`resolve(…).parameters`).
 
     >>> sorted(parameters_of(REGISTRY["cer"].path)) == sorted(parameters_of("cer")) == sorted(REGISTRY["cer"].parameters)
     True
     """
-    path = Path(str(name_or_path))
-    entry = REGISTRY.get(path.stem)
-    if entry is not None and path.is_file() and path.resolve() != entry.path.resolve():
-        entry = None  # a file of your own that shares a shipped name; the shipped file itself keeps its table
-    return entry.parameters if entry is not None else PARAMETERS
+    return resolve(name_or_path).parameters
 
 
-TRACE_VIEWS = {"cf_rag": "haystack_cfrag.cfrag.trace", "cer": "haystack_cfrag.cer.trace",
-               "cdf_rag": "haystack_cfrag.cdf_rag.trace"}
-"""Each family's module that shows its trace (`decision_lines`, `format_trace`, `why_no_answer`)."""
-
-
-def trace_view(name_or_path: str | Path) -> Any | None:
-    """The trace module of a pipeline's family; a file of your own is read as CF-RAG's; None: no trace to show."""
-    entry = REGISTRY.get(Path(str(name_or_path)).stem)
-    family = entry.family if entry is not None else "cf_rag"
-    return importlib.import_module(TRACE_VIEWS[family]) if family in TRACE_VIEWS else None
+def trace_view(name_or_path: str | Path | Resolved) -> Any | None:
+    """The CLI's trace view of a pipeline's family (None: no trace to show)."""
+    return resolve(name_or_path).family.view
 
 
 def controls() -> dict[str, str]:
@@ -177,5 +308,14 @@ def describe() -> str:
     return "\n".join(f"{name}: {p.description}" for name, p in REGISTRY.items())
 
 
-__all__ = ["BASELINE", "REGISTRY", "ShippedPipeline", "controls", "describe", "injection_pipelines", "parameters_of",
-           "query_pipelines", "served_pipelines", "trace_view"]
+def _load() -> None:
+    for module in FAMILY_MODULES:
+        register_family(importlib.import_module(module).FAMILY)
+
+
+_load()
+
+__all__ = ["BASELINE", "FAMILIES", "FAMILY_MODULES", "REGISTRY", "ParameterError", "Resolved", "ShippedPipeline",
+           "ablations", "cli_options", "controls", "default_systems", "describe", "injection_pipelines", "parameters_of",
+           "preparation_of", "query_pipelines", "register_family", "resolve", "served_pipelines", "trace_view",
+           "unregister_family"]

@@ -12,30 +12,23 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from haystack import Pipeline, logging
 from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
-from haystack_cfrag.registry import parameters_of, trace_view
+from haystack_cfrag.registry import FAMILIES, Resolved, preparation_of, resolve
 from haystack_cfrag.common import interrupts
 from haystack_cfrag.common.serialization import serialize_component
-from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.stores.keyword import keyword_retriever
-from haystack_cfrag.loading import (
-    component_key,
-    pipeline_from_dict,
-    pipeline_inputs,
-    pipeline_outputs,
-    share_injected_components,
-)
+from haystack_cfrag.loading import component_key, pipeline_from_dict, share_injected_components
 from haystack_cfrag.timing import count_llm_usage, timed_on, timed_stages
 
 
@@ -67,6 +60,9 @@ class Answer:
 
 
 logger = logging.getLogger(__name__)
+
+MAX_BUILT = 16
+"""Built pipelines a runtime keeps (per file and build-time parameters); the least recently used goes first."""
 
 GRAPH_CACHE = "auto"
 """CausalRAG's extraction cache (per passage hash, prompt, chunking and model): "auto" = `models.graph_cache_dir()`."""
@@ -126,11 +122,11 @@ class Runtime:
         self._warm = False
         self._lock = threading.Lock()
         self._build_lock = threading.Lock()
-        self._built: dict[tuple[str, str], Pipeline] = {}
+        self._built: OrderedDict[tuple[str, str], Pipeline] = OrderedDict()
         self.graph_cache = models.graph_cache_dir() if graph_cache == GRAPH_CACHE else graph_cache
-        self._graph: tuple[Any, Any] | None = None  # (the store, its graph's node store)
+        self._prepared: dict[int, tuple[Any, Any, Any]] = {}  # id(preparation) -> (it, the store, its handle)
         self._keyword: tuple[Any, Any] | None = None  # (the store, what BM25 reads for it)
-        self.graph_stats: list[dict[str, Any]] = []  # one entry per graph built (indexing cost)
+        self.graph_stats: list[dict[str, Any]] = []  # one entry per index-time build (CausalRAG's graph: its cost)
 
     def warm_up(self) -> None:
         """Load the models once."""
@@ -138,12 +134,12 @@ class Runtime:
             interrupts.warm_up(*self.pool.values())  # a Ctrl-C during the load takes effect after it
             self._warm = True
 
-    def pipeline(self, path: str | Path, params: dict[str, Any] | None = None) -> Pipeline:
+    def pipeline(self, path: str | Path | Resolved, params: dict[str, Any] | None = None) -> Pipeline:
         """Build a pipeline file around this runtime's models and store."""
-        data = yaml.safe_load(pipeline_path(path).read_text(encoding="utf-8"))
-        data = self._with_models(data)
+        resolved = resolve(path)
+        data = self._with_models(resolved.data)  # a copy: the resolved YAML is never changed
         overrides: dict[str, Any] = self._retriever_overrides(data)
-        table = parameters_of(path)
+        table = resolved.parameters
         for key, value in (params or {}).items():  # a parameter applies where the file has its component
             target = table.get(key)
             if target is not None and value is not None and target.component in data["components"]:
@@ -157,31 +153,35 @@ class Runtime:
         # is its own instance of the same configuration (Haystack wires sockets per instance):
         # llama.cpp maps the GGUF, so a second instance costs a load (~2 s), not a second copy.
         share_injected_components(pipe, self.pool)
-        self._point_at_store(pipe)
+        self._point_at_store(pipe, resolved)
         return pipe
 
     def use_store(self, store: Any) -> None:
         """Read `store` from now on, in every pipeline built so far and later (the evaluation's per-question stores)."""
         self.store = store
-        for pipe in self._built.values():
-            self._point_at_store(pipe)
+        for (file, _), pipe in self._built.items():
+            self._point_at_store(pipe, resolve(Path(file)))
+
+    def prepared(self, preparation: Any) -> Any:
+        """What a family's `StorePreparation` built over the current store (CausalRAG's graph), built once per store."""
+        held = self._prepared.get(id(preparation))
+        if held is None or held[1] is not self.store:  # the store itself, not its id: ids are reused
+            passages = [d for d in self.store.filter_documents() if d.content]
+            logger.warning("Building {what} over {n} passages: one LLM call per passage chunk not yet in the cache "
+                           "({cache})", what=preparation.what, n=len(passages), cache=self.graph_cache or "no cache")
+            self.warm_up()
+            handle, stats = preparation.build(passages, chat_generator=self.generator,
+                                              text_embedder=self.text_embedder, cache_dir=self.graph_cache)
+            if held is not None:  # one build per preparation at a time: the evaluation moves from store to store
+                preparation.release(held[2])
+            self._prepared[id(preparation)] = (preparation, self.store, handle)
+            self.graph_stats.append({**stats, "built_on": timed_on()})
+        return self._prepared[id(preparation)][2]
 
     def graph_store(self) -> Any:
-        """The node store of CausalRAG's graph over the current store's passages (built once per store)."""
-        if self._graph is None or self._graph[0] is not self.store:  # the store itself, not its id: ids are reused
-            from haystack_cfrag.causal_rag.node_store import build_node_store, release_node_store  # noqa: PLC0415
-
-            passages = [d for d in self.store.filter_documents() if d.content]
-            logger.warning("Building CausalRAG's graph over {n} passages: one LLM call per passage chunk not yet "
-                           "in the cache ({cache})", n=len(passages), cache=self.graph_cache or "no cache")
-            self.warm_up()
-            nodes, stats = build_node_store(passages, chat_generator=self.generator, text_embedder=self.text_embedder,
-                                            cache_dir=self.graph_cache)
-            if self._graph is not None:  # one graph at a time: the evaluation moves from store to store
-                release_node_store(self._graph[1])
-            self._graph = (self.store, nodes)
-            self.graph_stats.append({**stats, "built_on": timed_on()})
-        return self._graph[1]
+        """The index-time parts of the current store of the first family that declares some (CausalRAG's graph)."""
+        preparation = next(p for f in FAMILIES.values() if (p := preparation_of(f)) is not None)
+        return self.prepared(preparation)
 
     def keyword_store(self) -> Any:
         """The store BM25 in memory reads for the current store (itself, or a copy once per store: `stores.keyword`)."""
@@ -191,11 +191,11 @@ class Runtime:
             self._keyword = (self.store, keyword_store(self.store))
         return self._keyword[1]
 
-    def _point_at_store(self, pipe: Pipeline) -> None:
+    def _point_at_store(self, pipe: Pipeline, resolved: Resolved) -> None:
+        preparation = resolved.preparation()
+        if preparation is not None:  # the family's index-time parts, built when a component of the file needs them
+            preparation.attach(pipe, lambda: self.prepared(preparation))
         for _, comp in pipe.walk():
-            node_retriever = getattr(comp, "node_retriever", None)  # CausalRAG: nodes live in a store of their own
-            if node_retriever is not None and hasattr(node_retriever, "document_store"):
-                node_retriever.document_store = self.graph_store()
             if isinstance(comp, InMemoryBM25Retriever):  # hybrid_rag's keyword side
                 comp.document_store = self.keyword_store()
                 continue
@@ -244,26 +244,27 @@ class Runtime:
 
     def ask(
         self,
-        path: str | Path,
+        path: str | Path | Resolved,
         question: str,
         params: dict[str, Any] | None = None,
         *,
         progress: Callable[[str], None] | None = None,
         timed: bool = True,
     ) -> Answer:
-        """Run one question through a pipeline file; time each stage and count LLM usage.
+        """Run one question through a pipeline (a name, a file, or one `registry.resolve` gave); time each
+        stage and count LLM usage.
 
-        :param params: parameters of `haystack_cfrag.cfrag.parameters` (checked by the caller). Those
-            marked `per_request` are passed as run-time inputs; the others build (once) a pipeline
-            with them as init parameters.
+        :param params: parameters of the pipeline's table (`registry.resolve(path).parameters`, checked by
+            the caller). Those marked `per_request` are passed as run-time inputs; the others build (once)
+            a pipeline with them as init parameters.
         :param progress: told each stage and LLM call as it starts (e.g. `haystack_cfrag.progress.StatusLine`).
         :param timed: time the stages with a process-wide tracer (`stages`); the service turns it
             off, so that concurrent requests run concurrently and a user's own tracer stays in place.
         """
-        file = pipeline_path(path)
-        table = parameters_of(path)
-        pipe = self.prepare(path, params)
-        data = pipeline_inputs(file, query=question)
+        resolved = resolve(path)
+        table = resolved.parameters
+        pipe = self.prepare(resolved, params)
+        data = resolved.run_data(query=question)
         components = {name for name, _ in pipe.walk()}
         for key, value in (params or {}).items():
             target = table.get(key)
@@ -277,10 +278,9 @@ class Runtime:
                     count_llm_usage(*generators) as usage:
                 out = pipe.run(data)
             seconds = time.perf_counter() - start
-        by_stage = getattr(trace_view(path), "BY_STAGE", False)  # the family's trace view says how it reads
-        answer, trace, docs = read_outputs(declared(out, pipeline_outputs(file)), by_stage=by_stage)
+        answer, trace, docs = read_outputs(declared(out, resolved.outputs), by_stage=resolved.family.by_stage)
         return Answer(
-            pipeline=file.stem,
+            pipeline=resolved.name,
             answer=answer,
             trace=trace,
             documents=docs,
@@ -290,25 +290,34 @@ class Runtime:
             outputs=out,
         )
 
-    def prepare(self, path: str | Path, params: dict[str, Any] | None = None) -> Pipeline:
+    def prepare(self, path: str | Path | Resolved, params: dict[str, Any] | None = None) -> Pipeline:
         """The pipeline `ask(path, …, params)` runs, built now with its store's index-time parts (CausalRAG's graph).
 
         The evaluation calls it before it starts counting a question's cost, so that a graph built
         (or replayed from the reply cache) for the store is not charged to its first question.
         """
-        table = parameters_of(path)
-        return self.built(path, {k: v for k, v in (params or {}).items() if k in table and not table[k].per_request})
+        resolved = resolve(path)
+        table = resolved.parameters
+        return self.built(resolved, {k: v for k, v in (params or {}).items()
+                                     if k in table and not table[k].per_request})
 
-    def built(self, path: str | Path, params: dict[str, Any] | None = None) -> Pipeline:
-        """The warmed pipeline `ask` runs for a file and build-time parameters, built the first time."""
-        file = pipeline_path(path)
-        key = (str(file.resolve()), repr(sorted((params or {}).items())))
+    def built(self, path: str | Path | Resolved, params: dict[str, Any] | None = None) -> Pipeline:
+        """The warmed pipeline `ask` runs for a file and build-time parameters, built the first time.
+
+        The runtime keeps the last `MAX_BUILT` of them (a served request may set a build-time
+        parameter: each value builds once, and the least recently used build goes).
+        """
+        resolved = resolve(path)
+        key = (str(resolved.path.resolve()), repr(sorted((params or {}).items())))
         with self._build_lock:
             if key not in self._built:
                 self.warm_up()
-                pipe = self.pipeline(file, params)
+                pipe = self.pipeline(resolved, params)
                 pipe.warm_up()
                 self._built[key] = pipe
+                while len(self._built) > MAX_BUILT:
+                    self._built.popitem(last=False)
+            self._built.move_to_end(key)
             return self._built[key]
 
 

@@ -13,7 +13,7 @@ picks the fixed order. The ranges live here, their one home.
 from __future__ import annotations
 
 from haystack_cfrag.baseline.components.document_order import ORDERS
-from haystack_cfrag.cfrag.parameters import Parameter
+from haystack_cfrag.common.parameters import Parameter
 
 TOP_K_RANGE = (1, 50)
 """Passages a baseline reads: at least one, at most what a 4,096-token prompt can hold of short passages."""

@@ -4,15 +4,13 @@ The action is a run-time input of the refiner (per request); τ, δ and the merg
 
     >>> PARAMETERS["refinement"].describe()
     "one of 'auto', 'rule', 'expand', 'simplify', 'decompose', 'none'"
-    >>> sorted(GROUNDED_PARAMETERS)
-    ['delta', 'graph_top_k', 'rewrite_mode', 'support_threshold', 'tau']
-    >>> sorted(GROUNDED_LITE_PARAMETERS)
-    ['delta', 'rewrite_mode', 'support_threshold']
+
+The graph path's k (`graph_top_k`) is CausalRAG's parameter: the family declaration borrows it
+(`cdf_rag.family`), so its range keeps one home. Which of these each pipeline has: its `Entry`.
 """
 
 from __future__ import annotations
 
-from haystack_cfrag.causal_rag.math.graph import MAX_TOP_K, MIN_TOP_K
 from haystack_cfrag.cdf_rag.components.query_refiner import CHOICES
 from haystack_cfrag.cdf_rag.math.checks import REWRITE_MODES, SUPPORT_RANGE
 from haystack_cfrag.cdf_rag.math.merge import MERGE_MODES
@@ -32,21 +30,9 @@ PARAMETERS: dict[str, Parameter] = {
                   help="a claim is supported when the reader's support (nats per token) reaches it"),
         Parameter("rewrite_mode", "hallucination_checker", "rewrite_mode", str, choices=REWRITE_MODES,
                   help="the rewrite: correct the unsupported statements, or answer again naming the flagged one"),
-        Parameter("graph_top_k", "graph_retriever", "top_k", int, low=MIN_TOP_K, high=MAX_TOP_K, per_request=True,
-                  help="k: graph nodes nearest the (refined) question"),
         Parameter("merge_mode", "merger", "merge_mode", str, choices=MERGE_MODES,
                   help="the dual-path merge: reciprocal rank fusion or dense/graph interleaving"),
     )
 }
 
-GROUNDED_PARAMETERS: dict[str, Parameter] = {
-    name: PARAMETERS[name] for name in ("tau", "delta", "support_threshold", "rewrite_mode", "graph_top_k")
-}
-"""The `grounded_rag` pipeline's: standard RAG then the two checks (no refiner)."""
-
-GROUNDED_LITE_PARAMETERS: dict[str, Parameter] = {
-    name: PARAMETERS[name] for name in ("delta", "support_threshold", "rewrite_mode")
-}
-"""The `grounded_rag_lite` pipeline's: standard RAG then the hallucination check alone (no graph)."""
-
-__all__ = ["GROUNDED_LITE_PARAMETERS", "GROUNDED_PARAMETERS", "PARAMETERS"]
+__all__ = ["PARAMETERS"]

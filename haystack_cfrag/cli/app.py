@@ -29,15 +29,13 @@ from haystack_cfrag.adapters import factories
 from haystack_cfrag.common import interrupts
 from haystack_cfrag.common.errors import one_line
 from haystack_cfrag.cli.checks import (
-    PARAMETER_OPTIONS,
     check_model_spec,
     check_run_parameters,
     check_store_spec,
+    parse_param_options,
 )
-from haystack_cfrag.cfrag.parameters import PARAMETERS
-from haystack_cfrag.registry import query_pipelines, trace_view
+from haystack_cfrag.registry import cli_options, query_pipelines, trace_view
 from haystack_cfrag.progress import StatusLine
-from haystack_cfrag.cfrag import trace as cf_trace
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
@@ -66,8 +64,10 @@ def _model_options(func: Any) -> Any:
 
 
 def _param_options(func: Any) -> Any:
-    for option, name in reversed(PARAMETER_OPTIONS.items()):
-        param = PARAMETERS[name]
+    func = click.option("--param", "param_texts", multiple=True, metavar="NAME=VALUE",
+                        help="Set any parameter of the pipeline's family (repeatable), e.g. --param theta=0.6 "
+                             "(cer), --param hops=2 (causal_rag); checked against its table before any model loads.")(func)
+    for option, (name, param) in reversed(cli_options().items()):
         func = click.option(option, name, type=param.kind, default=None,
                             help=f"{param.help[:1].upper()}{param.help[1:]}: {param.describe()}.")(func)
     return func
@@ -105,7 +105,8 @@ def main(debug: bool) -> None:
 
 def _check_inputs(question: str, pipelines: list[str], params: dict[str, Any], store_path: str | None, llm: str,
                   embedder: str, scorer: str | None) -> dict[str, Any]:
-    """Fail fast, before any model loads, on any bad argument; the checked parameters."""
+    """Fail fast, before any model loads, on any bad argument; the checked parameters (short options and
+    `--param`s, each against the tables of the pipelines that have it)."""
     from haystack_cfrag.loading import check_pipeline_file  # noqa: PLC0415
 
     if not question.strip():
@@ -115,7 +116,12 @@ def _check_inputs(question: str, pipelines: list[str], params: dict[str, Any], s
             check_pipeline_file(name)  # the allowlist (and a file of the user's built) before any model loads
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--pipeline") from exc
-    checked = check_run_parameters(params)
+    texts = params.pop("param_texts", ()) or ()
+    for name, value in parse_param_options(tuple(texts)).items():
+        if params.get(name) is not None and params[name] != value:
+            raise click.BadParameter(f"'{name}' is set twice, to {params[name]!r} and {value!r}", param_hint="--param")
+        params[name] = value
+    checked = check_run_parameters(params, pipelines)
     if store_path is not None:
         check_store_spec(store_path, create=False)
     check_model_spec(llm, "--llm")
@@ -165,12 +171,13 @@ def _ask(runtime: Any, pipeline: str, question: str, params: dict[str, Any]) -> 
         status.done()
 
 
-def _no_answer(result: Any) -> str | None:
+def _no_answer(result: Any, pipeline: str) -> str | None:
     """Why a run produced no answer (None when it did)."""
     if result.answer.strip():
         return None
-    view = trace_view(result.pipeline)
-    return f"{result.pipeline}: no answer: {(view or cf_trace).why_no_answer(result.trace)}"
+    view = trace_view(pipeline)
+    reason = view.why_no_answer(result.trace) if view is not None else "the model's reply held no answer"
+    return f"{result.pipeline}: no answer: {reason}"
 
 
 @main.command()
@@ -196,7 +203,7 @@ def ask(question: str, pipeline: str, as_json: bool, store_path: str | None, llm
         else:
             click.echo("Evidence: " + "; ".join(printable(str(d["title"])) for d in result.documents))
         click.echo(format_cost(result))
-    failed = _no_answer(result)
+    failed = _no_answer(result, pipeline)
     if failed:
         click.echo(failed, err=True)
         sys.exit(1)
@@ -232,7 +239,7 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
         for r in results[1:]:
             click.echo(f"\n{r.pipeline} / {results[0].pipeline}: {r.seconds / base:.2f}× time, "
                        f"{r.llm['calls']} vs {results[0].llm['calls']} LLM calls")
-    failed = [reason for r in results if (reason := _no_answer(r))]
+    failed = [reason for r, name in zip(results, names, strict=True) if (reason := _no_answer(r, name))]
     for reason in failed:
         click.echo(reason, err=True)
     if failed and len(failed) == len(results):

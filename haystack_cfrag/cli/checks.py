@@ -13,27 +13,64 @@ from typing import Any
 import click
 
 from haystack_cfrag import models
-from haystack_cfrag.cfrag.parameters import PARAMETERS, ParameterError
+from haystack_cfrag.common.parameters import ParameterError
+from haystack_cfrag.registry import cli_options, resolve
 
-# `cfrag ask/compare` option → parameter of haystack_cfrag.cfrag.parameters
-PARAMETER_OPTIONS = {"-N": "n_counterfactuals", "-K": "n_clusters", "-M": "n_subsets", "--lambda": "causal_weight",
-                     "--seed": "random_state"}
+# `cfrag ask/compare` short option → (parameter, its Parameter): the families' `cli_options` (CF-RAG's -N -K -M …)
+PARAMETER_OPTIONS = {option: name for option, (name, _) in cli_options().items()}
 _URL = re.compile(r"https?://[^\s/#]+(/[^\s#]*)?")
 
 
-def check_run_parameters(values: dict[str, Any]) -> dict[str, Any]:
-    """The parameters that are set, checked against `haystack_cfrag.cfrag.parameters`."""
+def parse_param_options(texts: tuple[str, ...]) -> dict[str, Any]:
+    """`--param NAME=VALUE` (repeatable) as {name: value}: true/false, an integer, a number, else the text.
+
+    >>> parse_param_options(("theta=0.6", "duel=false", "entailment=pmi"))
+    {'theta': 0.6, 'duel': False, 'entailment': 'pmi'}
+    """
+    values: dict[str, Any] = {}
+    for text in texts:
+        name, sep, raw = text.partition("=")
+        if not sep or not name.strip() or not raw.strip():
+            raise click.BadParameter(f"'{text[:60]}' is not NAME=VALUE", param_hint="--param")
+        raw = raw.strip()
+        value: Any = raw
+        if raw.lower() in ("true", "false"):
+            value = raw.lower() == "true"
+        else:
+            for cast in (int, float):
+                try:
+                    value = cast(raw)
+                    break
+                except ValueError:
+                    pass
+        values[name.strip()] = value
+    return values
+
+
+def check_run_parameters(values: dict[str, Any], pipelines: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """The parameters that are set, checked against the table of each pipeline that has them.
+
+    A parameter none of the pipelines has is refused, naming what they have; a value is checked
+    against every table that has it (one line naming the option and its range).
+    """
     options = {name: option for option, name in PARAMETER_OPTIONS.items()}
+    tables = [resolve(p).parameters for p in pipelines]
     checked = {}
     for name, value in values.items():
         if value is None:
             continue
-        try:
-            checked[name] = PARAMETERS[name].check(value)
-        except ParameterError as exc:
-            shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:20]}… ({len(repr(value))} characters)"
-            raise click.BadParameter(f"must be {PARAMETERS[name].describe()}, got {shown}",
-                                     param_hint=options.get(name, name)) from exc
+        hint = options.get(name, f"--param {name}")
+        having = [t[name] for t in tables if name in t]
+        if not having:
+            known = sorted({n for t in tables for n in t})
+            raise click.BadParameter(f"'{name}' is not a parameter of {', '.join(pipelines)} (its parameters: "
+                                     f"{', '.join(known) or 'none'})", param_hint=hint)
+        for param in having:
+            try:
+                checked[name] = param.check(value)
+            except ParameterError as exc:
+                shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:20]}… ({len(repr(value))} characters)"
+                raise click.BadParameter(f"must be {param.describe()}, got {shown}", param_hint=hint) from exc
     return checked
 
 

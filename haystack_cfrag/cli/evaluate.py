@@ -17,7 +17,7 @@ import click
 from haystack_cfrag import models
 from haystack_cfrag.cli.checks import check_model_spec
 from haystack_cfrag.evaluation.corpus import CORPUS_MODES, INJECTION_VARIANTS
-from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, SWEEP_PARAMETERS, check_systems, parse_system
+from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, check_systems, parse_system, sweep_axes, sweep_base
 from haystack_cfrag.registry import injection_pipelines
 
 EVAL_MARKER = ".cfrag-eval.json"
@@ -31,19 +31,25 @@ def _ints(text: str) -> list[int]:
 
 
 def _sweep_systems(sweeps: tuple[str, ...]) -> list[str]:
-    """`lambda=0,0.2` → ["cf_rag[lambda=0]", "cf_rag[lambda=0.2]"]."""
+    """`lambda=0,0.2` → ["cf_rag[lambda=0]", "cf_rag[lambda=0.2]"]; `cer:theta=0.5` → ["cer[theta=0.5]"]."""
+    axes = sweep_axes()
     names = []
     for sweep in sweeps:
         param, sep, values = sweep.partition("=")
-        if not sep or param not in SWEEP_PARAMETERS or not values:
-            raise click.BadParameter(f"'{sweep}': use PARAM=V1,V2,… with PARAM in {sorted(SWEEP_PARAMETERS)}.")
+        param = param.strip()
+        if not sep or param not in axes or not values:
+            shown = ", ".join(sorted(a for a in axes if ":" not in a))
+            raise click.BadParameter(f"'{sweep}': use PARAM=V1,V2,… with PARAM a family's axis, FAMILY:NAME (e.g. "
+                                     f"cer:theta) or a name one family has ({shown}).", param_hint="--sweep")
+        family, name = axes[param]
+        short = param.partition(":")[2] or param
         for value in (v.strip() for v in values.split(",") if v.strip()):
-            name = f"cf_rag[{param}={value}]"
+            system = f"{sweep_base(family)}[{short}={value}]"
             try:
-                parse_system(name)
+                parse_system(system)
             except ValueError as exc:
                 raise click.BadParameter(f"'{sweep}': {exc}", param_hint="--sweep") from exc
-            names.append(name)
+            names.append(system)
     return names
 
 
@@ -97,7 +103,8 @@ def _check_out(out: Path) -> None:
 @click.option("--systems", default=",".join(DEFAULT_SYSTEMS), show_default=True,
               help="Comma-separated: names, YAML paths, NAME[param=value,…].")
 @click.option("--sweep", "sweeps", multiple=True, metavar="PARAM=V1,V2",
-              help="Add cf_rag with one parameter swept (lambda, N, K or M); repeatable.")
+              help="Add a family's pipeline with one parameter swept: CF-RAG's lambda, N, K or M, or any family's "
+                   "FAMILY:NAME (cer:theta=0.5,0.7, causal_rag:hops=1,2); repeatable.")
 @click.option("--inject", "inject_levels", default="", help="N_inject levels, e.g. 0,2,4,8,16 (per-question corpus).")
 @click.option("--inject-variants", default="distractor", show_default=True,
               help=f"Comma-separated among {', '.join(INJECTION_VARIANTS)}.")

@@ -30,13 +30,13 @@ from haystack import logging
 
 from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
-from haystack_cfrag.cfrag.trace import Trace, scored_drafts
 from haystack_cfrag.common.text import normalize_answer
 from haystack_cfrag.common.validation import check_choice
 from haystack_cfrag.evaluation import provenance
 from haystack_cfrag.evaluation.corpus import CORPUS_MODES, INJECTION_VARIANTS, Corpus
 from haystack_cfrag.evaluation.datasets import EvalItem, load_items
 from haystack_cfrag.evaluation.llm_cache import CachingChatGenerator
+from haystack_cfrag.registry import resolve
 from haystack_cfrag.evaluation.metrics import exact_match, f1, lenient_containment, trap_hit
 from haystack_cfrag.evaluation.summary import read_records
 from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, System, parse_systems
@@ -287,11 +287,12 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condit
         record["injected"] = n_injected
     start = time.perf_counter()
     try:
-        runtime.prepare(system.pipeline, system.params)  # index time (a graph for this store) is not the question's
+        pipeline = resolve(system.pipeline)  # once: its file, YAML and family
+        runtime.prepare(pipeline, system.params)  # index time (a graph for this store) is not the question's
         if cached is not None:
             cached.reset_counters()
         start = time.perf_counter()
-        result = runtime.ask(system.pipeline, item.question, system.params)
+        result = runtime.ask(pipeline, item.question, system.params)
     except Exception as exc:  # noqa: BLE001 — a failed question is a result, not the end of the run
         logger.warning("{system} failed on {qid}: {error}", system=system.name, qid=item.id, error=repr(exc))
         elapsed = time.perf_counter() - start
@@ -310,7 +311,7 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condit
         timed_on=by_machine(result.seconds, cached.hit_seconds_by_machine if cached else None),
         decision=trace.get("decision"), n_counterfactuals=len(trace.get("counterfactuals") or []),
         counterfactuals=trace.get("counterfactuals") or [], override=trace.get("override"),
-        candidates=candidates(trace, item), answer_normalized=normalize_answer(result.answer),
+        candidates=candidates(trace, item, pipeline.family.scored), answer_normalized=normalize_answer(result.answer),
         selection=selection_summary(trace),
         **score(item, result.answer, titles),
     )
@@ -340,11 +341,12 @@ def selection_summary(trace: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
-def candidates(trace: Trace, item: EvalItem) -> list[dict[str, Any]]:
-    """Every usable draft of a CF-RAG trace, scored: what the oracle over candidates and offline
-    re-arbitration (e.g. `benchmarks/analysis/override_sweep.py`) read without re-running the models."""
+def candidates(trace: dict[str, Any], item: EvalItem, scored: Any = None) -> list[dict[str, Any]]:
+    """Every scored candidate of a trace (the family's `scored`: CF-RAG's usable drafts): what the oracle over
+    candidates and offline re-arbitration (e.g. `benchmarks/analysis/override_sweep.py`) read without re-running
+    the models. A family that scores no candidates: none."""
     out = []
-    for d in scored_drafts(trace):
+    for d in scored(trace) if scored is not None and trace else []:
         out.append({
             "index": d["index"], "answer": d["answer"], "psi": d.get("psi"), "scores": d.get("scores"),
             "evidence": [e.get("title") or "" for e in d.get("evidence") or []], "seen": d.get("seen"),

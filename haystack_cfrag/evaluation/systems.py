@@ -1,13 +1,14 @@
 """The systems an evaluation compares: a pipeline file plus parameter overrides.
 
-Names: every shipped pipeline of `haystack_cfrag.registry` (`closed_book`, `standard_rag`,
-`cf_rag`, `cf_rag_fast`, `cf_rag_paper`, …), the ablations `cf_rag_n0` (no counterfactuals), `cf_rag_k1` (one cluster),
-`cf_rag_lambda0` (no causal term), `cf_rag_no_override` (the baseline always stands), any YAML path,
-and any of these with overrides in brackets: `cf_rag[causal_weight=0.2,n_subsets=2]`
-(parameters: see `haystack_cfrag.cfrag.parameters`; each value is checked against its range when the
-system is read). `check_systems` also checks, before anything runs, that each pipeline is a
-shipped name or a YAML pipeline file (`cfrag eval` refuses anything else; `run_eval` records
-a system that cannot load as a failed result).
+Names: every pipeline of `haystack_cfrag.registry` (`closed_book`, `standard_rag`, `cf_rag`,
+`cer`, `causal_rag`, …), the families' ablations (`cf_rag_n0`: no counterfactuals, `cf_rag_k1`,
+`cf_rag_lambda0`, `cf_rag_no_override`), any YAML path, and any of these with overrides in
+brackets: `cf_rag[causal_weight=0.2,n_subsets=2]`, `cer[theta=0.6]` (each family's table, its
+short names too: `cf_rag[lambda=0.2]`; each value is checked against its range when the system
+is read). `check_systems` also checks, before anything runs, that each pipeline is a
+registered name or a YAML pipeline file (`cfrag eval` refuses anything else; `run_eval` records
+a system that cannot load as a failed result). A sweep (`sweep_systems`) takes any family's
+axis: `cer:theta`, or a name only one family has (`lambda`, `K`).
 
 Usage:
     >>> [s.name for s in parse_systems("standard_rag,cf_rag[causal_weight=0.2]")]
@@ -16,6 +17,8 @@ Usage:
     {'n_clusters': 1}
     >>> parse_system("cf_rag[duel=true]").params
     {'duel': True}
+    >>> [s.name for s in sweep_systems("cer:theta", [0.5, 0.7])]
+    ['cer[theta=0.5]', 'cer[theta=0.7]']
 """
 
 from __future__ import annotations
@@ -27,21 +30,14 @@ from typing import Any
 
 import yaml
 
-from haystack_cfrag.cfrag.parameters import ParameterError
+from haystack_cfrag.common.parameters import ParameterError
 from haystack_cfrag.common.validation import check_choice
-from haystack_cfrag.registry import BASELINE, REGISTRY, parameters_of, query_pipelines
+from haystack_cfrag.registry import BASELINE, FAMILIES, REGISTRY, ablations, default_systems, resolve
 
 # the baselines and CF-RAG's pipelines, then ablations; the other families (cer, causal_rag: a graph to build
-# first) cost several times more per question and are named with --systems
-DEFAULT_SYSTEMS = (*(n for n in query_pipelines() if REGISTRY[n].family in ("baseline", "cf_rag")),
-                   "cf_rag_lambda0", "cf_rag_n0", "cf_rag_k1")
-ABLATIONS: dict[str, tuple[str, dict[str, Any]]] = {
-    "cf_rag_n0": ("cf_rag", {"n_counterfactuals": 0}),
-    "cf_rag_k1": ("cf_rag", {"n_clusters": 1}),
-    "cf_rag_lambda0": ("cf_rag", {"causal_weight": 0.0}),
-    "cf_rag_no_override": ("cf_rag", {"override_margin": 1.0, "duel": False}),
-}
-SWEEP_PARAMETERS = {"lambda": "causal_weight", "N": "n_counterfactuals", "K": "n_clusters", "M": "n_subsets"}
+# first) cost several times more per question and are named with --systems (each family's entries say which)
+DEFAULT_SYSTEMS = default_systems()
+ABLATIONS: dict[str, tuple[str, dict[str, Any]]] = {name: (p, dict(v)) for name, (p, v) in ablations().items()}
 
 
 @dataclass(frozen=True)
@@ -77,12 +73,12 @@ def parse_system(spec: str) -> System:
     base, overrides = match.group(1).strip(), match.group(2)
     pipeline, params = ABLATIONS.get(base, (base, {}))
     params = dict(params)
-    table = parameters_of(pipeline)  # each family's own table (a file of your own: CF-RAG's)
+    table, short = _table(pipeline, spec, bool(overrides and overrides.strip()))
     for part in (overrides or "").split(","):
         if not part.strip():
             continue
         key, sep, value = part.partition("=")
-        key = SWEEP_PARAMETERS.get(key.strip(), key.strip())
+        key = short.get(key.strip(), key.strip())
         if not sep or key not in table:
             raise ValueError(f"System '{spec}': '{part}' is not param=value with param in {sorted(table)}.")
         params[key] = _value(value.strip())
@@ -139,7 +135,48 @@ def parse_systems(specs: str) -> list[System]:
     return systems
 
 
-def sweep_systems(parameter: str, values: list[Any], base: str = "cf_rag") -> list[System]:
-    """`base` with one parameter (lambda, N, K or M) at each value, the others at their defaults."""
-    check_choice("sweep parameter", parameter, sorted(SWEEP_PARAMETERS))
-    return [parse_system(f"{base}[{parameter}={v}]") for v in values]
+def _table(pipeline: str, spec: str, needed: bool) -> tuple[Any, dict[str, str]]:
+    """(parameter table, short names) of a pipeline name or file; a file that is not there has none."""
+    if pipeline not in REGISTRY and not Path(pipeline).is_file():
+        if needed:
+            raise ValueError(f"System '{spec}': no pipeline '{pipeline}' to set parameters of.")
+        return {}, {}
+    try:
+        resolved = resolve(pipeline)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        if needed:
+            raise ValueError(f"System '{spec}': {pipeline} cannot be read ({type(exc).__name__}).") from exc
+        return {}, {}
+    return resolved.parameters, dict(resolved.family.sweep_names)
+
+
+def sweep_axes() -> dict[str, tuple[str, str]]:
+    """Every sweep axis as written (`family:name`, and a bare name only one family has) -> (family, name)."""
+    axes: dict[str, tuple[str, str]] = {}
+    bare: dict[str, list[str]] = {}
+    for family in FAMILIES.values():
+        for name in family.axes():
+            axes[f"{family.name}:{name}"] = (family.name, name)
+            bare.setdefault(name, []).append(family.name)
+    for name, owners in bare.items():
+        if len(owners) == 1:
+            axes[name] = (owners[0], name)
+    return axes
+
+
+def sweep_base(family: str) -> str:
+    """The pipeline a sweep of `family` runs: its declared base, else its first query pipeline."""
+    declared = FAMILIES[family].sweep_base
+    return declared or next(e.name for e in FAMILIES[family].pipelines if not e.indexing)
+
+
+def sweep_systems(parameter: str, values: list[Any], base: str | None = None) -> list[System]:
+    """The family's pipeline (or `base`) with one parameter at each value, the others at their defaults.
+
+    `parameter`: `family:name` (`cer:theta`), or a name only one family has (`lambda`, `N`, `K`, `M`).
+    """
+    axes = sweep_axes()
+    check_choice("sweep parameter", parameter, sorted(axes))
+    family, name = axes[parameter]
+    pipeline = base or sweep_base(family)
+    return [parse_system(f"{pipeline}[{name}={v}]") for v in values]

@@ -154,7 +154,7 @@ def pipeline_body_check(wrapper: Any, metadata: Any) -> BodyCheck | None:
     from haystack_cfrag.serving.wrapper import CFRAGPipelineWrapper  # noqa: PLC0415
 
     if isinstance(wrapper, CFRAGPipelineWrapper):
-        return lambda body: check_run_request(body, wrapper.request_parameters)
+        return lambda body: check_run_request(body, wrapper.request_table)
     model = (metadata or {}).get("request_model")
     if isinstance(wrapper, YAMLPipelineWrapper) and model is not None:
         inputs = tuple(model.model_fields)

@@ -1,7 +1,7 @@
 """The one validation of what a served request carries, shared by REST, OpenAI chat/responses and MCP.
 
 Every check raises `RequestError` (HTTP 422) with one sentence naming the field and what is
-allowed. Parameter types and ranges come from `haystack_cfrag.cfrag.parameters`; the question is
+allowed. Parameter types and ranges come from the pipeline's table (its family's, via the registry); the question is
 cleaned with `core.text.clean_query` (what is answered and echoed back is the cleaned text),
 and only when its raw text is at most `MAX_RAW_QUESTION_CHARS` long: no text of unbounded
 length is ever normalised (the checks run on the server's event loop).
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from haystack_cfrag.common.text import clean_query
-from haystack_cfrag.cfrag.parameters import REQUEST_PARAMETERS, ParameterError, check_parameters
+from haystack_cfrag.common.parameters import Parameter, ParameterError, check_parameters
 
 MAX_QUESTION_CHARS = 2000
 MAX_RAW_QUESTION_CHARS = 4 * MAX_QUESTION_CHARS
@@ -60,18 +60,22 @@ def check_question(value: Any, field: str = "question") -> str:
     return text
 
 
-def check_params(values: Mapping[str, Any], allowed: Iterable[str] = REQUEST_PARAMETERS) -> dict[str, Any]:
-    """The per-request parameters that are set, checked (see `haystack_cfrag.cfrag.parameters`)."""
+RequestTable = Mapping[str, Parameter]
+"""The parameters a request may set, with their ranges (`registry.ShippedPipeline.request_table`)."""
+
+
+def check_params(values: Mapping[str, Any], parameters: RequestTable) -> dict[str, Any]:
+    """The per-request parameters that are set, checked against `parameters` (any other name is refused)."""
     try:
-        return check_parameters(values, allowed)
+        return check_parameters(values, dict(parameters))
     except ParameterError as exc:
         raise RequestError(str(exc)) from exc
 
 
-def check_run_request(body: Any, parameters: Iterable[str] = REQUEST_PARAMETERS) -> tuple[str, dict[str, Any]]:
+def check_run_request(body: Any, parameters: RequestTable) -> tuple[str, dict[str, Any]]:
     """(question, parameters) of a `/<pipeline>/run` body or an MCP tool call's arguments."""
     fields = _object(body)
-    parameters = tuple(parameters)
+    parameters = dict(parameters)
     _known(fields, ("question", *parameters))
     if "question" not in fields:
         raise RequestError("'question' is required.")
@@ -90,18 +94,18 @@ def check_pipeline_inputs(body: Any, inputs: Iterable[str]) -> dict[str, Any]:
 
 
 def check_chat_request(body: Mapping[str, Any], messages: Any,
-                       parameters: Iterable[str] = REQUEST_PARAMETERS) -> tuple[str, dict[str, Any]]:
+                       parameters: RequestTable) -> tuple[str, dict[str, Any]]:
     """(question, parameters) of an OpenAI chat completion body: the last user message is the question."""
-    return _check_openai(body, OPENAI_CHAT_FIELDS, tuple(parameters), messages, "messages")
+    return _check_openai(body, OPENAI_CHAT_FIELDS, dict(parameters), messages, "messages")
 
 
 def check_responses_request(body: Mapping[str, Any], input_items: Any,
-                            parameters: Iterable[str] = REQUEST_PARAMETERS) -> tuple[str, dict[str, Any]]:
+                            parameters: RequestTable) -> tuple[str, dict[str, Any]]:
     """(question, parameters) of an OpenAI Responses body: the last user input item is the question."""
-    return _check_openai(body, OPENAI_RESPONSES_FIELDS, tuple(parameters), input_items, "input")
+    return _check_openai(body, OPENAI_RESPONSES_FIELDS, dict(parameters), input_items, "input")
 
 
-def _check_openai(body: Mapping[str, Any], fields: frozenset[str], parameters: tuple[str, ...], messages: Any,
+def _check_openai(body: Mapping[str, Any], fields: frozenset[str], parameters: RequestTable, messages: Any,
                   field: str) -> tuple[str, dict[str, Any]]:
     unknown = [name for name in body if name not in fields and name not in parameters]
     if unknown:

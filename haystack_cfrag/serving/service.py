@@ -2,8 +2,10 @@
 
 One `CFRAGService` per process (`get_service()`), configured from environment variables
 (`ServingConfig.from_env`), holds a `haystack_cfrag.runtime.Runtime` (models loaded once,
-shared by every pipeline) and builds each pipeline file once. The per-request parameters
-N, K, M and λ are run-time inputs of the components, so they never rebuild a pipeline.
+shared by every pipeline) and builds each pipeline file once. A pipeline's request parameters
+are its family's (`registry`): most are run-time inputs of the components (CF-RAG's N, K, M and
+λ), so they never rebuild a pipeline; a build-time one (CER's θ) builds once per value (the
+runtime keeps the last few). Each answer's warnings are read by its family (`Family.read`).
 Requests are checked by `haystack_cfrag.serving.requests`; each answer reports the LLM calls
 and tokens of its own request (`usage`), counted in the request's context.
 
@@ -22,10 +24,10 @@ from typing import Any
 from haystack import logging
 
 from haystack_cfrag import models
-from haystack_cfrag.common.errors import one_line, squash
-from haystack_cfrag.registry import served_pipelines
+from haystack_cfrag.common.errors import one_line
+from haystack_cfrag.family import Reading
+from haystack_cfrag.registry import Resolved, resolve, served_pipelines
 from haystack_cfrag.serving.requests import RequestError, check_params, check_question
-from haystack_cfrag.cfrag.trace import Trace, failed_drafts
 
 logger = logging.getLogger(__name__)
 
@@ -153,8 +155,8 @@ class CFRAGService:
 
     def pipeline(self, name: str) -> Any:
         """The warmed pipeline of a shipped pipeline name (the one `answer` runs), built on first use."""
-        if name not in PIPELINES:
-            raise RequestError(f"Unknown pipeline '{name}' (served: {', '.join(PIPELINES)}).")
+        if name not in served_pipelines():  # the registry's now: a family registered later is served too
+            raise RequestError(f"Unknown pipeline '{name}' (served: {', '.join(served_pipelines())}).")
         return self.runtime.built(name)
 
     def answer(self, name: str, question: Any, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -164,22 +166,20 @@ class CFRAGService:
         requests against a server or the mock run concurrently.
         """
         question = check_question(question)
-        checked = check_params(dict(params or {}))
-        self.pipeline(name)
+        if name not in served_pipelines():  # the registry's now: a family registered later is served too
+            raise RequestError(f"Unknown pipeline '{name}' (served: {', '.join(served_pipelines())}).")
+        pipeline = resolve(name)
+        checked = check_params(dict(params or {}), pipeline.request_table)
         try:
-            result = self.runtime.ask(name, question, checked, timed=False)
+            result = self.runtime.ask(pipeline, question, checked, timed=False)
         except Exception as exc:  # a model or component failure the components did not absorb
             logger.warning("CF-RAG service: pipeline {pipeline} failed: {error}", pipeline=name, error=repr(exc))
             raise PipelineFailedError(f"The pipeline '{name}' failed: {one_line(exc)}") from exc
-        trace = result.trace
-        if not result.answer and trace and trace.get("decision") == "all_drafts_failed":
-            # CF-RAG degrades call by call; when every call failed there is no answer to degrade to
-            reasons = [d.get("error") or d.get("reason") for d in trace.get("degradations") or []]
-            reason = next((r for r in reasons if r), "every LLM call failed")
-            raise PipelineFailedError(f"The pipeline '{name}' failed: every LLM call failed ({squash(str(reason))})")
-        wanted_counterfactuals = checked.get("n_counterfactuals") != 0
-        response = build_response(name, question, result.answer, trace, result.documents, result.outputs,
-                                  result.seconds, wanted_counterfactuals)
+        reading = pipeline.family.read(result.trace, result.outputs, result.answer, pipeline.values(checked))
+        if reading.failure is not None:
+            raise PipelineFailedError(f"The pipeline '{name}' failed: {reading.failure}")
+        response = build_response(pipeline, question, result.answer, result.trace, result.documents, reading,
+                                  result.seconds)
         response["usage"] = _usage_report(result.llm)
         return response
 
@@ -197,45 +197,22 @@ def _usage_report(usage: dict[str, Any]) -> dict[str, int] | None:
 
 
 def build_response(
-    name: str,
+    pipeline: Resolved,
     question: str,
     answer: str,
-    trace: Trace | None,
+    trace: dict[str, Any] | None,
     documents: list[dict[str, Any]],
-    out: dict[str, Any],
+    reading: Reading,
     seconds: float,
-    wanted_counterfactuals: bool = True,
 ) -> dict[str, Any]:
-    """The JSON answer: the answer, ranked alternatives, the trace, and whether it is degraded."""
-    alternatives = []
-    for ans in (out.get("ranker") or {}).get("answers") or []:
-        scores = ans.meta.get("cfrag_scores") or {}
-        alternatives.append(
-            {
-                "answer": ans.data,
-                "psi": scores.get("psi"),
-                "draft": ans.meta.get("cfrag_draft_index"),
-                "decision": ans.meta.get("cfrag_decision"),
-                "rationale": ans.meta.get("rationale"),
-                "documents": [d.id for d in ans.documents or []],
-            }
-        )
-    warnings = []
-    if not answer:
-        warnings.append("no answer: every draft failed or no evidence was found")
-    if trace:
-        failed = failed_drafts(trace)
-        if failed:
-            warnings.append(f"{len(failed)} of {len(trace.get('drafts', []))} drafts failed")
-        if wanted_counterfactuals and not trace.get("counterfactuals"):
-            warnings.append("no counterfactual was generated: arbitration ran on the original question only")
+    """The JSON answer: the answer, ranked alternatives, the trace, and whether it is degraded (the family's reading)."""
     return {
-        "pipeline": name,
+        "pipeline": pipeline.name,
         "question": question,
         "answer": answer,
-        "degraded": bool(warnings),
-        "warnings": warnings,
-        "alternatives": alternatives,
+        "degraded": bool(reading.warnings),
+        "warnings": list(reading.warnings),
+        "alternatives": list(reading.alternatives),
         "documents": documents,
         "seconds": round(seconds, 3),
         "trace": trace,

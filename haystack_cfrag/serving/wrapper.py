@@ -4,8 +4,8 @@
 directory, each with a `pipeline_wrapper.py` that subclasses `CFRAGPipelineWrapper` and names its
 pipeline (`serving.deploy.WRAPPER_TEMPLATE`). All wrappers of a process share one
 `CFRAGService` (models loaded once). Hayhooks builds the request model of `/run` and the MCP
-tool's input schema from the signature of `run_api`, which is generated from
-`haystack_cfrag.cfrag.parameters` (types and ranges as JSON Schema); the values themselves are checked
+tool's input schema from the signature of `run_api`, which is generated from the pipeline's
+request parameters (its family's, through the registry: types and ranges as JSON Schema); the values themselves are checked
 once, by `haystack_cfrag.serving.requests`, for every route: a bad one is a 422 naming the field,
 a pipeline failure a 503 with the reason, never a 500.
 """
@@ -22,7 +22,7 @@ from fastapi import HTTPException
 from hayhooks import BasePipelineWrapper
 from pydantic import WithJsonSchema
 
-from haystack_cfrag.cfrag.parameters import PARAMETERS, REQUEST_PARAMETERS
+from haystack_cfrag.common.parameters import Parameter
 from haystack_cfrag.registry import REGISTRY
 from haystack_cfrag.serving.requests import (
     MAX_QUESTION_CHARS,
@@ -37,30 +37,21 @@ NO_ANSWER = "I could not find an answer in the documents."
 
 
 class CFRAGPipelineWrapper(BasePipelineWrapper):
-    """Serves one shipped pipeline file (`pipeline_name`) through the shared CF-RAG service.
+    """Serves one registered pipeline (`pipeline_name`) through the shared service.
 
-    A subclass sets `pipeline_name`; `request_parameters` and `description` come from the
-    pipeline's registry entry unless the subclass sets them; its `run_api` (the `/run` route and
-    the MCP tool) is generated from them.
+    A subclass sets `pipeline_name`; `request_parameters` (names of its table) and `description`
+    come from the pipeline's registry entry unless the subclass sets them; its `run_api` (the
+    `/run` route and the MCP tool) is generated from them, with the family's ranges.
     """
 
     pipeline_name = "cf_rag"
-    request_parameters: tuple[str, ...] = REQUEST_PARAMETERS
-    description = (
-        "Answer a question with Counterfactual RAG: robust to related but non-decisive evidence.\n\n"
-        "Writes counterfactual questions, retrieves evidence for all of them, drafts one answer per\n"
-        "evidence stratum and picks the draft whose evidence is coherent and causally decisive."
-    )
+    request_parameters: tuple[str, ...]  # set by `_configure` from the registry unless a subclass sets it
+    request_table: dict[str, Parameter] = {}
+    description: str
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        entry = REGISTRY.get(cls.pipeline_name)
-        if entry is not None:  # a shipped pipeline: its request parameters and description are the registry's
-            if "request_parameters" not in cls.__dict__:
-                cls.request_parameters = entry.request_parameters
-            if "description" not in cls.__dict__:
-                cls.description = entry.api_description or entry.description
-        _install_run_api(cls)
+        _configure(cls)
 
     def setup(self) -> None:
         """Load the models and store (once per process) and build this pipeline."""
@@ -76,7 +67,7 @@ class CFRAGPipelineWrapper(BasePipelineWrapper):
         """
         from fastapi_openai_compat import ChatCompletion  # noqa: PLC0415
 
-        result = self._answer(lambda: check_chat_request(body, messages, self.request_parameters))
+        result = self._answer(lambda: check_chat_request(body, messages, self.request_table))
         usage = result["usage"]
         reply_id, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
         common = {"id": reply_id, "created": created, "model": model}
@@ -101,7 +92,7 @@ class CFRAGPipelineWrapper(BasePipelineWrapper):
         from fastapi_openai_compat.responses.models import Response  # noqa: PLC0415
         from fastapi_openai_compat.responses.streaming import response_from_text  # noqa: PLC0415
 
-        result = self._answer(lambda: check_responses_request(body, input_items, self.request_parameters))
+        result = self._answer(lambda: check_responses_request(body, input_items, self.request_table))
         text = reply_text(result)
         if body.get("stream"):
             return (chunk for chunk in [text])  # one chunk: the router builds the named events
@@ -139,6 +130,22 @@ def _chat_usage(usage: dict[str, int] | None) -> dict[str, int] | None:
 _UNSET: Any = object()
 
 
+def _configure(cls: type[CFRAGPipelineWrapper]) -> None:
+    """The wrapper's request parameters, their table and description from the registry; then its `run_api`."""
+    entry = REGISTRY.get(cls.pipeline_name)
+    if entry is not None:  # a registered pipeline: its request parameters and description are the registry's
+        if "request_parameters" not in cls.__dict__:
+            cls.request_parameters = entry.request_parameters
+        if "description" not in cls.__dict__:
+            cls.description = entry.api_description or entry.description
+        cls.request_table = {name: entry.parameters[name] for name in cls.request_parameters}
+    else:  # a pipeline file of your own behind a wrapper: what the subclass says, no parameters otherwise
+        cls.request_parameters = cls.__dict__.get("request_parameters", ())
+        cls.description = cls.__dict__.get("description", f"Answer a question with {cls.pipeline_name}.")
+        cls.request_table = {}
+    _install_run_api(cls)
+
+
 def _install_run_api(cls: type[CFRAGPipelineWrapper]) -> None:
     """Give `cls` a `run_api` whose signature (what Hayhooks reads) lists its request fields.
 
@@ -151,28 +158,28 @@ def _install_run_api(cls: type[CFRAGPipelineWrapper]) -> None:
 
     def run_api(self: CFRAGPipelineWrapper, question: Any = _UNSET, **params: Any) -> dict:
         body = params if question is _UNSET else {"question": question, **params}
-        return self._answer(lambda: check_run_request(body, self.request_parameters))
+        return self._answer(lambda: check_run_request(body, self.request_table))
 
     run_api.__doc__ = "\n".join([
         cls.description, "",
         f":param question: the question (1 to {MAX_QUESTION_CHARS} characters of text).",
-        *(f":param {name}: {PARAMETERS[name].help}: {PARAMETERS[name].describe()}; default: the pipeline file's."
-          for name in cls.request_parameters),
+        *(f":param {name}: {p.help}: {p.describe()}; default: the pipeline file's."
+          for name, p in cls.request_table.items()),
         ":returns: the answer, whether it is degraded, the ranked alternatives, the trace and the LLM usage.",
     ])  # Hayhooks reads the descriptions of the request model and the MCP tool from it
-    run_api.__signature__ = _request_signature(cls.request_parameters)  # type: ignore[attr-defined]
+    run_api.__signature__ = _request_signature(cls.request_table)  # type: ignore[attr-defined]
     cls.run_api = run_api  # type: ignore[method-assign]
 
 
-def _request_signature(parameters: tuple[str, ...]) -> inspect.Signature:
+def _request_signature(parameters: dict[str, Parameter]) -> inspect.Signature:
     question = {"type": "string", "minLength": 1}
     fields = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
               inspect.Parameter("question", inspect.Parameter.KEYWORD_ONLY,
                                 annotation=Annotated[Any, WithJsonSchema(question)])]
-    for name in parameters:
+    for name, p in parameters.items():
         fields.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
-                                        annotation=Annotated[Any, WithJsonSchema(PARAMETERS[name].json_schema())]))
+                                        annotation=Annotated[Any, WithJsonSchema(p.json_schema())]))
     return inspect.Signature(fields, return_annotation=dict)
 
 
-_install_run_api(CFRAGPipelineWrapper)
+_configure(CFRAGPipelineWrapper)

@@ -5,6 +5,7 @@ import yaml
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag.cli.serve import server_env
+from haystack_cfrag.registry import REGISTRY
 from haystack_cfrag.serving.deploy import MARKER, DeployDirError, deployable_yaml, write_deploy_dir, yaml_deploy_name
 from haystack_cfrag.serving.requests import (
     RequestError,
@@ -19,6 +20,8 @@ from haystack_cfrag.serving.service import CFRAGService, PipelineFailedError, Se
 from haystack_cfrag.testing import MockChatGenerator
 from tests import dark_knight as dk
 from tests.fakes import FailingChatGenerator, HashingDocumentEmbedder, HashingTextEmbedder
+
+CF = REGISTRY["cf_rag"].request_table  # CF-RAG's request parameters (each pipeline has its family's)
 
 
 # ---------------------------------------------------------------- validation
@@ -45,11 +48,11 @@ def test_question_is_cleaned():
 )
 def test_bad_parameters_are_refused_naming_the_parameter(params, message):
     with pytest.raises(RequestError, match=message):
-        check_params(params)
+        check_params(params, CF)
 
 
 def test_good_parameters_are_normalised_and_none_dropped():
-    assert check_params({"n_counterfactuals": 0, "n_clusters": 3.0, "n_subsets": None, "causal_weight": 1}) == {
+    assert check_params({"n_counterfactuals": 0, "n_clusters": 3.0, "n_subsets": None, "causal_weight": 1}, CF) == {
         "n_counterfactuals": 0, "n_clusters": 3, "causal_weight": 1.0}
 
 
@@ -60,8 +63,8 @@ def test_good_parameters_are_normalised_and_none_dropped():
 ])
 def test_run_bodies_refuse_unknown_fields_and_missing_questions(body, message):
     with pytest.raises(RequestError, match=message):
-        check_run_request(body)
-    assert check_run_request({"question": " q? ", "n_subsets": 2}) == ("q?", {"n_subsets": 2})
+        check_run_request(body, CF)
+    assert check_run_request({"question": " q? ", "n_subsets": 2}, CF) == ("q?", {"n_subsets": 2})
     with pytest.raises(RequestError, match="Unknown field.*'n_subsets'"):
         check_run_request({"question": "q?", "n_subsets": 2}, parameters=())
 
@@ -69,11 +72,11 @@ def test_run_bodies_refuse_unknown_fields_and_missing_questions(body, message):
 def test_chat_bodies_accept_openai_fields_and_refuse_others():
     body = {"model": "cf_rag", "messages": [{"role": "user", "content": "q?"}], "temperature": 0.2, "stream": False,
             "n_subsets": 2}
-    assert check_chat_request(body, body["messages"]) == ("q?", {"n_subsets": 2})
+    assert check_chat_request(body, body["messages"], CF) == ("q?", {"n_subsets": 2})
     with pytest.raises(RequestError, match="Unknown field.*'causal_wieght'"):
-        check_chat_request({**body, "causal_wieght": 0.3}, body["messages"])
+        check_chat_request({**body, "causal_wieght": 0.3}, body["messages"], CF)
     with pytest.raises(RequestError, match="'n_subsets' must be"):
-        check_chat_request({**body, "n_subsets": "2"}, body["messages"])
+        check_chat_request({**body, "n_subsets": "2"}, body["messages"], CF)
 
 
 @pytest.mark.parametrize(("raw", "message"), [

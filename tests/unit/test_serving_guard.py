@@ -10,6 +10,7 @@ from starlette.routing import Route  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from haystack_cfrag.serving.middleware import Guard  # noqa: E402
+from haystack_cfrag.registry import REGISTRY  # noqa: E402
 from haystack_cfrag.serving.requests import check_run_request  # noqa: E402
 
 
@@ -35,7 +36,8 @@ def client(**guard):
 
 
 def test_a_checked_body_reaches_the_app_unchanged_and_a_bad_one_never_does():
-    c = client(body_check=lambda path: check_run_request if path == "/cf_rag/run" else None)
+    cf_rag = REGISTRY["cf_rag"].request_table
+    c = client(body_check=lambda path: (lambda body: check_run_request(body, cf_rag)) if path == "/cf_rag/run" else None)
     assert c.post("/cf_rag/run", content=b'{"question": "Who?"}').json() == {"body": '{"question": "Who?"}'}
     refused = c.post("/cf_rag/run", content=b'{"question": "Who?", "x": 1}')
     assert refused.status_code == 422 and refused.json() == {

@@ -9,7 +9,7 @@ from .test_cdf_rag_pipeline import runtime  # the Dark Knight store, the mock re
 
 def test_registry_entry_has_the_checks_parameters_and_no_refinement():
     entry = registry.REGISTRY["grounded_rag"]
-    assert entry.family == "cdf_rag" and not entry.served and not entry.indexing
+    assert entry.family == "cdf_rag" and entry.served and not entry.indexing  # issue 44: every query pipeline is served
     assert set(entry.parameters) == {"tau", "delta", "support_threshold", "rewrite_mode", "graph_top_k"}
     assert entry.request_parameters == ("graph_top_k",)
     assert registry.trace_view("grounded_rag") is cdf_trace
@@ -37,7 +37,7 @@ def test_standard_rag_answer_then_both_checks_in_the_trace(tmp_path):
 
 def test_lite_entry_has_only_the_hallucination_checks_parameters():
     entry = registry.REGISTRY["grounded_rag_lite"]
-    assert entry.family == "cdf_rag" and not entry.served and not entry.indexing
+    assert entry.family == "cdf_rag" and entry.served and not entry.indexing  # issue 44: every query pipeline is served
     assert set(entry.parameters) == {"delta", "support_threshold", "rewrite_mode"} and entry.request_parameters == ()
     assert registry.trace_view("grounded_rag_lite") is cdf_trace
 

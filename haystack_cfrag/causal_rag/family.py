@@ -1,0 +1,61 @@
+"""CausalRAG as the layers above see it: k and s per request, its pipelines, and its graph at index time.
+
+The graph (`prepare_store`) is built once per store the first time one of its pipelines runs on
+it (or read from the extraction cache that `cfrag index --graph` fills), and every component with
+a `node_retriever` is pointed at it.
+
+    >>> FAMILY.request_parameters, FAMILY.prepare_store.what
+    (('graph_top_k', 'hops'), "CausalRAG's causal graph")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from haystack_cfrag.causal_rag.parameters import PARAMETERS
+from haystack_cfrag.family import Entry, Family, StorePreparation
+
+
+def build_graph(passages: list[Any], *, chat_generator: Any, text_embedder: Any, cache_dir: Any) -> tuple[Any, Any]:
+    """The node store of the passages' causal graph and what building it cost (`node_store.build_node_store`)."""
+    from haystack_cfrag.causal_rag.node_store import build_node_store  # noqa: PLC0415  (Haystack's builder stack)
+
+    return build_node_store(passages, chat_generator=chat_generator, text_embedder=text_embedder, cache_dir=cache_dir)
+
+
+def attach_graph(pipeline: Any, graph: Callable[[], Any]) -> None:
+    """Point every node retriever of `pipeline` at the graph's node store (built on first need)."""
+    for _, comp in pipeline.walk():
+        node_retriever = getattr(comp, "node_retriever", None)  # the nodes live in a store of their own
+        if node_retriever is not None and hasattr(node_retriever, "document_store"):
+            node_retriever.document_store = graph()
+
+
+def release_graph(nodes: Any) -> None:
+    """Free a graph's node store (the evaluation moves from store to store)."""
+    from haystack_cfrag.causal_rag.node_store import release_node_store  # noqa: PLC0415
+
+    release_node_store(nodes)
+
+
+GRAPH = StorePreparation(build=build_graph, attach=attach_graph, release=release_graph, what="CausalRAG's causal graph")
+
+FAMILY = Family(
+    name="causal_rag",
+    parameters=PARAMETERS,
+    request_parameters=("graph_top_k", "hops"),
+    pipelines=(
+        Entry("causal_rag", "the question's k nearest graph nodes expanded s hops, summarised in two calls, then an "
+              "answer over the summary and the passages (docs/causal_rag.md)", served=True, api_description=(
+                  "Answer a question with CausalRAG: a causal subgraph of the documents around the question, its "
+                  "causal paths and summary, then one generation over the summary and the passages.\n\nReturns "
+                  "the answer, the passages and the graph retriever's trace.")),
+        Entry("causal_rag_indexing", "index time: passages -> causal graph nodes and edges (one extraction call per "
+              "chunk, cached) -> the node store", (), indexing=True),
+    ),
+    prepare_store=GRAPH,
+    components=("haystack_cfrag.causal_rag.",),
+)
+
+__all__ = ["FAMILY", "GRAPH"]

@@ -1,0 +1,42 @@
+"""CDF-RAG as the layers above see it: its table, its three pipelines, its by-stage trace view.
+
+Its YAML names CausalRAG's graph retriever (the graph path): the graph's `k` is CausalRAG's
+parameter (`borrowed`) and the graph is built by CausalRAG's preparation (`prepare_store`
+names that family); this package imports nothing of it.
+
+    >>> FAMILY.request_parameters, FAMILY.borrowed
+    (('refinement', 'graph_top_k'), {'graph_top_k': 'causal_rag'})
+"""
+
+from __future__ import annotations
+
+from haystack_cfrag.cdf_rag import trace as view
+from haystack_cfrag.cdf_rag.parameters import PARAMETERS
+from haystack_cfrag.family import Entry, Family
+
+FAMILY = Family(
+    name="cdf_rag",
+    parameters=PARAMETERS,
+    request_parameters=("refinement", "graph_top_k"),
+    pipelines=(
+        Entry("cdf_rag", "refine the question, retrieve on the dense and graph paths, answer, then the "
+              "causal-consistency and hallucination checks (docs/cdf_rag.md)", served=True, api_description=(
+                  "Answer a question with CDF-RAG: a refined question, dense and causal-graph retrieval merged, one "
+                  "generation, then a causal-consistency check (one regeneration) and a hallucination check (one "
+                  "rewrite).\n\nReturns the answer, the passages and each check's score and decision."),
+              parameters=("refinement", "tau", "delta", "support_threshold", "rewrite_mode", "graph_top_k",
+                          "merge_mode")),
+        Entry("grounded_rag", "standard RAG, then CDF-RAG's causal-consistency and hallucination checks alone "
+              "(docs/cdf_rag.md, 'Grounded standard RAG')",
+              parameters=("tau", "delta", "support_threshold", "rewrite_mode", "graph_top_k")),
+        Entry("grounded_rag_lite", "standard RAG, then the hallucination check alone: no graph to build "
+              "(docs/cdf_rag.md, 'Grounded standard RAG')", parameters=("delta", "support_threshold", "rewrite_mode")),
+    ),
+    view=view,
+    by_stage=True,
+    borrowed={"graph_top_k": "causal_rag"},
+    prepare_store="causal_rag",
+    components=("haystack_cfrag.cdf_rag.",),
+)
+
+__all__ = ["FAMILY"]

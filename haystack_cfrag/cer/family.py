@@ -1,0 +1,32 @@
+"""CER as the layers above see it: its selector's table, its pipeline, its trace view.
+
+θ and the reading of p_entail may be set per request: each distinct value builds the pipeline
+once (the runtime keeps the last few builds).
+
+    >>> FAMILY.entry("cer").served, FAMILY.request_parameters
+    (True, ('theta', 'entailment'))
+"""
+
+from __future__ import annotations
+
+from haystack_cfrag.cer import trace as view
+from haystack_cfrag.cer.parameters import PARAMETERS
+from haystack_cfrag.family import Entry, Family
+
+FAMILY = Family(
+    name="cer",
+    parameters=PARAMETERS,
+    request_parameters=("theta", "entailment"),
+    pipelines=(
+        Entry("cer", "standard RAG over a minimal sufficient evidence set of the top 5 (docs/cer.md)", served=True,
+              api_description=(
+                  "Answer a question with CER: the smallest set of the retrieved passages whose answer the reader "
+                  "supports, then one generation over that set.\n\nReturns the answer, the kept passages and the "
+                  "selector's trace (F̂ per step, pruned passages, necessity).")),
+    ),
+    view=view,
+    sweep_axes=("theta", "epsilon", "delta", "mu", "entailment"),
+    components=("haystack_cfrag.cer.",),
+)
+
+__all__ = ["FAMILY"]

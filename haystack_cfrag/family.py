@@ -1,0 +1,151 @@
+"""What a method family declares, in one object: the layers above the families read only this.
+
+Each family package exports one `Family` (its `family.py` module's `FAMILY`): its parameters
+with their ranges, which of them a request may set, its shipped pipelines, how to read its
+trace (the answer's warnings, alternatives, degradations, the CLI's view), its CLI options and
+sweep names, what it needs at index time (`prepare_store`), and its evaluation ablations. The
+registry (`haystack_cfrag.registry`) collects them; the runtime, CLI, server and evaluation
+branch on no family's name. This module imports no family.
+
+    >>> from haystack_cfrag.common.parameters import Parameter
+    >>> toy = Family(name="toy", parameters={"k": Parameter("k", "retriever", "top_k", int, low=1)},
+    ...              pipelines=(Entry("toy_rag", "top-k then one generation", served=True),),
+    ...              request_parameters=("k",))
+    >>> toy.entry("toy_rag").served, toy.read(None, {}, "an answer", {})
+    (True, Reading(warnings=[], alternatives=[], failure=None))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from haystack_cfrag.common.parameters import Parameter
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One pipeline of a family: its YAML (a shipped name, or `path`), what it is, and where it takes part."""
+
+    name: str
+    description: str
+    parameters: tuple[str, ...] | Mapping[str, Parameter] | None = None
+    """The names of the family's table this pipeline has (None: all of them), or a table of its own
+    (a parameter that sets another component here: `hybrid_rag`'s `top_k` is its joiner's)."""
+    served: bool = False
+    """Offered by `cfrag serve` (a query pipeline with a `/run` route, an OpenAI model and an MCP tool)."""
+    injection: bool = False
+    """Run by `cfrag eval --inject` by default."""
+    api_description: str = ""
+    """What the served `/run` route and MCP tool say the pipeline does (default: `description`)."""
+    indexing: bool = False
+    """An index-time pipeline (documents in, no answer): never asked, evaluated or served."""
+    default_system: bool = False
+    """In `cfrag eval`'s default systems."""
+    control: str = ""
+    """A cheap control every method is read beside: "retrieval" (what a Haystack user would try first: standard
+    RAG, one passage more, hybrid retrieval) or "order" (the same passages reordered: the reader's order noise)."""
+    path: Path | None = None
+    """The YAML file when it is not a shipped one (a family of your own: `registry.register_family`)."""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a family reads of one run for the served answer: warnings (degraded), alternatives, or a failure.
+
+    `failure` (a reason): the run has no answer to degrade to (HTTP 503).
+    """
+
+    warnings: list[str] = field(default_factory=list)
+    alternatives: list[dict[str, Any]] = field(default_factory=list)
+    failure: str | None = None
+
+
+def read_degradations(trace: Any, outputs: Mapping[str, Any], answer: str, values: Mapping[str, Any]) -> Reading:
+    """The default reading: no answer, and every degradation the run reported (a `degradations` output
+    socket, or a trace's or a stage's trace's list), once each, as warnings.
+
+    >>> read_degradations({"refiner": {"degradations": [{"stage": "refine", "reason": "timeout"}]}}, {}, "x", {})
+    Reading(warnings=['refine: timeout'], alternatives=[], failure=None)
+    """
+    warnings = [] if answer else ["no answer: the model's reply held no answer or no evidence was found"]
+    found: list[Any] = []
+    for holder in [trace, *(trace.values() if isinstance(trace, dict) else ()), *outputs.values()]:
+        if isinstance(holder, dict) and isinstance(holder.get("degradations"), list):
+            found += holder["degradations"]
+    for d in found:
+        text = f"{d.get('stage', 'stage')}: {d.get('reason', 'degraded')}" if isinstance(d, dict) else str(d)
+        if text not in warnings:
+            warnings.append(text)
+    return Reading(warnings=warnings)
+
+
+@dataclass(frozen=True)
+class StorePreparation:
+    """What a family needs built over the store before it answers (CausalRAG's graph), built once per store.
+
+    The runtime calls `build(passages, chat_generator=…, text_embedder=…, cache_dir=…)` → (handle,
+    stats) the first time a pipeline of the family meets a store, `attach(pipeline, handle_of)`
+    on every pipeline it builds or re-points (`handle_of()` builds on first call, so a pipeline
+    that needs nothing of it builds nothing), and `release(handle)` when it moves to another store.
+    """
+
+    build: Callable[..., tuple[Any, dict[str, Any]]]
+    attach: Callable[[Any, Callable[[], Any]], None]
+    release: Callable[[Any], None]
+    what: str = "the index-time parts"
+
+
+@dataclass(frozen=True)
+class Family:
+    """One method family, as the layers above it see it (see the module docstring)."""
+
+    name: str
+    parameters: Mapping[str, Parameter]
+    pipelines: tuple[Entry, ...]
+    request_parameters: tuple[str, ...] = ()
+    """What a served request (and `Runtime.ask`'s per-question values) may set; the rest are the CLI's and eval's."""
+    view: Any = None
+    """The CLI's trace view: an object with `format_trace`, `decision_lines`, `why_no_answer` (None: no trace)."""
+    by_stage: bool = False
+    """Read the trace as {component: trace} even when one stage left one."""
+    read: Callable[[Any, Mapping[str, Any], str, Mapping[str, Any]], Reading] = read_degradations
+    """The served answer's warnings, alternatives and failure, from (trace, raw outputs, answer, the
+    parameters' effective values: the request's, else the pipeline file's)."""
+    scored: Callable[[Any], list[dict[str, Any]]] | None = None
+    """The scored candidates of a trace the evaluation records (CF-RAG's drafts); None: none."""
+    cli_options: Mapping[str, str] = field(default_factory=dict)
+    """Short `cfrag ask/compare` options → parameter (CF-RAG's -N -K -M --lambda --seed); any takes --param."""
+    sweep_names: Mapping[str, str] = field(default_factory=dict)
+    """Short names an eval system or sweep may use for a parameter (`lambda` → `causal_weight`)."""
+    sweep_axes: tuple[str, ...] | None = None
+    """The parameters `cfrag eval --sweep FAMILY:NAME=…` sweeps (None: every one)."""
+    sweep_base: str = ""
+    """The pipeline a sweep of this family runs (default: its first served pipeline)."""
+    ablations: Mapping[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
+    """Eval system names that are a pipeline with fixed values (`cf_rag_n0` → cf_rag with N = 0)."""
+    default_ablations: tuple[str, ...] = ()
+    """Those of `ablations` in `cfrag eval`'s default systems (after every family's default pipelines)."""
+    borrowed: Mapping[str, str] = field(default_factory=dict)
+    """Parameters of another family's component this family's YAML names: parameter → that family."""
+    prepare_store: StorePreparation | str | None = None
+    """What it needs at index time; a string names the family whose preparation its YAML uses."""
+    components: tuple[str, ...] = ()
+    """Module prefixes of its components: a YAML of your own is read as the family whose components it has most."""
+
+    def entry(self, name: str) -> Entry:
+        """Its pipeline `name`; KeyError naming its pipelines otherwise."""
+        for e in self.pipelines:
+            if e.name == name:
+                return e
+        raise KeyError(f"Family '{self.name}' has no pipeline '{name}' (it has {[e.name for e in self.pipelines]}).")
+
+    def axes(self) -> tuple[str, ...]:
+        """What `--sweep` may sweep, short names included."""
+        names = tuple(self.parameters) if self.sweep_axes is None else self.sweep_axes
+        return (*names, *(short for short, name in self.sweep_names.items() if name in names))
+
+
+__all__ = ["Entry", "Family", "Reading", "StorePreparation", "read_degradations"]
