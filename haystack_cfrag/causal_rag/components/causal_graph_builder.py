@@ -290,6 +290,15 @@ class CausalGraphBuilder(InjectedParts):
                 raise RuntimeError(f"{COMPONENT}: the document embedder failed on the node Documents: {exc}") from exc
         return build.outputs(nodes)
 
+    def assemble(self, documents: list[Document]) -> dict[str, Any]:
+        """The graph of `documents` from the extraction cache alone (no extraction, no embedding): `run`'s
+        outputs, with the passages not in the cache counted in stats["not_cached"]. What `cfrag index --graph`
+        reports after extracting, and what a store's graph is once every passage is in the cache."""
+        build = _Build(self, documents, cache_only=True)
+        for _ in build.plan():
+            pass
+        return build.outputs(build.node_documents())
+
     def _progress(self, passages: int) -> tqdm:
         return tqdm(total=passages, desc=f"{COMPONENT}: passages", unit="passage", disable=not self.progress_bar)
 
@@ -384,7 +393,7 @@ class _Passage:
 class _Build:
     """One build: the cache, the extractions and the graph, shared by `run` and `run_async` (no model I/O here)."""
 
-    def __init__(self, builder: CausalGraphBuilder, documents: Any) -> None:
+    def __init__(self, builder: CausalGraphBuilder, documents: Any, cache_only: bool = False) -> None:
         if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
             raise ValueError(f"{COMPONENT}: 'documents' must be a list of Documents.")
         self.builder = builder
@@ -400,6 +409,7 @@ class _Build:
                       "llm_calls": 0, "replayed": 0, "extractor_calls": 0, "rejected": 0,
                       "prompt_tokens": 0, "completion_tokens": 0}
         self.memo: dict[str, _Passage] = {}
+        self.cache_only = cache_only
         self.pending_duplicates: list[_Planned] = []
         self.current: _Passage | None = None
         self.costs: dict[str, dict[str, Any]] = {}
@@ -420,6 +430,9 @@ class _Build:
                 self.stats["cached"] += 1
                 self.cost(known, "cached")
                 self._merge(doc, known, fresh=False)
+                continue
+            if self.cache_only:
+                self.stats["not_cached"] = self.stats.get("not_cached", 0) + 1
                 continue
             chunks = chunk_text(doc.content, self.builder.chunk_chars, self.builder.chunk_overlap)
             if len(chunks) > self.builder.max_chunks_per_passage:

@@ -141,7 +141,7 @@ class LLMGraphExtractor(InjectedParts):
 
     def warm_up(self) -> None:
         """Warm up every generator of the pool."""
-        super().warm_up()
+        InjectedParts.warm_up(self)
         for gen in self.chat_generators:
             if hasattr(gen, "warm_up"):
                 gen.warm_up()

@@ -130,7 +130,7 @@ class SpacyGraphExtractor(InjectedParts):
         if self.validator is not None and self._backend is None:
             from haystack_cfrag.support.backends import backend_for  # noqa: PLC0415
 
-            super().warm_up()
+            InjectedParts.warm_up(self)
             self._backend = backend_for(self.validator)
             self._backend.warm_up()
 
