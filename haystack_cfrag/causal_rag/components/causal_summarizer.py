@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
-from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.causal_rag.prompts import (
     DEFAULT_RESPONSE_TYPE,
@@ -14,13 +13,10 @@ from haystack_cfrag.causal_rag.prompts import (
     check_prompt_templates,
     render_network_data,
 )
+from haystack_cfrag.common.asking import Asked, AsksChatGenerator
 from haystack_cfrag.common.plumbing import (
-    first_reply_text,
     DEFAULT_MAX_QUERY_CHARS,
     InjectedParts,
-    accepts,
-    call_async_with_timeout,
-    call_with_timeout,
     degradation,
     prepare_query,
 )
@@ -44,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 
 @component
-class CausalSummarizer(InjectedParts):
+class CausalSummarizer(AsksChatGenerator, InjectedParts):
     """
     Writes CausalRAG's causal summary of a retrieved subgraph, in the official code's two calls:
     a causal-discovery report over the subgraph ("Network Data": its entities and cause → effect
@@ -75,6 +71,7 @@ class CausalSummarizer(InjectedParts):
     ```
     """
 
+    COMPONENT = COMPONENT
     _INJECTED = ("chat_generator",)
 
     def __init__(
@@ -190,34 +187,11 @@ class CausalSummarizer(InjectedParts):
     def template(self, key: str) -> str:
         return (self.prompt_templates or {}).get(key, SUMMARIZER_PROMPTS[key])
 
-    def _kwargs(self, prompt: str) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"messages": [ChatMessage.from_user(prompt)]}
-        if self.generation_kwargs and accepts(self.chat_generator, "generation_kwargs"):
-            kwargs["generation_kwargs"] = dict(self.generation_kwargs)
-        return kwargs
+    def _reply(self, key: str, prompt: str) -> Asked:
+        return self.ask(prompt, _PATHS_CALL if key == "paths" else _SUMMARY_CALL, key)
 
-    def _reply(self, key: str, prompt: str) -> tuple[str | None, Exception | None]:
-        call = _PATHS_CALL if key == "paths" else _SUMMARY_CALL
-        try:
-            result = call_with_timeout(self.chat_generator, self.timeout_s, exclusive=True, llm_call=call,
-                                       **self._kwargs(prompt))
-        except Exception as exc:  # noqa: BLE001  (a failed call degrades, see class doc)
-            return self._failed(key, exc)
-        return first_reply_text(result), None
-
-    async def _reply_async(self, key: str, prompt: str) -> tuple[str | None, Exception | None]:
-        call = _PATHS_CALL if key == "paths" else _SUMMARY_CALL
-        try:
-            result = await call_async_with_timeout(self.chat_generator, self.timeout_s, exclusive=True,
-                                                   llm_call=call, **self._kwargs(prompt))
-        except Exception as exc:  # noqa: BLE001
-            return self._failed(key, exc)
-        return first_reply_text(result), None
-
-    def _failed(self, key: str, exc: Exception) -> tuple[None, Exception]:
-        if self.raise_on_failure:
-            raise RuntimeError(f"{COMPONENT}: the chat generator failed ({key}): {exc}") from exc
-        return None, exc
+    async def _reply_async(self, key: str, prompt: str) -> Asked:
+        return await self.ask_async(prompt, _PATHS_CALL if key == "paths" else _SUMMARY_CALL, key)
 
 
 class _Job:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from haystack.dataclasses import ChatMessage
-
+from haystack_cfrag.common.asking import chat_kwargs
+from haystack_cfrag.common.plumbing import call_async_with_timeout, call_with_timeout
 from haystack_cfrag.common.replies import parse_draft_reply
-from haystack_cfrag.common.plumbing import accepts, call_async_with_timeout, call_with_timeout
 from haystack_cfrag.common.tracing import LLMCall
 
 _ANSWER_LABEL = re.compile(r"^\s*(?:final\s+)?answer\s*:", re.IGNORECASE | re.MULTILINE)
@@ -36,14 +35,6 @@ def answer_text(answer: Any, replies: Any, component: str) -> str:
     return text.strip()
 
 
-def call_kwargs(generator: Any, prompt: str, generation_kwargs: dict[str, Any] | None) -> dict[str, Any]:
-    """The chat call's arguments: one user message, and the generation arguments where the generator takes them."""
-    kwargs: dict[str, Any] = {"messages": [ChatMessage.from_user(prompt)]}
-    if generation_kwargs and accepts(generator, "generation_kwargs"):
-        kwargs["generation_kwargs"] = dict(generation_kwargs)
-    return kwargs
-
-
 def reply_answer(result: dict[str, Any]) -> str:
     """The short answer of a corrective reply ("Answer: …", else its first line); "" when there is none."""
     replies = (result or {}).get("replies") or []
@@ -56,7 +47,7 @@ def correct(generator: Any, prompt: str, generation_kwargs: dict[str, Any] | Non
             llm_call: LLMCall) -> str:
     """One corrective chat call; its short answer ("" when the reply has none). Exceptions propagate."""
     result = call_with_timeout(generator, timeout_s, exclusive=True, llm_call=llm_call,
-                               **call_kwargs(generator, prompt, generation_kwargs))
+                               **chat_kwargs(generator, prompt, generation_kwargs))
     return reply_answer(result)
 
 
@@ -64,5 +55,5 @@ async def correct_async(generator: Any, prompt: str, generation_kwargs: dict[str
                         timeout_s: float | None, llm_call: LLMCall) -> str:
     """Async twin of `correct`."""
     result = await call_async_with_timeout(generator, timeout_s, exclusive=True, llm_call=llm_call,
-                                           **call_kwargs(generator, prompt, generation_kwargs))
+                                           **chat_kwargs(generator, prompt, generation_kwargs))
     return reply_answer(result)

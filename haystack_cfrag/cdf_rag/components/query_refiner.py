@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict, logging
-from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cdf_rag.math.refinement import (
     FIXED_ACTIONS,
@@ -22,13 +21,10 @@ from haystack_cfrag.cdf_rag.math.refinement import (
     parse_refinement,
 )
 from haystack_cfrag.cdf_rag.prompts import REFINEMENT_FIELDS, REFINEMENT_PROMPTS, check_prompt_templates
+from haystack_cfrag.common.asking import Asked, AsksChatGenerator
 from haystack_cfrag.common.plumbing import (
-    first_reply_text,
     DEFAULT_MAX_QUERY_CHARS,
     InjectedParts,
-    accepts,
-    call_async_with_timeout,
-    call_with_timeout,
     degradation,
     prepare_query,
 )
@@ -49,7 +45,7 @@ logger = logging.getLogger(__name__)
 
 
 @component
-class QueryRefiner(InjectedParts):
+class QueryRefiner(AsksChatGenerator, InjectedParts):
     """
     Rewrites a question for retrieval: expand it, simplify it, or decompose it into sub-questions.
 
@@ -82,6 +78,7 @@ class QueryRefiner(InjectedParts):
     ```
     """
 
+    COMPONENT = COMPONENT
     _INJECTED = ("chat_generator",)
 
     def __init__(
@@ -205,35 +202,13 @@ class QueryRefiner(InjectedParts):
         """The prompt in use for `key` ("choose" or an action): the user's, else the built-in one."""
         return (self.prompt_templates or {}).get(key, REFINEMENT_PROMPTS[key])
 
-    def _call_kwargs(self, key: str, query: str) -> dict[str, Any]:
-        template = self.template(key)
-        kwargs: dict[str, Any] = {"messages": [ChatMessage.from_user(template.format(query=query))]}
-        if self.generation_kwargs and accepts(self.chat_generator, "generation_kwargs"):
-            kwargs["generation_kwargs"] = dict(self.generation_kwargs)
-        return kwargs
+    def _reply(self, run: _Run, key: str) -> Asked:
+        prompt = self.template(key).format(query=run.query)
+        return self.ask(prompt, _CHOOSE_CALL if key == "choose" else _REFINE_CALL, key)
 
-    def _reply(self, run: _Run, key: str) -> tuple[str | None, Exception | None]:
-        llm_call = _CHOOSE_CALL if key == "choose" else _REFINE_CALL
-        try:
-            result = call_with_timeout(self.chat_generator, self.timeout_s, exclusive=True, llm_call=llm_call,
-                                       **self._call_kwargs(key, run.query))
-        except Exception as exc:  # noqa: BLE001  (a failing model call falls back, see class doc)
-            return self._failed(key, exc)
-        return first_reply_text(result), None
-
-    async def _reply_async(self, run: _Run, key: str) -> tuple[str | None, Exception | None]:
-        llm_call = _CHOOSE_CALL if key == "choose" else _REFINE_CALL
-        try:
-            result = await call_async_with_timeout(self.chat_generator, self.timeout_s, exclusive=True,
-                                                   llm_call=llm_call, **self._call_kwargs(key, run.query))
-        except Exception as exc:  # noqa: BLE001
-            return self._failed(key, exc)
-        return first_reply_text(result), None
-
-    def _failed(self, key: str, exc: Exception) -> tuple[None, Exception]:
-        if self.raise_on_failure:
-            raise RuntimeError(f"{COMPONENT}: the chat generator failed ({key}): {exc}") from exc
-        return None, exc
+    async def _reply_async(self, run: _Run, key: str) -> Asked:
+        prompt = self.template(key).format(query=run.query)
+        return await self.ask_async(prompt, _CHOOSE_CALL if key == "choose" else _REFINE_CALL, key)
 
 
 class _Run:
