@@ -93,6 +93,7 @@ class Runtime:
         text_embedder: Any | None = None,
         allowed_modules: list[str] | None = None,
         graph_cache: str | Path | None = GRAPH_CACHE,
+        graph_extractor: str = "llm",
     ) -> None:
         """
         :param store: the store every pipeline reads: in memory, FAISS, pgvector, Qdrant (see
@@ -106,6 +107,8 @@ class Runtime:
         :param allowed_modules: extra trusted modules for loading pipeline files (your own components).
         :param graph_cache: where CausalRAG's extractions are cached per passage hash (None: not cached);
             a pipeline with a graph retriever gets the graph of the runtime's store, built once per store.
+        :param graph_extractor: what extracts that graph (`causal_rag.extractors`): "llm" (the reader, CausalRAG's
+            prompt), "llm-json" (the same, schema-constrained JSON) or "spacy" (no generation).
         """
         self.allowed_modules = allowed_modules
         self.store = store
@@ -124,6 +127,7 @@ class Runtime:
         self._build_lock = threading.Lock()
         self._built: OrderedDict[tuple[str, str], Pipeline] = OrderedDict()
         self.graph_cache = models.graph_cache_dir() if graph_cache == GRAPH_CACHE else graph_cache
+        self.graph_extractor = graph_extractor  # checked by the family's preparation (an unknown name: ValueError)
         self._prepared: dict[int, tuple[Any, Any, Any]] = {}  # id(preparation) -> (it, the store, its handle)
         self._keyword: tuple[Any, Any] | None = None  # (the store, what BM25 reads for it)
         self.graph_stats: list[dict[str, Any]] = []  # one entry per index-time build (CausalRAG's graph: its cost)
@@ -171,7 +175,8 @@ class Runtime:
                            "({cache})", what=preparation.what, n=len(passages), cache=self.graph_cache or "no cache")
             self.warm_up()
             handle, stats = preparation.build(passages, chat_generator=self.generator,
-                                              text_embedder=self.text_embedder, cache_dir=self.graph_cache)
+                                              text_embedder=self.text_embedder, cache_dir=self.graph_cache,
+                                              graph_extractor=self.graph_extractor)
             if held is not None:  # one build per preparation at a time: the evaluation moves from store to store
                 preparation.release(held[2])
             self._prepared[id(preparation)] = (preparation, self.store, handle)

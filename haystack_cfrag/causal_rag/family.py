@@ -17,11 +17,18 @@ from haystack_cfrag.causal_rag.parameters import PARAMETERS
 from haystack_cfrag.family import Entry, Family, StorePreparation
 
 
-def build_graph(passages: list[Any], *, chat_generator: Any, text_embedder: Any, cache_dir: Any) -> tuple[Any, Any]:
-    """The node store of the passages' causal graph and what building it cost (`node_store.build_node_store`)."""
+def build_graph(passages: list[Any], *, chat_generator: Any, text_embedder: Any, cache_dir: Any,
+                graph_extractor: str = "llm") -> tuple[Any, Any]:
+    """The node store of the passages' causal graph and what building it cost (`node_store.build_node_store`),
+    extracted by `graph_extractor` (`causal_rag.extractors`: "llm", "llm-json" or "spacy")."""
+    from haystack_cfrag.causal_rag.extractors import BUILDER_SETTINGS, make_extractor  # noqa: PLC0415
     from haystack_cfrag.causal_rag.node_store import build_node_store  # noqa: PLC0415  (Haystack's builder stack)
 
-    return build_node_store(passages, chat_generator=chat_generator, text_embedder=text_embedder, cache_dir=cache_dir)
+    nodes, stats = build_node_store(passages, chat_generator=chat_generator, text_embedder=text_embedder,
+                                    cache_dir=cache_dir,
+                                    extractor=make_extractor(graph_extractor, chat_generator=chat_generator),
+                                    builder_settings=BUILDER_SETTINGS.get(graph_extractor))
+    return nodes, {**stats, "extractor": graph_extractor}
 
 
 def attach_graph(pipeline: Any, graph: Callable[[], Any]) -> None:
