@@ -87,9 +87,10 @@ class StorePreparation:
     """What a family needs built over the store before it answers (CausalRAG's graph), built once per store.
 
     The runtime calls `build(passages, chat_generator=…, text_embedder=…, cache_dir=…,
-    graph_extractor=…)` → (handle, stats) the first time a pipeline of the family meets a store, `attach(pipeline, handle_of)`
-    on every pipeline it builds or re-points (`handle_of()` builds on first call, so a pipeline
-    that needs nothing of it builds nothing), and `release(handle)` when it moves to another store.
+    graph_extractor=…)` → (handle, stats) the first time a pipeline of the family meets a store,
+    `attach(pipeline, handle_of)` on every pipeline it builds or re-points (`handle_of()` builds on
+    first call, so a pipeline that needs nothing of it builds nothing), and `release(handle)` when
+    it moves to another store.
     """
 
     build: Callable[..., tuple[Any, dict[str, Any]]]
