@@ -5,13 +5,24 @@ pgvector, Qdrant). Opening a store to *read* (`ask`, `serve`) never creates or c
 anything: a missing JSON or FAISS file, table or collection is an error. Only `cfrag index`
 (``create=True``) creates and writes. `embedding_retriever` gives the Haystack retriever
 that reads a store of each kind.
+
+Saving is atomic for every kind. A JSON store is one file: written beside it under a temporary
+name, then renamed. A FAISS store is a pair (`PATH.faiss`, `PATH.json`): both are written into
+a new temporary folder, then a commit record (`.PATH.cfrag-commit`, one rename) names that
+folder, and only then are the two files moved in; a save killed between the two moves is
+finished when the store is next opened or saved (the complete new pair moved in), and one
+killed before its commit record leaves the old pair as it was. Temporary files a killed save
+left beside a store are removed by the next save. pgvector writes in one transaction; Qdrant
+keeps each vector with its document, so neither can hold documents without their vectors.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
+import stat
 import re
 import shutil
 import tempfile
@@ -93,16 +104,126 @@ def save_document_store(store: Any, spec: str | os.PathLike[str] | StoreSpec) ->
     if s.kind == "memory":
         save_memory_store(store, Path(s.location))
     elif s.kind == "faiss":
-        base = Path(s.location)
-        base.parent.mkdir(parents=True, exist_ok=True)
-        folder = Path(tempfile.mkdtemp(prefix=f".{base.name}.", suffix=".tmp", dir=base.parent))  # a new, unique name
-        try:
-            tmp = folder / base.name
-            store.save(tmp)  # writes tmp.faiss and tmp.json
-            for suffix in (".json", ".faiss"):  # the index last: a reader keys on .faiss
-                os.replace(tmp.with_suffix(suffix), base.with_suffix(suffix))
-        finally:
+        save_faiss_store(store, Path(s.location))
+
+
+def save_faiss_store(store: Any, base: Path) -> None:
+    """Save a FAISS store's pair of files atomically (see the module doc): a new folder, a commit record, two moves."""
+    base.parent.mkdir(parents=True, exist_ok=True)
+    finish_interrupted_save(base)
+    remove_leftovers(base)
+    folder = Path(tempfile.mkdtemp(prefix=f".{base.name}.", suffix=".tmp", dir=base.parent))  # a new, unique name
+    commit = _commit_record(base)
+    committed = False
+    try:
+        store.save(folder / base.name)  # writes NAME.faiss and NAME.json
+        _replace_with_text(commit, json.dumps({"folder": folder.name}))  # from here on the new pair is the store
+        committed = True
+        _move_pair(folder, base)
+        commit.unlink()
+        committed = False
+    finally:
+        if not committed:  # a failure before the commit: the old pair stands; after it: finished on next open
             shutil.rmtree(folder, ignore_errors=True)
+
+
+FAISS_SUFFIXES = (".json", ".faiss")
+"""The files of a FAISS store, in the order they are moved in (the index last: a reader keys on .faiss)."""
+
+
+def _commit_record(base: Path) -> Path:
+    return base.parent / f".{base.name}.cfrag-commit"
+
+
+def _temporary_name(base: Path, *, commit: bool = False) -> re.Pattern[str]:
+    """The names `tempfile` gives a save's temporary file or folder beside `base` (8 random characters);
+    with `commit`, the commit record's temporary file too."""
+    name = re.escape(base.name)
+    head = rf"(\.{name}|\.\.{name}\.cfrag-commit)" if commit else rf"\.{name}"
+    return re.compile(rf"{head}\.[a-z0-9_]{{8}}\.tmp")
+
+
+def finish_interrupted_save(base: Path) -> bool:
+    """Complete a FAISS save that was killed after its commit record: move the rest of the new pair in.
+
+    The commit record must name a real folder beside the store with a temporary save's name; its
+    regular files are moved in (links are never followed) and the record and the folder removed.
+    True when there was a save to finish.
+
+    :raises ValueError: the record is not one this package wrote, or the files cannot be moved.
+    """
+    commit = _commit_record(base)
+    try:
+        name = json.loads(commit.read_text(encoding="utf-8"))["folder"]
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{commit} is not a commit record cfrag wrote; move it away to open {base}.") from exc
+    if not isinstance(name, str) or not _temporary_name(base).fullmatch(name):
+        raise ValueError(f"{commit} is not a commit record cfrag wrote; move it away to open {base}.")
+    folder = base.parent / name
+    try:
+        if _is_real_dir(folder):
+            _move_pair(folder, base)
+            logger.warning("{base}: finished a save that was interrupted (the new files moved in)", base=str(base))
+        commit.unlink()
+    except OSError as exc:
+        raise ValueError(f"{base}: an interrupted save cannot be finished ({exc.strerror or exc}); "
+                         "run cfrag index again with write access.") from exc
+    if _is_real_dir(folder):
+        shutil.rmtree(folder, ignore_errors=True)
+    return True
+
+
+def _move_pair(folder: Path, base: Path) -> None:
+    for suffix in FAISS_SUFFIXES:
+        source = (folder / base.name).with_suffix(suffix)
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISREG(source.lstat().st_mode):
+                os.replace(source, base.with_suffix(suffix))
+
+
+def remove_leftovers(base: Path) -> list[Path]:
+    """Remove the temporary files and folders killed saves left beside a store (this user's, never links)."""
+    pattern, removed = _temporary_name(base, commit=True), []
+    try:
+        entries = list(base.parent.iterdir())
+    except OSError:
+        return []
+    for path in entries:
+        if not pattern.fullmatch(path.name):
+            continue
+        try:
+            info = path.lstat()
+        except OSError:
+            continue
+        if info.st_uid != os.getuid() or stat.S_ISLNK(info.st_mode):
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            shutil.rmtree(path, ignore_errors=True)
+        elif stat.S_ISREG(info.st_mode):
+            path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
+def _is_real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _replace_with_text(path: Path, text: str) -> None:
+    """Write a small file atomically: a temporary file beside it, then one rename."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(name, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
 
 
 def close_document_store(store: Any) -> None:
@@ -162,8 +283,12 @@ def check_memory_store_file(path: Path) -> None:
 
 
 def save_memory_store(store: Any, path: Path) -> None:
-    """Save an in-memory store as JSON atomically: a new temporary file beside it (a unique name), then rename."""
+    """Save an in-memory store as JSON atomically: a new temporary file beside it (a unique name), then rename.
+
+    Temporary files of earlier saves that were killed are removed first.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_leftovers(path)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
@@ -190,6 +315,7 @@ def _open_faiss(s: StoreSpec, embedding_dim: int | None, create: bool, device: i
     import faiss  # noqa: PLC0415
 
     base = Path(s.location)
+    finish_interrupted_save(base)  # a save killed between its two moves: its complete pair, never a mixed one
     exists = base.with_suffix(".faiss").exists()
     if not exists and not create:
         raise FileNotFoundError(f"No FAISS store at {base.with_suffix('.faiss')}: create it with "
