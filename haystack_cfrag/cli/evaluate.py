@@ -2,9 +2,10 @@
 
 Every system and sweep value is checked before the first question runs, and the --out folder
 must be cfrag eval's: new, empty, holding its marker `.cfrag-eval.json`, or a run folder it
-wrote before markers existed (its `metadata.json` or `records.jsonl`). Anything else is refused
-with one line naming the folder and what it holds: `metadata.json` and `report.md` there are
-the user's, and cfrag eval never replaces them.
+wrote before markers existed (its `metadata.json`, or `records.jsonl` with nothing but its
+caches beside it). Anything else is refused with one line naming the folder and what it holds:
+`metadata.json` and `report.md` there are the user's, and cfrag eval never replaces them; so is a
+folder holding a link (a file it writes is never written through one).
 """
 
 from __future__ import annotations
@@ -64,14 +65,21 @@ def _check_systems(specs: str, option: str) -> None:
         raise click.BadParameter(str(exc), param_hint=option) from exc
 
 
+RECORD_FILES = ("records.jsonl", "llm_cache.jsonl", "graph_stats.jsonl")
+"""What a run folder may hold besides its records when it is recognised by them alone (no metadata)."""
+
+
 def made_by_eval(folder: Path) -> bool:
-    """Whether `folder` is a run folder cfrag eval wrote before its marker existed: its metadata or records."""
+    """Whether `folder` is a run folder cfrag eval wrote before its marker existed: its metadata, or its
+    records and nothing but the files written beside them (a `report.md` there without metadata is the user's)."""
     try:
         meta = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
         if isinstance(meta, dict) and {"haystack_cfrag", "config"} <= meta.keys():
             return True
     except (OSError, ValueError):
         pass
+    if any(p.name not in RECORD_FILES for p in folder.iterdir()):
+        return False
     try:
         with (folder / "records.jsonl").open(encoding="utf-8") as fh:
             first = json.loads(fh.readline())
@@ -88,6 +96,10 @@ def _check_out(out: Path) -> None:
         owned_folder(out, "cfrag eval", EVAL_MARKER, adopt=made_by_eval)
     except FolderOwnershipError as exc:
         raise click.BadParameter(str(exc), param_hint="--out") from exc
+    links = sorted(p.name for p in out.iterdir() if p.is_symlink()) if out.is_dir() else []
+    if links:  # a report.md linking to ~/.bashrc would be written through
+        raise click.BadParameter(f"{out} holds links ({', '.join(links[:5])}): cfrag eval never writes through a "
+                                 "link; remove them or name another folder.", param_hint="--out")
 
 
 @click.command("eval")

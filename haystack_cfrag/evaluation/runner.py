@@ -30,6 +30,7 @@ from haystack import logging
 
 from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
+from haystack_cfrag.common.files import open_append
 from haystack_cfrag.common.text import normalize_answer
 from haystack_cfrag.common.validation import check_choice
 from haystack_cfrag.evaluation import provenance
@@ -239,7 +240,7 @@ def run_eval(
     current: tuple[str, str] | None = None
     injected: list[Any] = []
     written: dict[int, int] = {}  # graph builds already in graph_stats.jsonl, per runtime
-    with (out / "records.jsonl").open("a", encoding="utf-8") as fh:
+    with open_append(out / "records.jsonl") as fh:  # a link at its name is an error, never written through
         store = None
         for cond, item, system in _progress(todo, config.progress):
             if cond.corpus == "pooled":
@@ -269,7 +270,7 @@ def _append_graph_stats(out: Path, runtimes: list[Runtime], written: dict[int, i
         new += rt.graph_stats[written.get(id(rt), 0):]
         written[id(rt)] = len(rt.graph_stats)
     if new:
-        with (out / "graph_stats.jsonl").open("a", encoding="utf-8") as fh:
+        with open_append(out / "graph_stats.jsonl") as fh:
             fh.writelines(json.dumps(stats, default=str) + "\n" for stats in new)
 
 

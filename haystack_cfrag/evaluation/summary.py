@@ -28,6 +28,7 @@ import numpy as np
 
 from haystack import logging
 
+from haystack_cfrag.common.files import replace_text
 from haystack_cfrag.evaluation.controls import against_controls, kinds_text
 from haystack_cfrag.evaluation.metrics import paired_bootstrap
 from haystack_cfrag.evaluation.systems import BASELINE
@@ -67,12 +68,12 @@ def write_outputs(out: Path, *, with_plots: bool = True) -> dict[str, Any]:
     meta_path = out / "metadata.json"
     metadata = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else None
     results = {"metadata": metadata, **summarize(records), "index": index_cost(read_graph_stats(out))}
-    (out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+    replace_text(out / "results.json", json.dumps(results, indent=2, default=str))  # a link there: replaced
     report = markdown(results, metadata)
     if with_plots:
         images = plots(results, out)
         report += "\n## Plots\n\n" + "\n".join(f"![{p.stem}]({p.name})" for p in images) + "\n"
-    (out / "report.md").write_text(report, encoding="utf-8")
+    replace_text(out / "report.md", report)
     return results
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from haystack import logging
 
+from haystack_cfrag.common.files import replace_text
 from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec, redact
 
 logger = logging.getLogger(__name__)
@@ -117,7 +118,7 @@ def save_faiss_store(store: Any, base: Path) -> None:
     committed = False
     try:
         store.save(folder / base.name)  # writes NAME.faiss and NAME.json
-        _replace_with_text(commit, json.dumps({"folder": folder.name}))  # from here on the new pair is the store
+        replace_text(commit, json.dumps({"folder": folder.name}))  # from here on the new pair is the store
         committed = True
         _move_pair(folder, base)
         commit.unlink()
@@ -212,18 +213,6 @@ def _is_real_dir(path: Path) -> bool:
         return stat.S_ISDIR(path.lstat().st_mode)
     except OSError:
         return False
-
-
-def _replace_with_text(path: Path, text: str) -> None:
-    """Write a small file atomically: a temporary file beside it, then one rename."""
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(name, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(name)
 
 
 def close_document_store(store: Any) -> None:

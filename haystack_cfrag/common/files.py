@@ -1,0 +1,52 @@
+"""Writing into a folder without following links: a whole file replaced atomically, a log appended to.
+
+`replace_text` writes a temporary file beside the target and renames it over the target: a
+crash leaves the old file or the new one, never half of one, and a link at the target's name is
+replaced, never written through. `open_append` opens a file to append to with `O_NOFOLLOW`: a
+link at its name is an error (OSError, ELOOP), not a way to write into another file.
+
+>>> import tempfile, pathlib
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> replace_text(folder / "report.md", "# Report\\n")
+>>> with open_append(folder / "records.jsonl") as fh:
+...     _ = fh.write("{}\\n")
+>>> sorted(p.name for p in folder.iterdir())
+['records.jsonl', 'report.md']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import IO
+
+
+def replace_text(path: Path, text: str, *, mode: int | None = None) -> None:
+    """Write `text` to `path` atomically: a temporary file in the same folder, then one rename.
+
+    :param mode: the file's permission bits (default: what a plain write gives under the umask).
+    """
+    path = Path(path)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(name, mode if mode is not None else 0o666 & ~_umask())  # mkstemp's file is private (0600)
+        os.replace(name, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
+
+
+def open_append(path: Path) -> IO[str]:
+    """`path` opened to append UTF-8 text, created if missing; OSError when its name is a link."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    return os.fdopen(os.open(path, flags, 0o666), "a", encoding="utf-8")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
