@@ -34,6 +34,8 @@ from haystack import Document
 
 from haystack_cfrag.causal_rag.components._extraction_cache import ExtractionCache
 from haystack_cfrag.causal_rag.components.causal_graph_builder import CausalGraphBuilder
+from haystack_cfrag.causal_rag.extractors import BUILDER_SETTINGS, check_extractor_name, make_extractor
+from haystack_cfrag.common import interrupts
 from haystack_cfrag.causal_rag.math.extraction import Extraction, cache_key, chunk_text, passage_hash, \
     per_extracted_passage
 
@@ -48,7 +50,7 @@ def extract_passages(
     chat_generator: Any | None = None,
     cache_dir: str | Path,
     progress: Callable[[str], None] | None = None,
-    extractor: Any | None = None,
+    extractor: Any = None,
     extractor_name: str | None = None,
     builder_settings: dict[str, Any] | None = None,
     batch_size: int = 64,
@@ -58,14 +60,19 @@ def extract_passages(
     """Extract (or find in the cache) every passage's graph; the summed stats, with seconds and the graph's size.
 
     :param chat_generator: the LLM of CausalRAG's recipe (when `extractor` is None).
-    :param extractor: a graph extractor (`causal_rag.extractors`), e.g. `SpacyGraphExtractor`.
-    :param extractor_name: the name shown in the summary (default: the extractor's class, or "llm").
+    :param extractor: a graph extractor component (`causal_rag.extractors`), or its name ("llm", "llm-json",
+        "spacy": built here, with its builder settings); None = "llm", the chat generator's recipe.
+    :param extractor_name: the name shown in the summary (default: the name given, the class, or "llm").
     :param builder_settings: more `CausalGraphBuilder` init parameters (`extractors.BUILDER_SETTINGS`).
     :param batch_size: passages per extractor call (and per progress line); the LLM recipe goes one by one.
     :param engine: "local" or "ray" (then `ray_address`: None = a local Ray, or a cluster's address).
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r:.40}; choose one of {', '.join(ENGINES)}.")
+    if isinstance(extractor, str):
+        extractor_name = check_extractor_name(extractor)
+        builder_settings = {**BUILDER_SETTINGS.get(extractor, {}), **(builder_settings or {})}
+        extractor = make_extractor(extractor, chat_generator=chat_generator)
     builder = CausalGraphBuilder(chat_generator=chat_generator, extractor=extractor, cache_dir=str(cache_dir),
                                  progress_bar=False, batch_size=max(1, min(batch_size, 4096)),
                                  **(builder_settings or {}))  # `progress` says where it is
@@ -79,9 +86,7 @@ def extract_passages(
                              "not the builder's in-process LLM recipe.")
         _extract_on_ray(passages, builder, total, progress, batch_size, ray_address)
     else:
-        builder.warm_up()
-        if extractor is not None and hasattr(extractor, "warm_up"):
-            extractor.warm_up()
+        interrupts.warm_up(builder)  # the extractor's model too; a Ctrl-C during the load takes effect after it
         step = 1 if extractor is None else max(1, batch_size)
         done = 0
         for batch in _batches(passages, step):
@@ -189,7 +194,7 @@ def summary_line(stats: dict[str, Any]) -> str:
 
     >>> summary_line({"passages": 4, "extracted": 3, "cached": 1, "llm_calls": 3, "parse_failures": 1,
     ...               "prompt_tokens": 900, "completion_tokens": 300, "nodes": 9, "edges": 7, "seconds": 30.0})
-    'graph (llm): 4 passages (3 new or changed, 1 cached), 3 LLM calls, 1 unparsed; 9 nodes, 7 edges (0 causal), 0 rejected by validation; 10.0 s and 400 tokens per extracted passage (0.1 passages/s)'
+    'graph: 4 passages (1 cached), 3 LLM calls, 1 unparsed; extractor llm, 3 new or changed passages; 9 nodes, 7 edges (0 causal), 0 rejected by validation; 10.0 s and 400 tokens per extracted passage (0.1 passages/s)'
     >>> summary_line({"passages": 2, "extracted": 0, "cached": 2, "seconds": 0.5}).split("; ")[-1]
     'no extraction (every passage from the cache)'
     >>> summary_line({"passages": 2, "extracted": 0, "cached": 2, "cached_priced": 2, "cached_seconds": 19.0}).split("; ")[-1]
@@ -207,8 +212,8 @@ def summary_line(stats: dict[str, Any]) -> str:
             (f" (the cached ones: {then})" if then else "")
     calls = (f"{stats.get('llm_calls', 0)} LLM calls, {stats.get('parse_failures', 0)} unparsed"
              if stats.get("extractor", "llm") == "llm" else f"{stats.get('extractor_calls', 0)} extractor calls")
-    return (f"graph ({stats.get('extractor', 'llm')}): {stats.get('passages', 0)} passages "
-            f"({stats.get('extracted', 0)} new or changed, {stats.get('cached', 0)} cached), {calls}; "
+    return (f"graph: {stats.get('passages', 0)} passages ({stats.get('cached', 0)} cached), {calls}; "
+            f"extractor {stats.get('extractor', 'llm')}, {stats.get('extracted', 0)} new or changed passages; "
             f"{stats.get('nodes', 0)} nodes, {stats.get('edges', 0)} edges ({stats.get('causal_edges', 0)} causal), "
             f"{stats.get('rejected', 0)} rejected by validation; {tail}")
 

@@ -264,13 +264,21 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
               help="Also extract CausalRAG's causal graph of the passages now (one LLM call per 1,000-character "
                    "chunk, cached and resumable), so that --pipeline causal_rag starts without it.")
 @click.option("--llm", default=models.EMBEDDED_LLM, show_default=True, help="The extraction model (with --graph).")
+@click.option("--extractor", "graph_extractor", default="llm", show_default=True,
+              type=click.Choice(["llm", "llm-json", "spacy"]),
+              help="What extracts the graph (with --graph): llm (CausalRAG's prompt, one generation per chunk), "
+                   "llm-json (the same, JSON constrained by a schema), spacy (parsing and causal cues, no generation).")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where the graph is extracted (with --graph): in this process, or on Ray (with --extractor "
+                   "spacy or llm-json).")
+@click.option("--ray-address", default=None, help="A Ray cluster's address (with --engine ray; default: a local Ray).")
 @click.option("--max-file-mb", default=16.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Skip (and count) files larger than this many MiB; their size is checked before they are read.")
 @click.option("--max-passage-chars", default=20_000, show_default=True, type=click.IntRange(min=100),
               help="Cut (and count) passages longer than this: a long JSONL line, or text without spaces.")
 def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str | None, words: int,
-          overlap: int, include_hidden: bool, graph: bool, llm: str, max_file_mb: float,
-          max_passage_chars: int) -> None:
+          overlap: int, include_hidden: bool, graph: bool, llm: str, graph_extractor: str, engine: str,
+          ray_address: str | None, max_file_mb: float, max_passage_chars: int) -> None:
     """Split files into passages, embed them and write them to a store.
 
     \b
@@ -295,8 +303,10 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
         raise click.BadParameter(f"must be smaller than --words ({words}), got {overlap}", param_hint="--overlap")
     spec = check_store_spec(store_path, create=True)
     check_model_spec(embedder, "--embedder")
-    if graph:
+    if graph and graph_extractor != "spacy":
         check_model_spec(llm, "--llm")
+    if graph and engine == "ray" and graph_extractor == "llm":
+        raise click.BadParameter("runs a graph extractor: choose --extractor spacy or llm-json", param_hint="--engine")
     try:
         selection = select_files(paths, include_hidden=include_hidden)
     except ValueError as exc:  # a file named on the command line that is not read: names it
@@ -332,6 +342,8 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
         written = store.write_documents(embedded, policy=DuplicatePolicy.OVERWRITE)
         save_document_store(store, spec)
         count = store.count_documents()
+        # the graph is the store's: all its passages (new or changed ones are extracted, the others are cached)
+        stored = [d for d in store.filter_documents() if d.content] if graph else []
     finally:
         close_document_store(store)
     where = spec.location if spec.kind == "memory" else redact(str(spec))
@@ -342,10 +354,16 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
 
         status = StatusLine(label="index")
         try:
-            generator = factories.chat_generator(llm, device=device)
-            interrupts.warm_up(generator)  # loaded before the extraction, with Ctrl-C held
-            stats = extract_passages(embedded, chat_generator=generator, cache_dir=models.graph_cache_dir(),
-                                     progress=status)
+            generator = None
+            if graph_extractor != "spacy":
+                generator = factories.chat_generator(llm, device=device)
+                interrupts.warm_up(generator)  # loaded before the extraction, with Ctrl-C held
+            try:
+                stats = extract_passages(stored, chat_generator=generator, cache_dir=models.graph_cache_dir(),
+                                         progress=status, extractor=graph_extractor, engine=engine,
+                                         ray_address=ray_address)
+            except (ImportError, RuntimeError, ValueError) as exc:  # spaCy or Ray missing, a model not the pinned one
+                raise click.ClickException(one_line(exc, typed=False)) from exc
         finally:
             status.done()
         click.echo(summary_line(stats))

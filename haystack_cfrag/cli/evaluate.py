@@ -131,12 +131,16 @@ def _check_out(out: Path) -> None:
 @click.option("--max-tokens", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--no-cache", is_flag=True,
               help="A latency run: make every LLM call (no reply cache), each system with its own model instance.")
+@click.option("--graph-extractor", type=click.Choice(["llm", "llm-json", "spacy"]), default="llm", show_default=True,
+              help="What extracts the graph of causal_rag / cdf_rag: llm (the reader, CausalRAG's prompt), llm-json "
+                   "(the same, schema-constrained JSON), spacy (parsing and causal cues, no generation).")
 @click.option("--report-only", is_flag=True, help="Rebuild results.json, report.md and plots from the records.")
 @click.option("--no-plots", is_flag=True)
 def eval_command(data: Path, fmt: str, limit: int, offset: int, main_limit: int | None, corpus: str, systems: str,
                  sweeps: tuple[str, ...], inject_levels: str, inject_variants: str, inject_systems: str,
                  inject_limit: int | None, skip_main: bool, out: Path, llm: str, embedder: str, scorer: str | None,
-                 device: str | None, max_tokens: int, no_cache: bool, report_only: bool, no_plots: bool) -> None:
+                 device: str | None, max_tokens: int, no_cache: bool, graph_extractor: str, report_only: bool,
+                 no_plots: bool) -> None:
     """Evaluate systems side by side on DATA; results resume from --out.
 
     --out is a new or empty folder, or one cfrag eval wrote (its marker .cfrag-eval.json, or its
@@ -165,7 +169,7 @@ def eval_command(data: Path, fmt: str, limit: int, offset: int, main_limit: int 
                 inject_levels=_ints(inject_levels), inject_variants=[v for v in inject_variants.split(",") if v],
                 inject_systems=[inject_systems], inject_limit=inject_limit, skip_main=skip_main, out=str(out),
                 llm=llm, embedder=embedder, scorer=scorer, device=device, max_tokens=max_tokens,
-                cache=not no_cache,
+                cache=not no_cache, graph_extractor=graph_extractor,
             )
         except ValueError as exc:
             raise click.UsageError(str(exc)) from exc

@@ -104,6 +104,9 @@ def differences(old: dict[str, Any], new: dict[str, Any], conditions: set[str]) 
     if old_config.get("cache", True) != new_config.get("cache", True):  # folders from before the option: cached
         out.append(f"reply cache: {_on(old_config.get('cache', True))} in the folder, "
                    f"{_on(new_config.get('cache', True))} in this run (a latency run's seconds are all real)")
+    if old_config.get("graph_extractor", "llm") != new_config.get("graph_extractor", "llm"):  # older folders: llm
+        out.append(f"graph extractor: {old_config.get('graph_extractor', 'llm')} in the folder, "
+                   f"{new_config.get('graph_extractor', 'llm')} in this run")
     rows = ("format", "offset", "limit")
     old_rows, new_rows = [old_config.get(k) for k in rows], [new_config.get(k) for k in rows]
     if old_rows != new_rows and any(row_dependent(c) for c in conditions):

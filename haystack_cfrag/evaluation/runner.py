@@ -71,6 +71,8 @@ class EvalConfig:
         False = a latency run: every call is made, and each system has its own model instance, so
         llama.cpp's prompt-prefix reuse only carries over between that system's own calls, as in a
         deployment that runs it alone.
+    :param graph_extractor: what extracts the graph of the graph family's systems (`causal_rag.extractors`:
+        "llm", "llm-json" or "spacy"); each extractor's extractions are cached apart.
     """
 
     data: str
@@ -94,6 +96,7 @@ class EvalConfig:
     allowed_modules: list[str] | None = None
     progress: bool = True
     cache: bool = True
+    graph_extractor: str = "llm"
 
     def __post_init__(self) -> None:
         check_choice("corpus", self.corpus, CORPUS_MODES)
@@ -203,7 +206,8 @@ def run_eval(
 
     def new_runtime(generator: Any) -> Runtime:
         runtime = Runtime(store=_empty_store(), chat_generator=generator, text_embedder=query_embedder,
-                          scorer=config.scorer, device=config.device, allowed_modules=config.allowed_modules)
+                          scorer=config.scorer, device=config.device, allowed_modules=config.allowed_modules,
+                          graph_extractor=config.graph_extractor)
         runtime.warm_up()
         return runtime
 

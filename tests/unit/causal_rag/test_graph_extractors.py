@@ -240,7 +240,7 @@ def test_indexing_again_extracts_only_new_or_changed_passages_and_drops_deleted_
 def test_the_summary_names_the_extractor_rate_graph_and_rejections(tmp_path):
     stats = extract_passages(DOCS, extractor=CountingExtractor(), extractor_name="counting", cache_dir=tmp_path)
     line = summary_line(stats)
-    assert line.startswith("graph (counting): 3 passages (2 new or changed, 1 cached), 1 extractor calls; ")
+    assert line.startswith("graph: 3 passages (1 cached), 1 extractor calls; extractor counting, 2 new or changed ")
     assert "4 nodes, 2 edges (1 causal), 2 rejected by validation" in line and "passages/s" in line
 
 
