@@ -44,7 +44,7 @@ $(VENV)/.models: $(VENV)/.core
 	    -w "$(WHEELS)" "$(LLAMA_CPP)"; \
 	else echo "reusing the cached llama-cpp-python wheel in $(WHEELS)"; fi
 	$(PIP) "$$(ls "$(WHEELS)"/llama_cpp_python-0.3.36-*.whl | head -1)"
-	$(PIP) -e ".[test,files,eval,models,serve,stores,server]" "$(HAYSTACK3)" "$(LLAMA_CPP)" --find-links "$(WHEELS)"
+	$(PIP) -e ".[test,files,eval,models,serve,stores,server,graph]" "$(HAYSTACK3)" "$(LLAMA_CPP)" --find-links "$(WHEELS)"
 	$(PIP) $$($(VENV)/bin/cfrag models requirements)
 	$(VENV)/bin/cfrag models check
 	touch $@

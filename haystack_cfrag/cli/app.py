@@ -418,8 +418,9 @@ def models_group() -> None:
 
 @models_group.command("requirements")
 def models_requirements() -> None:
-    """Print the pinned pip requirements of the embedded LLM's part wheels."""
-    click.echo(" ".join(models.GGUF_MODELS[models.EMBEDDED_LLM].requirements()))
+    """Print the pinned pip requirements of the embedded LLM's part wheels and of the spaCy graph extractor."""
+    spacy = models.SPACY_MODELS[models.EMBEDDED_SPACY]
+    click.echo(" ".join([*models.GGUF_MODELS[models.EMBEDDED_LLM].requirements(), *spacy.runtime, spacy.requirement]))
 
 
 @models_group.command("check")
@@ -427,6 +428,10 @@ def models_check() -> None:
     """Resolve the embedded models: assemble the GGUF once, check its sha256, print the paths."""
     for spec in (models.EMBEDDED_EMBEDDER, models.EMBEDDED_LLM):
         click.echo(f"{spec} -> {models.resolve_model(spec)}")
+    try:  # optional: the non-generative graph extractor's parser (haystack-cfrag[graph])
+        click.echo(f"{models.EMBEDDED_SPACY} -> {models.SPACY_MODELS[models.EMBEDDED_SPACY].path()}")
+    except RuntimeError as exc:
+        click.echo(f"{models.EMBEDDED_SPACY}: {one_line(exc, typed=False)}")
 
 
 # ---------------------------------------------------------------- formatting
