@@ -19,13 +19,15 @@ client leave without an "Exception in ASGI application".
 from __future__ import annotations
 
 import argparse
+import functools
+import math
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from haystack_cfrag.serving.middleware import LOOPBACK_HOSTS, BodyCheck, Guard
-from haystack_cfrag.serving.requests import check_pipeline_inputs, check_run_request
+from haystack_cfrag.serving.requests import RequestError, check_pipeline_inputs, check_run_request
 
 API_KEY_ENV = "CFRAG_API_KEY"
 DROPPED_ROUTES = ("/draw/{pipeline_name}", "/v1/files", "/files")
@@ -62,10 +64,12 @@ def rest_app(pipelines_dir: Path, *, host: str, allow_deploy: bool, cors_origins
     app.add_exception_handler(RequestValidationError, json_safe_validation_error)
 
     def body_check(path: str) -> BodyCheck | None:
+        registry = app.state.pipeline_registry
+        if path in OPENAI_ROUTES:
+            return lambda body: check_openai_model(registry, body, OPENAI_ROUTES[path])
         name, sep, rest = path.strip("/").partition("/")
         if not sep or rest != "run":
             return None
-        registry = app.state.pipeline_registry
         return pipeline_body_check(registry.get(name), registry.get_metadata(name))
 
     return Guard(app, api_key=api_key, allowed_hosts=allowed_hosts(host), body_check=body_check)
@@ -85,6 +89,7 @@ def mcp_app(pipelines_dir: Path, *, host: str, allow_deploy: bool, api_key: str 
         registry: Any = live_registry
     else:
         registry = load_pipeline_registry(pipelines_dir)
+    json_safe_results(registry)
     server = create_mcp_server(registry=registry)
     call_tool = server.request_handlers[types.CallToolRequest]
 
@@ -160,6 +165,66 @@ def pipeline_body_check(wrapper: Any, metadata: Any) -> BodyCheck | None:
         inputs = tuple(model.model_fields)
         return lambda body: check_pipeline_inputs(body, inputs)
     return None  # a pipeline deployed by someone else (--allow-deploy): Hayhooks' model checks it
+
+
+OPENAI_ROUTES = {"/v1/chat/completions": "run_chat_completion", "/chat/completions": "run_chat_completion",
+                 "/v1/responses": "run_response", "/responses": "run_response"}
+"""The OpenAI routes, with the wrapper method that answers each (a YAML pipeline has neither)."""
+
+
+def check_openai_model(registry: Any, body: Any, method: str) -> None:
+    """RequestError (422) when a chat or responses body's `model` names a pipeline that cannot answer there.
+
+    Hayhooks answers 501 for a YAML pipeline named as `model`: the caller's mistake, said in one line.
+    An unknown model is left to Hayhooks (404).
+    """
+    model = body.get("model") if isinstance(body, dict) else None
+    wrapper = registry.get(model) if isinstance(model, str) else None
+    if wrapper is None:
+        return
+    if not (getattr(wrapper, f"_is_{method}_implemented", False)
+            or getattr(wrapper, f"_is_{method}_async_implemented", False)):
+        able = [n for n in registry.get_names() if getattr(registry.get(n), f"_is_{method}_implemented", False)
+                or getattr(registry.get(n), f"_is_{method}_async_implemented", False)]
+        raise RequestError(f"'model': '{model[:100]}' answers at /{model[:100]}/run only, not here (models served "
+                           f"here: {', '.join(able) or 'none'}).")
+
+
+def json_safe(value: Any) -> Any:
+    """A pipeline's output as plain JSON values: Haystack objects by their `to_dict`, non-finite floats as None.
+
+    >>> json_safe({"n": float("nan"), "items": (1, "a")})
+    {'n': None, 'items': [1, 'a']}
+    """
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [json_safe(v) for v in value]
+    if callable(getattr(value, "to_dict", None)):
+        return json_safe(value.to_dict())
+    return str(value)
+
+
+def json_safe_results(registry: Any) -> None:
+    """Make each YAML pipeline's results plain JSON for MCP (Hayhooks' MCP `json.dumps` them as they are:
+    a ChatMessage or Document in the outputs was "not JSON serializable")."""
+    from hayhooks.server.utils.yaml_pipeline_wrapper import YAMLPipelineWrapper  # noqa: PLC0415
+
+    for name in registry.get_names():
+        wrapper = registry.get(name)
+        if not isinstance(wrapper, YAMLPipelineWrapper) or not callable(getattr(wrapper, "run_api_async", None)):
+            continue
+        run = wrapper.run_api_async
+
+        @functools.wraps(run)
+        async def safe_run(*args: Any, _run: Any = run, **kwargs: Any) -> Any:
+            return json_safe(await _run(*args, **kwargs))
+
+        wrapper.run_api_async = safe_run
 
 
 def allowed_hosts(host: str) -> tuple[str, ...] | None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -134,11 +135,19 @@ def _repeated_header(pairs: list[tuple[str, str]]) -> tuple[int, str, dict[str, 
     return None
 
 
+_HOST = re.compile(r"\[(?P<v6>[0-9A-Fa-f:.]+)\](?::[0-9]{1,5})?|(?P<name>[^:\[\]]*)(?::[0-9]{1,5})?")
+
+
 def _host_name(host: str) -> str:
-    """The name part of a Host header: "127.0.0.1:1416" → "127.0.0.1", "[::1]:80" → "::1"."""
-    if host.startswith("["):
-        return host[1:].partition("]")[0]
-    return host.rpartition(":")[0] if host.count(":") == 1 else host
+    """The name part of a Host header: "127.0.0.1:1416" → "127.0.0.1", "[::1]:80" → "::1".
+
+    Anything else after the name than ":port" makes the header no name at all ("[::1]x" is not
+    "::1"), so it is never an allowed host.
+    """
+    match = _HOST.fullmatch(host)
+    if match is None:
+        return ""
+    return match.group("v6") if match.group("v6") is not None else match.group("name")
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:

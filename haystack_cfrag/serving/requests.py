@@ -113,6 +113,8 @@ def _check_openai(body: Mapping[str, Any], fields: frozenset[str], parameters: R
                            + (f" and {', '.join(parameters)})." if parameters else ")."))
     if not isinstance(body.get("stream_options") or {}, dict):
         raise RequestError("'stream_options' must be an object.")
+    if body.get("stream") is not None and not isinstance(body["stream"], bool):  # "yes" would stream
+        raise RequestError(f"'stream' must be true or false, got {type(body['stream']).__name__}.")
     return question_from_messages(messages, field), check_params({k: body[k] for k in parameters if k in body},
                                                                  parameters)
 
@@ -125,10 +127,11 @@ def question_from_messages(messages: Any, field: str = "messages") -> str:
         if isinstance(message, dict) and message.get("role") == "user":
             content = message.get("content")
             if isinstance(content, list):  # parts: {"type": "text" | "input_text", "text": "…"}
-                content = " ".join(
-                    str(p.get("text", "")) for p in content
-                    if isinstance(p, dict) and p.get("type") in ("text", "input_text")
-                )
+                texts = [p.get("text", "") for p in content
+                         if isinstance(p, dict) and p.get("type") in ("text", "input_text")]
+                if not all(isinstance(text, str) for text in texts):  # never a dict's str()
+                    raise RequestError(f"'{field}[-1].content[].text' must be a string.")
+                content = " ".join(texts)
             return check_question(content, f"{field}[-1].content")
     raise RequestError(f"'{field}' holds no user message.")
 
