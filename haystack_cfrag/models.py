@@ -217,6 +217,7 @@ SELF_RESOLVING = (
     "haystack_cfrag.adapters.llama_cpp_logprobs.LlamaCppLogprobsChatGenerator",
     "haystack_cfrag.adapters.model_spec_text_embedder.ModelSpecTextEmbedder",
     "haystack_cfrag.adapters.model_spec_document_embedder.ModelSpecDocumentEmbedder",
+    "haystack_cfrag.causal_rag.components.spacy_graph_extractor.SpacyGraphExtractor",
 )
 
 

@@ -380,3 +380,51 @@ def test_spacy_validation_drops_causal_edges_the_reader_does_not_support():
     out = ex.run(texts=["The match was cancelled because of heavy rain. The flood was caused by a broken dam."])
     causal = {(t.head, t.tail) for t in out["extractions"][0].triples if t.cue}
     assert causal == {("heavy rain", "match")} and out["meta"][0]["rejected"] == 1 and len(backend.prompts) == 2
+
+
+# ------------------------------------------------------------------ choosing the extractor: YAML and runtime
+def test_the_indexing_yaml_takes_the_spacy_extractor_in_its_socket(tmp_path):
+    spacy_extractor()
+    import yaml
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    from haystack_cfrag.loading import pipeline_from_dict
+    from haystack_cfrag.pipelines import pipeline_path
+
+    data = yaml.safe_load(pipeline_path("causal_rag_indexing").read_text(encoding="utf-8"))
+    builder = data["components"]["builder"]["init_parameters"]
+    assert builder["extractor"] is None  # the shipped file: the chat generator's recipe
+    builder.update(extractor={"type": "haystack_cfrag.causal_rag.components.spacy_graph_extractor.SpacyGraphExtractor",
+                              "init_parameters": {"model": "embedded:en_core_web_sm"}},
+                   chat_generator=None, chunk_chars=20000, chunk_overlap=0, progress_bar=False,
+                   document_embedder={"type": "haystack_cfrag.testing.fakes.HashingDocumentEmbedder",
+                                      "init_parameters": {}})
+    pipe = pipeline_from_dict(data)
+    out = pipe.run({"builder": {"documents": [Document(id="p", content=MATCH_TEXT)]}})
+    assert out["builder"]["stats"]["causal_edges"] == 1 and out["writer"]["documents_written"] >= 2
+    store = pipe.get_component("writer").document_store
+    assert isinstance(store, InMemoryDocumentStore)
+    [rain] = [d for d in store.filter_documents() if d.content == "heavy rain"]
+    assert rain.meta["edges_out"][0]["cue"] == "because of"
+
+
+MATCH_TEXT = "The match was cancelled because of heavy rain."
+
+
+def test_the_runtime_builds_the_store_graph_with_the_extractor_it_was_given(tmp_path):
+    spacy_extractor()
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    from haystack_cfrag.runtime import Runtime
+    from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder
+
+    store = InMemoryDocumentStore(embedding_similarity_function="cosine")
+    store.write_documents(HashingDocumentEmbedder().run([Document(id="p", content=MATCH_TEXT)])["documents"])
+    generator = ScriptedExtractor()
+    rt = Runtime(store=store, chat_generator=generator, text_embedder=HashingTextEmbedder(),
+                 graph_cache=tmp_path / "graph", graph_extractor="spacy")
+    assert rt.graph_store().count_documents() == 2 and generator.prompts == []  # no LLM call for the graph
+    assert rt.graph_stats[0]["extractor"] == "spacy" and rt.graph_stats[0]["causal_edges"] == 1
+    with pytest.raises(ValueError, match="unknown graph extractor"):
+        Runtime(store=InMemoryDocumentStore(), chat_generator=generator, text_embedder=HashingTextEmbedder(),
+                graph_cache=None, graph_extractor="gliner").graph_store()
