@@ -27,7 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from haystack_cfrag.serving.middleware import LOOPBACK_HOSTS, BodyCheck, Guard
-from haystack_cfrag.serving.requests import RequestError, check_pipeline_inputs, check_run_request
+from haystack_cfrag.serving.requests import (
+    RequestError,
+    check_openai_fields,
+    check_pipeline_inputs,
+    check_run_request,
+)
 
 API_KEY_ENV = "CFRAG_API_KEY"
 DROPPED_ROUTES = ("/draw/{pipeline_name}", "/v1/files", "/files")
@@ -66,7 +71,7 @@ def rest_app(pipelines_dir: Path, *, host: str, allow_deploy: bool, cors_origins
     def body_check(path: str) -> BodyCheck | None:
         registry = app.state.pipeline_registry
         if path in OPENAI_ROUTES:
-            return lambda body: check_openai_model(registry, body, OPENAI_ROUTES[path])
+            return lambda body: check_openai_fields(body) or check_openai_model(registry, body, OPENAI_ROUTES[path])
         name, sep, rest = path.strip("/").partition("/")
         if not sep or rest != "run":
             return None

@@ -111,12 +111,20 @@ def _check_openai(body: Mapping[str, Any], fields: frozenset[str], parameters: R
     if unknown:
         raise RequestError(f"Unknown field(s) {_listed(unknown)} (known: OpenAI's request fields"
                            + (f" and {', '.join(parameters)})." if parameters else ")."))
-    if not isinstance(body.get("stream_options") or {}, dict):
-        raise RequestError("'stream_options' must be an object.")
-    if body.get("stream") is not None and not isinstance(body["stream"], bool):  # "yes" would stream
-        raise RequestError(f"'stream' must be true or false, got {type(body['stream']).__name__}.")
+    check_openai_fields(body)
     return question_from_messages(messages, field), check_params({k: body[k] for k in parameters if k in body},
                                                                  parameters)
+
+
+def check_openai_fields(body: Any) -> None:
+    """The OpenAI fields CF-RAG reads, as sent (the guard runs it on the raw body: Hayhooks' model would
+    turn `"stream": "yes"` into true): `stream` a boolean or null, `stream_options` an object."""
+    if not isinstance(body, dict):
+        return  # the route's own model refuses it
+    if not isinstance(body.get("stream_options") or {}, dict):
+        raise RequestError("'stream_options' must be an object.")
+    if body.get("stream") is not None and not isinstance(body["stream"], bool):
+        raise RequestError(f"'stream' must be true or false, got {type(body['stream']).__name__}.")
 
 
 def question_from_messages(messages: Any, field: str = "messages") -> str:
