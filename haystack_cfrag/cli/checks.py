@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from haystack_cfrag import models
-from haystack_cfrag.common.parameters import ParameterError
+from haystack_cfrag.common.parameters import ParameterError, parse_value
 from haystack_cfrag.registry import cli_options, resolve
 
 # `cfrag ask/compare` short option → (parameter, its Parameter): the families' `cli_options` (CF-RAG's -N -K -M …)
@@ -22,7 +22,7 @@ _URL = re.compile(r"https?://[^\s/#]+(/[^\s#]*)?")
 
 
 def parse_param_options(texts: tuple[str, ...]) -> dict[str, Any]:
-    """`--param NAME=VALUE` (repeatable) as {name: value}: true/false, an integer, a number, else the text.
+    """`--param NAME=VALUE` (repeatable) as {name: value} (`common.parameters.parse_value`).
 
     >>> parse_param_options(("theta=0.6", "duel=false", "entailment=pmi"))
     {'theta': 0.6, 'duel': False, 'entailment': 'pmi'}
@@ -32,18 +32,7 @@ def parse_param_options(texts: tuple[str, ...]) -> dict[str, Any]:
         name, sep, raw = text.partition("=")
         if not sep or not name.strip() or not raw.strip():
             raise click.BadParameter(f"'{text[:60]}' is not NAME=VALUE", param_hint="--param")
-        raw = raw.strip()
-        value: Any = raw
-        if raw.lower() in ("true", "false"):
-            value = raw.lower() == "true"
-        else:
-            for cast in (int, float):
-                try:
-                    value = cast(raw)
-                    break
-                except ValueError:
-                    pass
-        values[name.strip()] = value
+        values[name.strip()] = parse_value(raw.strip())
     return values
 
 

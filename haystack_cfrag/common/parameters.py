@@ -136,6 +136,22 @@ def check_parameters(values: Mapping[str, Any], table: Mapping[str, Parameter],
     return {name: table[name].check(value) for name, value in values.items() if value is not None}
 
 
+def parse_value(text: str) -> Any:
+    """A value as written on a command line or in an eval system: true/false, an integer, a number, else the text.
+
+    >>> parse_value("0.6"), parse_value("2"), parse_value("False"), parse_value("pmi")
+    (0.6, 2, False, 'pmi')
+    """
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
 def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
@@ -155,4 +171,4 @@ def _shown(value: Any) -> str:
     return type(value).__name__ if not isinstance(value, bool) else repr(value)
 
 
-__all__ = ["Parameter", "ParameterError", "Range", "check_in_range", "check_parameters"]
+__all__ = ["Parameter", "ParameterError", "Range", "check_in_range", "check_parameters", "parse_value"]

@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from haystack_cfrag.common.parameters import ParameterError
+from haystack_cfrag.common.parameters import ParameterError, parse_value
 from haystack_cfrag.common.validation import check_choice
 from haystack_cfrag.registry import BASELINE, FAMILIES, REGISTRY, ablations, default_systems, resolve
 
@@ -53,17 +53,6 @@ class System:
         return f"{self.pipeline}{sorted(self.params.items())}"
 
 
-def _value(text: str) -> Any:
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
-
-
 def parse_system(spec: str) -> System:
     """One system from its name (see the module doc)."""
     spec = spec.strip()
@@ -81,7 +70,7 @@ def parse_system(spec: str) -> System:
         key = short.get(key.strip(), key.strip())
         if not sep or key not in table:
             raise ValueError(f"System '{spec}': '{part}' is not param=value with param in {sorted(table)}.")
-        params[key] = _value(value.strip())
+        params[key] = parse_value(value.strip())
         try:
             table[key].check(params[key])  # the value as written is kept: it is part of the records' keys
         except ParameterError as exc:

@@ -14,28 +14,10 @@ import httpx
 import pytest
 
 from haystack_cfrag.registry import REGISTRY, served_pipelines
+from haystack_cfrag.testing.families import foreign_parameter, own_value
 from haystack_cfrag.testing.server import served
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
-
-
-def own_value(param):
-    """A valid value of a parameter that is not always its default."""
-    if param.kind is str:
-        return param.choices[-1]
-    if param.kind is bool:
-        return True
-    if param.low is not None and param.high is not None:
-        mid = (param.low + param.high) / 2
-        return int(mid) if param.kind is int else mid
-    return int(param.low or 1) + 1 if param.kind is int else 0.5
-
-
-def foreign_parameter(name):
-    """A request parameter of another family that pipeline `name` does not have."""
-    own = REGISTRY[name]
-    return next(p for e in REGISTRY.values() if e.family != own.family
-                for p in e.request_parameters if p not in own.parameters)
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Issue 44: families stand side by side, the layers above read only their declarations, every method is served.
+"""Issue 44: families side by side, the layers above read only their declarations, every method served.
 
 - the import rule, read from every module's imports (ast): no family imports another family, and
   no module above the families imports a family's module except the registry (which imports
@@ -11,7 +11,6 @@
 """
 
 import ast
-import json
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from haystack_cfrag.common.parameters import Parameter
 from haystack_cfrag.family import Entry, Family
 from haystack_cfrag.serving.service import CFRAGService, ServingConfig
 from haystack_cfrag.testing import MockChatGenerator
+from haystack_cfrag.testing.families import foreign_parameter, own_value
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder
 
@@ -113,24 +113,6 @@ def service(tmp_path_factory):
     return svc
 
 
-def _own_value(param: Parameter):
-    if param.kind is str:
-        return param.choices[-1]
-    if param.kind is bool:
-        return True
-    if param.low is not None and param.high is not None:
-        value = (param.low + param.high) / 2
-        return int(value) if param.kind is int else value
-    return int(param.low or 1) + 1 if param.kind is int else 0.5
-
-
-def _foreign(name: str) -> str:
-    """A request parameter of another family that this pipeline does not have."""
-    own = registry.REGISTRY[name]
-    return next(p for e in registry.REGISTRY.values() if e.family != own.family
-                for p in e.request_parameters if p not in own.parameters)
-
-
 def _wrapper(name, service, monkeypatch):
     from haystack_cfrag.serving import wrapper as wrapper_module
 
@@ -142,16 +124,17 @@ def _wrapper(name, service, monkeypatch):
 
 
 @pytest.mark.parametrize("name", registry.served_pipelines())
-def test_every_served_pipeline_takes_its_own_parameters_and_refuses_another_familys(name, service, monkeypatch):
+def test_every_served_pipeline_takes_its_own_parameters_and_refuses_another_familys(name, service,
+                                                                                   monkeypatch):
     from fastapi import HTTPException
 
     entry = registry.REGISTRY[name]
     w = _wrapper(name, service, monkeypatch)
     assert w.request_parameters == entry.request_parameters
-    own = {p: _own_value(entry.parameters[p]) for p in entry.request_parameters[:1]}
+    own = {p: own_value(entry.parameters[p]) for p in entry.request_parameters[:1]}
     out = w.run_api(question=dk.QUESTION, **own)
     assert out["pipeline"] == name and isinstance(out["answer"], str)
-    foreign = _foreign(name)
+    foreign = foreign_parameter(name)
     with pytest.raises(HTTPException) as refused:
         w.run_api(question=dk.QUESTION, **{foreign: 1})
     assert refused.value.status_code == 422 and repr(foreign) in refused.value.detail

@@ -52,7 +52,8 @@ def test_bad_parameters_are_refused_naming_the_parameter(params, message):
 
 
 def test_good_parameters_are_normalised_and_none_dropped():
-    assert check_params({"n_counterfactuals": 0, "n_clusters": 3.0, "n_subsets": None, "causal_weight": 1}, CF) == {
+    values = {"n_counterfactuals": 0, "n_clusters": 3.0, "n_subsets": None, "causal_weight": 1}
+    assert check_params(values, CF) == {
         "n_counterfactuals": 0, "n_clusters": 3, "causal_weight": 1.0}
 
 
