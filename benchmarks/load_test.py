@@ -19,6 +19,14 @@ and the server's resident memory before and after (from /proc of the hayhooks pr
     # the same, with the worst-case cleaning payload always in flight (issue #23)
     python benchmarks/load_test.py --serve="--mock --pipeline cf_rag --pipeline standard_rag --yaml cf_rag_fast" \
         --requests 500 --concurrency 16 --hostile-share 0.1 --worst-case --fail-on-5xx
+    # issue #43's bodies weighted up in the hostile share, peak RSS printed (a short run)
+    python benchmarks/load_test.py --serve="--mock --pipeline cf_rag --pipeline standard_rag --yaml cf_rag_fast" \
+        --requests 200 --concurrency 8 --hostile-share 0.3 --walk-weight 10 --worst-case --fail-on-5xx
+
+The hostile share also holds the bodies of issue #43 (`walk_cases`: one 24,000-character key over a
+list of 24,000 numbers, ~100 KB, which cost the server about +500 MB before the request walk was
+made linear) on REST, chat and a YAML pipeline. Each level prints the server's peak RSS, sampled
+with every /status probe, and its growth over the level.
 
 A hostile request must get the status its case names (a 4xx); any other answer is counted and
 named under `hostile_wrong`, and fails the run with --fail-on-5xx. Throughout each level a probe
@@ -83,8 +91,10 @@ def percentile(values: list[float], q: float) -> float:
 class Background:
     """Threads that run beside a level: the /status probe and, optionally, the worst-case payload sender."""
 
-    def __init__(self, url: str, interval: float, worst_case: bytes | None, timeout: float) -> None:
+    def __init__(self, url: str, interval: float, worst_case: bytes | None, timeout: float,
+                 pid: int | None = None) -> None:
         self.url, self.interval, self.worst_case, self.timeout = url, interval, worst_case, timeout
+        self.pid, self.rss_peak = pid, rss_of(pid)
         self.stop = threading.Event()
         self.status_latencies: list[float] = []
         self.status_failures: Counter[str] = Counter()
@@ -112,6 +122,9 @@ class Background:
                 except httpx.HTTPError as exc:
                     status = f"error:{type(exc).__name__}"
                 self.status_latencies.append(time.perf_counter() - start)
+                rss = rss_of(self.pid)
+                if rss is not None:
+                    self.rss_peak = max(self.rss_peak or 0, rss)
                 if status != "200":
                     self.status_failures[status] += 1
                 self.stop.wait(self.interval)
@@ -136,6 +149,7 @@ class Background:
             "status_failures": dict(self.status_failures),
             "worst_case_sent": sum(self.worst_case_statuses.values()) if self.worst_case is not None else None,
             "worst_case_statuses": dict(sorted(self.worst_case_statuses.items())),
+            "rss_peak_mb": round(self.rss_peak / 2**20, 1) if self.rss_peak else None,
         }
 
 
@@ -201,7 +215,7 @@ def run_level(url: str, pipeline: str, n_requests: int, concurrency: int, timeou
                         empty += not result["answer"]
 
     start = time.perf_counter()
-    with Background(url, status_interval, worst_case, timeout) as background, \
+    with Background(url, status_interval, worst_case, timeout, pid) as background, \
             ThreadPoolExecutor(max_workers=concurrency) as pool:
         for _ in range(concurrency):
             pool.submit(worker)
@@ -250,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="Seconds between the GET /status probes during each level.")
     parser.add_argument("--max-status-s", type=float, default=1.0,
                         help="With --fail-on-5xx: fail if a /status probe took longer (or failed).")
+    parser.add_argument("--walk-weight", type=int, default=1,
+                        help="How many times each of issue #43's bodies (walk_cases) is in the hostile draw.")
     parser.add_argument("--worst-case", action="store_true",
                         help="Keep the worst-case cleaning payload (haystack_cfrag.testing.hostile) in flight.")
     args = parser.parse_args(argv)
@@ -279,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             from haystack_cfrag.testing.hostile import all_hostile_requests  # noqa: PLC0415
 
             marker = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "deploy-ran.txt"
-            hostile = all_hostile_requests(str(marker))
+            hostile = all_hostile_requests(str(marker)) + walk_cases() * max(1, args.walk_weight)
         worst_case = None
         if args.worst_case:
             from haystack_cfrag.serving.middleware import MAX_BODY_BYTES  # noqa: PLC0415
@@ -312,6 +328,25 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if args.fail_on_5xx and (server_errors or wrong or worst_wrong or slow) else 0
 
 
+def walk_cases() -> list[Any]:
+    """Issue #43's bodies: a 24,000-character key over 24,000 numbers (~100 KB), refused with a 422 (before
+    the linear request walk, each cost the server about +500 MB); one ends in NaN, so the walk names it."""
+    from haystack_cfrag.testing.hostile import Hostile  # noqa: PLC0415
+
+    key, numbers = "k" * 24_000, [0] * 24_000
+    shape = json.dumps({key: numbers}).encode()
+    nan = json.dumps({"question": QUESTIONS[0], key: numbers})[:-2].encode() + b", NaN]}"
+    chat = json.dumps({"model": "cf_rag", "messages": [{"role": "user", "content": QUESTIONS[0]}], key: numbers})
+    return [
+        Hostile("walk: long key over a long list (REST)", "/cf_rag/run", shape, 422, "Unknown field(s)"),
+        Hostile("walk: ... ending in NaN (REST)", "/cf_rag/run", nan, 422, "must be a finite number"),
+        Hostile("walk: long key over a long list (chat)", "/v1/chat/completions", chat.encode(), 422,
+                "Unknown field(s)"),
+        Hostile("walk: long key over a long list (YAML pipeline)", "/cf_rag_fast_yaml/run", shape, 422,
+                "Unknown field(s)"),
+    ]
+
+
 def format_row(row: dict[str, Any]) -> str:
     """One line per level."""
     return (f"c={row['concurrency']:>3} n={row['requests']:>4}  {row['throughput_rps']:8.2f} req/s  "
@@ -321,6 +356,8 @@ def format_row(row: dict[str, Any]) -> str:
             + (f"\n      hostile {row['hostile']}: {row['hostile_statuses']}  wrong {row['hostile_wrong'] or 0}  "
                f"deploy code ran: {row.get('deploy_code_ran')}" if row["hostile"] else "")
             + (f"\n      RSS after n requests: {row['rss_at_mb']} MB" if row["rss_at_mb"] else "")
+            + (f"\n      peak RSS {row['rss_peak_mb']} MB: +{row['rss_peak_mb'] - row['rss_before_mb']:.1f} MB over the "
+               f"level" if row.get("rss_peak_mb") and row["rss_before_mb"] else "")
             + f"\n      /status probes {row['status_probes']}: max {row['status_max_s']} s, p95 {row['status_p95_s']} s, "
               f"failed {row['status_failures'] or 0}"
             + (f"\n      worst-case cleaning payloads in flight: {row['worst_case_sent']} sent, "

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from haystack_cfrag.common.files import replace_text
 from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.serving.service import PIPELINES, ServingConfig
 
@@ -83,7 +84,7 @@ def owned_folder(target: Path, command: str, marker: str, *,
 def mark_folder(target: Path, command: str, marker: str, **extra: Any) -> None:
     """Write `command`'s marker into `target` (see `owned_folder`)."""
     target.mkdir(parents=True, exist_ok=True)
-    (target / marker).write_text(json.dumps({"written_by": command, **extra}), encoding="utf-8")
+    replace_text(target / marker, json.dumps({"written_by": command, **extra}))  # a link there: replaced
 
 
 def check_deploy_dir(target: Path) -> list[str]:
@@ -161,7 +162,7 @@ def write_deploy_dir(
         (target / name).mkdir()
         (target / name / "pipeline_wrapper.py").write_text(WRAPPER_TEMPLATE.format(name=name), encoding="utf-8")
     for item, name in zip(yaml_pipelines or [], yaml_names, strict=True):
-        (target / f"{name}.yml").write_text(deployable_yaml(item, config), encoding="utf-8")
+        replace_text(target / f"{name}.yml", deployable_yaml(item, config))
     return target
 
 

@@ -85,3 +85,16 @@ def test_appends_refuse_a_link_and_replacements_keep_the_usual_mode(tmp_path):
     mask = os.umask(0)
     os.umask(mask)
     assert (tmp_path / "report.md").stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_a_marker_link_is_replaced_never_written_through(tmp_path):
+    from haystack_cfrag.serving.deploy import mark_folder
+
+    precious = tmp_path / "precious.json"
+    precious.write_text('{"written_by": "cfrag serve"}', encoding="utf-8")
+    folder = tmp_path / "deploy"
+    folder.mkdir()
+    (folder / ".cfrag-serve.json").symlink_to(precious)
+    mark_folder(folder, "cfrag serve", ".cfrag-serve.json", written=["cf_rag"])
+    assert precious.read_text(encoding="utf-8") == '{"written_by": "cfrag serve"}'
+    assert not (folder / ".cfrag-serve.json").is_symlink()
