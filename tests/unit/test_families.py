@@ -240,3 +240,20 @@ def test_the_cli_checks_any_familys_parameter_before_a_model_loads():
     assert foreign.exit_code == 2 and "'n_counterfactuals' is not a parameter of cer" in foreign.output
     odd = CliRunner().invoke(main, ["ask", "q?", "--pipeline", "causal_rag", "--param", "hops"])
     assert odd.exit_code == 2 and "NAME=VALUE" in odd.output
+
+
+def test_ask_and_compare_take_any_familys_parameters_and_eval_sweeps_any_familys_axis():
+    from haystack_cfrag import models
+    from haystack_cfrag.cli.app import _check_inputs
+    from haystack_cfrag.cli.evaluate import _sweep_systems
+
+    checked = _check_inputs("q?", ["cer", "cf_rag"], {"param_texts": ("theta=1", "entailment=pmi"),
+                                                       "n_counterfactuals": 2},
+                            None, models.EMBEDDED_LLM, models.EMBEDDED_EMBEDDER, None)
+    assert checked == {"theta": 1.0, "entailment": "pmi", "n_counterfactuals": 2}
+    assert _sweep_systems(("cer:theta=0.5,0.7", "lambda=0.2", "causal_rag:hops=2")) == [
+        "cer[theta=0.5]", "cer[theta=0.7]", "cf_rag[lambda=0.2]", "causal_rag[hops=2]"]
+    import click
+
+    with pytest.raises(click.BadParameter, match="cer:theta"):
+        _sweep_systems(("delta=0.1",))  # CER's and CDF-RAG's: the family must be named
