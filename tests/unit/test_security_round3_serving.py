@@ -94,6 +94,7 @@ def test_a_yaml_pipeline_named_as_model_is_a_422_naming_its_route():
 
 
 def test_yaml_results_reach_mcp_as_json():
+    pytest.importorskip("hayhooks")
     from hayhooks.server.utils.yaml_pipeline_wrapper import YAMLPipelineWrapper
 
     wrapper = YAMLPipelineWrapper.__new__(YAMLPipelineWrapper)
