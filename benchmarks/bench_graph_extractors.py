@@ -41,7 +41,9 @@ def pool(paths: list[str], limit: int) -> list[tuple[str, object]]:
             for p in item.passages:
                 if p.id not in seen:
                     seen.add(p.id)
-                    out.append((Path(path).name, Document(id=p.id, content=p.content, meta={"title": p.title})))
+                    out.append(
+                        (Path(path).name, Document(id=p.id, content=p.content, meta={"title": p.title}))
+                    )
     return out
 
 
@@ -54,9 +56,15 @@ def timed(fn):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("data", nargs="+", help="evaluation data files (HotpotQA, trap)")
-    parser.add_argument("--limit", type=int, default=30, help="questions per file (their passages are the pool)")
-    parser.add_argument("--llm", type=int, default=0, help="passages to extract with the constrained LLM (≤ 15)")
-    parser.add_argument("--dump", type=Path, default=None, help="write each passage's spaCy extraction (JSONL)")
+    parser.add_argument(
+        "--limit", type=int, default=30, help="questions per file (their passages are the pool)"
+    )
+    parser.add_argument(
+        "--llm", type=int, default=0, help="passages to extract with the constrained LLM (≤ 15)"
+    )
+    parser.add_argument(
+        "--dump", type=Path, default=None, help="write each passage's spaCy extraction (JSONL)"
+    )
     args = parser.parse_args()
 
     from haystack_cfrag import models
@@ -67,8 +75,10 @@ def main() -> None:
     rows = pool(args.data, args.limit)
     docs = [d for _, d in rows]
     chars = sum(len(d.content) for d in docs)
-    print(f"{len(docs)} passages ({', '.join(f'{n}: {sum(1 for f, _ in rows if f == n)}' for n in dict(rows))}), "
-          f"{chars / len(docs):.0f} characters each on average")
+    print(
+        f"{len(docs)} passages ({', '.join(f'{n}: {sum(f == n for f, _ in rows)}' for n in dict(rows))}), "
+        f"{chars / len(docs):.0f} characters each on average"
+    )
 
     embedder = factories.document_embedder(models.EMBEDDED_EMBEDDER, progress_bar=False)
     embedder.warm_up()
@@ -83,22 +93,40 @@ def main() -> None:
     stats = out["stats"]
 
     n = len(docs)
-    print(f"embedding (MiniLM, batch 32):  {embed_s / n * 1000:7.2f} ms per passage ({n / embed_s:.0f} passages/s)")
-    print(f"graph (spaCy, no generation):  {graph_s / n * 1000:7.2f} ms per passage ({n / graph_s:.0f} passages/s): "
-          f"{stats['nodes']} nodes, {stats['edges']} edges, {stats['causal_edges']} causal")
+    print(
+        f"embedding (MiniLM, batch 32):  {embed_s / n * 1000:7.2f} ms per passage "
+        f"({n / embed_s:.0f} passages/s)"
+    )
+    print(
+        f"graph (spaCy, no generation):  {graph_s / n * 1000:7.2f} ms per passage "
+        f"({n / graph_s:.0f} passages/s): "
+        f"{stats['nodes']} nodes, {stats['edges']} edges, {stats['causal_edges']} causal"
+    )
     print(f"ratio graph / embedding:       {graph_s / embed_s:.2f}")
     archived = (9.7, 10.6)  # s per passage, the LLM recipe on HotpotQA and PopQA (docs/results.md)
-    print(f"ratio LLM graph (archived {archived[0]}–{archived[1]} s/passage) / spaCy graph: "
-          f"{archived[0] / (graph_s / n):.0f}–{archived[1] / (graph_s / n):.0f}")
+    print(
+        f"ratio LLM graph (archived {archived[0]}–{archived[1]} s/passage) / spaCy graph: "
+        f"{archived[0] / (graph_s / n):.0f}–{archived[1] / (graph_s / n):.0f}"
+    )
 
     if args.dump is not None:
         args.dump.parent.mkdir(parents=True, exist_ok=True)
         extractions = spacy.run(texts=[d.content for d in docs])["extractions"]
         with args.dump.open("w", encoding="utf-8") as fh:
             for (name, doc), ex in zip(rows, extractions, strict=True):
-                fh.write(json.dumps({"file": name, "id": doc.id, "title": doc.meta["title"], "text": doc.content,
-                                     "triples": [[t.head, t.relation, t.tail, t.cue] for t in ex.triples]},
-                                    ensure_ascii=False) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "file": name,
+                            "id": doc.id,
+                            "title": doc.meta["title"],
+                            "text": doc.content,
+                            "triples": [[t.head, t.relation, t.tail, t.cue] for t in ex.triples],
+                        },
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                )
         print(f"spaCy extractions → {args.dump}")
 
     if args.llm:
@@ -112,9 +140,12 @@ def main() -> None:
         parsed = sum(1 for m in result["meta"] if m["parsed"])
         tokens = sum(m["completion_tokens"] for m in result["meta"])
         triples = sum(len(e.triples) for e in result["extractions"])
-        print(f"graph (LLM, constrained JSON): {llm_s / len(sample):7.2f} s per passage on {len(sample)}: "
-              f"{parsed}/{len(sample)} replies parsed, {triples} triples, {tokens / len(sample):.0f} completion "
-              f"tokens each; ratio to embedding {llm_s / len(sample) / (embed_s / n):.0f}")
+        print(
+            f"graph (LLM, constrained JSON): {llm_s / len(sample):7.2f} s per passage on {len(sample)}: "
+            f"{parsed}/{len(sample)} replies parsed, {triples} triples, "
+            f"{tokens / len(sample):.0f} completion "
+            f"tokens each; ratio to embedding {llm_s / len(sample) / (embed_s / n):.0f}"
+        )
 
 
 if __name__ == "__main__":

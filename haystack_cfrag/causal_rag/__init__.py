@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from haystack_cfrag.common.lazy import lazy_exports
 
-__all__ = ["CausalGraphBuilder", "CausalGraphRetriever", "CausalSummarizer", "LLMGraphExtractor", "SpacyGraphExtractor"]
+__all__ = ["CausalGraphBuilder", "CausalGraphRetriever", "CausalSummarizer", "LLMGraphExtractor",
+           "SpacyGraphExtractor"]
 
 _HOMES = {
     "CausalGraphBuilder": "haystack_cfrag.causal_rag.components.causal_graph_builder",

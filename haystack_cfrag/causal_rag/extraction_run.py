@@ -36,11 +36,26 @@ from haystack_cfrag.causal_rag.components._extraction_cache import ExtractionCac
 from haystack_cfrag.causal_rag.components.causal_graph_builder import CausalGraphBuilder
 from haystack_cfrag.causal_rag.extractors import BUILDER_SETTINGS, check_extractor_name, make_extractor
 from haystack_cfrag.common import interrupts
-from haystack_cfrag.causal_rag.math.extraction import Extraction, cache_key, chunk_text, passage_hash, \
-    per_extracted_passage
+from haystack_cfrag.causal_rag.math.extraction import (
+    Extraction,
+    cache_key,
+    chunk_text,
+    passage_hash,
+    per_extracted_passage,
+)
 
-COUNTED = ("chunks", "extracted", "cached", "parse_failures", "failed_calls", "llm_calls", "extractor_calls",
-           "prompt_tokens", "completion_tokens", "rejected")
+COUNTED = (
+    "chunks",
+    "extracted",
+    "cached",
+    "parse_failures",
+    "failed_calls",
+    "llm_calls",
+    "extractor_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "rejected",
+)
 ENGINES = ("local", "ray")
 
 
@@ -57,7 +72,7 @@ def extract_passages(
     engine: str = "local",
     ray_address: str | None = None,
 ) -> dict[str, Any]:
-    """Extract (or find in the cache) every passage's graph; the summed stats, with seconds and the graph's size.
+    """Extract (or find in the cache) every passage's graph; the summed stats, seconds and the graph's size.
 
     :param chat_generator: the LLM of CausalRAG's recipe (when `extractor` is None).
     :param extractor: a graph extractor component (`causal_rag.extractors`), or its name ("llm", "llm-json",
@@ -73,20 +88,33 @@ def extract_passages(
         extractor_name = check_extractor_name(extractor)
         builder_settings = {**BUILDER_SETTINGS.get(extractor, {}), **(builder_settings or {})}
         extractor = make_extractor(extractor, chat_generator=chat_generator)
-    builder = CausalGraphBuilder(chat_generator=chat_generator, extractor=extractor, cache_dir=str(cache_dir),
-                                 progress_bar=False, batch_size=max(1, min(batch_size, 4096)),
-                                 **(builder_settings or {}))  # `progress` says where it is
+    builder = CausalGraphBuilder(
+        chat_generator=chat_generator,
+        extractor=extractor,
+        cache_dir=str(cache_dir),
+        progress_bar=False,
+        batch_size=max(1, min(batch_size, 4096)),
+        **(builder_settings or {}),
+    )  # `progress` says where it is
     name = extractor_name or (type(extractor).__name__ if extractor is not None else "llm")
-    total: dict[str, Any] = {key: 0 for key in COUNTED} | {"cached_priced": 0, "cached_seconds": 0.0,
-                                                           "extractor": name, "engine": engine}
+    total: dict[str, Any] = {key: 0 for key in COUNTED} | {
+        "cached_priced": 0,
+        "cached_seconds": 0.0,
+        "extractor": name,
+        "engine": engine,
+    }
     start = time.perf_counter()
     if engine == "ray":
         if extractor is None:
-            raise ValueError("engine 'ray' runs a graph extractor component (--extractor spacy or llm-json), "
-                             "not the builder's in-process LLM recipe.")
+            raise ValueError(
+                "engine 'ray' runs a graph extractor component (--extractor spacy or llm-json), "
+                "not the builder's in-process LLM recipe."
+            )
         _extract_on_ray(passages, builder, total, progress, batch_size, ray_address)
     else:
-        interrupts.warm_up(builder)  # the extractor's model too; a Ctrl-C during the load takes effect after it
+        interrupts.warm_up(
+            builder
+        )  # the extractor's model too; a Ctrl-C during the load takes effect after it
         step = 1 if extractor is None else max(1, batch_size)
         done = 0
         for batch in _batches(passages, step):
@@ -104,7 +132,7 @@ def extract_passages(
 
 def _batches(passages: list[Document], size: int) -> Iterator[list[Document]]:
     for i in range(0, len(passages), size):
-        yield passages[i:i + size]
+        yield passages[i : i + size]
 
 
 def _add(total: dict[str, Any], out: dict[str, Any]) -> None:
@@ -118,12 +146,15 @@ def _add(total: dict[str, Any], out: dict[str, Any]) -> None:
 
 def _progress_line(name: str, done: int, n: int, total: dict[str, Any], seconds: float) -> str:
     rate = total["extracted"] / seconds if seconds > 0 and total["extracted"] else 0.0
-    return (f"graph ({name}): passage {done}/{n}, {total['extracted']} extracted, {total['cached']} cached"
-            + (f", {rate:.1f} passages/s" if rate else ""))
+    return f"graph ({name}): passage {done}/{n}, {total['extracted']} extracted, {total['cached']} cached" + (
+        f", {rate:.1f} passages/s" if rate else ""
+    )
 
 
 # ------------------------------------------------------------------ Ray
-def _ray_extract(extractor: Any, texts_by_passage: list[list[str]]) -> list[tuple[list[dict[str, Any]], list[Any], float]]:
+def _ray_extract(
+    extractor: Any, texts_by_passage: list[list[str]]
+) -> list[tuple[list[dict[str, Any]], list[Any], float]]:
     """On a Ray worker: one batch's extractions (as cache records' chunk dicts), their meta and seconds."""
     if hasattr(extractor, "warm_up"):
         extractor.warm_up()
@@ -133,15 +164,21 @@ def _ray_extract(extractor: Any, texts_by_passage: list[list[str]]) -> list[tupl
     seconds = time.perf_counter() - start
     results, at = [], 0
     for texts in texts_by_passage:
-        chunk = out["extractions"][at:at + len(texts)]
-        meta = out["meta"][at:at + len(texts)]
+        chunk = out["extractions"][at : at + len(texts)]
+        meta = out["meta"][at : at + len(texts)]
         results.append(([e.to_dict() for e in chunk], list(meta), seconds * len(texts) / max(len(flat), 1)))
         at += len(texts)
     return results
 
 
-def _extract_on_ray(passages: list[Document], builder: CausalGraphBuilder, total: dict[str, Any],
-                    progress: Callable[[str], None] | None, batch_size: int, address: str | None) -> None:
+def _extract_on_ray(
+    passages: list[Document],
+    builder: CausalGraphBuilder,
+    total: dict[str, Any],
+    progress: Callable[[str], None] | None,
+    batch_size: int,
+    address: str | None,
+) -> None:
     try:
         import ray  # noqa: PLC0415
     except ImportError as exc:
@@ -162,11 +199,13 @@ def _extract_on_ray(passages: list[Document], builder: CausalGraphBuilder, total
                 continue
         except ValueError:  # a corrupt entry: extracted again
             pass
-        todo[key] = chunk_text(doc.content, builder.chunk_chars, builder.chunk_overlap)[:builder.max_chunks_per_passage]
+        todo[key] = chunk_text(doc.content, builder.chunk_chars, builder.chunk_overlap)[
+            : builder.max_chunks_per_passage
+        ]
     keys = list(todo)
     extract = ray.remote(_ray_extract)
     handle = ray.put(builder.extractor)
-    batches = [keys[i:i + max(1, batch_size)] for i in range(0, len(keys), max(1, batch_size))]
+    batches = [keys[i : i + max(1, batch_size)] for i in range(0, len(keys), max(1, batch_size))]
     futures = {extract.remote(handle, [todo[k] for k in batch]): batch for batch in batches}
     machine = f"ray:{address or 'local'}"
     pending = list(futures)
@@ -176,46 +215,77 @@ def _extract_on_ray(passages: list[Document], builder: CausalGraphBuilder, total
             for key, (chunks, meta, seconds) in zip(futures[ref], ray.get(ref), strict=True):
                 for ex in chunks:  # the record is checked as the cache will read it
                     Extraction.from_dict(ex)
-                tokens = [sum(int(m.get(k, 0) or 0) for m in meta if isinstance(m, dict))
-                          for k in ("prompt_tokens", "completion_tokens")]
+                tokens = [
+                    sum(int(m.get(k, 0) or 0) for m in meta if isinstance(m, dict))
+                    for k in ("prompt_tokens", "completion_tokens")
+                ]
                 total["rejected"] += sum(int(m.get("rejected", 0) or 0) for m in meta if isinstance(m, dict))
-                cache.store(key, {"chunks": chunks, "prompt_tokens": tokens[0], "completion_tokens": tokens[1],
-                                  "timed_on": {machine: round(seconds, 3)}})
+                cache.store(
+                    key,
+                    {
+                        "chunks": chunks,
+                        "prompt_tokens": tokens[0],
+                        "completion_tokens": tokens[1],
+                        "timed_on": {machine: round(seconds, 3)},
+                    },
+                )
                 total["extracted"] += 1
                 total["chunks"] += len(chunks)
             total["extractor_calls"] += 1
         if progress is not None:
-            progress(f"graph ({total['extractor']}, ray): {total['extracted']}/{len(keys)} new passages extracted")
+            progress(
+                f"graph ({total['extractor']}, ray): {total['extracted']}/{len(keys)} new passages extracted"
+            )
     total["cached"] += len(passages) - total["extracted"]
 
 
 def summary_line(stats: dict[str, Any]) -> str:
     """One line: what was extracted, by which extractor, what it cost per extracted passage, and the graph.
 
-    >>> summary_line({"passages": 4, "extracted": 3, "cached": 1, "llm_calls": 3, "parse_failures": 1,
-    ...               "prompt_tokens": 900, "completion_tokens": 300, "nodes": 9, "edges": 7, "seconds": 30.0})
-    'graph: 4 passages (1 cached), 3 LLM calls, 1 unparsed; extractor llm, 3 new or changed passages; 9 nodes, 7 edges (0 causal), 0 rejected by validation; 10.0 s and 400 tokens per extracted passage (0.1 passages/s)'
+    >>> line = summary_line({"passages": 4, "extracted": 3, "cached": 1, "llm_calls": 3, "parse_failures": 1,
+    ...                      "prompt_tokens": 900, "completion_tokens": 300, "nodes": 9, "edges": 7,
+    ...                      "seconds": 30.0})
+    >>> for part in line.split("; "):
+    ...     print(part)
+    graph: 4 passages (1 cached), 3 LLM calls, 1 unparsed
+    extractor llm, 3 new or changed passages
+    9 nodes, 7 edges (0 causal), 0 rejected by validation
+    10.0 s and 400 tokens per extracted passage (0.1 passages/s)
     >>> summary_line({"passages": 2, "extracted": 0, "cached": 2, "seconds": 0.5}).split("; ")[-1]
     'no extraction (every passage from the cache)'
-    >>> summary_line({"passages": 2, "extracted": 0, "cached": 2, "cached_priced": 2, "cached_seconds": 19.0}).split("; ")[-1]
+    >>> priced = {"passages": 2, "extracted": 0, "cached": 2, "cached_priced": 2, "cached_seconds": 19.0}
+    >>> summary_line(priced).split("; ")[-1]
     'no extraction (every passage from the cache: 9.5 s each when it was extracted)'
     """
     cost = per_extracted_passage(stats)
     priced = int(stats.get("cached_priced", 0) or 0)
-    then = f"{float(stats.get('cached_seconds', 0.0)) / priced:.1f} s each when it was extracted" if priced else ""
+    then = (
+        f"{float(stats.get('cached_seconds', 0.0)) / priced:.1f} s each when it was extracted"
+        if priced
+        else ""
+    )
     if cost is None:
         tail = f"no extraction (every passage from the cache{': ' + then if then else ''})"
     else:
         rate = 1.0 / cost[0] if cost[0] > 0 else float("inf")
-        tail = (f"{cost[0]:.1f} s" if cost[0] >= 0.1 else f"{cost[0] * 1000:.1f} ms") + \
-            (f" and {cost[1]:.0f} tokens" if cost[1] else "") + f" per extracted passage ({rate:.1f} passages/s)" + \
-            (f" (the cached ones: {then})" if then else "")
-    calls = (f"{stats.get('llm_calls', 0)} LLM calls, {stats.get('parse_failures', 0)} unparsed"
-             if stats.get("extractor", "llm") == "llm" else f"{stats.get('extractor_calls', 0)} extractor calls")
-    return (f"graph: {stats.get('passages', 0)} passages ({stats.get('cached', 0)} cached), {calls}; "
-            f"extractor {stats.get('extractor', 'llm')}, {stats.get('extracted', 0)} new or changed passages; "
-            f"{stats.get('nodes', 0)} nodes, {stats.get('edges', 0)} edges ({stats.get('causal_edges', 0)} causal), "
-            f"{stats.get('rejected', 0)} rejected by validation; {tail}")
+        tail = (
+            (f"{cost[0]:.1f} s" if cost[0] >= 0.1 else f"{cost[0] * 1000:.1f} ms")
+            + (f" and {cost[1]:.0f} tokens" if cost[1] else "")
+            + f" per extracted passage ({rate:.1f} passages/s)"
+            + (f" (the cached ones: {then})" if then else "")
+        )
+    calls = (
+        f"{stats.get('llm_calls', 0)} LLM calls, {stats.get('parse_failures', 0)} unparsed"
+        if stats.get("extractor", "llm") == "llm"
+        else f"{stats.get('extractor_calls', 0)} extractor calls"
+    )
+    return (
+        f"graph: {stats.get('passages', 0)} passages ({stats.get('cached', 0)} cached), {calls}; "
+        f"extractor {stats.get('extractor', 'llm')}, {stats.get('extracted', 0)} new or changed passages; "
+        f"{stats.get('nodes', 0)} nodes, {stats.get('edges', 0)} edges "
+        f"({stats.get('causal_edges', 0)} causal), "
+        f"{stats.get('rejected', 0)} rejected by validation; {tail}"
+    )
 
 
 __all__ = ["ENGINES", "extract_passages", "summary_line"]

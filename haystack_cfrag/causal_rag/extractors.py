@@ -15,8 +15,8 @@ The implementations, by the name `cfrag index --graph --extractor NAME`, `cfrag 
 
 | name | extractor | cost |
 |---|---|---|
-| `llm` | the builder's own chat-generator recipe (CausalRAG's official prompt), as before | one generation per chunk |
-| `llm-json` | `LLMGraphExtractor`: the same prompt, output constrained to a JSON schema | one generation per chunk |
+| `llm` | the builder's own chat-generator recipe (CausalRAG's prompt), as before | a generation a chunk |
+| `llm-json` | `LLMGraphExtractor`: the same prompt, the output constrained by a JSON schema | the same |
 | `spacy` | `SpacyGraphExtractor`: entities, noun chunks, dependency relations, causal cues | parsing only |
 
 To plug in a trained tagger (UniCausal's cause-effect spans, GLiNER entities + GLiREL relations),
@@ -90,5 +90,12 @@ def result(extractions: list[Extraction], meta: list[dict[str, Any]] | None = No
     return {"extractions": extractions, "meta": meta}
 
 
-__all__ = ["BUILDER_SETTINGS", "DEFAULT_EXTRACTOR", "EXTRACTOR_NAMES", "GraphExtractor", "check_extractor_name", "make_extractor",
-           "result"]
+__all__ = [
+    "BUILDER_SETTINGS",
+    "DEFAULT_EXTRACTOR",
+    "EXTRACTOR_NAMES",
+    "GraphExtractor",
+    "check_extractor_name",
+    "make_extractor",
+    "result",
+]

@@ -64,8 +64,8 @@ def build_node_store(
     `extractor`: a graph extractor (`causal_rag.extractors`) instead of the chat generator's recipe;
     `builder_settings`: more `CausalGraphBuilder` init parameters (`extractors.BUILDER_SETTINGS`)."""
     builder = CausalGraphBuilder(chat_generator=chat_generator, document_embedder=TextEmbedderForDocuments(text_embedder),
-                                 cache_dir=str(cache_dir) if cache_dir is not None else None, extractor=extractor,
-                                 **(builder_settings or {}))
+                                 cache_dir=str(cache_dir) if cache_dir is not None else None,
+                                 extractor=extractor, **(builder_settings or {}))
     builder.warm_up()
     out = builder.run(documents=passages)
     # InMemoryDocumentStore shares its data between instances of one `index` name: a fresh name per

@@ -72,7 +72,7 @@ class ExtractionCache:
         try:
             record = json.loads(raw.decode("utf-8"))
             return _validated(record, key)
-        except Exception as exc:  # noqa: BLE001  (any unreadable entry is missing: OverflowError, MemoryError, …)
+        except Exception as exc:  # noqa: BLE001  (any unreadable entry is missing: OverflowError, …)
             raise CacheCorruptError(f"{path.name} is not a valid cache record "
                                     f"({type(exc).__name__}: {str(exc)[:120]})") from None
 
@@ -105,12 +105,13 @@ def _validated(record: Any, key: str) -> dict[str, Any]:
         raise ValueError("malformed token counts")
     timed = record.get("timed_on")  # absent in records written before the cache kept seconds
     seconds = None if timed is None else _seconds_by_machine(timed)
-    return {"chunks": extractions, "prompt_tokens": tokens[0], "completion_tokens": tokens[1], "timed_on": seconds}
+    return {"chunks": extractions, "prompt_tokens": tokens[0], "completion_tokens": tokens[1],
+            "timed_on": seconds}
 
 
 def _seconds_by_machine(timed: Any) -> dict[str, float]:
-    """`timed_on` read strictly: at most MAX_MACHINES string keys, each a finite number of seconds ≥ 0 (a number
-    too large for a float, such as a 401-digit integer, is malformed, not an OverflowError)."""
+    """`timed_on` read strictly: at most MAX_MACHINES string keys, each a finite number of seconds ≥ 0
+    (a number too large for a float, such as a 401-digit integer, is malformed, not an OverflowError)."""
     if not isinstance(timed, dict) or len(timed) > MAX_MACHINES:
         raise ValueError("malformed 'timed_on' (seconds by machine)")
     out: dict[str, float] = {}

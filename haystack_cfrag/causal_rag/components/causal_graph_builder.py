@@ -141,7 +141,8 @@ class CausalGraphBuilder(InjectedParts):
             `extractor` is given.
         :param extractor: a graph extractor component (`causal_rag.extractors.GraphExtractor`: texts ->
             extractions), e.g. `SpacyGraphExtractor` or `LLMGraphExtractor`; replaces the chat generator's
-            recipe. Its `fingerprint()` is part of the cache key: one extractor's graph never replays another's.
+            recipe. Its `fingerprint()` is part of the cache key: one extractor's graph never replays
+            another's.
         :param batch_size: chunks sent to `extractor` in one call, in [1, 4096].
         :param document_embedder: any Haystack document embedder; embeds the node Documents (their
             content is the node's name). None: the nodes go out without embeddings (embed them downstream).
@@ -167,7 +168,8 @@ class CausalGraphBuilder(InjectedParts):
             an uncached build makes one LLM call per chunk and can take hours.
         """
         if chat_generator is None and extractor is None:
-            raise ValueError(f"{COMPONENT}: give a 'chat_generator' or an 'extractor' (what reads the passages).")
+            raise ValueError(f"{COMPONENT}: give a 'chat_generator' or an 'extractor' (what reads the "
+                             "passages).")
         if extractor is not None and not (callable(getattr(extractor, "run", None))
                                           and callable(getattr(extractor, "fingerprint", None))):
             raise ValueError(f"{COMPONENT}: 'extractor' must have run(texts=…) and fingerprint() "
@@ -311,7 +313,8 @@ class CausalGraphBuilder(InjectedParts):
         """What decides an extraction besides the text: part of every cache key."""
         if self.extractor is not None:  # the extractor's own settings and model, and the chunking
             return json.dumps(["extractor", type(self.extractor).__name__, self.extractor.fingerprint(),
-                               self.chunk_chars, self.chunk_overlap, self.max_triples], sort_keys=True, default=str)
+                               self.chunk_chars, self.chunk_overlap, self.max_triples],
+                              sort_keys=True, default=str)
         return json.dumps([self.template, self.chunk_chars, self.chunk_overlap, self.max_triples,
                            model_name(self.chat_generator) or type(self.chat_generator).__name__,
                            self.generation_kwargs or {}], sort_keys=True, default=str)
@@ -344,7 +347,8 @@ class CausalGraphBuilder(InjectedParts):
         except Exception as exc:  # noqa: BLE001  (the batch's passages go out as text, see class doc)
             return self._batch_failed(exc), exc, time.perf_counter() - start
 
-    async def _extract_async(self, batch: list[_Planned]) -> tuple[dict[str, Any] | None, Exception | None, float]:
+    async def _extract_async(self, batch: list[_Planned]
+                             ) -> tuple[dict[str, Any] | None, Exception | None, float]:
         start = time.perf_counter()
         try:
             out = await run_async_or_thread(self.extractor, texts=[text for p in batch for text in p[3]])
@@ -479,8 +483,8 @@ class _Build:
         meta = (out or {}).get("meta") or [{} for _ in range(n)]
         if error is None and (not isinstance(extractions, list) or len(extractions) != n or len(meta) != n
                               or not all(isinstance(e, Extraction) for e in extractions)):
-            error = ValueError(f"the extractor returned {len(extractions) if isinstance(extractions, list) else 0} "
-                               f"extractions for {n} texts")
+            got = len(extractions) if isinstance(extractions, list) else 0
+            error = ValueError(f"the extractor returned {got} extractions for {n} texts")
         machine = timed_on()
         at = 0
         for _, doc, key, chunks in batch:

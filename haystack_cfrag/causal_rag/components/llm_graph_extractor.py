@@ -1,4 +1,4 @@
-"""LLMGraphExtractor: CausalRAG's extraction prompt behind the extractor socket, its reply constrained to JSON."""
+"""LLMGraphExtractor: CausalRAG's extraction prompt behind the extractor socket, its reply schema JSON."""
 
 from __future__ import annotations
 
@@ -31,17 +31,24 @@ SPACE_TOKENS = 2
 
 
 def extraction_schema(max_triples: int) -> dict[str, Any]:
-    """The JSON schema of a reply: at most `max_triples` {"head", "head_type", "relation", "tail", "tail_type"}.
+    """A reply's JSON schema: at most `max_triples` {"head", "head_type", "relation", "tail", "tail_type"}.
 
     >>> extraction_schema(3)["maxItems"]
     3
     """
     text = {"type": "string", "minLength": 1}
-    item = {"type": "object", "additionalProperties": False,
-            "required": ["head", "head_type", "relation", "tail", "tail_type"],
-            "properties": {"head": {**text, "maxLength": NAME_CHARS}, "head_type": {**text, "maxLength": TYPE_CHARS},
-                           "relation": {**text, "maxLength": min(MAX_RELATION_CHARS, RELATION_CHARS)},
-                           "tail": {**text, "maxLength": NAME_CHARS}, "tail_type": {**text, "maxLength": TYPE_CHARS}}}
+    item = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["head", "head_type", "relation", "tail", "tail_type"],
+        "properties": {
+            "head": {**text, "maxLength": NAME_CHARS},
+            "head_type": {**text, "maxLength": TYPE_CHARS},
+            "relation": {**text, "maxLength": min(MAX_RELATION_CHARS, RELATION_CHARS)},
+            "tail": {**text, "maxLength": NAME_CHARS},
+            "tail_type": {**text, "maxLength": TYPE_CHARS},
+        },
+    }
     return {"type": "array", "maxItems": max_triples, "items": item}
 
 
@@ -60,7 +67,9 @@ def max_reply_tokens(schema: dict[str, Any]) -> int:
     item = schema["items"]
     per_item = 2 + 2 * SPACE_TOKENS  # braces
     for key, prop in item["properties"].items():
-        per_item += (len(key) + 3) + (prop["maxLength"] + 2) + 1 + 2 * SPACE_TOKENS  # "key": "value", + spaces
+        per_item += (
+            (len(key) + 3) + (prop["maxLength"] + 2) + 1 + 2 * SPACE_TOKENS
+        )  # "key": "value", + spaces
     return 2 + 2 * SPACE_TOKENS + schema["maxItems"] * (per_item + 1 + SPACE_TOKENS)
 
 
@@ -82,8 +91,10 @@ class LLMGraphExtractor(InjectedParts):
     from haystack.components.generators.chat import MockChatGenerator
     from haystack_cfrag.causal_rag.components.llm_graph_extractor import LLMGraphExtractor
 
-    reply = '[{"head": "Rain", "head_type": "Event", "relation": "CAUSES", "tail": "Flood", "tail_type": "Event"}]'
-    out = LLMGraphExtractor(chat_generator=MockChatGenerator(responses=reply)).run(texts=["Rain caused a flood."])
+    reply = ('[{"head": "Rain", "head_type": "Event", "relation": "CAUSES", "tail": "Flood", '
+             '"tail_type": "Event"}]')
+    extractor = LLMGraphExtractor(chat_generator=MockChatGenerator(responses=reply))
+    out = extractor.run(texts=["Rain caused a flood."])
     print(out["extractions"][0].triples[0].tail)   # Flood
     ```
     """
@@ -102,7 +113,8 @@ class LLMGraphExtractor(InjectedParts):
     ) -> None:
         """
         :param chat_generator: the extraction model (any Haystack ChatGenerator).
-        :param chat_generators: more generators of the same model (a pool of servers), used round-robin with it.
+        :param chat_generators: more generators of the same model (a pool of servers), used round-robin
+            with it.
         :param max_triples: triples one reply may hold (the schema's bound), in [1, 50].
         :param prompt_template: replaces the extraction prompt ({text} placeholder).
         :param constrained: ask for schema-constrained JSON (False: the free-text reply, parsed as before).
@@ -126,10 +138,15 @@ class LLMGraphExtractor(InjectedParts):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected generators."""
-        return default_to_dict(self, chat_generator=serialize_component(self.chat_generator),
-                               chat_generators=[serialize_component(g) for g in self.chat_generators],
-                               max_triples=self.max_triples, prompt_template=self.prompt_template,
-                               constrained=self.constrained, max_workers=self.max_workers)
+        return default_to_dict(
+            self,
+            chat_generator=serialize_component(self.chat_generator),
+            chat_generators=[serialize_component(g) for g in self.chat_generators],
+            max_triples=self.max_triples,
+            prompt_template=self.prompt_template,
+            constrained=self.constrained,
+            max_workers=self.max_workers,
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LLMGraphExtractor:
@@ -148,8 +165,15 @@ class LLMGraphExtractor(InjectedParts):
 
     def fingerprint(self) -> str:
         """Prompt, schema bound, constrained or not, and the model: part of the cache key."""
-        return json.dumps([self.prompt_template or EXTRACTION_PROMPT, self.max_triples, self.constrained,
-                           model_name(self.chat_generator) or type(self.chat_generator).__name__], default=str)
+        return json.dumps(
+            [
+                self.prompt_template or EXTRACTION_PROMPT,
+                self.max_triples,
+                self.constrained,
+                model_name(self.chat_generator) or type(self.chat_generator).__name__,
+            ],
+            default=str,
+        )
 
     def generation_kwargs(self) -> dict[str, Any]:
         """The generator's kwargs: the JSON schema in the form its backend reads, and the safe token limit."""
@@ -160,7 +184,10 @@ class LLMGraphExtractor(InjectedParts):
         if "LlamaCppChatGenerator" in names:
             fmt: dict[str, Any] = {"type": "json_object", "schema": schema}
         else:  # OpenAI-compatible servers (vLLM, llama.cpp's server) and others that follow OpenAI's API
-            fmt = {"type": "json_schema", "json_schema": {"name": "triples", "schema": schema, "strict": True}}
+            fmt = {
+                "type": "json_schema",
+                "json_schema": {"name": "triples", "schema": schema, "strict": True},
+            }
         return {"response_format": fmt, "max_tokens": max_reply_tokens(schema)}
 
     @component.output_types(extractions=list[Extraction], meta=list[dict[str, Any]])
@@ -184,8 +211,9 @@ class LLMGraphExtractor(InjectedParts):
     def _one(self, text: str, pool: list[Any]) -> tuple[Extraction, dict[str, Any]]:
         with self._lock:
             generator = pool[next(self._next) % len(pool)]
-        kwargs: dict[str, Any] = {"messages": [ChatMessage.from_user(
-            (self.prompt_template or EXTRACTION_PROMPT).format(text=text))]}
+        kwargs: dict[str, Any] = {
+            "messages": [ChatMessage.from_user((self.prompt_template or EXTRACTION_PROMPT).format(text=text))]
+        }
         gen_kwargs = self.generation_kwargs()
         if gen_kwargs:
             kwargs["generation_kwargs"] = gen_kwargs
@@ -195,11 +223,17 @@ class LLMGraphExtractor(InjectedParts):
             raise RuntimeError(f"{COMPONENT}: the extraction call failed: {exc}") from exc
         first = replies[0] if replies else None
         reply_text = getattr(first, "text", None)
-        tokens_in, tokens_out = token_counts([getattr(first, "meta", None) or {}] if first is not None else [])
-        extraction = parse_extraction(reply_text if isinstance(reply_text, str) else None,
-                                      max_triples=min(self.max_triples, 500))
-        return extraction, {"prompt_tokens": tokens_in or 0, "completion_tokens": tokens_out or 0,
-                            "parsed": extraction.parsed}
+        tokens_in, tokens_out = token_counts(
+            [getattr(first, "meta", None) or {}] if first is not None else []
+        )
+        extraction = parse_extraction(
+            reply_text if isinstance(reply_text, str) else None, max_triples=min(self.max_triples, 500)
+        )
+        return extraction, {
+            "prompt_tokens": tokens_in or 0,
+            "completion_tokens": tokens_out or 0,
+            "parsed": extraction.parsed,
+        }
 
 
 assert NAME_CHARS <= MAX_NAME_CHARS  # noqa: S101  (a schema-valid name is never refused by the graph)

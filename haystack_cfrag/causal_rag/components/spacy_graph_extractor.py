@@ -19,14 +19,18 @@ from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.common.validation import check_int
 
-with LazyImport("Run 'pip install haystack-cfrag[graph]' (spaCy and its pinned English model).") as spacy_import:
+with LazyImport(
+    "Run 'pip install haystack-cfrag[graph]' (spaCy and its pinned English model)."
+) as spacy_import:
     import spacy
 
 COMPONENT = "SpacyGraphExtractor"
 MAX_TEXT_CHARS = 100_000
 """Characters of one text parsed at most (spaCy's own default limit is 1,000,000)."""
-VALIDATION_PROMPT = ("Passage: {text}\n\nDoes the passage state that \"{cause}\" causes or leads to \"{effect}\"? "
-                     "Answer Yes or No.")
+VALIDATION_PROMPT = (
+    'Passage: {text}\n\nDoes the passage state that "{cause}" causes or leads to "{effect}"? '
+    "Answer Yes or No."
+)
 """The validation's question; its answer "Yes" is scored once (no generation)."""
 
 logger = logging.getLogger(__name__)
@@ -74,7 +78,8 @@ class SpacyGraphExtractor(InjectedParts):
         min_probability: float = 0.5,
     ) -> None:
         """
-        :param model: `embedded:en_core_web_sm` (the pinned wheel), or an installed spaCy pipeline's name or folder.
+        :param model: `embedded:en_core_web_sm` (the pinned wheel), or an installed spaCy pipeline's name
+            or folder.
         :param batch_size: texts parsed together (spaCy's `nlp.pipe`), in [1, 4096].
         :param max_triples: relations kept from one text, in [1, 500].
         :param causal_only: keep only the causal edges (and their ends as nodes).
@@ -82,14 +87,21 @@ class SpacyGraphExtractor(InjectedParts):
         :param min_probability: the validator's P("Yes") below which a causal edge is dropped, in (0, 1).
         """
         if not isinstance(model, str) or not model.strip():
-            raise ValueError(f"{COMPONENT}: 'model' must be a spaCy pipeline name or folder, got {model!r:.60}.")
+            raise ValueError(
+                f"{COMPONENT}: 'model' must be a spaCy pipeline name or folder, got {model!r:.60}."
+            )
         check_int("batch_size", batch_size, 1, 4096)
         check_max_triples(max_triples)
         if not isinstance(causal_only, bool):
             raise ValueError(f"{COMPONENT}: 'causal_only' must be true or false, got {causal_only!r}.")
-        if isinstance(min_probability, bool) or not isinstance(min_probability, int | float) \
-                or not 0 < min_probability < 1:
-            raise ValueError(f"{COMPONENT}: 'min_probability' must be a number in (0, 1), got {min_probability!r}.")
+        if (
+            isinstance(min_probability, bool)
+            or not isinstance(min_probability, int | float)
+            or not 0 < min_probability < 1
+        ):
+            raise ValueError(
+                f"{COMPONENT}: 'min_probability' must be a number in (0, 1), got {min_probability!r}."
+            )
         self.model = model
         self.batch_size = batch_size
         self.max_triples = max_triples
@@ -101,9 +113,15 @@ class SpacyGraphExtractor(InjectedParts):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected validator."""
-        return default_to_dict(self, model=self.model, batch_size=self.batch_size, max_triples=self.max_triples,
-                               causal_only=self.causal_only, validator=serialize_component(self.validator),
-                               min_probability=self.min_probability)
+        return default_to_dict(
+            self,
+            model=self.model,
+            batch_size=self.batch_size,
+            max_triples=self.max_triples,
+            causal_only=self.causal_only,
+            validator=serialize_component(self.validator),
+            min_probability=self.min_probability,
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SpacyGraphExtractor:
@@ -116,12 +134,19 @@ class SpacyGraphExtractor(InjectedParts):
         version = spec.requirement if spec is not None else ""  # the pinned wheel; a user's model: its name
         validator = None
         if self.validator is not None:
-            validator = [type(self.validator).__name__, getattr(self.validator, "model", None), self.min_probability]
-        return json.dumps(["spacy", self.model, version, self.max_triples, self.causal_only, validator,
-                           _PATTERNS_VERSION], default=str)
+            validator = [
+                type(self.validator).__name__,
+                getattr(self.validator, "model", None),
+                self.min_probability,
+            ]
+        return json.dumps(
+            ["spacy", self.model, version, self.max_triples, self.causal_only, validator, _PATTERNS_VERSION],
+            default=str,
+        )
 
     def warm_up(self) -> None:
-        """Load the spaCy pipeline (the embedded one's files checked against their pinned hash) and the validator."""
+        """Load the spaCy pipeline (the embedded one's files checked against their pinned hash) and the
+        validator."""
         if self._nlp is None:
             spacy_import.check()
             path = models.SPACY_MODELS[self.model].path() if self.model in models.SPACY_MODELS else self.model
@@ -146,8 +171,11 @@ class SpacyGraphExtractor(InjectedParts):
         self.warm_up()
         extractions: list[Extraction] = []
         meta: list[dict[str, Any]] = []
-        for text, doc in zip(texts, self._nlp.pipe([t[:MAX_TEXT_CHARS] for t in texts],
-                                                    batch_size=self.batch_size), strict=True):
+        for text, doc in zip(
+            texts,
+            self._nlp.pipe([t[:MAX_TEXT_CHARS] for t in texts], batch_size=self.batch_size),
+            strict=True,
+        ):
             sentences = [_sentence(sent) for sent in doc.sents]
             found = extract_sentences(sentences, max_triples=self.max_triples)
             triples = list(found.causal if self.causal_only else found.triples)
@@ -178,8 +206,11 @@ class SpacyGraphExtractor(InjectedParts):
                 scored = self._backend.answer_logprobs(prompt, "Yes")
                 probability = math.exp(sum(scored.token_logprobs))
             except Exception as exc:  # noqa: BLE001  (a failed scoring keeps the edge, with a warning)
-                logger.warning("{component}: validation failed, edge kept: {error}", component=COMPONENT,
-                               error=repr(exc)[:200])
+                logger.warning(
+                    "{component}: validation failed, edge kept: {error}",
+                    component=COMPONENT,
+                    error=repr(exc)[:200],
+                )
                 kept.append(t)
                 continue
             if probability >= self.min_probability:
@@ -197,7 +228,10 @@ def _sentence(sent: Any) -> Sentence:
     """A spaCy sentence span in the parser-neutral form the patterns read."""
     start = sent.start
     tokens = tuple(Token(t.text, t.lemma_, t.pos_, t.tag_, t.dep_, t.head.i - start) for t in sent)
-    phrases = [Phrase(c.start - start, c.end - start) for c in sent.noun_chunks] if sent.doc.has_annotation("DEP") \
+    phrases = (
+        [Phrase(c.start - start, c.end - start) for c in sent.noun_chunks]
+        if sent.doc.has_annotation("DEP")
         else []
+    )
     phrases += [Phrase(e.start - start, e.end - start, e.label_) for e in sent.ents]
     return Sentence(tokens, tuple(phrases))

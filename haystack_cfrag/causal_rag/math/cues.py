@@ -50,24 +50,62 @@ MAX_TRIPLES_PER_SENTENCE = 40
 
 # causal verbs: lemma (+ the particle or preposition that must follow) -> the cause is the subject
 CAUSAL_VERBS: dict[str, tuple[str, ...]] = {
-    "cause": (), "trigger": (), "spark": (), "provoke": (), "induce": (), "produce": (),
-    "lead": ("to",), "result": ("in",), "contribute": ("to",), "bring": ("about",),
+    "cause": (),
+    "trigger": (),
+    "spark": (),
+    "provoke": (),
+    "induce": (),
+    "produce": (),
+    "lead": ("to",),
+    "result": ("in",),
+    "contribute": ("to",),
+    "bring": ("about",),
 }
 # reversed causal verbs: the subject is the effect, the prepositional object the cause
 REVERSED_VERBS: dict[str, tuple[str, ...]] = {"result": ("from",), "stem": ("from",), "arise": ("from",)}
 # prepositions whose object is the cause of the clause (or noun) they attach to
 CAUSE_PREPOSITIONS: tuple[tuple[str, ...], ...] = (
-    ("as", "a", "result", "of"), ("as", "a", "consequence", "of"), ("on", "account", "of"),
-    ("because", "of"), ("due", "to"), ("owing", "to"), ("thanks", "to"),
+    ("as", "a", "result", "of"),
+    ("as", "a", "consequence", "of"),
+    ("on", "account", "of"),
+    ("because", "of"),
+    ("due", "to"),
+    ("owing", "to"),
+    ("thanks", "to"),
 )
 # discourse cues: the clause they open is the effect of the clause (or sentence) before
 EFFECT_CUES: tuple[tuple[str, ...], ...] = (
-    ("as", "a", "result"), ("as", "a", "consequence"), ("therefore",), ("thus",), ("hence",),
-    ("consequently",), ("so",),
+    ("as", "a", "result"),
+    ("as", "a", "consequence"),
+    ("therefore",),
+    ("thus",),
+    ("hence",),
+    ("consequently",),
+    ("so",),
 )
 _PRONOUN_TAGS = {"PRP", "PRP$", "WP", "WP$", "WDT", "EX"}
-_DROP_FIRST = {"the", "a", "an", "this", "that", "these", "those", "his", "her", "its", "their", "our",
-               "my", "your", "whose", "which", "some", "any", "every", "each"}
+_DROP_FIRST = {
+    "the",
+    "a",
+    "an",
+    "this",
+    "that",
+    "these",
+    "those",
+    "his",
+    "her",
+    "its",
+    "their",
+    "our",
+    "my",
+    "your",
+    "whose",
+    "which",
+    "some",
+    "any",
+    "every",
+    "each",
+}
 _SUBJECTS = {"nsubj", "nsubjpass", "csubj"}
 _OBJECTS = {"dobj", "attr", "oprd", "dative", "acomp"}
 
@@ -86,7 +124,7 @@ class Token:
 
 @dataclass(frozen=True)
 class Phrase:
-    """Tokens [start, end) of the sentence that name one thing; `label` is an entity's type ("" = noun chunk)."""
+    """Tokens [start, end) of the sentence naming one thing; `label`: an entity's type ("" = a noun chunk)."""
 
     start: int
     end: int
@@ -206,7 +244,7 @@ class _Parse:
         return i
 
     def focus(self, v: int, effect: bool) -> str | None:
-        """The node that stands for a clause: an effect clause's patient first, a cause clause's agent first."""
+        """The node standing for a clause: an effect clause's patient first, a cause clause's agent first."""
         order = (("nsubjpass", "dobj", "attr", "nsubj"), ("nsubj", "nsubjpass", "dobj", "attr"))[not effect]
         for dep in order:
             for c in self.kids(v, dep) or (self.subjects(v) if dep == "nsubj" else []):
@@ -224,7 +262,9 @@ class _Parse:
             if self.toks[i].pos in ("VERB", "AUX") or self.lower[i] in (".", ";", ","):
                 return None
             if self.node(i) is not None:
-                while self.toks[i].head != i and self.phrase_of.get(self.toks[i].head) == self.phrase_of.get(i):
+                while self.toks[i].head != i and self.phrase_of.get(self.toks[i].head) == self.phrase_of.get(
+                    i
+                ):
                     i = self.toks[i].head
                 return i
         return None
@@ -240,7 +280,7 @@ class _Parse:
         return aux
 
     def match(self, i: int, words: Sequence[str]) -> bool:
-        return tuple(self.lower[i:i + len(words)]) == tuple(words)
+        return tuple(self.lower[i : i + len(words)]) == tuple(words)
 
 
 # ------------------------------------------------------------------ relations
@@ -272,8 +312,11 @@ def _relations(p: _Parse) -> list[Triple]:
                         out += [Triple(p.node(s), rel, p.node(o)) for s in subj + patients]  # type: ignore[arg-type]
         elif (head := p.node(v)) is not None and p.phrase_start.get(v) is not None:
             for prep in p.kids(v, "prep"):
-                out += [Triple(head, clean_relation(p.lower[prep].upper()), p.node(o))  # type: ignore[arg-type]
-                        for o in p.pobjs(prep) if p.node(o)]
+                out += [
+                    Triple(head, clean_relation(p.lower[prep].upper()), p.node(o))  # type: ignore[arg-type]
+                    for o in p.pobjs(prep)
+                    if p.node(o)
+                ]
             out += [Triple(head, "IS", p.node(a)) for a in p.kids(v, "appos") if p.node(a)]  # type: ignore[arg-type]
     return out
 
@@ -313,15 +356,20 @@ def _causal(p: _Parse, previous: _Parse | None) -> list[Triple]:
         for words in CAUSE_PREPOSITIONS:
             if p.match(i, words):
                 effect_at = p.toks[i].head
-                effect = (p.node(effect_at) if p.toks[effect_at].pos in ("NOUN", "PROPN")
-                          else p.focus(p.clause(effect_at), effect=True))
+                effect = (
+                    p.node(effect_at)
+                    if p.toks[effect_at].pos in ("NOUN", "PROPN")
+                    else p.focus(p.clause(effect_at), effect=True)
+                )
                 for cause_at in p.with_conj([j] if (j := p.node_after(i + len(words))) is not None else []):
                     edge(p.node(cause_at), effect, " ".join(words))
                 p.cue_tokens.update(range(i, i + len(words)))
                 break
         if p.lower[i] == "because" and not p.match(i, ("because", "of")):
             cause_v = p.verb(range(i + 1, n))
-            if cause_v is not None:  # "Y because X" or "Because X, Y": the main clause is the cause clause's head
+            if (
+                cause_v is not None
+            ):  # "Y because X" or "Because X, Y": the main clause is the cause clause's head
                 head = p.clause(p.toks[cause_v].head)
                 effect_v = head if head != cause_v else p.verb(range(i - 1, -1, -1))
                 if effect_v is not None and effect_v != cause_v:
@@ -335,9 +383,19 @@ def _causal(p: _Parse, previous: _Parse | None) -> list[Triple]:
             p.cue_tokens.update((i, i + 1))
             continue
         for words in EFFECT_CUES:
-            if not p.match(i, words) or p.match(i, (*words, "of")) or (
-                    words == ("so",) and (p.match(i, ("so", "that")) or tok.dep not in ("cc", "advmod", "mark")
-                                          or i + 1 < n and p.toks[i + 1].pos in ("ADJ", "ADV"))):
+            if (
+                not p.match(i, words)
+                or p.match(i, (*words, "of"))
+                or (
+                    words == ("so",)
+                    and (
+                        p.match(i, ("so", "that"))
+                        or tok.dep not in ("cc", "advmod", "mark")
+                        or i + 1 < n
+                        and p.toks[i + 1].pos in ("ADJ", "ADV")
+                    )
+                )
+            ):
                 continue
             effect_v = p.verb(range(i + len(words), n))  # the clause the cue opens is the effect
             cause_v = p.verb(range(i - 1, -1, -1))  # the clause before it, or the sentence before, the cause
@@ -367,8 +425,12 @@ def extract_sentences(sentences: Sequence[Sentence], *, max_triples: int = 500) 
             if i not in p.cue_tokens:
                 nodes.setdefault(node_key(name), (name, kind))
         pairs = {(node_key(t.head), node_key(t.tail)) for t in causal}
-        found = causal + [t for t in _relations(p) if (node_key(t.head), node_key(t.tail)) not in pairs
-                          and (node_key(t.tail), node_key(t.head)) not in pairs]
+        found = causal + [
+            t
+            for t in _relations(p)
+            if (node_key(t.head), node_key(t.tail)) not in pairs
+            and (node_key(t.tail), node_key(t.head)) not in pairs
+        ]
         kept = 0
         for t in found:
             if kept >= MAX_TRIPLES_PER_SENTENCE or len(triples) >= max_triples:

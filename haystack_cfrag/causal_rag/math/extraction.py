@@ -109,7 +109,8 @@ class Extraction:
             raise ValueError("an extraction record needs 'nodes' and 'triples' lists")
         if not all(isinstance(n, list) and len(n) == 2 and all(isinstance(x, str) for x in n) for n in nodes):
             raise ValueError("malformed node in an extraction record")
-        if not all(isinstance(t, list) and len(t) in (5, 6) and all(isinstance(x, str) for x in t) for t in triples):
+        if not all(isinstance(t, list) and len(t) in (5, 6) and all(isinstance(x, str) for x in t)
+                   for t in triples):
             raise ValueError("malformed triple in an extraction record")
         invalid, parsed = data.get("invalid"), data.get("parsed")
         if not isinstance(invalid, int) or isinstance(invalid, bool) or invalid < 0 or not isinstance(parsed, bool):

