@@ -38,7 +38,8 @@ def archived_records(run: Path) -> tuple[dict, dict[str, dict]]:
         meta = json.loads(read("metadata.json"))
         lines = read("records.jsonl").decode("utf-8").splitlines()
     records = [json.loads(line) for line in lines if line.strip()]
-    cer = {r["qid"]: r for r in records if r.get("system") == "cer" and not r.get("inject") and not r.get("error")}
+    cer = {r["qid"]: r for r in records
+           if r.get("system") == "cer" and not r.get("inject") and not r.get("error")}
     return meta.get("config") or {}, cer
 
 
@@ -70,7 +71,8 @@ def rows(records: list[dict], archived: dict[str, dict]) -> list[dict]:
 
 
 def table(found: list[dict]) -> str:
-    lines = ["| question | standard s | CER s | ratio | scorings (archived) | scoring tokens | kept = archived |",
+    lines = ["| question | standard s | CER s | ratio | scorings (archived) | scoring tokens "
+             "| kept = archived |",
              "|---|---:|---:|---:|---:|---:|---|"]
     for r in found:
         lines.append(f"| {r['qid']} | {r['standard_s']:.1f} | {r['cer_s']:.1f} | {r['ratio']:.2f} | "
@@ -97,7 +99,7 @@ def table(found: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("data", help="the JSONL file the archived run answered")
-    parser.add_argument("archived", help="an archived CER run folder (docs/results/cer_*), with replay.tar.xz")
+    parser.add_argument("archived", help="an archived CER run folder (docs/results/cer_*, replay.tar.xz)")
     parser.add_argument("--limit", type=int, default=8, help="questions timed (the first N of the file)")
     parser.add_argument("--out", required=True, help="the run folder (records.jsonl, report.md)")
     parser.add_argument("--report-only", action="store_true", help="read OUT's records, run nothing")

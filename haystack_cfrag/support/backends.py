@@ -288,7 +288,9 @@ class LlamaCppBackend:
             self._states.popitem(last=False)
 
     def _restore(self, llm: Any, prompt_ids: list[int], reuse: int) -> int:
-        """Load the kept state sharing the longest prefix with `prompt_ids` if it beats `reuse`; the prefix kept."""
+        """Load the kept state sharing the longest prefix with `prompt_ids` if it beats `reuse`.
+
+        Returns the tokens of the prompt whose state the model now holds."""
         best, length = None, reuse
         for key in self._states:
             n = prefix_reuse(key, prompt_ids)

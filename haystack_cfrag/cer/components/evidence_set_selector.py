@@ -82,9 +82,9 @@ class EvidenceSetSelector(InjectedParts):
     `cer_deletion_effect` and `cer_rank` in their meta); `trace` has each step's candidate
     utilities (of the candidates scored: a set whose outcome F̂'s free upper bound decides is not
     scored), F̂ after each step, the pruned passages, Nec(d), the deletion (and, with
-    `replacement=True`, replacement) effects and the number of scorings. When θ is not reached the set is returned anyway and
-    `degradations` says so; when the draft or a scoring fails, the top `draft_top_k` passages
-    are returned (or the error raised with `raise_on_failure=True`).
+    `replacement=True`, replacement) effects and the number of scorings. When θ is not reached
+    the set is returned anyway and `degradations` says so; when the draft or a scoring fails,
+    the top `draft_top_k` passages are returned (or the error raised with `raise_on_failure=True`).
 
     ### Usage example
     ```python

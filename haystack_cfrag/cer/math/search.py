@@ -310,8 +310,8 @@ def _bounded_round(
     a candidate whose bounded (U, −d) is below the best scored (U, −d) cannot be the argmax.
 
     >>> table = {(0,): 0.9, (1,): 0.5, (2,): 0.95}
-    >>> _bounded_round([0, 1, 2], (), 0.0, lambda s: table[s], lambda s: {(0,): 1.0, (1,): 0.6, (2,): 0.95}[s],
-    ...                lambda d, tau: tau)
+    >>> caps = {(0,): 1.0, (1,): 0.6, (2,): 0.95}
+    >>> _bounded_round([0, 1, 2], (), 0.0, lambda s: table[s], lambda s: caps[s], lambda d, tau: tau)
     (2, {0: 0.9, 2: 0.95})
     """
     caps = {d: value(d, float(bound(chosen + (d,))) - current) for d in pool}

@@ -320,7 +320,8 @@ class TestSkipDecided:
         counts = {}
         for skip in (False, True):
             scorer = FakeScorer()
-            out = make(support_scorer=scorer, skip_decided=skip).run(query=dk.QUESTION, documents=dark_knight_pool())
+            sel = make(support_scorer=scorer, skip_decided=skip)
+            out = sel.run(query=dk.QUESTION, documents=dark_knight_pool())
             counts[skip] = (len(scorer.calls), [d.id for d in out["documents"]])
         assert counts[True][1] == counts[False][1] == ["cast"]
         assert counts[True][0] < counts[False][0]

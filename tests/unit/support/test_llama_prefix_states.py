@@ -35,7 +35,7 @@ class FakeLlama:
 
 
 class FakeBackend(LlamaCppBackend):
-    """The real backend's reuse logic; tokens are the prompt's characters, states are copies of the fake KV."""
+    """The real backend's reuse logic; tokens are the prompt's characters, states copies of the fake KV."""
 
     def warm_up(self) -> None:
         pass
