@@ -561,3 +561,13 @@ def test_the_runtime_builds_the_store_graph_with_the_extractor_it_was_given(tmp_
             graph_cache=None,
             graph_extractor="gliner",
         ).graph_store()
+
+
+def test_an_eval_folder_of_one_graph_extractor_is_not_resumed_with_another():
+    from haystack_cfrag.evaluation.provenance import differences
+
+    old = {"data": {"sha256": "ab"}, "models": {"llm": "m"}, "config": {"max_tokens": 256}}  # before the option
+    same = {**old, "config": {"max_tokens": 256, "graph_extractor": "llm"}}
+    other = {**old, "config": {"max_tokens": 256, "graph_extractor": "spacy"}}
+    assert differences(old, same, {"pooled"}) == []
+    assert differences(old, other, {"pooled"}) == ["graph extractor: llm in the folder, spacy in this run"]
