@@ -113,31 +113,58 @@ def service(tmp_path_factory):
     return svc
 
 
-def _wrapper(name, service, monkeypatch):
-    from haystack_cfrag.serving import wrapper as wrapper_module
+class Refused(Exception):
+    """A request the served route refuses: its HTTP status and detail."""
 
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+
+
+def _served(name, service, monkeypatch):
+    """`/name/run` as the Hayhooks wrapper answers it; without Hayhooks (the Haystack 2.x job, no serve extra)
+    the same request check and service the wrapper calls."""
+    try:
+        from fastapi import HTTPException
+
+        from haystack_cfrag.serving import wrapper as wrapper_module
+    except ImportError:
+        from haystack_cfrag.serving.requests import RequestError, check_run_request
+
+        def answer(**body):
+            try:
+                question, params = check_run_request(body, registry.REGISTRY[name].request_table)
+            except RequestError as exc:
+                raise Refused(422, str(exc)) from exc
+            return service.answer(name, question, params)
+
+        return answer
     monkeypatch.setattr(wrapper_module, "get_service", lambda: service)
-    cls = type(f"W_{name}", (wrapper_module.CFRAGPipelineWrapper,), {"pipeline_name": name})
-    w = cls()
-    w.setup()
-    return w
+    wrapper = type(f"W_{name}", (wrapper_module.CFRAGPipelineWrapper,), {"pipeline_name": name})()
+    wrapper.setup()
+    assert wrapper.request_parameters == registry.REGISTRY[name].request_parameters
+
+    def run(**body):
+        try:
+            return wrapper.run_api(**body)
+        except HTTPException as exc:
+            raise Refused(exc.status_code, str(exc.detail)) from exc
+
+    return run
 
 
 @pytest.mark.parametrize("name", registry.served_pipelines())
 def test_every_served_pipeline_takes_its_own_parameters_and_refuses_another_familys(name, service,
                                                                                    monkeypatch):
-    from fastapi import HTTPException
-
     entry = registry.REGISTRY[name]
-    w = _wrapper(name, service, monkeypatch)
-    assert w.request_parameters == entry.request_parameters
+    run = _served(name, service, monkeypatch)
     own = {p: own_value(entry.parameters[p]) for p in entry.request_parameters[:1]}
-    out = w.run_api(question=dk.QUESTION, **own)
+    out = run(question=dk.QUESTION, **own)
     assert out["pipeline"] == name and isinstance(out["answer"], str)
     foreign = foreign_parameter(name)
-    with pytest.raises(HTTPException) as refused:
-        w.run_api(question=dk.QUESTION, **{foreign: 1})
-    assert refused.value.status_code == 422 and repr(foreign) in refused.value.detail
+    with pytest.raises(Refused) as refused:
+        run(question=dk.QUESTION, **{foreign: 1})
+    assert refused.value.status == 422 and repr(foreign) in refused.value.detail
     if entry.family != "cf_rag":  # CF-RAG's warnings belong to CF-RAG's answers
         assert not any("draft" in w_ or "counterfactual" in w_ for w_ in out["warnings"])
 
@@ -196,17 +223,15 @@ def toy_family(tmp_path):
 
 def test_a_fifth_family_is_served_asked_and_evaluated_with_nothing_above_it_changed(toy_family, service,
                                                                                      monkeypatch, tmp_path):
-    from fastapi import HTTPException
-
     from haystack_cfrag.evaluation.systems import parse_system, sweep_systems
 
     assert "toy_rag" in registry.served_pipelines() and registry.resolve("toy_rag").family is toy_family
-    w = _wrapper("toy_rag", service, monkeypatch)
-    out = w.run_api(question=dk.QUESTION, prefix="echo")
+    run = _served("toy_rag", service, monkeypatch)
+    out = run(question=dk.QUESTION, prefix="echo")
     assert out["answer"].startswith("echo:") and not out["degraded"]
-    with pytest.raises(HTTPException) as refused:
-        w.run_api(question=dk.QUESTION, theta=0.5)
-    assert refused.value.status_code == 422 and "'theta'" in refused.value.detail
+    with pytest.raises(Refused) as refused:
+        run(question=dk.QUESTION, theta=0.5)
+    assert refused.value.status == 422 and "'theta'" in refused.value.detail
     assert service.runtime.ask("toy_rag", dk.QUESTION, {"prefix": "toy"}).answer.startswith("toy:")
     assert parse_system("toy_rag[prefix=echo]").params == {"prefix": "echo"}
     assert [s.name for s in sweep_systems("toy:prefix", ["toy", "echo"])] == ["toy_rag[prefix=toy]",
