@@ -336,7 +336,8 @@ def walk_cases() -> list[Any]:
     key, numbers = "k" * 24_000, [0] * 24_000
     shape = json.dumps({key: numbers}).encode()
     nan = json.dumps({"question": QUESTIONS[0], key: numbers})[:-2].encode() + b", NaN]}"
-    chat = json.dumps({"model": "cf_rag", "messages": [{"role": "user", "content": QUESTIONS[0]}], key: numbers})
+    messages = [{"role": "user", "content": QUESTIONS[0]}]
+    chat = json.dumps({"model": "cf_rag", "messages": messages, key: numbers})
     return [
         Hostile("walk: long key over a long list (REST)", "/cf_rag/run", shape, 422, "Unknown field(s)"),
         Hostile("walk: ... ending in NaN (REST)", "/cf_rag/run", nan, 422, "must be a finite number"),
@@ -356,8 +357,9 @@ def format_row(row: dict[str, Any]) -> str:
             + (f"\n      hostile {row['hostile']}: {row['hostile_statuses']}  wrong {row['hostile_wrong'] or 0}  "
                f"deploy code ran: {row.get('deploy_code_ran')}" if row["hostile"] else "")
             + (f"\n      RSS after n requests: {row['rss_at_mb']} MB" if row["rss_at_mb"] else "")
-            + (f"\n      peak RSS {row['rss_peak_mb']} MB: +{row['rss_peak_mb'] - row['rss_before_mb']:.1f} MB over the "
-               f"level" if row.get("rss_peak_mb") and row["rss_before_mb"] else "")
+            + (f"\n      peak RSS {row['rss_peak_mb']} MB: "
+               f"+{row['rss_peak_mb'] - row['rss_before_mb']:.1f} MB over the level"
+               if row.get("rss_peak_mb") and row["rss_before_mb"] else "")
             + f"\n      /status probes {row['status_probes']}: max {row['status_max_s']} s, p95 {row['status_p95_s']} s, "
               f"failed {row['status_failures'] or 0}"
             + (f"\n      worst-case cleaning payloads in flight: {row['worst_case_sent']} sent, "

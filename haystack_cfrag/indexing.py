@@ -207,7 +207,8 @@ def convert_files(paths: Iterable[Path], *, max_file_bytes: int = MAX_FILE_BYTES
             if suffix in TEXT_SUFFIXES:
                 _check_utf8(path, data)
             source = ByteStream(data=data, meta={"file_path": str(path)})
-            found = [d for d in _converter(suffix).run(sources=[source])["documents"] if (d.content or "").strip()]
+            converted = _converter(suffix).run(sources=[source])["documents"]
+            found = [d for d in converted if (d.content or "").strip()]
             for doc in found:
                 doc.meta.setdefault("title", path.stem)
         if not found:
@@ -286,5 +287,6 @@ def cut_passages(passages: list[Document], max_chars: int = MAX_PASSAGE_CHARS) -
             out.append(doc)
             continue
         cut += 1
-        out.append(replace(doc, content=content[:max_chars], meta={**doc.meta, "cut_from_chars": len(content)}))
+        meta = {**doc.meta, "cut_from_chars": len(content)}
+        out.append(replace(doc, content=content[:max_chars], meta=meta))
     return out, cut

@@ -86,7 +86,7 @@ def pipeline_from_dict(
 def check_pipeline_file(
     name_or_path: str | Path, *, allowed_modules: list[str] | None = None, build: bool | None = None
 ) -> dict[str, Any]:
-    """The one check of a pipeline YAML before any model loads (`cfrag ask`, `eval`, `serve`): its parsed dict.
+    """The one check of a pipeline YAML before any model loads (`ask`, `eval`, `serve`): its parsed dict.
 
     Checked, each failure one line naming the file: it is readable YAML, a mapping with a
     `components` mapping; every class and callable it names is on the allowlist
@@ -128,7 +128,7 @@ def _dry_build(path: Path, data: dict[str, Any], patterns: list[str]) -> None:
             pipe = Pipeline.from_dict(data, allowed_modules=patterns)
         else:
             pipe = Pipeline.from_dict(data)  # Haystack 2.x: `check_classes` was the gate
-    except Exception as exc:  # noqa: BLE001  (Haystack raises DeserializationError, PipelineError, TypeError …)
+    except Exception as exc:  # noqa: BLE001  (DeserializationError, PipelineError, TypeError …)
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         raise ValueError(f"{path}: Haystack cannot build this pipeline: {first}") from exc
     for section, kind in (("inputs", "input_sockets"), ("outputs", "output_sockets")):

@@ -170,7 +170,7 @@ def serve(host: str, port: int, pipelines: tuple[str, ...], yaml_pipelines: tupl
     config = ServingConfig.from_env(env)
     if deploy_dir is None:
         for stale in remove_stale_run_folders():
-            click.echo(f"[serve] removed {stale}: the deploy folder of a cfrag serve that was killed", err=True)
+            click.echo(f"[serve] removed {stale}: the deploy folder of a killed cfrag serve", err=True)
     made = None if deploy_dir is not None else make_run_folder()
     target = deploy_dir or made / "pipelines"
     try:

@@ -71,7 +71,8 @@ def rest_app(pipelines_dir: Path, *, host: str, allow_deploy: bool, cors_origins
     def body_check(path: str) -> BodyCheck | None:
         registry = app.state.pipeline_registry
         if path in OPENAI_ROUTES:
-            return lambda body: check_openai_fields(body) or check_openai_model(registry, body, OPENAI_ROUTES[path])
+            method = OPENAI_ROUTES[path]
+            return lambda body: check_openai_fields(body) or check_openai_model(registry, body, method)
         name, sep, rest = path.strip("/").partition("/")
         if not sep or rest != "run":
             return None
@@ -187,16 +188,18 @@ def check_openai_model(registry: Any, body: Any, method: str) -> None:
     wrapper = registry.get(model) if isinstance(model, str) else None
     if wrapper is None:
         return
-    if not (getattr(wrapper, f"_is_{method}_implemented", False)
-            or getattr(wrapper, f"_is_{method}_async_implemented", False)):
-        able = [n for n in registry.get_names() if getattr(registry.get(n), f"_is_{method}_implemented", False)
-                or getattr(registry.get(n), f"_is_{method}_async_implemented", False)]
-        raise RequestError(f"'model': '{model[:100]}' answers at /{model[:100]}/run only, not here (models served "
-                           f"here: {', '.join(able) or 'none'}).")
+    def answers(pipeline: Any) -> bool:
+        return bool(getattr(pipeline, f"_is_{method}_implemented", False)
+                    or getattr(pipeline, f"_is_{method}_async_implemented", False))
+
+    if not answers(wrapper):
+        able = [n for n in registry.get_names() if answers(registry.get(n))]
+        raise RequestError(f"'model': '{model[:100]}' answers at /{model[:100]}/run only, not here "
+                           f"(models served here: {', '.join(able) or 'none'}).")
 
 
 def json_safe(value: Any) -> Any:
-    """A pipeline's output as plain JSON values: Haystack objects by their `to_dict`, non-finite floats as None.
+    """A pipeline's output as plain JSON values: Haystack objects by `to_dict`, non-finite floats as None.
 
     >>> json_safe({"n": float("nan"), "items": (1, "a")})
     {'n': None, 'items': [1, 'a']}
@@ -221,7 +224,7 @@ def json_safe_results(registry: Any) -> None:
 
     for name in registry.get_names():
         wrapper = registry.get(name)
-        if not isinstance(wrapper, YAMLPipelineWrapper) or not callable(getattr(wrapper, "run_api_async", None)):
+        if not (isinstance(wrapper, YAMLPipelineWrapper) and callable(getattr(wrapper, "run_api_async", None))):
             continue
         run = wrapper.run_api_async
 

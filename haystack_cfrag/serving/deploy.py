@@ -206,10 +206,10 @@ OWNER_FILE = ".cfrag-serve-owner.json"
 
 
 def make_run_folder(root: Path | None = None) -> Path:
-    """A new private temporary folder for one `cfrag serve`, naming its owner process (see `stale_run_folders`)."""
+    """A new private temporary folder for one `cfrag serve`, naming its owner (`remove_stale_run_folders`)."""
     folder = Path(tempfile.mkdtemp(prefix=RUN_FOLDER_PREFIX, dir=root))
     pid = os.getpid()
-    (folder / OWNER_FILE).write_text(json.dumps({"pid": pid, "started": _process_start(pid)}), encoding="utf-8")
+    replace_text(folder / OWNER_FILE, json.dumps({"pid": pid, "started": _process_start(pid)}))
     return folder
 
 

@@ -109,7 +109,7 @@ def save_document_store(store: Any, spec: str | os.PathLike[str] | StoreSpec) ->
 
 
 def save_faiss_store(store: Any, base: Path) -> None:
-    """Save a FAISS store's pair of files atomically (see the module doc): a new folder, a commit record, two moves."""
+    """Save a FAISS store's two files atomically (module doc): a new folder, a commit record, two moves."""
     base.parent.mkdir(parents=True, exist_ok=True)
     finish_interrupted_save(base)
     remove_leftovers(base)
@@ -159,14 +159,15 @@ def finish_interrupted_save(base: Path) -> bool:
     except FileNotFoundError:
         return False
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{commit} is not a commit record cfrag wrote; move it away to open {base}.") from exc
+        raise ValueError(f"{commit} is not a commit record cfrag wrote; move it away to open "
+                         f"{base}.") from exc
     if not isinstance(name, str) or not _temporary_name(base).fullmatch(name):
         raise ValueError(f"{commit} is not a commit record cfrag wrote; move it away to open {base}.")
     folder = base.parent / name
     try:
         if _is_real_dir(folder):
             _move_pair(folder, base)
-            logger.warning("{base}: finished a save that was interrupted (the new files moved in)", base=str(base))
+            logger.warning("{base}: finished an interrupted save (the new files moved in)", base=str(base))
         commit.unlink()
     except OSError as exc:
         raise ValueError(f"{base}: an interrupted save cannot be finished ({exc.strerror or exc}); "

@@ -43,18 +43,23 @@ def _lists_in_lists(n: int, key_len: int) -> object:  # nested lists under a lon
 SHAPES: list[Callable[[int, int], object]] = [_wide_list, _deep, _records, _lists_in_lists]
 
 
+def _peak(raw: bytes) -> int:
+    """The tracemalloc peak of `load_json(raw)`, in bytes."""
+    tracemalloc.start()
+    try:
+        load_json(raw)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def _measure(raw: bytes) -> tuple[int, float]:
     """(tracemalloc peak in bytes, CPU seconds of one call) of `load_json(raw)`.
 
     CPU time of this process (not wall time: a busy machine's other work is not counted), the
     best of five rounds of enough calls to take 20 ms each.
     """
-    tracemalloc.start()
-    try:
-        load_json(raw)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak = _peak(raw)
     start = time.process_time()
     load_json(raw)
     calls = max(1, int(0.02 / max(time.process_time() - start, 1e-6)))
@@ -82,12 +87,7 @@ def test_walk_is_linear_in_the_body_size(shape: Callable[[int, int], object], n:
 
 def test_the_issue_body_costs_a_few_times_its_size() -> None:
     raw = json.dumps({"k" * 24000: [0] * 24000}).encode()  # 96 KB
-    tracemalloc.start()
-    try:
-        load_json(raw)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak = _peak(raw)
     assert peak < 100 * len(raw), peak  # before: about 580 MB (6000 × the body)
 
 
