@@ -5,7 +5,7 @@
   family carries CF-RAG's warnings (mock LLM, real embedder, demo store, a fresh cache folder so
   the mock's graph extractions never reach the user's cache).
 - CER, CausalRAG and CDF-RAG served with the real embedded models on a small store (its graph
-  built at the first question) each give an answer.
+  built while the wrappers deploy) each give an answer.
 """
 
 import json
@@ -69,8 +69,9 @@ def real_models(tmp_path_factory):
     assert indexed.exit_code == 0, indexed.output
     args = ["--store", str(store), "--pipeline", "cer", "--pipeline", "causal_rag", "--pipeline", "cdf_rag",
             "--deploy-dir", str(root / "deploy")]
-    # the user's cache: the assembled GGUF, and the real extractions of these passages (what `cfrag ask` would keep)
-    with served(args, expect=["cer", "causal_rag", "cdf_rag"], timeout=900) as server:
+    # the user's cache: the assembled GGUF, and the real extractions of these passages (what `cfrag ask` would keep);
+    # the graph is built while the wrappers deploy (one extraction call per passage: minutes each on 2 busy cores)
+    with served(args, expect=["cer", "causal_rag", "cdf_rag"], timeout=3600) as server:
         yield server
 
 
