@@ -120,6 +120,7 @@ def serve(host: str, port: int, pipelines: tuple[str, ...], yaml_pipelines: tupl
     Set CFRAG_API_KEY to require `Authorization: Bearer <key>` on every route.
     """
     from haystack_cfrag.serving.app import API_KEY_ENV  # noqa: PLC0415
+    from haystack_cfrag.serving.middleware import LOOPBACK_HOSTS  # noqa: PLC0415
     from haystack_cfrag.serving.deploy import (  # noqa: PLC0415
         DeployDirError,
         check_deploy_dir,
@@ -157,6 +158,9 @@ def serve(host: str, port: int, pipelines: tuple[str, ...], yaml_pipelines: tupl
     if allow_deploy and not os.environ.get(API_KEY_ENV):
         raise click.UsageError(f"--allow-deploy needs {API_KEY_ENV} (a token every request must carry): "
                                "the deploy routes run the code sent to them.")
+    if host not in LOOPBACK_HOSTS and not os.environ.get(API_KEY_ENV):
+        click.echo(f"[serve] warning: listening on {host} without {API_KEY_ENV}: anyone who reaches the port runs "
+                   "the pipelines, and any Host header is accepted (set a token, or serve on 127.0.0.1)", err=True)
     if mcp and mcp_port == port:
         raise click.BadParameter(f"the REST server already listens on {port}", param_hint="--mcp-port")
     if deploy_dir is not None:

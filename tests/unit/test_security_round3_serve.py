@@ -129,3 +129,21 @@ def test_a_run_folder_names_its_owner_and_is_private(tmp_path):
     assert folder.name.startswith(RUN_FOLDER_PREFIX) and owner["pid"] == os.getpid()
     assert folder.stat().st_mode & 0o077 == 0
     assert remove_stale_run_folders(tmp_path) == []  # its owner runs
+
+
+@pytest.mark.parametrize(("host", "key", "warned"), [("0.0.0.0", None, True), ("0.0.0.0", "s3cret", False),
+                                                     ("127.0.0.1", None, False)])
+def test_serving_beyond_loopback_without_a_token_is_warned_about(tmp_path, monkeypatch, host, key, warned):
+    from click.testing import CliRunner
+
+    import haystack_cfrag.cli.serve as cli_serve
+    from haystack_cfrag.cli import main
+
+    monkeypatch.setattr(cli_serve, "run_children", lambda commands, env: 0)
+    if key:
+        monkeypatch.setenv("CFRAG_API_KEY", key)
+    else:
+        monkeypatch.delenv("CFRAG_API_KEY", raising=False)
+    result = CliRunner().invoke(main, ["serve", "--mock", "--host", host, "--deploy-dir", str(tmp_path / "d")])
+    assert result.exit_code == 0, result.output
+    assert ("without CFRAG_API_KEY" in result.output) is warned
