@@ -571,3 +571,25 @@ def test_an_eval_folder_of_one_graph_extractor_is_not_resumed_with_another():
     other = {**old, "config": {"max_tokens": 256, "graph_extractor": "spacy"}}
     assert differences(old, same, {"pooled"}) == []
     assert differences(old, other, {"pooled"}) == ["graph extractor: llm in the folder, spacy in this run"]
+
+
+def test_an_evaluation_of_the_graph_family_runs_end_to_end_on_the_spacy_graph(tmp_path, monkeypatch):
+    spacy_extractor()
+    from pathlib import Path
+
+    from haystack_cfrag.evaluation import EvalConfig, run_eval
+    from haystack_cfrag.testing import MockChatGenerator  # with a support backend (CDF-RAG's scorer)
+    from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder
+
+    monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path / "cache"))
+    data = Path(__file__).parents[2] / "data" / "hotpotqa_dev_a_30.jsonl"
+    reader = MockChatGenerator()
+    config = EvalConfig(data=str(data), limit=2, out=str(tmp_path / "run"), progress=False,
+                        systems=["causal_rag", "cdf_rag"], graph_extractor="spacy")
+    records = run_eval(config, chat_generator=reader, text_embedder=HashingTextEmbedder(),
+                       document_embedder=HashingDocumentEmbedder())
+    assert len(records) == 4 and not any(r["error"] for r in records)
+    graphs = [json.loads(line) for line in (tmp_path / "run" / "graph_stats.jsonl").read_text().splitlines()]
+    assert graphs and all(g["extractor"] == "spacy" and g["llm_calls"] == 0 and g["nodes"] > 0 for g in graphs)
+    metadata = json.loads((tmp_path / "run" / "metadata.json").read_text())
+    assert metadata["config"]["graph_extractor"] == "spacy"
