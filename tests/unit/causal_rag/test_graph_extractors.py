@@ -566,7 +566,7 @@ def test_the_runtime_builds_the_store_graph_with_the_extractor_it_was_given(tmp_
 def test_an_eval_folder_of_one_graph_extractor_is_not_resumed_with_another():
     from haystack_cfrag.evaluation.provenance import differences
 
-    old = {"data": {"sha256": "ab"}, "models": {"llm": "m"}, "config": {"max_tokens": 256}}  # before the option
+    old = {"data": {"sha256": "ab"}, "models": {"llm": "m"}, "config": {"max_tokens": 256}}  # older folder
     same = {**old, "config": {"max_tokens": 256, "graph_extractor": "llm"}}
     other = {**old, "config": {"max_tokens": 256, "graph_extractor": "spacy"}}
     assert differences(old, same, {"pooled"}) == []
@@ -589,7 +589,8 @@ def test_an_evaluation_of_the_graph_family_runs_end_to_end_on_the_spacy_graph(tm
     records = run_eval(config, chat_generator=reader, text_embedder=HashingTextEmbedder(),
                        document_embedder=HashingDocumentEmbedder())
     assert len(records) == 4 and not any(r["error"] for r in records)
-    graphs = [json.loads(line) for line in (tmp_path / "run" / "graph_stats.jsonl").read_text().splitlines()]
+    lines = (tmp_path / "run" / "graph_stats.jsonl").read_text().splitlines()
+    graphs = [json.loads(line) for line in lines]
     assert graphs and all(g["extractor"] == "spacy" and g["llm_calls"] == 0 and g["nodes"] > 0 for g in graphs)
     metadata = json.loads((tmp_path / "run" / "metadata.json").read_text())
     assert metadata["config"]["graph_extractor"] == "spacy"
