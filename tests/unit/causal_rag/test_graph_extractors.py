@@ -591,6 +591,7 @@ def test_an_evaluation_of_the_graph_family_runs_end_to_end_on_the_spacy_graph(tm
     assert len(records) == 4 and not any(r["error"] for r in records)
     lines = (tmp_path / "run" / "graph_stats.jsonl").read_text().splitlines()
     graphs = [json.loads(line) for line in lines]
-    assert graphs and all(g["extractor"] == "spacy" and g["llm_calls"] == 0 and g["nodes"] > 0 for g in graphs)
+    assert graphs and all(g["extractor"] == "spacy" and g["llm_calls"] == 0 for g in graphs)
+    assert all(g["nodes"] > 0 for g in graphs)
     metadata = json.loads((tmp_path / "run" / "metadata.json").read_text())
     assert metadata["config"]["graph_extractor"] == "spacy"
