@@ -78,7 +78,7 @@ def stored_reply(message: ChatMessage) -> dict[str, Any]:
     """A reply as the cache file keeps it: its meta's `model` cut to the file name, so that a run folder (and its
     archive) names no path of the machine that made it (llama-cpp-python reports the GGUF's full path).
 
-    >>> stored_reply(ChatMessage.from_assistant("Bale", meta={"model": "/home/u/.cache/m.gguf"}))["meta"]["model"]
+    >>> stored_reply(ChatMessage.from_assistant("Bale", meta={"model": "/opt/models/m.gguf"}))["meta"]["model"]
     'm.gguf'
     """
     data = message.to_dict()
