@@ -10,11 +10,11 @@ Read from the records alone (no model), for one condition of one run folder:
   A method that re-orders passages moves answers at least this much without new evidence.
 - **what each win or loss is** (`change_kind`), the way issue 46 counted CDF-RAG's dev_c wins:
   ``yes/no`` (a yes/no question whose answer flipped), ``answer form`` (both answers contain a
-  gold answer: only their form differs), ``new evidence`` (the gold passages read differ), ``same
+  gold answer, or the wrong one still has token F1 ≥ 0.5 against it: only the form differs), ``new evidence`` (the gold passages read differ), ``same
   evidence reordered`` (the same gold passages, in another order or with other passages around).
 
-    >>> a = {"em": 1.0, "lenient": 1.0, "answers": ["Bale"], "support_recall": 0.5, "evidence": ["x", "y"]}
-    >>> b = {"em": 0.0, "lenient": 1.0, "answers": ["Bale"], "support_recall": 0.5, "evidence": ["y", "x"]}
+    >>> a = {"em": 1.0, "f1": 1.0, "lenient": 1.0, "answers": ["Bale"], "support_recall": 0.5, "evidence": ["x", "y"]}
+    >>> b = {"em": 0.0, "f1": 0.0, "lenient": 1.0, "answers": ["Bale"], "support_recall": 0.5, "evidence": ["y", "x"]}
     >>> change_kind(a, b), change_kind(a, {**b, "lenient": 0.0}), change_kind(a, {**b, "lenient": 0.0, "support_recall": 0.0})
     ('answer form', 'same evidence reordered', 'new evidence')
     >>> change_kind({**a, "answers": ["yes"]}, b), change_kind(a, a)
@@ -32,6 +32,10 @@ from haystack_cfrag.common.text import normalize_answer
 KINDS = ("new evidence", "same evidence reordered", "answer form", "yes/no")
 """What a question won or lost against a reference is, in the order `change_kind` tests them (last three first)."""
 
+FORM_F1 = 0.5
+"""Token F1 of the wrong answer against the gold at which a change counts as form ("Army" for "Army, Navy",
+"Thomas De Quincey" for "Thomas Penson De Quincey"): the same entity, partly said."""
+
 Paired = Callable[[list[dict[str, Any]], list[dict[str, Any]], str], "dict[str, Any] | None"]
 
 
@@ -45,7 +49,8 @@ def change_kind(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
         return None
     if {normalize_answer(g) for g in a.get("answers") or []} <= {"yes", "no"} and a.get("answers"):
         return "yes/no"
-    if a.get("lenient") == b.get("lenient") == 1.0:
+    lower = b if a["em"] > b["em"] else a
+    if a.get("lenient") == b.get("lenient") == 1.0 or (lower.get("f1") or 0.0) >= FORM_F1:
         return "answer form"
     ra, rb = a.get("support_recall"), b.get("support_recall")
     if ra is not None and rb is not None:

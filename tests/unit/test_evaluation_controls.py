@@ -19,6 +19,9 @@ def test_each_kind_is_told_apart():
     assert change_kind(rec("m", "q", 1.0, recall=1.0), base) == "new evidence"
     assert change_kind(rec("m", "q", 1.0), rec("standard_rag", "q", 0.0, lenient=1.0)) == "answer form"
     assert change_kind(rec("m", "q", 1.0, answers=("no",)), rec("s", "q", 0.0, answers=("no",))) == "yes/no"
+    partly = {**rec("standard_rag", "q", 0.0), "f1": 0.67}  # "Army" for "Army, Navy": the same answer, partly said
+    assert change_kind(rec("m", "q", 1.0, recall=1.0), partly) == "answer form"
+    assert change_kind(partly, rec("m", "q", 1.0, recall=1.0)) == "answer form"  # a loss the same way
     # no gold titles: the passages read decide
     assert change_kind(rec("m", "q", 1.0, recall=None, evidence=("b", "a")), rec("s", "q", 0.0, recall=None)) == \
         "same evidence reordered"
