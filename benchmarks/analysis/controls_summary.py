@@ -60,8 +60,8 @@ def folder_rows(label: str, records: list[dict[str, Any]], methods: tuple[str, .
         if method not in systems:
             continue
         s, entry = systems[method], ctl["systems"].get(method, {})
-        vs_best = (entry.get("vs_best_control") or {}).get("em")
-        cell = _ci(vs_best) + (f" vs `{best}`" if vs_best else "")
+        vs_best = (entry.get("vs_best_control") or {}).get("em") if tried else None
+        cell = _ci(vs_best) + f" vs `{best}`" if vs_best else "no control run here yet"
         rows.append(" | ".join([f"| {method}", label, f"{100 * s['em']:.1f}",
                                 _ci((s.get("vs_baseline") or {}).get("em")),
                                 f"**{cell}**" if vs_best and vs_best["low"] > 0 else cell,

@@ -28,3 +28,12 @@ def test_a_method_is_bold_only_when_it_beats_the_best_control_with_a_lower_bound
 
 def test_doc_examples():
     assert doctest.testmod(load_tool("controls_summary")).failed == 0
+
+
+def test_without_a_control_beside_standard_rag_nothing_is_set_against_a_best_control():
+    tool = load_tool("controls_summary")
+    records = ([rec("standard_rag", q, float(q < 10)) for q in range(40)]
+               + [rec("cdf_rag", q, float(q < 30)) for q in range(40)])
+    head, [row] = tool.folder_rows("s", records, ("cdf_rag",))
+    assert "no retrieval control beside standard RAG yet" in head
+    assert row.split(" | ")[4] == "no control run here yet" and "**" not in row
