@@ -32,7 +32,7 @@ from haystack_cfrag.common.files import replace_text
 from haystack_cfrag.evaluation.controls import against_controls, kinds_text
 from haystack_cfrag.evaluation.metrics import paired_bootstrap
 from haystack_cfrag.evaluation.systems import BASELINE
-from haystack_cfrag.registry import controls
+from haystack_cfrag.registry import controls, resolve
 from haystack_cfrag.timing import UNKNOWN_MACHINE
 
 logger = logging.getLogger(__name__)
@@ -343,29 +343,44 @@ def _level(by_q: dict[str, dict[str, Any]], zero: dict[str, dict[str, Any]] | No
     return {"n": len(recs), **{m: _mean([r[m] for r in recs]) for m in METRICS}, "em_vs_0": vs_0}
 
 
-_DEFAULTS = {"causal_weight": 0.4, "n_counterfactuals": 3, "n_clusters": 4, "n_subsets": 3}
+def _file_default(pipeline: str, parameter: str, cache: dict[tuple[str, str], Any]) -> Any:
+    """A parameter's value in a pipeline's own file (None: not a pipeline the registry resolves, or not set there)."""
+    key = (pipeline, parameter)
+    if key not in cache:
+        try:
+            cache[key] = resolve(pipeline).values().get(parameter)
+        except (FileNotFoundError, KeyError, ValueError, OSError):
+            cache[key] = None
+    return cache[key]
 
 
 def _sweeps(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """parameter → value → scores over the non-injection conditions' cf_rag variants with one parameter changed.
+    """"pipeline:parameter" → {"default", "values": value → scores}: every pipeline's variants with one parameter changed.
 
-    Each parameter's values are compared over the questions that every value answered (an ablation run on
-    the first 50 questions is not set against the default's 100), with ΔEM against the default, paired.
+    The default is the pipeline file's own value (any family's: `registry.resolve(…).values()`); the
+    pipeline's records without parameters stand for it. Each parameter's values are compared over the
+    questions that every value answered (an ablation run on the first 50 questions is not set against
+    the default's 100), with ΔEM against the default, paired.
     """
     table: dict[str, dict[Any, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    defaults: dict[str, Any] = {}
+    cache: dict[tuple[str, str], Any] = {}
     for r in records:
-        if r.get("variant") or r.get("pipeline") != "cf_rag":
-            continue
         params = r.get("params") or {}
-        if len(params) == 1:
-            (key, value), = params.items()
-            if key in _DEFAULTS:
-                table[key][value].append(r)
-    for key, default in _DEFAULTS.items():
-        if key in table:
-            table[key][default] += [r for r in records if r.get("pipeline") == "cf_rag" and not r.get("params")
-                                    and not r.get("variant")]
-    return {key: _sweep(values, _DEFAULTS[key]) for key, values in table.items()}
+        if r.get("variant") or len(params) != 1:
+            continue
+        (key, value), = params.items()
+        default = _file_default(r.get("pipeline") or "", key, cache)
+        if default is not None:
+            name = f"{r['pipeline']}:{key}"
+            defaults[name] = default
+            table[name][value].append(r)
+    for name, default in defaults.items():
+        pipeline = name.rsplit(":", 1)[0]
+        table[name][default] += [r for r in records if r.get("pipeline") == pipeline and not r.get("params")
+                                 and not r.get("variant")]
+    return {name: {"default": defaults[name], "values": _sweep(values, defaults[name])}
+            for name, values in table.items()}
 
 
 def _sweep(values: dict[Any, list[dict[str, Any]]], default: Any) -> dict[str, Any]:
@@ -530,9 +545,11 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
             cells = [_ci(by_level[lv]["em_vs_0"]) if lv in by_level and lv else "–" for lv in levels]
             lines.append(f"| {sys_name} | " + " | ".join(cells) + " |")
         lines.append("")
-    for param, values in results["sweeps"].items():
-        lines += [f"## Sweep of `{param}` (cf_rag, other parameters at their defaults)", "",
-                  f"Over the questions every value answered; ΔEM against the default ({_DEFAULTS[param]}), paired.", "",
+    for name, sweep in results["sweeps"].items():
+        pipeline, param = name.rsplit(":", 1)
+        values = sweep["values"]
+        lines += [f"## Sweep of `{param}` ({pipeline}, other parameters at their defaults)", "",
+                  f"Over the questions every value answered; ΔEM against the default ({sweep['default']}), paired.", "",
                   "| value | n | EM | F1 | lenient | ΔEM vs default [95% CI] | latency (s, uncached) |",
                   "|---|---:|---:|---:|---:|---|---:|"]
         for value, s in values.items():
@@ -558,15 +575,21 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
         ax.set(xlabel="injected passages (N_inject)", ylabel="F1 (%)", title=f"F1 vs N_inject ({variant})")
         ax.legend()
         written.append(_save(fig, out / f"injection_{variant}.png", plt))
-    if "causal_weight" in results["sweeps"]:
-        values = results["sweeps"]["causal_weight"]
-        xs = [float(v) for v in values]
+    for name, sweep in results["sweeps"].items():  # one plot per numeric sweep of three values or more
+        values = sweep["values"]
+        try:
+            xs = [float(v) for v in values]
+        except ValueError:
+            continue
+        if len(xs) < 3:
+            continue
+        pipeline, param = name.rsplit(":", 1)
         fig, ax = plt.subplots(figsize=(6, 4))
         for metric in METRICS:
             ax.plot(xs, [100 * (values[v][metric] or 0) for v in values], marker="o", label=metric)
-        ax.set(xlabel="λ (causal weight)", ylabel="score (%)", title="λ sensitivity (cf_rag)")
+        ax.set(xlabel=param, ylabel="score (%)", title=f"{param} sensitivity ({pipeline})")
         ax.legend()
-        written.append(_save(fig, out / "lambda_sensitivity.png", plt))
+        written.append(_save(fig, out / f"sensitivity_{pipeline}_{param}.png", plt))
     for name, cond in results["conditions"].items():
         if cond["variant"]:
             continue
