@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from haystack_cfrag.causal_rag.math.extraction import Extraction
+from haystack_cfrag.causal_rag.math.extraction import Extraction, result  # noqa: F401  (the socket's output)
 
 EXTRACTOR_NAMES = ("llm", "llm-json", "spacy")
 """The extractors chosen by name (`make_extractor`); "llm" is the builder's chat-generator path."""
@@ -80,14 +80,6 @@ def make_extractor(name: str, *, chat_generator: Any | None = None, **kwargs: An
 BUILDER_SETTINGS: dict[str, dict[str, Any]] = {"spacy": {"chunk_chars": 20_000, "chunk_overlap": 0}}
 """`CausalGraphBuilder` settings an extractor wants: a parser reads whole passages (no 1,000-character windows
 that cut sentences)."""
-
-
-def result(extractions: list[Extraction], meta: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """An extractor's output, checked to hold one meta per extraction."""
-    meta = meta if meta is not None else [{} for _ in extractions]
-    if len(meta) != len(extractions):
-        raise ValueError("an extractor returned a different number of extractions and meta entries.")
-    return {"extractions": extractions, "meta": meta}
 
 
 __all__ = [

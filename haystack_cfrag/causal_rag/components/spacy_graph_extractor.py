@@ -10,7 +10,7 @@ from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.lazy_imports import LazyImport
 
 from haystack_cfrag import models
-from haystack_cfrag.causal_rag.extractors import result
+from haystack_cfrag.causal_rag.math.extraction import result
 from haystack_cfrag.causal_rag.math.cues import Phrase, Sentence, Token, extract_sentences
 from haystack_cfrag.causal_rag.math.extraction import DEFAULT_MAX_TRIPLES, Extraction, check_max_triples
 from haystack_cfrag.causal_rag.math.graph import Triple

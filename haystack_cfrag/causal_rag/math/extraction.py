@@ -384,6 +384,14 @@ def per_extracted_passage(stats: dict[str, Any]) -> tuple[float, float] | None:
     return seconds / n, tokens / n
 
 
+def result(extractions: list[Extraction], meta: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """An extractor's output, checked to hold one meta per extraction."""
+    meta = meta if meta is not None else [{} for _ in extractions]
+    if len(meta) != len(extractions):
+        raise ValueError("an extractor returned a different number of extractions and meta entries.")
+    return {"extractions": extractions, "meta": meta}
+
+
 __all__ = [
     "CACHE_VERSION",
     "DEFAULT_CHUNK_CHARS",
@@ -403,4 +411,5 @@ __all__ = [
     "parse_extraction",
     "passage_hash",
     "per_extracted_passage",
+    "result",
 ]
