@@ -171,8 +171,9 @@ class Runtime:
         held = self._prepared.get(id(preparation))
         if held is None or held[1] is not self.store:  # the store itself, not its id: ids are reused
             passages = [d for d in self.store.filter_documents() if d.content]
-            logger.warning("Building {what} over {n} passages: one LLM call per passage chunk not yet in the cache "
-                           "({cache})", what=preparation.what, n=len(passages), cache=self.graph_cache or "no cache")
+            logger.warning("Building {what} over {n} passages with the '{extractor}' extractor: passages not yet in "
+                           "the cache are extracted ({cache})", what=preparation.what, n=len(passages),
+                           extractor=self.graph_extractor, cache=self.graph_cache or "no cache")
             self.warm_up()
             handle, stats = preparation.build(passages, chat_generator=self.generator,
                                               text_embedder=self.text_embedder, cache_dir=self.graph_cache,
