@@ -1,17 +1,18 @@
-"""One base for the components that ask the chat generator (in the spirit of Haystack's `LLMEvaluator`).
+"""One base for the components that ask a chat generator (in the spirit of Haystack's `LLMEvaluator`).
 
-`AsksChatGenerator` owns the call: one user message, the generation arguments where the
-generator takes them, the time limit (`timeout_s`), one generation at a time on an in-process
-model, the `haystack_cfrag.llm_call` tracing span with its token usage, and a failure that
-either raises (`raise_on_failure`) or comes back as the exception for the component to record
-as a named degradation. A component says only what it asks (`ask(prompt, call, what)`) and how
-it reads the reply text; `run` and `run_async` share everything but the await.
+`AsksChatGenerator` owns the call: the messages (a prompt is one user message), the generation
+arguments where the generator takes them, the time limit (`timeout_s`), one generation at a time
+on an in-process model (`exclusive`), the `haystack_cfrag.llm_call` tracing span with its token
+usage, and a failure that either raises (`raise_on_failure`, message `FAILURE`) or comes back as
+the exception for the component to record as a named degradation. A component says only what it
+asks (`ask(prompt, call, what)`: the reply's text; `ask_result`: the generator's whole output, for
+log-probabilities and meta) and how it reads the reply; `run` and `run_async` share everything
+but the await.
 
     >>> class Echo(AsksChatGenerator):
     ...     COMPONENT = "Echo"
     ...     def __init__(self, generator):
-    ...         self.chat_generator, self.timeout_s, self.generation_kwargs = generator, None, None
-    ...         self.raise_on_failure = False
+    ...         self.chat_generator = generator
     >>> class Gen:
     ...     def run(self, messages):
     ...         from haystack.dataclasses import ChatMessage
@@ -31,52 +32,96 @@ from haystack_cfrag.common.tracing import LLMCall
 
 Asked = tuple[str | None, Exception | None]
 """The reply's text, or None and the exception when the call failed (not raised: see `raise_on_failure`)."""
+AskedResult = tuple[dict[str, Any] | None, Exception | None]
+"""The generator's output ({"replies": [...]}), or None and the exception when the call failed."""
+Prompt = str | ChatMessage | list[ChatMessage]
+"""What is asked: a prompt (one user message), one message, or the messages."""
+
+OWN: Any = object()
+"""`ask`'s default for `timeout_s` and `generation_kwargs`: the component's own."""
 
 
-def chat_kwargs(generator: Any, prompt: str, generation_kwargs: dict[str, Any] | None) -> dict[str, Any]:
-    """The chat call's arguments: one user message, and the generation arguments where the generator takes them."""
-    kwargs: dict[str, Any] = {"messages": [ChatMessage.from_user(prompt)]}
+def chat_kwargs(generator: Any, prompt: Prompt, generation_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """The chat call's arguments: the messages, and the generation arguments where the generator takes them."""
+    if isinstance(prompt, str):
+        messages = [ChatMessage.from_user(prompt)]
+    else:
+        messages = [prompt] if isinstance(prompt, ChatMessage) else list(prompt)
+    kwargs: dict[str, Any] = {"messages": messages}
     if generation_kwargs and accepts(generator, "generation_kwargs"):
         kwargs["generation_kwargs"] = dict(generation_kwargs)
     return kwargs
 
 
 class AsksChatGenerator:
-    """Mixin of a component with `chat_generator`, `timeout_s`, `generation_kwargs` and `raise_on_failure`.
+    """Mixin of a component that asks `chat_generator` (or the `generator` a call names).
 
-    `COMPONENT` names the component in a raised failure: "<COMPONENT>: the chat generator failed
-    (<what>): <error>".
+    `timeout_s`, `generation_kwargs` and `raise_on_failure` are the component's where it has them
+    (None, None and False otherwise). A raised failure reads `FAILURE`, formatted with
+    `component` (`COMPONENT`), `what` (the call's `what`), `error` (the exception, or a reason)
+    and `reason` (the exception's repr, or the reason).
     """
 
     COMPONENT: ClassVar[str] = ""
+    FAILURE: ClassVar[str] = "{component}: the chat generator failed ({what}): {error}"
     chat_generator: Any
-    timeout_s: float | None
-    generation_kwargs: dict[str, Any] | None
-    raise_on_failure: bool
+    timeout_s: float | None = None
+    generation_kwargs: dict[str, Any] | None = None
+    raise_on_failure: bool = False
 
-    def ask(self, prompt: str, call: LLMCall, what: str) -> Asked:
-        """Ask once; the first reply's text, or (None, the exception) when the call failed."""
+    def ask(self, prompt: Prompt, call: LLMCall, what: str, **how: Any) -> Asked:
+        """Ask once; the first reply's text, or (None, the exception) when the call failed. `how`: as `ask_result`."""
+        result, exc = self.ask_result(prompt, call, what, **how)
+        return (None, exc) if exc is not None else (first_reply_text(result), None)
+
+    async def ask_async(self, prompt: Prompt, call: LLMCall, what: str, **how: Any) -> Asked:
+        """Async twin of `ask`."""
+        result, exc = await self.ask_result_async(prompt, call, what, **how)
+        return (None, exc) if exc is not None else (first_reply_text(result), None)
+
+    def ask_result(self, prompt: Prompt, call: LLMCall, what: str, *, generator: Any = None,
+                   timeout_s: Any = OWN, generation_kwargs: Any = OWN, exclusive: bool = True) -> AskedResult:
+        """Ask once; the generator's whole output, or (None, the exception) when the call failed.
+
+        :param generator: asks this generator instead of `chat_generator`.
+        :param timeout_s: this call's time limit instead of the component's `timeout_s`.
+        :param generation_kwargs: this call's generation arguments instead of the component's.
+        :param exclusive: one call at a time on the generator (an in-process model is not thread-safe).
+        """
+        generator, timeout_s, kwargs = self._chat_request(prompt, generator, timeout_s, generation_kwargs)
         try:
-            result = call_with_timeout(self.chat_generator, self.timeout_s, exclusive=True, llm_call=call,
-                                       **chat_kwargs(self.chat_generator, prompt, self.generation_kwargs))
+            return call_with_timeout(generator, timeout_s, exclusive=exclusive, llm_call=call, **kwargs), None
         except Exception as exc:  # noqa: BLE001  (a failed call degrades, unless raise_on_failure)
             return self.ask_failed(what, exc)
-        return first_reply_text(result), None
 
-    async def ask_async(self, prompt: str, call: LLMCall, what: str) -> Asked:
-        """Async twin of `ask`."""
+    async def ask_result_async(self, prompt: Prompt, call: LLMCall, what: str, *, generator: Any = None,
+                               timeout_s: Any = OWN, generation_kwargs: Any = OWN,
+                               exclusive: bool = True) -> AskedResult:
+        """Async twin of `ask_result`."""
+        generator, timeout_s, kwargs = self._chat_request(prompt, generator, timeout_s, generation_kwargs)
         try:
-            result = await call_async_with_timeout(self.chat_generator, self.timeout_s, exclusive=True, llm_call=call,
-                                                   **chat_kwargs(self.chat_generator, prompt, self.generation_kwargs))
+            return (await call_async_with_timeout(generator, timeout_s, exclusive=exclusive, llm_call=call,
+                                                  **kwargs)), None
         except Exception as exc:  # noqa: BLE001
             return self.ask_failed(what, exc)
-        return first_reply_text(result), None
+
+    def _chat_request(self, prompt: Prompt, generator: Any, timeout_s: Any,
+                      generation_kwargs: Any) -> tuple[Any, float | None, dict[str, Any]]:
+        generator = self.chat_generator if generator is None else generator
+        timeout_s = self.timeout_s if timeout_s is OWN else timeout_s
+        generation_kwargs = self.generation_kwargs if generation_kwargs is OWN else generation_kwargs
+        return generator, timeout_s, chat_kwargs(generator, prompt, generation_kwargs)
+
+    def failure(self, what: str, error: Exception | str) -> RuntimeError:
+        """The error raised for a failed `what` (`FAILURE`): a failed call, or a reply the component cannot use."""
+        reason = repr(error) if isinstance(error, BaseException) else error
+        return RuntimeError(self.FAILURE.format(component=self.COMPONENT, what=what, error=error, reason=reason))
 
     def ask_failed(self, what: str, exc: Exception) -> tuple[None, Exception]:
         """Raise with `raise_on_failure`; else (None, exc) for the caller's degradation."""
         if self.raise_on_failure:
-            raise RuntimeError(f"{self.COMPONENT}: the chat generator failed ({what}): {exc}") from exc
+            raise self.failure(what, exc) from exc
         return None, exc
 
 
-__all__ = ["Asked", "AsksChatGenerator", "chat_kwargs"]
+__all__ = ["OWN", "Asked", "AskedResult", "AsksChatGenerator", "Prompt", "chat_kwargs"]
