@@ -18,12 +18,11 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.dataclasses import ChatMessage, ExtractedAnswer, GeneratedAnswer
 
 from haystack_cfrag.cfrag import ranges
+from haystack_cfrag.common.asking import AskedResult, AsksChatGenerator
 from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
     InjectedParts,
     accepts,
-    call_async_with_timeout,
-    call_with_timeout,
     degradation,
     embed_texts,
     embed_texts_async,
@@ -91,7 +90,7 @@ _SYNTHESIS = LLMCall(stage="synthesis", component="CausalArbitrationRanker", gen
 
 
 @component
-class CausalArbitrationRanker(InjectedParts):
+class CausalArbitrationRanker(AsksChatGenerator, InjectedParts):
     """
     Ranks drafts by Ψ = Σ w_k φ_k and decides by consensus or synthesis (Algorithm 1).
 
@@ -148,6 +147,7 @@ class CausalArbitrationRanker(InjectedParts):
     ```
     """
 
+    COMPONENT = "CausalArbitrationRanker"
     _INJECTED = ("text_embedder", "scorer", "synthesizer")
 
     def __init__(
@@ -345,13 +345,8 @@ class CausalArbitrationRanker(InjectedParts):
             arbitration = self._settle_duel(case, arbitration, self._read_duel(case, arbitration))
             if self.duel_confirm and needs_confirmation(arbitration):
                 arbitration = self._confirm_duel(case, arbitration, self._read_duel(case, arbitration, reverse=True))
-        elif arbitration.decision == "synthesis":
-            try:
-                prompt = self._synthesis_prompt(case, arbitration)
-                synthesis = call_with_timeout(self.synthesizer, None, llm_call=_SYNTHESIS, messages=[prompt])[
-                    "replies"]
-            except Exception as exc:  # noqa: BLE001  (falls back to the best draft, see _finish)
-                synthesis = self._synthesis_failed(exc)
+        elif arbitration.decision == "synthesis":  # a failed call falls back to the best draft, see _finish
+            synthesis = self._replies(self.ask_result(**self._synthesis_request(case, arbitration)))
         return self._finish(case, arbitration, synthesis)
 
     @component.output_types(answers=list[GeneratedAnswer], answer=str, trace=dict[str, Any])
@@ -386,13 +381,7 @@ class CausalArbitrationRanker(InjectedParts):
                 reply = await self._read_duel_async(case, arbitration, reverse=True)
                 arbitration = self._confirm_duel(case, arbitration, reply)
         elif arbitration.decision == "synthesis":
-            prompt = self._synthesis_prompt(case, arbitration)
-            try:
-                synthesis = (await call_async_with_timeout(
-                    self.synthesizer, None, llm_call=_SYNTHESIS, messages=[prompt]
-                ))["replies"]
-            except Exception as exc:  # noqa: BLE001
-                synthesis = self._synthesis_failed(exc)
+            synthesis = self._replies(await self.ask_result_async(**self._synthesis_request(case, arbitration)))
         return self._finish(case, arbitration, synthesis)
 
     def _case(
@@ -505,11 +494,7 @@ class CausalArbitrationRanker(InjectedParts):
 
     def _read_duel(self, case: _Case, arbitration: Arbitration, *, reverse: bool = False) -> list[ChatMessage]:
         """The synthesizer's reading of the duel passages ([] when it fails: the margin rule decides)."""
-        try:
-            return call_with_timeout(self.synthesizer, None, llm_call=_DUEL,
-                                     messages=[self._duel_prompt(case, arbitration, reverse)])["replies"]
-        except Exception as exc:  # noqa: BLE001
-            return self._synthesis_failed(exc)
+        return self._replies(self.ask_result(**self._duel_request(case, arbitration, reverse)))
 
     def _score_duel(self, case: _Case, arbitration: Arbitration) -> list[ChatMessage]:
         """The duel read by the reader's support: each answer scored on its own passage; the best is "named".
@@ -539,17 +524,15 @@ class CausalArbitrationRanker(InjectedParts):
     async def _read_duel_async(self, case: _Case, arbitration: Arbitration, *,
                                reverse: bool = False) -> list[ChatMessage]:
         """Async twin of `_read_duel`."""
-        try:
-            return (await call_async_with_timeout(self.synthesizer, None, llm_call=_DUEL,
-                                                  messages=[self._duel_prompt(case, arbitration, reverse)]))["replies"]
-        except Exception as exc:  # noqa: BLE001
-            return self._synthesis_failed(exc)
+        return self._replies(await self.ask_result_async(**self._duel_request(case, arbitration, reverse)))
 
-    def _duel_prompt(self, case: _Case, arbitration: Arbitration, reverse: bool = False) -> ChatMessage:
+    def _duel_request(self, case: _Case, arbitration: Arbitration, reverse: bool = False) -> dict[str, Any]:
+        """`ask_result`'s arguments for the duel: the duel passages (in reverse order to confirm) to the synthesizer."""
         pairs = arbitration.override.duel
         docs = [case.docs[i] for _, i in (pairs[::-1] if reverse else pairs)]
         template = self.duel_prompt_template or SHORT_DRAFT_PROMPT
-        return ChatMessage.from_user(template.format(query=case.query, evidence=render_plain_evidence(docs)))
+        return {"prompt": template.format(query=case.query, evidence=render_plain_evidence(docs)), "call": _DUEL,
+                "what": "duel", "generator": self.synthesizer, "exclusive": False}
 
     def _settle_duel(self, case: _Case, arbitration: Arbitration, reply: list[ChatMessage]) -> Arbitration:
         """The duel's answer picks its candidate; without a usable one the margin rule's decision stands."""
@@ -567,15 +550,23 @@ class CausalArbitrationRanker(InjectedParts):
         return confirm_duel(arbitration, named, case.answers, self.agreement_threshold)
 
     @staticmethod
-    def _synthesis_failed(exc: Exception) -> list[ChatMessage]:
-        logger.warning("CausalArbitrationRanker: the synthesizer failed ({error})", error=repr(exc))
-        return []
+    def _replies(asked: AskedResult) -> list[ChatMessage]:
+        """The synthesizer's replies; [] when the call failed (with a warning)."""
+        result, exc = asked
+        if exc is None and "replies" not in result:
+            exc = KeyError("replies")
+        if exc is not None:
+            logger.warning("CausalArbitrationRanker: the synthesizer failed ({error})", error=repr(exc))
+            return []
+        return result["replies"]
 
-    def _synthesis_prompt(self, case: _Case, arbitration: Arbitration) -> ChatMessage:
+    def _synthesis_request(self, case: _Case, arbitration: Arbitration) -> dict[str, Any]:
+        """`ask_result`'s arguments for the synthesis: the top drafts to the synthesizer."""
         top = arbitration.order[: self.synthesis_top]
         lines = render_drafts([(case.drafts[j].answer, case.drafts[j].rationale, arbitration.psi[j]) for j in top])
         template = self.prompt_template or SYNTHESIS_PROMPT
-        return ChatMessage.from_user(template.format(query=case.query, drafts=lines))
+        return {"prompt": template.format(query=case.query, drafts=lines), "call": _SYNTHESIS, "what": "synthesis",
+                "generator": self.synthesizer, "exclusive": False}
 
     # ------------------------------------------------------------------ outputs
     def _finish(

@@ -6,15 +6,12 @@ from typing import Any
 
 import numpy as np
 from haystack import component, default_from_dict, default_to_dict, logging
-from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cfrag import ranges
+from haystack_cfrag.common.asking import AsksChatGenerator
 from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
     InjectedParts,
-    accepts,
-    call_async_with_timeout,
-    call_with_timeout,
     degradation,
     embed_texts,
     embed_texts_async,
@@ -49,7 +46,7 @@ logger = logging.getLogger(__name__)
 
 
 @component
-class CounterfactualQueryExpander(InjectedParts):
+class CounterfactualQueryExpander(AsksChatGenerator, InjectedParts):
     """
     Generates N counterfactual questions: on the same topic as the query, with a different answer.
 
@@ -82,6 +79,8 @@ class CounterfactualQueryExpander(InjectedParts):
     ```
     """
 
+    COMPONENT = "CounterfactualQueryExpander"
+    FAILURE = "{component}: the chat generator failed: {error}"
     _INJECTED = ("chat_generator", "text_embedder")
 
     def __init__(
@@ -201,18 +200,11 @@ class CounterfactualQueryExpander(InjectedParts):
         query, n = self._n(query, n_counterfactuals)
         if n == 0:
             return _output(query, [], [])
-        try:
-            reply = call_with_timeout(
-                self.chat_generator,
-                self.timeout_s,
-                exclusive=True,
-                llm_call=_LLM_CALL,
-                **self._call_kwargs(query, n),
-            ).get("replies")
-            reply = reply or []
-        except Exception as exc:  # noqa: BLE001  (a failing model call degrades, see class doc)
+        prompt, generation = self._request(query, n)
+        text, exc = self.ask(prompt, _LLM_CALL, "counterfactuals", generation_kwargs=generation)
+        if exc is not None:  # a failing model call degrades, see class doc
             return self._failed(query, exc)
-        hint, candidates = self._parse(reply[0].text if reply else "")
+        hint, candidates = self._parse(text)
         texts = [query] + [c["question"] for c in candidates]
         emb = embed_texts(self.text_embedder, texts) if self.text_embedder and candidates else None
         return self._select(query, hint, candidates, emb, n)
@@ -225,18 +217,11 @@ class CounterfactualQueryExpander(InjectedParts):
         query, n = self._n(query, n_counterfactuals)
         if n == 0:
             return _output(query, [], [])
-        try:
-            result = await call_async_with_timeout(
-                self.chat_generator,
-                self.timeout_s,
-                exclusive=True,
-                llm_call=_LLM_CALL,
-                **self._call_kwargs(query, n),
-            )
-        except Exception as exc:  # noqa: BLE001
+        prompt, generation = self._request(query, n)
+        text, exc = await self.ask_async(prompt, _LLM_CALL, "counterfactuals", generation_kwargs=generation)
+        if exc is not None:
             return self._failed(query, exc)
-        reply = result.get("replies") or []
-        hint, candidates = self._parse(reply[0].text if reply else "")
+        hint, candidates = self._parse(text)
         texts = [query] + [c["question"] for c in candidates]
         emb = await embed_texts_async(self.text_embedder, texts) if self.text_embedder and candidates else None
         return self._select(query, hint, candidates, emb, n)
@@ -248,18 +233,15 @@ class CounterfactualQueryExpander(InjectedParts):
         ranges.check("n_counterfactuals", n)
         return query, n
 
-    def _call_kwargs(self, query: str, n: int) -> dict[str, Any]:
+    def _request(self, query: str, n: int) -> tuple[str, dict[str, Any]]:
+        """The prompt for n counterfactuals, and its generation arguments (the line stops with `stop_after_lines`)."""
         lines = self.prompt_style == "lines"
         n_candidates = self.n_candidates or (n if lines else 2 * n)
         template = self.prompt_template or (COUNTERFACTUAL_LINES_PROMPT if lines else COUNTERFACTUAL_PROMPT)
-        prompt = ChatMessage.from_user(template.format(query=query, n_candidates=n_candidates))
-        kwargs: dict[str, Any] = {"messages": [prompt]}
         generation = dict(self.generation_kwargs or {})
         if self.stop_after_lines:
             generation["stop"] = [*generation.get("stop", []), *line_stops(n_candidates)]
-        if generation and accepts(self.chat_generator, "generation_kwargs"):
-            kwargs["generation_kwargs"] = generation
-        return kwargs
+        return template.format(query=query, n_candidates=n_candidates), generation
 
     def _parse(self, text: str) -> tuple[str, list[dict[str, str]]]:
         if self.prompt_style == "lines":
@@ -267,8 +249,6 @@ class CounterfactualQueryExpander(InjectedParts):
         return parse_counterfactual_reply(text)
 
     def _failed(self, query: str, exc: Exception) -> dict[str, Any]:
-        if self.raise_on_failure:
-            raise RuntimeError(f"CounterfactualQueryExpander: the chat generator failed: {exc}") from exc
         logger.warning(
             "CounterfactualQueryExpander: the chat generator failed ({error}); continuing without counterfactuals",
             error=repr(exc),

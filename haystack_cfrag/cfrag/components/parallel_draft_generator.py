@@ -11,18 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
-from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cfrag import ranges
-from haystack_cfrag.common.plumbing import (
-    DEFAULT_MAX_QUERY_CHARS,
-    InjectedParts,
-    accepts,
-    call_async_with_timeout,
-    call_with_timeout,
-    prepare_query,
-    remaining,
-)
+from haystack_cfrag.common.asking import AsksChatGenerator
+from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedParts, prepare_query, remaining
 from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.cfrag.math.replies import parse_draft_reply
 from haystack_cfrag.cfrag.dataclasses import NO_EVIDENCE, SOURCE_KEY, Draft
@@ -44,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 
 @component
-class ParallelDraftGenerator(InjectedParts):
+class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
     """
     Writes one draft answer per evidence subset with any Haystack ChatGenerator.
 
@@ -74,6 +66,8 @@ class ParallelDraftGenerator(InjectedParts):
     ```
     """
 
+    COMPONENT = "ParallelDraftGenerator"
+    FAILURE = "{component}: {what} failed: {error}"
     _INJECTED = ("chat_generator",)
 
     def __init__(
@@ -194,17 +188,9 @@ class ParallelDraftGenerator(InjectedParts):
             if not docs:
                 return self._no_evidence(index)
             async with limit:
-                try:
-                    result = await call_async_with_timeout(
-                        self.chat_generator,
-                        remaining(deadline, self.timeout_s),
-                        exclusive=self.max_workers == 1,
-                        llm_call=_llm_call(index, parent),
-                        **self._call_kwargs(query, docs, short=index == len(subsets)),
-                    )
-                except Exception as exc:  # noqa: BLE001  (recorded on the draft, see class doc)
-                    return self._failed(index, docs, exc)
-                return self._parse(index, docs, result)
+                asked = await self.ask_result_async(**self._request(index, query, docs, deadline,
+                                                                    index == len(subsets), parent))
+                return self._drafted(index, docs, *asked)
 
         jobs = self._jobs(subsets, baseline_documents)
         drafts = await asyncio.gather(*(one(i, docs) for i, docs in jobs))
@@ -234,19 +220,21 @@ class ParallelDraftGenerator(InjectedParts):
         first = drafts[0]
         return [replace(first, meta={**first.meta, SOURCE_KEY: "baseline"})] + drafts[1:]
 
-    def _call_kwargs(self, query: str, docs: list[Document], short: bool = False) -> dict[str, Any]:
+    def _prompt(self, query: str, docs: list[Document], short: bool = False) -> str:
         if short:  # the baseline: standard RAG's prompt, whatever `prompt` and `prompt_template` say
-            prompt = SHORT_DRAFT_PROMPT.format(query=query, evidence=render_plain_evidence(docs))
-        elif self.prompt == "short":
+            return SHORT_DRAFT_PROMPT.format(query=query, evidence=render_plain_evidence(docs))
+        if self.prompt == "short":
             template = self.prompt_template or SHORT_DRAFT_PROMPT
-            prompt = template.format(query=query, evidence=render_plain_evidence(docs))
-        else:
-            template = self.prompt_template or DRAFT_PROMPT
-            prompt = template.format(query=query, evidence=render_evidence(docs, self.max_evidence_chars))
-        kwargs: dict[str, Any] = {"messages": [ChatMessage.from_user(prompt)]}
-        if self.generation_kwargs and accepts(self.chat_generator, "generation_kwargs"):
-            kwargs["generation_kwargs"] = dict(self.generation_kwargs)
-        return kwargs
+            return template.format(query=query, evidence=render_plain_evidence(docs))
+        template = self.prompt_template or DRAFT_PROMPT
+        return template.format(query=query, evidence=render_evidence(docs, self.max_evidence_chars))
+
+    def _request(self, index: int, query: str, docs: list[Document], deadline: float | None, short: bool,
+                 parent: Any | None) -> dict[str, Any]:
+        """`ask_result`'s arguments for draft `index`: its prompt, the time left, one call at a time with one worker."""
+        return {"prompt": self._prompt(query, docs, short=short), "call": _llm_call(index, parent),
+                "what": f"draft {index}", "timeout_s": remaining(deadline, self.timeout_s),
+                "exclusive": self.max_workers == 1}
 
     def _draft(
         self,
@@ -259,26 +247,20 @@ class ParallelDraftGenerator(InjectedParts):
     ) -> Draft:
         if not docs:
             return self._no_evidence(index)
-        try:
-            result = call_with_timeout(
-                self.chat_generator,
-                remaining(deadline, self.timeout_s),
-                exclusive=self.max_workers == 1,
-                llm_call=_llm_call(index, parent),
-                **self._call_kwargs(query, docs, short=short),
-            )
-        except Exception as exc:  # noqa: BLE001  (recorded on the draft, see class doc)
-            return self._failed(index, docs, exc)
-        return self._parse(index, docs, result)
+        asked = self.ask_result(**self._request(index, query, docs, deadline, short, parent))
+        return self._drafted(index, docs, *asked)
 
     @staticmethod
     def _no_evidence(index: int) -> Draft:
         logger.warning("ParallelDraftGenerator: subset {index} is empty; no draft written", index=index)
         return Draft(index=index, answer="", error=NO_EVIDENCE)
 
+    def _drafted(self, index: int, docs: list[Document], result: dict[str, Any] | None,
+                 exc: Exception | None) -> Draft:
+        """The draft read from `ask_result`'s reply; a failed call is recorded on the draft (see class doc)."""
+        return self._parse(index, docs, result) if exc is None else self._failed(index, docs, exc)
+
     def _failed(self, index: int, docs: list[Document], exc: Exception) -> Draft:
-        if self.raise_on_failure:
-            raise RuntimeError(f"ParallelDraftGenerator: draft {index} failed: {exc}") from exc
         logger.warning("ParallelDraftGenerator: draft {index} failed: {error}", index=index, error=repr(exc))
         return Draft(index=index, answer="", documents=docs, error=repr(exc))
 
