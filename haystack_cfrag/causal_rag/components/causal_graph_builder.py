@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
-from haystack.dataclasses import ChatMessage
 from tqdm import tqdm  # haystack-ai depends on tqdm (its document embedders' progress bars)
 
 from haystack_cfrag.causal_rag.components._extraction_cache import CacheCorruptError, ExtractionCache
@@ -30,11 +29,9 @@ from haystack_cfrag.causal_rag.math.extraction import (
 )
 from haystack_cfrag.causal_rag.math.graph import MAX_EDGES, MAX_NODES, Graph, node_document_id
 from haystack_cfrag.causal_rag.prompts import EXTRACTION_FIELDS, EXTRACTION_PROMPT, check_template
+from haystack_cfrag.common.asking import AsksChatGenerator
 from haystack_cfrag.common.plumbing import (
     InjectedParts,
-    accepts,
-    call_async_with_timeout,
-    call_with_timeout,
     degradation,
     run_async_or_thread,
     with_meta,
@@ -64,7 +61,7 @@ logger = logging.getLogger(__name__)
 
 
 @component
-class CausalGraphBuilder(InjectedParts):
+class CausalGraphBuilder(AsksChatGenerator, InjectedParts):
     """
     Builds CausalRAG's graph of a corpus: an LLM extracts nodes and relations from each passage
     (1,000-character chunks, 100 overlap, LangChain's graph-transformer prompt), the extractions
@@ -112,6 +109,8 @@ class CausalGraphBuilder(InjectedParts):
     ```
     """
 
+    COMPONENT = COMPONENT
+    FAILURE = "{component}: the extraction call failed ({what}): {error}"
     _INJECTED = ("chat_generator", "document_embedder", "extractor")
 
     def __init__(
@@ -259,7 +258,7 @@ class CausalGraphBuilder(InjectedParts):
             else:
                 for job in build.jobs():
                     bar.update(job.passage - bar.n)  # the passages before this one are done
-                    build.reply(job, *self._call(job))
+                    build.reply(job, *self.ask_result(*self._request(job)))
             bar.update(len(documents) - bar.n)
         nodes = build.node_documents()
         if self.document_embedder is not None and nodes:
@@ -282,7 +281,7 @@ class CausalGraphBuilder(InjectedParts):
             else:
                 for job in build.jobs():
                     bar.update(job.passage - bar.n)
-                    build.reply(job, *(await self._call_async(job)))
+                    build.reply(job, *(await self.ask_result_async(*self._request(job))))
             bar.update(len(documents) - bar.n)
         nodes = build.node_documents()
         if self.document_embedder is not None and nodes:
@@ -319,25 +318,9 @@ class CausalGraphBuilder(InjectedParts):
                            model_name(self.chat_generator) or type(self.chat_generator).__name__,
                            self.generation_kwargs or {}], sort_keys=True, default=str)
 
-    def _call_kwargs(self, job: _Job) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"messages": [ChatMessage.from_user(self.template.format(text=job.text))]}
-        if self.generation_kwargs and accepts(self.chat_generator, "generation_kwargs"):
-            kwargs["generation_kwargs"] = dict(self.generation_kwargs)
-        return kwargs
-
-    def _call(self, job: _Job) -> tuple[dict[str, Any] | None, Exception | None]:
-        try:
-            return call_with_timeout(self.chat_generator, self.timeout_s, exclusive=True, llm_call=_EXTRACT_CALL,
-                                     **self._call_kwargs(job)), None
-        except Exception as exc:  # noqa: BLE001  (a failed chunk is skipped, see class doc)
-            return self._failed(job, exc)
-
-    async def _call_async(self, job: _Job) -> tuple[dict[str, Any] | None, Exception | None]:
-        try:
-            return (await call_async_with_timeout(self.chat_generator, self.timeout_s, exclusive=True,
-                                                  llm_call=_EXTRACT_CALL, **self._call_kwargs(job))), None
-        except Exception as exc:  # noqa: BLE001
-            return self._failed(job, exc)
+    def _request(self, job: _Job) -> tuple[str, LLMCall, str]:
+        """What the extraction call of one chunk asks (`ask_result`'s arguments); a failed chunk is skipped."""
+        return self.template.format(text=job.text), _EXTRACT_CALL, f"passage {job.passage_id}, chunk {job.chunk}"
 
     def _extract(self, batch: list[_Planned]) -> tuple[dict[str, Any] | None, Exception | None, float]:
         start = time.perf_counter()
@@ -359,12 +342,6 @@ class CausalGraphBuilder(InjectedParts):
     def _batch_failed(self, exc: Exception) -> None:
         if self.raise_on_failure:
             raise RuntimeError(f"{COMPONENT}: the graph extractor failed: {exc}") from exc
-
-    def _failed(self, job: _Job, exc: Exception) -> tuple[None, Exception]:
-        if self.raise_on_failure:
-            raise RuntimeError(f"{COMPONENT}: the extraction call failed (passage {job.passage_id}, "
-                               f"chunk {job.chunk}): {exc}") from exc
-        return None, exc
 
 
 _Planned = tuple[int, Document, str, list[str]]

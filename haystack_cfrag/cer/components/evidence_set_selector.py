@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
-from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cer.math.quality import (
     ALPHA,
@@ -33,11 +32,10 @@ from haystack_cfrag.cer.math.search import (
     minimal_sufficient_set,
     set_effects,
 )
+from haystack_cfrag.common.asking import AsksChatGenerator
 from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
     InjectedParts,
-    call_async_with_timeout,
-    call_with_timeout,
     degradation,
     prepare_query,
     warm_up_all,
@@ -65,7 +63,7 @@ RANK_KEY = "cer_rank"
 
 
 @component
-class EvidenceSetSelector(InjectedParts):
+class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
     """
     Keeps the smallest set of the given passages whose quality F̂ reaches θ (CER, Algorithm 1).
 
@@ -105,6 +103,8 @@ class EvidenceSetSelector(InjectedParts):
     ```
     """
 
+    COMPONENT = COMPONENT
+    FAILURE = "{component}: the answer draft failed: {reason}"
     _INJECTED = ("support_scorer", "chat_generator")
 
     def __init__(
@@ -291,40 +291,29 @@ class EvidenceSetSelector(InjectedParts):
             raise ValueError(f"{COMPONENT}: without a chat_generator, 'answer' must be given.")
         return query, list(documents[: self.k_max]), None if answer is None else answer.strip()
 
-    def _draft_kwargs(self, query: str, pool: list[Document]) -> dict[str, Any]:
+    def _draft_prompt(self, query: str, pool: list[Document]) -> str:
         evidence = render_plain_evidence(pool[: self.draft_top_k])
-        return {
-            "messages": [ChatMessage.from_user(SHORT_DRAFT_PROMPT.format(query=query, evidence=evidence))]
-        }
+        return SHORT_DRAFT_PROMPT.format(query=query, evidence=evidence)
 
     def _draft(self, query: str, pool: list[Document], degradations: list[dict[str, Any]]) -> str:
-        try:
-            result = call_with_timeout(
-                self.chat_generator, None, llm_call=_llm_call(), **self._draft_kwargs(query, pool)
-            )
-        except Exception as exc:  # noqa: BLE001  (degrades, see class doc)
-            return self._draft_failed(repr(exc), degradations, exc)
-        return self._parse_draft(result, degradations)
+        text, exc = self.ask(self._draft_prompt(query, pool), _llm_call(), "answer draft", exclusive=False)
+        return self._read_draft(text, exc, degradations)
 
     async def _draft_async(self, query: str, pool: list[Document], degradations: list[dict[str, Any]]) -> str:
-        try:
-            result = await call_async_with_timeout(
-                self.chat_generator, None, llm_call=_llm_call(), **self._draft_kwargs(query, pool)
-            )
-        except Exception as exc:  # noqa: BLE001  (degrades, see class doc)
-            return self._draft_failed(repr(exc), degradations, exc)
-        return self._parse_draft(result, degradations)
+        text, exc = await self.ask_async(self._draft_prompt(query, pool), _llm_call(), "answer draft",
+                                         exclusive=False)
+        return self._read_draft(text, exc, degradations)
 
-    def _parse_draft(self, result: dict[str, Any], degradations: list[dict[str, Any]]) -> str:
-        replies = result.get("replies") or []
-        answer = parse_draft_reply((replies[0].text or "") if replies else "")["answer"].strip()
+    def _read_draft(self, text: str | None, exc: Exception | None, degradations: list[dict[str, Any]]) -> str:
+        """The drafted answer, or "" when the call failed or the reply has none (degrades, see class doc)."""
+        if exc is not None:
+            return self._draft_failed(repr(exc), degradations)
+        answer = parse_draft_reply(text or "")["answer"].strip()
         return answer or self._draft_failed("empty reply", degradations)
 
-    def _draft_failed(
-        self, reason: str, degradations: list[dict[str, Any]], exc: Exception | None = None
-    ) -> str:
-        if self.raise_on_failure:
-            raise RuntimeError(f"{COMPONENT}: the answer draft failed: {reason}") from exc
+    def _draft_failed(self, reason: str, degradations: list[dict[str, Any]]) -> str:
+        if self.raise_on_failure:  # a failed call has raised already (`ask`): this is an empty reply
+            raise self.failure("answer draft", reason)
         logger.warning(
             "{component}: the answer draft failed ({reason}); keeping the top passages",
             component=COMPONENT,
