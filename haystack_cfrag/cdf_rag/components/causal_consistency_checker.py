@@ -4,29 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack import Document, component, default_to_dict
 from haystack.dataclasses import ChatMessage
 
-from haystack_cfrag.cdf_rag.components._answers import answer_text, correct, correct_async
+from haystack_cfrag.cdf_rag.components._answers import ChecksAnswer, Correction, answer_text
 from haystack_cfrag.cdf_rag.math.checks import TAU, as_edge, causal_consistency, should_regenerate
 from haystack_cfrag.cdf_rag.prompts import REGENERATE_FIELDS, REGENERATE_PROMPT, render_edges
-from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedParts, degradation, prepare_query
-from haystack_cfrag.common.prompting import check_template, render_evidence
+from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, degradation, prepare_query
+from haystack_cfrag.common.prompting import render_evidence
 from haystack_cfrag.common.protocols import ChatGenerator
-from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.common.tracing import LLMCall
-from haystack_cfrag.common.validation import check_int, check_optional_seconds, check_range
+from haystack_cfrag.common.validation import check_int, check_range
 
 COMPONENT = "CausalConsistencyChecker"
 KEEP, REGENERATE, UNDEFINED = "keep", "regenerate", "undefined"
 MAX_EDGES = 200
-_LLM_CALL = LLMCall(stage="regeneration", component=COMPONENT)
-
-logger = logging.getLogger(__name__)
+_OUTPUTS = {"answer": str, "replies": list[ChatMessage], "s_causal": float | None, "decision": str,
+            "regenerated": bool, "verdicts": list[dict[str, Any]], "trace": dict[str, Any],
+            "degradations": list[dict[str, Any]]}
 
 
 @component
-class CausalConsistencyChecker(InjectedParts):
+class CausalConsistencyChecker(ChecksAnswer):
     """
     Checks an answer against retrieved causal edges C → E; below τ, regenerates it once under stricter grounding.
 
@@ -59,6 +59,9 @@ class CausalConsistencyChecker(InjectedParts):
     ```
     """
 
+    COMPONENT = COMPONENT
+    CALL = LLMCall(stage="regeneration", component=COMPONENT)
+    FIELDS = REGENERATE_FIELDS
     _INJECTED = ("chat_generator",)
 
     def __init__(
@@ -92,24 +95,12 @@ class CausalConsistencyChecker(InjectedParts):
         if not isinstance(use_question, bool):
             raise ValueError(f"'use_question' must be true or false, got {use_question!r}.")
         check_int("max_edges", max_edges, 1, 10000)
-        if max_evidence_chars is not None:
-            check_int("max_evidence_chars", max_evidence_chars, 1)
-        if not isinstance(raise_on_failure, bool):
-            raise ValueError(f"'raise_on_failure' must be true or false, got {raise_on_failure!r}.")
-        check_optional_seconds("timeout_s", timeout_s)
-        if max_query_chars is not None:
-            check_int("max_query_chars", max_query_chars, 1)
-        check_template(prompt_template, REGENERATE_FIELDS, component=COMPONENT)
-        self.chat_generator = chat_generator
+        self._keep_settings(chat_generator=chat_generator, max_evidence_chars=max_evidence_chars,
+                            generation_kwargs=generation_kwargs, raise_on_failure=raise_on_failure,
+                            timeout_s=timeout_s, max_query_chars=max_query_chars, prompt_template=prompt_template)
         self.tau = tau
         self.use_question = use_question
         self.max_edges = max_edges
-        self.max_evidence_chars = max_evidence_chars
-        self.generation_kwargs = dict(generation_kwargs) if generation_kwargs is not None else None
-        self.raise_on_failure = raise_on_failure
-        self.timeout_s = timeout_s
-        self.max_query_chars = max_query_chars
-        self.prompt_template = prompt_template
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected generator."""
@@ -119,30 +110,11 @@ class CausalConsistencyChecker(InjectedParts):
             tau=self.tau,
             use_question=self.use_question,
             max_edges=self.max_edges,
-            max_evidence_chars=self.max_evidence_chars,
-            generation_kwargs=self.generation_kwargs,
-            raise_on_failure=self.raise_on_failure,
-            timeout_s=self.timeout_s,
-            max_query_chars=self.max_query_chars,
-            prompt_template=self.prompt_template,
+            **self._settings(),
         )
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CausalConsistencyChecker:
-        """Deserialise, including the injected generator."""
-        return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
-
     # ------------------------------------------------------------------ run
-    @component.output_types(
-        answer=str,
-        replies=list[ChatMessage],
-        s_causal=float | None,
-        decision=str,
-        regenerated=bool,
-        verdicts=list[dict[str, Any]],
-        trace=dict[str, Any],
-        degradations=list[dict[str, Any]],
-    )
+    @component.output_types(**_OUTPUTS)
     def run(
         self,
         query: str,
@@ -160,24 +132,10 @@ class CausalConsistencyChecker(InjectedParts):
         :returns: `answer`, `replies`, `s_causal`, `decision`, `regenerated`, `verdicts`, `trace`, `degradations`.
         """
         check = _Check(self, query, causal_edges, documents, answer, replies)
-        if check.decision == REGENERATE and self.chat_generator is not None:
-            try:
-                check.regenerated(correct(self.chat_generator, check.prompt(), self.generation_kwargs,
-                                          self.timeout_s, _LLM_CALL))
-            except Exception as exc:  # noqa: BLE001  (a failing regeneration keeps the answer, see class doc)
-                check.failed(exc)
+        self._correct(check)
         return check.outputs()
 
-    @component.output_types(
-        answer=str,
-        replies=list[ChatMessage],
-        s_causal=float | None,
-        decision=str,
-        regenerated=bool,
-        verdicts=list[dict[str, Any]],
-        trace=dict[str, Any],
-        degradations=list[dict[str, Any]],
-    )
+    @component.output_types(**_OUTPUTS)
     async def run_async(
         self,
         query: str,
@@ -188,21 +146,16 @@ class CausalConsistencyChecker(InjectedParts):
     ) -> dict[str, Any]:
         """Async twin of `run`, with the same sockets."""
         check = _Check(self, query, causal_edges, documents, answer, replies)
-        if check.decision == REGENERATE and self.chat_generator is not None:
-            try:
-                check.regenerated(await correct_async(self.chat_generator, check.prompt(), self.generation_kwargs,
-                                                      self.timeout_s, _LLM_CALL))
-            except Exception as exc:  # noqa: BLE001
-                check.failed(exc)
+        await self._correct_async(check)
         return check.outputs()
 
 
-class _Check:
+class _Check(Correction):
     """One check: the edges, the verdicts and the decision (no I/O here)."""
 
     def __init__(self, checker: CausalConsistencyChecker, query: Any, edges: Any, documents: Any, answer: Any,
                  replies: Any) -> None:
-        self.checker = checker
+        super().__init__(checker)
         self.query = prepare_query(query, COMPONENT, checker.max_query_chars)
         if not isinstance(edges, list):
             raise ValueError(f"{COMPONENT}: 'causal_edges' must be a list, got {type(edges).__name__}.")
@@ -211,7 +164,6 @@ class _Check:
         ):
             raise ValueError(f"{COMPONENT}: 'documents' must be a list of documents or None.")
         self.documents = list(documents or [])
-        self.degradations: list[dict[str, Any]] = []
         parsed = [as_edge(e) for e in edges[: checker.max_edges]]
         self.edges = [e for e in parsed if e is not None]
         skipped = len(parsed) - len(self.edges)
@@ -225,13 +177,12 @@ class _Check:
         question = self.query if checker.use_question else None
         self.check = causal_consistency(self.edges, self.original, question)
         self.after = None
-        self.changed = False
-        self.note = ""
         if self.check.score is None:
             self.decision = UNDEFINED
         elif should_regenerate(self.check.score, checker.tau):
             self.decision = REGENERATE
-            if checker.chat_generator is None:
+            self.wants_correction = checker.chat_generator is not None
+            if not self.wants_correction:
                 self.note = "no chat_generator: check only"
         else:
             self.decision = KEEP
@@ -242,23 +193,9 @@ class _Check:
                                evidence=render_evidence(self.documents, self.checker.max_evidence_chars),
                                causal_edges=render_edges(self.edges))
 
-    def regenerated(self, text: str) -> None:
-        if not text:
-            self.failed(None, "empty reply")
-            return
-        self.answer = text
-        self.changed = text != self.original
+    def replied(self, text: str) -> None:
         question = self.query if self.checker.use_question else None
         self.after = causal_consistency(self.edges, text, question).score
-
-    def failed(self, exc: Exception | None, reason: str = "generator failed") -> None:
-        if self.checker.raise_on_failure:
-            raise RuntimeError(f"{COMPONENT}: the regeneration failed: {exc or reason}") from exc
-        logger.warning("{component}: the regeneration failed ({reason}); the answer is kept as it was",
-                       component=COMPONENT, reason=repr(exc) if exc else reason)
-        details = {"error": repr(exc)} if exc else {}
-        self.degradations.append(degradation("regeneration", reason, **details))
-        self.note = reason
 
     def outputs(self) -> dict[str, Any]:
         verdicts = [{"cause": c, "effect": e, "verdict": v}

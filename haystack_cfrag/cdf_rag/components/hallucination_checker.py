@@ -6,10 +6,10 @@ import asyncio
 import math
 from typing import Any
 
-from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack import Document, component, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
-from haystack_cfrag.cdf_rag.components._answers import answer_text, correct, correct_async
+from haystack_cfrag.cdf_rag.components._answers import ChecksAnswer, Correction, answer_text
 from haystack_cfrag.cdf_rag.math.checks import (
     DELTA,
     MAX_CLAIMS,
@@ -23,22 +23,23 @@ from haystack_cfrag.cdf_rag.math.checks import (
     supported_claims,
 )
 from haystack_cfrag.cdf_rag.prompts import REWRITE_FIELDS, REWRITE_PROMPTS, render_claims
-from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedParts, degradation, prepare_query
-from haystack_cfrag.common.prompting import check_template, render_evidence
+from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, degradation, prepare_query
+from haystack_cfrag.common.prompting import render_evidence
 from haystack_cfrag.common.protocols import ChatGenerator, SupportScorer
-from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.common.tracing import LLMCall
-from haystack_cfrag.common.validation import check_choice, check_int, check_optional_seconds, check_range
+from haystack_cfrag.common.validation import check_choice, check_int, check_range
 
 COMPONENT = "HallucinationChecker"
 KEEP, REWRITE, UNDEFINED, SCORER_FAILED = "keep", "rewrite", "undefined", "scorer_failed"
-_LLM_CALL = LLMCall(stage="rewrite", component=COMPONENT)
+_OUTPUTS = {"answer": str, "replies": list[ChatMessage], "s_hall": float | None, "decision": str, "rewritten": bool,
+            "claims": list[dict[str, Any]], "trace": dict[str, Any], "degradations": list[dict[str, Any]]}
 
 logger = logging.getLogger(__name__)
 
 
 @component
-class HallucinationChecker(InjectedParts):
+class HallucinationChecker(ChecksAnswer):
     """
     Checks an answer claim by claim against the evidence; above δ, rewrites it from the evidence.
 
@@ -76,6 +77,9 @@ class HallucinationChecker(InjectedParts):
     ```
     """
 
+    COMPONENT = COMPONENT
+    CALL = LLMCall(stage="rewrite", component=COMPONENT)
+    FIELDS = REWRITE_FIELDS
     _INJECTED = ("support_scorer", "chat_generator")
 
     def __init__(
@@ -121,27 +125,15 @@ class HallucinationChecker(InjectedParts):
         check_choice("rewrite_mode", rewrite_mode, REWRITE_MODES)
         check_int("max_claims", max_claims, 1, 50)
         check_int("short_answer_words", short_answer_words, 0, 100)
-        if max_evidence_chars is not None:
-            check_int("max_evidence_chars", max_evidence_chars, 1)
-        if not isinstance(raise_on_failure, bool):
-            raise ValueError(f"'raise_on_failure' must be true or false, got {raise_on_failure!r}.")
-        check_optional_seconds("timeout_s", timeout_s)
-        if max_query_chars is not None:
-            check_int("max_query_chars", max_query_chars, 1)
-        check_template(prompt_template, REWRITE_FIELDS, component=COMPONENT)
+        self._keep_settings(chat_generator=chat_generator, max_evidence_chars=max_evidence_chars,
+                            generation_kwargs=generation_kwargs, raise_on_failure=raise_on_failure,
+                            timeout_s=timeout_s, max_query_chars=max_query_chars, prompt_template=prompt_template)
         self.support_scorer = support_scorer
-        self.chat_generator = chat_generator
         self.delta = delta
         self.support_threshold = support_threshold
         self.rewrite_mode = rewrite_mode
         self.max_claims = max_claims
         self.short_answer_words = short_answer_words
-        self.max_evidence_chars = max_evidence_chars
-        self.generation_kwargs = dict(generation_kwargs) if generation_kwargs is not None else None
-        self.raise_on_failure = raise_on_failure
-        self.timeout_s = timeout_s
-        self.max_query_chars = max_query_chars
-        self.prompt_template = prompt_template
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected scorer and generator."""
@@ -154,30 +146,11 @@ class HallucinationChecker(InjectedParts):
             rewrite_mode=self.rewrite_mode,
             max_claims=self.max_claims,
             short_answer_words=self.short_answer_words,
-            max_evidence_chars=self.max_evidence_chars,
-            generation_kwargs=self.generation_kwargs,
-            raise_on_failure=self.raise_on_failure,
-            timeout_s=self.timeout_s,
-            max_query_chars=self.max_query_chars,
-            prompt_template=self.prompt_template,
+            **self._settings(),
         )
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> HallucinationChecker:
-        """Deserialise, including the injected scorer and generator."""
-        return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
-
     # ------------------------------------------------------------------ run
-    @component.output_types(
-        answer=str,
-        replies=list[ChatMessage],
-        s_hall=float | None,
-        decision=str,
-        rewritten=bool,
-        claims=list[dict[str, Any]],
-        trace=dict[str, Any],
-        degradations=list[dict[str, Any]],
-    )
+    @component.output_types(**_OUTPUTS)
     def run(
         self,
         query: str,
@@ -195,24 +168,10 @@ class HallucinationChecker(InjectedParts):
         check = _Check(self, query, documents, answer, replies)
         if check.claims:
             check.scored(*self._score(check))
-        if check.wants_rewrite:
-            try:
-                check.rewritten(correct(self.chat_generator, check.rewrite_prompt(), self.generation_kwargs,
-                                        self.timeout_s, _LLM_CALL))
-            except Exception as exc:  # noqa: BLE001  (a failing rewrite keeps the answer, see class doc)
-                check.rewrite_failed(exc)
+        self._correct(check)
         return check.outputs()
 
-    @component.output_types(
-        answer=str,
-        replies=list[ChatMessage],
-        s_hall=float | None,
-        decision=str,
-        rewritten=bool,
-        claims=list[dict[str, Any]],
-        trace=dict[str, Any],
-        degradations=list[dict[str, Any]],
-    )
+    @component.output_types(**_OUTPUTS)
     async def run_async(
         self,
         query: str,
@@ -224,12 +183,7 @@ class HallucinationChecker(InjectedParts):
         check = _Check(self, query, documents, answer, replies)
         if check.claims:
             check.scored(*(await asyncio.to_thread(self._score, check)))
-        if check.wants_rewrite:
-            try:
-                check.rewritten(await correct_async(self.chat_generator, check.rewrite_prompt(),
-                                                    self.generation_kwargs, self.timeout_s, _LLM_CALL))
-            except Exception as exc:  # noqa: BLE001
-                check.rewrite_failed(exc)
+        await self._correct_async(check)
         return check.outputs()
 
     def _score(self, check: _Check) -> tuple[list[float] | None, Exception | None]:
@@ -247,11 +201,11 @@ class HallucinationChecker(InjectedParts):
         return supports, None
 
 
-class _Check:
+class _Check(Correction):
     """One check: the answer, its claims and the decisions so far (no I/O here)."""
 
     def __init__(self, checker: HallucinationChecker, query: Any, documents: Any, answer: Any, replies: Any) -> None:
-        self.checker = checker
+        super().__init__(checker)
         self.query = prepare_query(query, COMPONENT, checker.max_query_chars)
         if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
             raise ValueError(f"{COMPONENT}: 'documents' must be a list of documents.")
@@ -264,10 +218,6 @@ class _Check:
         self.supported: list[bool] = []
         self.s_hall: float | None = None
         self.decision = UNDEFINED
-        self.wants_rewrite = False
-        self.changed = False
-        self.rewrite_note = ""
-        self.degradations: list[dict[str, Any]] = []
 
     def scored(self, supports: list[float] | None, error: Exception | None) -> None:
         if error is not None:
@@ -282,32 +232,16 @@ class _Check:
         self.decision = REWRITE if should_rewrite(self.s_hall, self.checker.delta) else KEEP
         if self.decision == REWRITE:
             if self.checker.chat_generator is None:
-                self.rewrite_note = "no chat_generator: check only"
+                self.note = "no chat_generator: check only"
             else:
-                self.wants_rewrite = True
+                self.wants_correction = True
 
-    def rewrite_prompt(self) -> str:
+    def prompt(self) -> str:
         unsupported = [c for c, ok in zip(self.claims, self.supported, strict=True) if not ok]
         template = self.checker.prompt_template or REWRITE_PROMPTS[self.checker.rewrite_mode]
         return template.format(query=self.query, evidence=render_evidence(self.documents,
                                                                            self.checker.max_evidence_chars),
                                answer=self.original, unsupported=render_claims(unsupported))
-
-    def rewritten(self, text: str) -> None:
-        if not text:
-            self.rewrite_failed(None, "empty reply")
-            return
-        self.answer = text
-        self.changed = text != self.original
-
-    def rewrite_failed(self, exc: Exception | None, reason: str = "generator failed") -> None:
-        if self.checker.raise_on_failure:
-            raise RuntimeError(f"{COMPONENT}: the rewrite failed: {exc or reason}") from exc
-        logger.warning("{component}: the rewrite failed ({reason}); the answer is kept as it was",
-                       component=COMPONENT, reason=repr(exc) if exc else reason)
-        details = {"error": repr(exc)} if exc else {}
-        self.degradations.append(degradation("rewrite", reason, **details))
-        self.rewrite_note = reason
 
     def outputs(self) -> dict[str, Any]:
         claims = [
@@ -324,7 +258,7 @@ class _Check:
             "claims": len(self.claims),
             "supported": sum(self.supported),
             "rewritten": self.changed,
-            "rewrite_note": self.rewrite_note,
+            "rewrite_note": self.note,
             "original_answer": self.original,
             "claims_scored": len(self.supports or []),
             # each claim's support (nats per token), in claim order: what calibrates support_threshold and delta
