@@ -262,6 +262,20 @@ def test_a_failing_regeneration_leaves_the_answer_and_says_so(reply, fail, reaso
                                                      answer="The flood caused heavy rain.")
 
 
+@pytest.mark.parametrize("mode", ["run", "run_async"])
+def test_an_empty_corrective_reply_raises_once_with_raise_on_failure(mode):
+    checker = causal(reply="", raise_on_failure=True)
+    run = getattr(checker, mode)
+    with pytest.raises(RuntimeError) as info:
+        out = run(query=FLOOD_Q, causal_edges=EDGES, answer="The flood caused heavy rain.")
+        if mode == "run_async":
+            asyncio.run(out)
+    assert str(info.value) == "CausalConsistencyChecker: the regeneration failed: empty reply"
+    checker = hall({"Heath Ledger": -4.0}, reply="", raise_on_failure=True)
+    with pytest.raises(RuntimeError, match=r"^HallucinationChecker: the rewrite failed: empty reply$"):
+        checker.run(query="Who is the lead actor in The Dark Knight?", answer="Heath Ledger", documents=[])
+
+
 def test_causal_checker_run_equals_run_async_and_round_trips():
     out = agree(lambda: causal(), query=FLOOD_Q, causal_edges=EDGES, answer="The flood caused heavy rain.")
     assert out["regenerated"]
