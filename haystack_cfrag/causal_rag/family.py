@@ -1,11 +1,16 @@
-"""CausalRAG as the layers above see it: k and s per request, its pipelines, and its graph at index time.
+"""CausalRAG as the layers above see it: k, s and the summary's recipe per request, its pipelines, and its
+graph at index time.
+
+`summary_calls` (1 by default; 2 = the official code's two calls and the archived runs' answer prompt:
+the eval system `causal_rag[summary_calls=2]`) and `summary_max_tokens` (the one call's budget, set
+with `--param` or an eval system, not per request) are in `causal_rag/parameters.py`.
 
 The graph (`prepare_store`) is built once per store the first time one of its pipelines runs on
 it (or read from the extraction cache that `cfrag index --graph` fills), and every component with
 a `node_retriever` is pointed at it.
 
     >>> FAMILY.request_parameters, FAMILY.prepare_store.what
-    (('graph_top_k', 'hops'), "CausalRAG's causal graph")
+    (('graph_top_k', 'hops', 'summary_calls'), "CausalRAG's causal graph")
 """
 
 from __future__ import annotations
@@ -51,12 +56,15 @@ GRAPH = StorePreparation(build=build_graph, attach=attach_graph, release=release
 FAMILY = Family(
     name="causal_rag",
     parameters=PARAMETERS,
-    request_parameters=("graph_top_k", "hops"),
+    request_parameters=("graph_top_k", "hops", "summary_calls"),
     pipelines=(
-        Entry("causal_rag", "the question's k nearest graph nodes expanded s hops, summarised in two calls, then an "
-              "answer over the summary and the passages (docs/causal_rag.md)", served=True, api_description=(
+        Entry("causal_rag", "the question's k nearest graph nodes expanded s hops, their causal paths and "
+              "summary in one call (summary_calls=2: the official two), then standard RAG's answer over the "
+              "passages with the summary as notes (docs/causal_rag.md)", served=True, api_description=(
                   "Answer a question with CausalRAG: a causal subgraph of the documents around the question, its "
-                  "causal paths and summary, then one generation over the summary and the passages.\n\nReturns "
+                  "causal paths and a short summary in one call (summary_calls=2: the official code's "
+                  "report, then summary), then one generation over the passages with the summary as notes."
+                  "\n\nReturns "
                   "the answer, the passages and the graph retriever's trace.")),
         Entry("causal_rag_indexing", "index time: passages -> causal graph nodes and edges (one extraction call per "
               "chunk, cached) -> the node store", (), indexing=True),

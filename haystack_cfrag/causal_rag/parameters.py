@@ -1,16 +1,38 @@
-"""The tunable parameters of the `causal_rag` pipeline: k seed nodes and s hops (the paper sweeps both over 1–5).
+"""The tunable parameters of the `causal_rag` pipeline: k seed nodes and s hops (the paper sweeps both over
+1–5), and the summary's recipe: one call (the default) or the official code's two.
 
-Ranges come from `haystack_cfrag.causal_rag.math.graph` (their one home). Both are run-time
-inputs of the graph retriever, so they change per request without rebuilding the pipeline.
+The ranges of k and s come from `haystack_cfrag.causal_rag.math.graph` (their one home); those of
+the summary's settings are here (`RANGES`, read by `CausalSummarizer`). k, s and `summary_calls`
+are run-time inputs of their components, so they change per request without rebuilding the
+pipeline; `summary_max_tokens` builds the pipeline with it (the CLI's `--param`, eval systems).
+
+- `summary_calls`: 1 = the causal paths and the summary asked in one prompt
+  (`prompts.ONE_CALL_SUMMARY_PROMPT`), at most `summary_max_tokens` tokens, no call when the
+  subgraph has no relation; 2 = the official code's causal-paths report, then its summary
+  (`CAUSAL_PATHS_PROMPT`, `CAUSAL_SUMMARY_PROMPT`, byte for byte), and in the shipped
+  `causal_rag.yml` the answer prompt of the runs archived before 2026-11-27: `causal_rag[summary_calls=2]`
+  is the pipeline those runs measured.
 
     >>> PARAMETERS["graph_top_k"].describe(), PARAMETERS["hops"].per_request
     ('an integer in [1, 10]', True)
+    >>> PARAMETERS["summary_calls"].describe(), PARAMETERS["summary_calls"].per_request
+    ('an integer in [1, 2]', True)
 """
 
 from __future__ import annotations
 
 from haystack_cfrag.causal_rag.math.graph import MAX_HOPS, MAX_TOP_K, MIN_HOPS, MIN_TOP_K
-from haystack_cfrag.common.parameters import Parameter
+from haystack_cfrag.common.parameters import Parameter, Range
+
+RANGES: dict[str, Range] = {
+    "summary_calls": Range(int, 1, 2),
+    "summary_max_tokens": Range(int, 8, 1024),
+}
+"""The one home of the summary settings' ranges (`CausalSummarizer` checks its arguments against them)."""
+
+DEFAULT_SUMMARY_CALLS = 1
+DEFAULT_SUMMARY_MAX_TOKENS = 64
+"""The one-call summary's token budget: it is the reader's context, not the answer (docs/causal_rag.md)."""
 
 PARAMETERS: dict[str, Parameter] = {
     p.name: p
@@ -19,7 +41,13 @@ PARAMETERS: dict[str, Parameter] = {
                   help="k: graph nodes nearest the question"),
         Parameter("hops", "graph_retriever", "hops", int, low=MIN_HOPS, high=MAX_HOPS, per_request=True,
                   help="s: hops along the causal edges from those nodes"),
+        Parameter("summary_calls", "summarizer", "summary_calls", per_request=True,
+                  help="1: causal paths and summary in one call (default); 2: the official code's report, "
+                       "then summary, and the archived runs' answer prompt", **RANGES["summary_calls"].fields()),
+        Parameter("summary_max_tokens", "summarizer", "summary_max_tokens",
+                  help="the one-call summary's token budget (summary_calls=1 only)",
+                  **RANGES["summary_max_tokens"].fields()),
     )
 }
 
-__all__ = ["PARAMETERS"]
+__all__ = ["DEFAULT_SUMMARY_CALLS", "DEFAULT_SUMMARY_MAX_TOKENS", "PARAMETERS", "RANGES"]

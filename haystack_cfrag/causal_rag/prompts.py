@@ -8,9 +8,14 @@ retrieved subgraph and the causal summary (query time), and an answer template f
 - `CAUSAL_PATHS_PROMPT` and `CAUSAL_SUMMARY_PROMPT` are the official code's
   `CAUSAL_DISCOVERY_PROMPT` and `CAUSAL_SUMMARY_PROMPT` (the paper's App. A, Fig. 7) verbatim;
   placeholders {graph_data}, and {causal_summary}, {response_type}, {query}.
-- `CAUSAL_RAG_ANSWER_TEMPLATE` is a Jinja template (PromptBuilder / ChatPromptBuilder) that gives
-  the reader the causal summary and the passages together (here the summary is the reader's
-  context, not the answer; docs/causal_rag.md says why).
+- `ONE_CALL_SUMMARY_PROMPT` (not the official code's) asks for both in one call: the causal
+  paths that bear on the question, then a one-sentence summary (`CausalSummarizer`'s default,
+  `summary_calls=1`); placeholders {graph_data}, {query}.
+- `CAUSAL_RAG_ANSWER_TEMPLATE` is a Jinja template (PromptBuilder / ChatPromptBuilder): standard
+  RAG's prompt with the summary after the passages, as notes (here the summary is the reader's
+  context, not the answer; docs/causal_rag.md says why); with no summary it is standard RAG's
+  prompt, byte for byte. `SUMMARY_FIRST_ANSWER_TEMPLATE` is the answer prompt of the runs
+  archived before 2026-11-27 (the summary before the passages), kept with `summary_calls=2`.
 
 Templates are plain `str.format` strings (literal braces doubled). A component's
 `prompt_template(s)` replaces them with other strings over the same placeholders (the `*_FIELDS`
@@ -109,11 +114,46 @@ CAUSAL_SUMMARY_FIELDS = ("causal_summary", "response_type", "query")
 DEFAULT_RESPONSE_TYPE = "Multiple Paragraphs"
 """The official code's target length and format of the summary."""
 
-SUMMARIZER_PROMPTS = {"paths": CAUSAL_PATHS_PROMPT, "summary": CAUSAL_SUMMARY_PROMPT}
-"""The summarizer's prompts by key (`CausalSummarizer(prompt_templates=…)` overrides any of them)."""
-SUMMARIZER_FIELDS = {"paths": CAUSAL_PATHS_FIELDS, "summary": CAUSAL_SUMMARY_FIELDS}
+ONE_CALL_SUMMARY_PROMPT = """---Role---
+You help answer a question from a causal graph extracted from documents.
 
-CAUSAL_RAG_ANSWER_TEMPLATE = """Answer the question using the causal summary and the documents below.
+---Network Data---
+{graph_data}
+
+---User Query---
+{query}
+
+---Goal---
+Using the Network Data only, write:
+Causal paths: the cause -> effect paths that bear on the query, at most three, one a line, with entity names exactly as written.
+Summary: one sentence on what these paths say about the query, or "No path bears on the query." if none does."""
+"""The causal paths and the summary in one call (`summary_calls=1`, the default; not the official code's)."""
+
+ONE_CALL_SUMMARY_FIELDS = ("graph_data", "query")
+
+SUMMARIZER_PROMPTS = {"paths": CAUSAL_PATHS_PROMPT, "summary": CAUSAL_SUMMARY_PROMPT,
+                      "one_call": ONE_CALL_SUMMARY_PROMPT}
+"""The summarizer's prompts by key (`CausalSummarizer(prompt_templates=…)` overrides any of them)."""
+SUMMARIZER_FIELDS = {"paths": CAUSAL_PATHS_FIELDS, "summary": CAUSAL_SUMMARY_FIELDS,
+                     "one_call": ONE_CALL_SUMMARY_FIELDS}
+
+CAUSAL_RAG_ANSWER_TEMPLATE = """Answer the question using the documents below.
+
+Documents:
+{% for doc in documents %}[{{ loop.index }}] {{ doc.content }}
+{% endfor %}{% if summary %}
+Notes (a causal summary of the documents, for context only):
+{{ summary }}
+{% endif %}
+Question: {{ query }}
+
+Reply in this format:
+Answer: <the short answer only>"""
+"""The reader's prompt (Jinja: `summary`, `documents`, `query`): standard RAG's
+(`common.prompting.STANDARD_RAG_TEMPLATE`), with the summary after the passages as notes; no summary:
+standard RAG's prompt, byte for byte."""
+
+SUMMARY_FIRST_ANSWER_TEMPLATE = """Answer the question using the causal summary and the documents below.
 
 Causal summary:
 {{ summary }}
@@ -125,7 +165,9 @@ Question: {{ query }}
 
 Reply in this format:
 Answer: <the short answer only>"""
-"""The reader's prompt (Jinja: `summary`, `documents`, `query`): standard RAG's, with the summary before the passages."""
+"""The reader's prompt of the runs archived before 2026-11-27 (the summary before the passages;
+`summary_calls=2` in `pipelines/causal_rag.yml`). On PopQA 16 of CausalRAG's 31 losses against standard
+RAG were answers in the summary's prose, not the question's form."""
 
 NO_RELATIONS_TEXT = "- (no relationships retrieved)"
 
@@ -181,8 +223,11 @@ __all__ = [
     "DEFAULT_RESPONSE_TYPE",
     "EXTRACTION_FIELDS",
     "EXTRACTION_PROMPT",
+    "ONE_CALL_SUMMARY_FIELDS",
+    "ONE_CALL_SUMMARY_PROMPT",
     "SUMMARIZER_FIELDS",
     "SUMMARIZER_PROMPTS",
+    "SUMMARY_FIRST_ANSWER_TEMPLATE",
     "check_prompt_templates",
     "check_template",
     "render_network_data",

@@ -1,7 +1,9 @@
-"""CausalSummarizer: CausalRAG's causal-path report and causal summary (paper 004, §4.2–4.3), two LLM calls."""
+"""CausalSummarizer: CausalRAG's causal paths and causal summary (paper 004, §4.2–4.3): one LLM call, or the
+official code's two."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
@@ -13,7 +15,9 @@ from haystack_cfrag.causal_rag.prompts import (
     check_prompt_templates,
     render_network_data,
 )
+from haystack_cfrag.causal_rag.parameters import DEFAULT_SUMMARY_CALLS, DEFAULT_SUMMARY_MAX_TOKENS, RANGES
 from haystack_cfrag.common.asking import Asked, AsksChatGenerator
+from haystack_cfrag.common.parameters import check_in_range
 from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
     InjectedParts,
@@ -35,6 +39,9 @@ MAX_TRACE_CHARS = 2000
 
 _PATHS_CALL = LLMCall(stage="causal_paths", component=COMPONENT)
 _SUMMARY_CALL = LLMCall(stage="causal_summary", component=COMPONENT)
+_ONE_CALL = LLMCall(stage="causal_paths_summary", component=COMPONENT)
+_SUMMARY_LABEL = re.compile(r"(?im)^[\s*#>_-]*summary[\s*_]*:[\s*_]*")
+"""Where the one-call reply's summary starts: a line opening with "Summary:" (markdown emphasis aside)."""
 
 logger = logging.getLogger(__name__)
 
@@ -42,9 +49,16 @@ logger = logging.getLogger(__name__)
 @component
 class CausalSummarizer(AsksChatGenerator, InjectedParts):
     """
-    Writes CausalRAG's causal summary of a retrieved subgraph, in the official code's two calls:
-    a causal-discovery report over the subgraph ("Network Data": its entities and cause → effect
-    relations), then the causal summary of that report for the query.
+    Writes CausalRAG's causal summary of a retrieved subgraph ("Network Data": its entities and
+    cause → effect relations).
+
+    `summary_calls=1` (default): one call (`prompts.ONE_CALL_SUMMARY_PROMPT`) asks for the causal
+    paths that bear on the query and a one-sentence summary, at most `summary_max_tokens` tokens;
+    the reply's "Summary:" line is `summary`, what precedes it `paths` (no such line: the whole
+    reply is both). No call when the subgraph has no relation (`trace["skipped"]`: "no_relations").
+    `summary_calls=2`: the official code's two calls, a causal-discovery report over the subgraph,
+    then the causal summary of that report for the query (`CAUSAL_PATHS_PROMPT`,
+    `CAUSAL_SUMMARY_PROMPT`, unchanged), with `generation_kwargs` as given.
 
     In the official code the summary is the final answer. Here it is the reader's context: put
     `summary` into the answer prompt together with the passages (`prompts.CAUSAL_RAG_ANSWER_TEMPLATE`),
@@ -52,22 +66,25 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
     text in front of them.
 
     Degrades instead of failing: no subgraph → no call, empty outputs ("no_subgraph"); the
-    report call fails or replies nothing → empty outputs; the summary call fails → the report
-    stands in for the summary. Each case is in `degradations` (or raised with `raise_on_failure`).
+    report call (or the one call) fails or replies nothing → empty outputs; the summary call fails
+    → the report stands in for the summary. Each case is in `degradations` (or raised with
+    `raise_on_failure`).
 
-    Outputs `summary`, `paths` (the causal-discovery report), `trace` (calls, counts, the
-    rendered subgraph, cut) and `degradations`.
+    Outputs `summary`, `paths` (the causal paths, or the causal-discovery report), `summary_calls`
+    (the recipe that ran: 1 or 2; the shipped pipeline's answer prompt reads it), `trace` (calls,
+    counts, the rendered subgraph, the paths and the summary, cut) and `degradations`.
 
     ### Usage example
     ```python
     from haystack.components.generators.chat import MockChatGenerator
     from haystack_cfrag.causal_rag import CausalSummarizer
 
-    gen = MockChatGenerator(responses=["Report: rain causes floods.", "Heavy rain causes the flood."])
+    reply = "Causal paths:\\n- Rain -> Flood\\nSummary: Heavy rain caused the flood."
+    gen = MockChatGenerator(responses=[reply])
     summarizer = CausalSummarizer(chat_generator=gen)
     edge = {"source": "Rain", "target": "Flood", "relation": "CAUSES", "passage_ids": ["p1"]}
     out = summarizer.run(query="Why did the town flood?", nodes=[], causal_edges=[edge])
-    print(out["summary"])
+    print(out["summary"])  # Heavy rain caused the flood.
     ```
     """
 
@@ -78,6 +95,8 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
         self,
         *,
         chat_generator: ChatGenerator,
+        summary_calls: int = DEFAULT_SUMMARY_CALLS,
+        summary_max_tokens: int = DEFAULT_SUMMARY_MAX_TOKENS,
         response_type: str = DEFAULT_RESPONSE_TYPE,
         prompt_templates: dict[str, str] | None = None,
         max_graph_chars: int = DEFAULT_MAX_GRAPH_CHARS,
@@ -90,11 +109,16 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
     ) -> None:
         """
-        :param chat_generator: any Haystack ChatGenerator (writes the report and the summary).
-        :param response_type: the summary's target length and format (official: "Multiple Paragraphs";
-            e.g. "One short paragraph" on a CPU), 1–200 characters.
+        :param chat_generator: any Haystack ChatGenerator (writes the paths and the summary).
+        :param summary_calls: 1 (paths and summary in one call) or 2 (the official code's report, then
+            summary); a run may set it too. Range: `causal_rag.parameters.RANGES`.
+        :param summary_max_tokens: the one call's token budget (`max_tokens` over `generation_kwargs`), in
+            [8, 1024]; the two calls keep `generation_kwargs` as given.
+        :param response_type: the two-call summary's target length and format (official: "Multiple
+            Paragraphs"; e.g. "One short paragraph" on a CPU), 1–200 characters.
         :param prompt_templates: replaces built-in prompts by key: "paths" (placeholder {graph_data}),
-            "summary" ({causal_summary}, {response_type}, {query}); `str.format` strings, literal braces doubled.
+            "summary" ({causal_summary}, {response_type}, {query}), "one_call" ({graph_data}, {query});
+            `str.format` strings, literal braces doubled.
         :param max_graph_chars: the rendered subgraph is cut to this many characters, in [200, 100000].
         :param max_report_chars: the report is cut to this many characters for the summary call, in [200, 100000].
         :param passages_in_prompt: also list the source passages under the subgraph in the report prompt
@@ -109,6 +133,8 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
             raise ValueError(f"{COMPONENT}: 'chat_generator' is required.")
         if not isinstance(response_type, str) or not response_type.strip() or len(response_type) > 200:
             raise ValueError(f"{COMPONENT}: 'response_type' must be a non-empty string of at most 200 characters.")
+        check_in_range(RANGES, "summary_calls", summary_calls)
+        check_in_range(RANGES, "summary_max_tokens", summary_max_tokens)
         check_prompt_templates(prompt_templates, SUMMARIZER_PROMPTS, SUMMARIZER_FIELDS, component=COMPONENT)
         check_int("max_graph_chars", max_graph_chars, 200, 100_000)
         check_int("max_report_chars", max_report_chars, 200, 100_000)
@@ -121,6 +147,8 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
         if max_query_chars is not None:
             check_int("max_query_chars", max_query_chars, 1)
         self.chat_generator = chat_generator
+        self.summary_calls = summary_calls
+        self.summary_max_tokens = summary_max_tokens
         self.response_type = response_type
         self.prompt_templates = dict(prompt_templates) if prompt_templates is not None else None
         self.max_graph_chars = max_graph_chars
@@ -137,6 +165,8 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
         return default_to_dict(
             self,
             chat_generator=serialize_component(self.chat_generator),
+            summary_calls=self.summary_calls,
+            summary_max_tokens=self.summary_max_tokens,
             response_type=self.response_type,
             prompt_templates=self.prompt_templates,
             max_graph_chars=self.max_graph_chars,
@@ -155,28 +185,40 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
         return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
 
     # ------------------------------------------------------------------ run
-    @component.output_types(summary=str, paths=str, trace=dict[str, Any], degradations=list[dict[str, Any]])
+    @component.output_types(summary=str, paths=str, summary_calls=int, trace=dict[str, Any],
+                            degradations=list[dict[str, Any]])
     def run(self, query: str, nodes: list[Document], causal_edges: list[dict[str, Any]],
-            documents: list[Document] | None = None) -> dict[str, Any]:
+            documents: list[Document] | None = None, summary_calls: int | None = None) -> dict[str, Any]:
         """
         :param query: the user's question.
         :param nodes: the retrieved node Documents (CausalGraphRetriever's `nodes`), seeds first.
         :param causal_edges: the retrieved edges ({"source", "target", "relation", ...}).
-        :param documents: the source passages; listed in the report prompt only with `passages_in_prompt`.
-        :returns: `summary`, `paths`, `trace` and `degradations`.
+        :param documents: the source passages; listed in the paths prompt only with `passages_in_prompt`.
+        :param summary_calls: 1 or 2 for this run (None: the component's).
+        :returns: `summary`, `paths`, `summary_calls`, `trace` and `degradations`.
         """
-        job = _Job(self, query, nodes, causal_edges, documents)
+        job = _Job(self, query, nodes, causal_edges, documents, summary_calls)
+        if job.one_call:
+            if job.asks_one_call():
+                job.one_call_reply(*self._ask_one_call(job.one_call_prompt()))
+            return job.outputs()
         if job.graph_data is not None:
             job.paths_reply(*self._reply("paths", job.paths_prompt()))
         if job.paths:
             job.summary_reply(*self._reply("summary", job.summary_prompt()))
         return job.outputs()
 
-    @component.output_types(summary=str, paths=str, trace=dict[str, Any], degradations=list[dict[str, Any]])
+    @component.output_types(summary=str, paths=str, summary_calls=int, trace=dict[str, Any],
+                            degradations=list[dict[str, Any]])
     async def run_async(self, query: str, nodes: list[Document], causal_edges: list[dict[str, Any]],
-                        documents: list[Document] | None = None) -> dict[str, Any]:
+                        documents: list[Document] | None = None,
+                        summary_calls: int | None = None) -> dict[str, Any]:
         """Async twin of `run`, with the same sockets."""
-        job = _Job(self, query, nodes, causal_edges, documents)
+        job = _Job(self, query, nodes, causal_edges, documents, summary_calls)
+        if job.one_call:
+            if job.asks_one_call():
+                job.one_call_reply(*(await self._ask_one_call_async(job.one_call_prompt())))
+            return job.outputs()
         if job.graph_data is not None:
             job.paths_reply(*(await self._reply_async("paths", job.paths_prompt())))
         if job.paths:
@@ -193,12 +235,28 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
     async def _reply_async(self, key: str, prompt: str) -> Asked:
         return await self.ask_async(prompt, _PATHS_CALL if key == "paths" else _SUMMARY_CALL, key)
 
+    def one_call_kwargs(self) -> dict[str, Any]:
+        """The one call's generation arguments: `generation_kwargs`, `max_tokens` = `summary_max_tokens`."""
+        return {**(self.generation_kwargs or {}), "max_tokens": self.summary_max_tokens}
+
+    # the one call's own generation arguments (the two official calls keep the component's, so their
+    # reply-cache keys are those of the archived runs)
+    def _ask_one_call(self, prompt: str) -> Asked:
+        return self.ask(prompt, _ONE_CALL, "one_call", generation_kwargs=self.one_call_kwargs())
+
+    async def _ask_one_call_async(self, prompt: str) -> Asked:
+        return await self.ask_async(prompt, _ONE_CALL, "one_call", generation_kwargs=self.one_call_kwargs())
+
 
 class _Job:
     """One summary: inputs checked, prompts, replies and fallbacks (no I/O here)."""
 
-    def __init__(self, summarizer: CausalSummarizer, query: Any, nodes: Any, edges: Any, documents: Any) -> None:
+    def __init__(self, summarizer: CausalSummarizer, query: Any, nodes: Any, edges: Any, documents: Any,
+                 summary_calls: Any = None) -> None:
         self.s = summarizer
+        self.summary_calls = summarizer.summary_calls if summary_calls is None else summary_calls
+        check_in_range(RANGES, "summary_calls", self.summary_calls)
+        self.one_call = self.summary_calls == 1
         self.query = prepare_query(query, COMPONENT, summarizer.max_query_chars)
         if not isinstance(nodes, list) or not isinstance(edges, list):
             raise ValueError(f"{COMPONENT}: 'nodes' and 'causal_edges' must be lists.")
@@ -213,6 +271,7 @@ class _Job:
         self.calls = 0
         self.paths = ""
         self.summary = ""
+        self.skipped = ""
         self.graph_data: str | None = None
         if not self.nodes and not self.edges:
             self.degradations.append(degradation("causal_paths", "no_subgraph"))
@@ -223,6 +282,27 @@ class _Job:
             passages = [(d.content or "")[:cut] for d in self.documents]
         self.graph_data = render_network_data(self.nodes, self.edges, max_chars=summarizer.max_graph_chars,
                                               passages=passages)
+
+    def asks_one_call(self) -> bool:
+        """Whether the one call can add anything: a subgraph with at least one relation (else `skipped`)."""
+        if self.graph_data is None:
+            return False
+        if not self.edges:
+            self.skipped = "no_relations"
+            return False
+        return True
+
+    def one_call_prompt(self) -> str:
+        return self.s.template("one_call").format(graph_data=self.graph_data, query=self.query)
+
+    def one_call_reply(self, text: str | None, error: Exception | None) -> None:
+        self.calls += 1
+        if error is not None:
+            self._degrade("causal_paths_summary", "generator failed", error=repr(error)[:300])
+        elif not (text or "").strip():
+            self._degrade("causal_paths_summary", "empty reply")
+        else:
+            self.paths, self.summary = split_one_call_reply(text)
 
     def paths_prompt(self) -> str:
         return self.s.template("paths").format(graph_data=self.graph_data)
@@ -259,7 +339,9 @@ class _Job:
 
     def outputs(self) -> dict[str, Any]:
         trace = {
+            "summary_calls": self.summary_calls,
             "calls": self.calls,
+            "skipped": self.skipped or None,
             "nodes": len(self.nodes),
             "edges": len(self.edges),
             "documents": len(self.documents),
@@ -269,9 +351,32 @@ class _Job:
             "graph_data": (self.graph_data or "")[:MAX_TRACE_CHARS],
             "paths_chars": len(self.paths),
             "summary_chars": len(self.summary),
+            "paths": self.paths[:MAX_TRACE_CHARS],
+            "summary": self.summary[:MAX_TRACE_CHARS],
         }
-        return {"summary": self.summary, "paths": self.paths, "trace": trace,
-                "degradations": list(self.degradations)}
+        if self.one_call:
+            trace["max_tokens"] = self.s.summary_max_tokens
+        return {"summary": self.summary, "paths": self.paths, "summary_calls": self.summary_calls,
+                "trace": trace, "degradations": list(self.degradations)}
+
+
+def split_one_call_reply(text: str) -> tuple[str, str]:
+    r"""(paths, summary) of a one-call reply: the summary is what follows its last "Summary:" line label,
+    the paths what precedes it (their "Causal paths:" label dropped); no label, or nothing after it: the
+    whole reply is both.
+
+    >>> split_one_call_reply("Causal paths:\n- Rain -> CAUSES -> Flood\n**Summary:** Rain caused the flood.")
+    ('- Rain -> CAUSES -> Flood', 'Rain caused the flood.')
+    >>> split_one_call_reply("Rain caused the flood.")
+    ('Rain caused the flood.', 'Rain caused the flood.')
+    """
+    text = text.strip()
+    labels = list(_SUMMARY_LABEL.finditer(text))
+    if not labels or not text[labels[-1].end():].strip():
+        return text, text
+    summary = text[labels[-1].end():].strip()
+    paths = re.sub(r"(?i)^[\s*#>_-]*causal paths[\s*_]*:[\s*_]*", "", text[:labels[-1].start()]).strip()
+    return paths or summary, summary
 
 
 def _node_id(doc: Document) -> str:

@@ -12,7 +12,9 @@ MODULES = ["haystack_cfrag.causal_rag.math.graph", "haystack_cfrag.causal_rag.ma
            "haystack_cfrag.causal_rag.prompts", "haystack_cfrag.causal_rag.components.causal_graph_retriever",
            "haystack_cfrag.causal_rag.math.cues", "haystack_cfrag.causal_rag.extractors",
            "haystack_cfrag.causal_rag.extraction_run",
-           "haystack_cfrag.causal_rag.components.llm_graph_extractor"]
+           "haystack_cfrag.causal_rag.components.llm_graph_extractor",
+           "haystack_cfrag.causal_rag.components.causal_summarizer", "haystack_cfrag.causal_rag.parameters",
+           "haystack_cfrag.causal_rag.family"]
 
 
 @pytest.mark.parametrize("module", MODULES)

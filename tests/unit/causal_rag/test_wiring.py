@@ -12,7 +12,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_cfrag.causal_rag import CausalGraphBuilder, CausalGraphRetriever, CausalSummarizer
-from haystack_cfrag.causal_rag.prompts import CAUSAL_RAG_ANSWER_TEMPLATE
+from haystack_cfrag.causal_rag.prompts import CAUSAL_RAG_ANSWER_TEMPLATE, SUMMARY_FIRST_ANSWER_TEMPLATE
 
 from .fakes import ScriptedExtractor, ScriptedGenerator, TableEmbedder
 
@@ -48,16 +48,15 @@ def index(store):
     return pipe.run({"builder": {"documents": DOCS}})
 
 
-def query_pipeline(store, generator):
+def query_pipeline(store, generator, summary_calls=1, template=CAUSAL_RAG_ANSWER_TEMPLATE):
     pipe = Pipeline()
     passage_filter = {"field": "meta.cfrag_graph_passage", "operator": "==", "value": True}
     pipe.add_component("embedder", WordEmbedder())
     pipe.add_component("graph", CausalGraphRetriever(node_retriever=InMemoryEmbeddingRetriever(document_store=store)))
     pipe.add_component("dense", InMemoryEmbeddingRetriever(document_store=store, filters=passage_filter, top_k=1))
     pipe.add_component("joiner", DocumentJoiner(join_mode="concatenate", sort_by_score=False))
-    pipe.add_component("summarizer", CausalSummarizer(chat_generator=generator))
-    pipe.add_component("prompt", PromptBuilder(template=CAUSAL_RAG_ANSWER_TEMPLATE,
-                                               required_variables=["query", "documents", "summary"]))
+    pipe.add_component("summarizer", CausalSummarizer(chat_generator=generator, summary_calls=summary_calls))
+    pipe.add_component("prompt", PromptBuilder(template=template, required_variables=["query", "documents", "summary"]))
     pipe.connect("embedder.embedding", "graph.query_embedding")
     pipe.connect("embedder.embedding", "dense.query_embedding")
     pipe.connect("graph.nodes", "summarizer.nodes")
@@ -74,15 +73,30 @@ def test_index_then_query_through_pipelines():
     store = InMemoryDocumentStore()
     out = index(store)
     assert out["writer"]["documents_written"] == 4 + 3   # 4 nodes (no Drought passage), 3 passages
-    generator = ScriptedGenerator(["Report: rain → flood → crops.", "Rain flooded the valley; the flood ruined the crops."])
+    generator = ScriptedGenerator(["Causal paths:\n- Heavy rain -> Flood -> Crops\n"
+                                   "Summary: Rain flooded the valley; the flood ruined the crops."])
     pipe = query_pipeline(store, generator)
     q = "Why were the crops ruined?"
     result = pipe.run({"embedder": {"text": q}, "summarizer": {"query": q}, "prompt": {"query": q}},
                       include_outputs_from={"graph", "summarizer"})
     prompt = result["prompt"]["prompt"]
-    assert "Causal summary:\nRain flooded the valley; the flood ruined the crops." in prompt
-    assert "The flood that followed ruined the crops" in prompt and "Heavy rain fell" in prompt
+    notes = "Notes (a causal summary of the documents, for context only):\n"
+    assert prompt.startswith("Answer the question using the documents below.\n\nDocuments:\n[1] ")
+    assert f"{notes}Rain flooded the valley; the flood ruined the crops.\n\nQuestion: {q}" in prompt
+    assert prompt.index("The flood that followed ruined the crops") < prompt.index(notes)  # the notes after them
+    assert "Heavy rain fell" in prompt
     assert ("Flood", "Crops") in [(e["source"], e["target"]) for e in result["graph"]["causal_edges"]]
+    assert len(generator.prompts) == 1 and result["summarizer"]["paths"] == "- Heavy rain -> Flood -> Crops"
+
+
+def test_the_official_two_calls_with_the_summary_first_prompt():
+    store = InMemoryDocumentStore()
+    index(store)
+    generator = ScriptedGenerator(["Report: rain → flood → crops.", "Rain flooded the valley; the flood ruined the crops."])
+    pipe = query_pipeline(store, generator, summary_calls=2, template=SUMMARY_FIRST_ANSWER_TEMPLATE)
+    q = "Why were the crops ruined?"
+    result = pipe.run({"embedder": {"text": q}, "summarizer": {"query": q}, "prompt": {"query": q}})
+    assert "Causal summary:\nRain flooded the valley; the flood ruined the crops." in result["prompt"]["prompt"]
     assert len(generator.prompts) == 2
 
 
