@@ -97,6 +97,18 @@ class StorePreparation:
     attach: Callable[[Any, Callable[[], Any]], None]
     release: Callable[[Any], None]
     what: str = "the index-time parts"
+    index: Callable[..., dict[str, Any]] | None = None
+    """`cfrag index --graph`: build ahead of time into the cache `build` reads, `index(passages, *, chat_generator,
+    cache_dir, progress, extractor, engine, ray_address)` → stats (None: nothing to build ahead)."""
+    summarize: Callable[[dict[str, Any]], str] = str
+    """One line of what `index` did, from its stats."""
+    extractors: tuple[str, ...] = ()
+    """The names of what can build it (`--extractor`, `--graph-extractor`)."""
+    default_extractor: str = ""
+    parse_only: tuple[str, ...] = ()
+    """Those of `extractors` that need no LLM."""
+    scale_out: tuple[str, ...] = ()
+    """Those of `extractors` that `--engine ray` can run."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +147,9 @@ class Family:
     """What it needs at index time; a string names the family whose preparation its YAML uses."""
     components: tuple[str, ...] = ()
     """Module prefixes of its components: a YAML of your own is read as the family whose components it has most."""
+    bench: Callable[[tuple[int, ...], float | None, str], str] | None = None
+    """`cfrag bench`: a micro-benchmark of its non-generative stages, `bench(candidate counts, seconds of one
+    generation or None to time one with the LLM spec, LLM spec)` → the table to print (None: none)."""
 
     def entry(self, name: str) -> Entry:
         """Its pipeline `name`; KeyError naming its pipelines otherwise."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -247,6 +247,16 @@ def preparation_of(family: Family) -> StorePreparation | None:
     return prep if isinstance(prep, StorePreparation) else None
 
 
+def store_preparation() -> StorePreparation | None:
+    """The index-time preparation `cfrag index --graph` builds ahead (the first family's that has one)."""
+    return next((p for f in FAMILIES.values() if (p := preparation_of(f)) is not None and p.index), None)
+
+
+def benchmarks() -> dict[str, Callable[[tuple[int, ...], float | None, str], str]]:
+    """`cfrag bench`'s micro-benchmarks, by family."""
+    return {name: f.bench for name, f in FAMILIES.items() if f.bench is not None}
+
+
 # ---------------------------------------------------------------- lists
 def query_pipelines() -> tuple[str, ...]:
     """Names that answer questions (every entry but the index-time ones)."""
@@ -316,6 +326,6 @@ def _load() -> None:
 _load()
 
 __all__ = ["BASELINE", "FAMILIES", "FAMILY_MODULES", "REGISTRY", "ParameterError", "Resolved", "ShippedPipeline",
-           "ablations", "cli_options", "controls", "default_systems", "describe", "injection_pipelines", "parameters_of",
-           "preparation_of", "query_pipelines", "register_family", "resolve", "served_pipelines", "trace_view",
+           "ablations", "benchmarks", "cli_options", "controls", "default_systems", "describe", "injection_pipelines", "parameters_of",
+           "preparation_of", "query_pipelines", "register_family", "resolve", "served_pipelines", "store_preparation", "trace_view",
            "unregister_family"]

@@ -32,6 +32,10 @@ from haystack_cfrag.causal_rag.math.extraction import Extraction, result  # noqa
 EXTRACTOR_NAMES = ("llm", "llm-json", "spacy")
 """The extractors chosen by name (`make_extractor`); "llm" is the builder's chat-generator path."""
 DEFAULT_EXTRACTOR = "llm"
+PARSE_ONLY = ("spacy",)
+"""The extractors that need no LLM."""
+SCALE_OUT = ("llm-json", "spacy")
+"""The extractors `--engine ray` runs (components; "llm" is the builder's own chat-generator path)."""
 
 
 @runtime_checkable
@@ -86,6 +90,8 @@ __all__ = [
     "BUILDER_SETTINGS",
     "DEFAULT_EXTRACTOR",
     "EXTRACTOR_NAMES",
+    "PARSE_ONLY",
+    "SCALE_OUT",
     "GraphExtractor",
     "check_extractor_name",
     "make_extractor",

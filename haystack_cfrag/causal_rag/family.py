@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from haystack_cfrag.causal_rag.extractors import DEFAULT_EXTRACTOR, EXTRACTOR_NAMES, PARSE_ONLY, SCALE_OUT
 from haystack_cfrag.causal_rag.parameters import PARAMETERS
 from haystack_cfrag.family import Entry, Family, StorePreparation
 
@@ -44,6 +45,20 @@ def attach_graph(pipeline: Any, graph: Callable[[], Any]) -> None:
             node_retriever.document_store = graph()
 
 
+def index_graph(passages: list[Any], **kwargs: Any) -> dict[str, Any]:
+    """`cfrag index --graph`: extract (or find in the cache) every passage's graph (`extraction_run.extract_passages`)."""
+    from haystack_cfrag.causal_rag.extraction_run import extract_passages  # noqa: PLC0415
+
+    return extract_passages(passages, **kwargs)
+
+
+def index_summary(stats: dict[str, Any]) -> str:
+    """One line of what `index_graph` did."""
+    from haystack_cfrag.causal_rag.extraction_run import summary_line  # noqa: PLC0415
+
+    return summary_line(stats)
+
+
 def release_graph(nodes: Any) -> None:
     """Free a graph's node store (the evaluation moves from store to store)."""
     from haystack_cfrag.causal_rag.node_store import release_node_store  # noqa: PLC0415
@@ -51,7 +66,9 @@ def release_graph(nodes: Any) -> None:
     release_node_store(nodes)
 
 
-GRAPH = StorePreparation(build=build_graph, attach=attach_graph, release=release_graph, what="CausalRAG's causal graph")
+GRAPH = StorePreparation(build=build_graph, attach=attach_graph, release=release_graph, what="CausalRAG's causal graph",
+                         index=index_graph, summarize=index_summary, extractors=EXTRACTOR_NAMES,
+                         default_extractor=DEFAULT_EXTRACTOR, parse_only=PARSE_ONLY, scale_out=SCALE_OUT)
 
 FAMILY = Family(
     name="causal_rag",

@@ -62,6 +62,13 @@ def read(trace: Any, outputs: Mapping[str, Any], answer: str, values: Mapping[st
     return Reading(warnings=warnings, alternatives=alternatives)
 
 
+def bench(counts: tuple[int, ...], draft_seconds: float | None, llm: str) -> str:
+    """`cfrag bench`: the non-generative stages' times as shares of one draft (`cfrag.bench`)."""
+    from haystack_cfrag.cfrag.bench import bench as run  # noqa: PLC0415  (numpy, the components)
+
+    return run(counts, draft_seconds, llm)
+
+
 FAMILY = Family(
     name="cf_rag",
     parameters=PARAMETERS,
@@ -88,6 +95,7 @@ FAMILY = Family(
         "cf_rag_no_override": ("cf_rag", {"override_margin": 1.0, "duel": False}),
     },
     components=("haystack_cfrag.cfrag.",),
+    bench=bench,
 )
 
 __all__ = ["FAMILY"]

@@ -34,12 +34,14 @@ from haystack_cfrag.cli.checks import (
     check_store_spec,
     parse_param_options,
 )
-from haystack_cfrag.registry import cli_options, query_pipelines, trace_view
+from haystack_cfrag.registry import benchmarks, cli_options, query_pipelines, store_preparation, trace_view
 from haystack_cfrag.progress import StatusLine
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 INTERRUPTED = 130  # the exit code of a command stopped by Ctrl-C (128 + SIGINT)
+GRAPH = store_preparation()
+"""What `cfrag index --graph` builds ahead (CausalRAG's graph: its extractors, engines and summary line)."""
 
 
 def _model_options(func: Any) -> Any:
@@ -261,11 +263,11 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
               help="Also read hidden files and folders (names starting with '.') inside a FOLDER, "
                    "e.g. .env or .git: secrets often live there. Their type must still be one of those read.")
 @click.option("--graph", is_flag=True,
-              help="Also extract CausalRAG's causal graph of the passages now (one LLM call per 1,000-character "
-                   "chunk, cached and resumable), so that --pipeline causal_rag starts without it.")
+              help="Also build the index-time parts a method needs (CausalRAG's and CDF-RAG's causal graph) now, "
+                   "cached and resumable, so that their pipelines start without it.")
 @click.option("--llm", default=models.EMBEDDED_LLM, show_default=True, help="The extraction model (with --graph).")
-@click.option("--extractor", "graph_extractor", default="llm", show_default=True,
-              type=click.Choice(["llm", "llm-json", "spacy"]),
+@click.option("--extractor", "graph_extractor", default=GRAPH.default_extractor if GRAPH else None,
+              show_default=True, type=click.Choice(list(GRAPH.extractors) if GRAPH else []),
               help="What extracts the graph (with --graph): llm (CausalRAG's prompt, one generation per chunk), "
                    "llm-json (the same, JSON constrained by a schema), spacy (parsing and causal cues, no generation).")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
@@ -303,10 +305,13 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
         raise click.BadParameter(f"must be smaller than --words ({words}), got {overlap}", param_hint="--overlap")
     spec = check_store_spec(store_path, create=True)
     check_model_spec(embedder, "--embedder")
-    if graph and graph_extractor != "spacy":
+    if graph and GRAPH is None:
+        raise click.BadParameter("no method of this installation builds anything at index time", param_hint="--graph")
+    if graph and graph_extractor not in GRAPH.parse_only:
         check_model_spec(llm, "--llm")
-    if graph and engine == "ray" and graph_extractor == "llm":
-        raise click.BadParameter("runs a graph extractor: choose --extractor spacy or llm-json", param_hint="--engine")
+    if graph and engine == "ray" and graph_extractor not in GRAPH.scale_out:
+        raise click.BadParameter(f"runs a graph extractor: choose --extractor {' or '.join(GRAPH.scale_out)}",
+                                 param_hint="--engine")
     try:
         selection = select_files(paths, include_hidden=include_hidden)
     except ValueError as exc:  # a file named on the command line that is not read: names it
@@ -350,23 +355,21 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
     click.echo(f"{len(files)} files → {len(passages)} passages, {written} written; store has "
                f"{count} in {time.perf_counter() - start:.1f} s → {where}" + (f"; {skipped}" if skipped else ""))
     if graph:
-        from haystack_cfrag.causal_rag.extraction_run import extract_passages, summary_line  # noqa: PLC0415
-
         status = StatusLine(label="index")
         try:
             generator = None
-            if graph_extractor != "spacy":
+            if graph_extractor not in GRAPH.parse_only:
                 generator = factories.chat_generator(llm, device=device)
                 interrupts.warm_up(generator)  # loaded before the extraction, with Ctrl-C held
             try:
-                stats = extract_passages(stored, chat_generator=generator, cache_dir=models.graph_cache_dir(),
-                                         progress=status, extractor=graph_extractor, engine=engine,
-                                         ray_address=ray_address)
+                stats = GRAPH.index(stored, chat_generator=generator, cache_dir=models.graph_cache_dir(),
+                                    progress=status, extractor=graph_extractor, engine=engine,
+                                    ray_address=ray_address)
             except (ImportError, RuntimeError, ValueError) as exc:  # spaCy or Ray missing, a model not the pinned one
                 raise click.ClickException(one_line(exc, typed=False)) from exc
         finally:
             status.done()
-        click.echo(summary_line(stats))
+        click.echo(GRAPH.summarize(stats))
 
 
 @main.command()
@@ -375,9 +378,7 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
               help="Time of one draft generation to compare with; default: measure one with --llm.")
 @click.option("--llm", default=models.EMBEDDED_LLM, show_default=True)
 def bench(sizes: str, draft_seconds: float | None, llm: str) -> None:
-    """Time the non-generative stages (dedup, stratifier, arbitration) at several candidate counts."""
-    from haystack_cfrag.evaluation.bench import format_rows, run_benchmark  # noqa: PLC0415
-
+    """Time the methods' non-generative stages (CF-RAG's dedup, stratifier, arbitration) at several candidate counts."""
     try:
         counts = tuple(int(x) for x in sizes.split(","))
     except ValueError as exc:
@@ -388,27 +389,8 @@ def bench(sizes: str, draft_seconds: float | None, llm: str) -> None:
         raise click.BadParameter("must be a number of seconds > 0", param_hint="--draft-seconds")
     if draft_seconds is None:
         check_model_spec(llm, "--llm")
-    rows = run_benchmark(counts)
-    if draft_seconds is None:
-        draft_seconds = _time_one_draft(llm)
-    click.echo(format_rows(rows, draft_seconds))
-
-
-def _time_one_draft(llm: str) -> float:
-    """Seconds of one real draft call (App. G prompt over 8 demo passages)."""
-    from haystack.dataclasses import ChatMessage  # noqa: PLC0415
-
-    from haystack_cfrag.cfrag.prompts import DRAFT_PROMPT, render_evidence  # noqa: PLC0415
-    from haystack_cfrag.indexing import read_jsonl  # noqa: PLC0415
-    from haystack_cfrag.stores import DEMO_CORPUS  # noqa: PLC0415
-
-    generator = factories.chat_generator(llm, max_tokens=96)
-    interrupts.warm_up(generator)
-    prompt = DRAFT_PROMPT.format(query="Who is the lead actor in The Dark Knight?",
-                                 evidence=render_evidence(read_jsonl(DEMO_CORPUS)[:8], 2000))
-    start = time.perf_counter()
-    generator.run(messages=[ChatMessage.from_user(prompt)])
-    return time.perf_counter() - start
+    for family, run in benchmarks().items():
+        click.echo(f"{family}:\n{run(counts, draft_seconds, llm)}")
 
 
 @main.group("models")

@@ -19,7 +19,9 @@ from haystack_cfrag import models
 from haystack_cfrag.cli.checks import check_model_spec
 from haystack_cfrag.evaluation.corpus import CORPUS_MODES, INJECTION_VARIANTS
 from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, check_systems, parse_system, sweep_axes, sweep_base
-from haystack_cfrag.registry import injection_pipelines
+from haystack_cfrag.registry import injection_pipelines, store_preparation
+
+GRAPH = store_preparation()
 
 EVAL_MARKER = ".cfrag-eval.json"
 
@@ -131,7 +133,8 @@ def _check_out(out: Path) -> None:
 @click.option("--max-tokens", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--no-cache", is_flag=True,
               help="A latency run: make every LLM call (no reply cache), each system with its own model instance.")
-@click.option("--graph-extractor", type=click.Choice(["llm", "llm-json", "spacy"]), default="llm", show_default=True,
+@click.option("--graph-extractor", type=click.Choice(list(GRAPH.extractors) if GRAPH else []),
+              default=GRAPH.default_extractor if GRAPH else None, show_default=True,
               help="What extracts the graph of causal_rag / cdf_rag: llm (the reader, CausalRAG's prompt), llm-json "
                    "(the same, schema-constrained JSON), spacy (parsing and causal cues, no generation).")
 @click.option("--report-only", is_flag=True, help="Rebuild results.json, report.md and plots from the records.")

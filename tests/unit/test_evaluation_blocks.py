@@ -78,7 +78,7 @@ def test_contains_answer():
 
 
 def test_micro_benchmark_reports_every_stage():
-    from haystack_cfrag.evaluation.bench import format_rows, run_benchmark
+    from haystack_cfrag.cfrag.bench import format_rows, run_benchmark
 
     rows = run_benchmark((20, 60), dimension=32, repeats=1)
     assert [r["documents"] for r in rows] == [20, 60]

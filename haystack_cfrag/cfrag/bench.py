@@ -1,4 +1,4 @@
-"""Micro-benchmark of the non-generative stages: dedup, stratifier, arbitration scoring.
+"""CF-RAG's micro-benchmark of its non-generative stages (`cfrag bench`): dedup, stratifier, arbitration scoring.
 
 Seeded random unit vectors stand in for embeddings (the stages' cost depends on counts and
 dimension, not on content); the query/answer encoder is a precomputed lookup, so the numbers
@@ -77,3 +77,29 @@ def format_rows(rows: list[dict[str, float]], draft_seconds: float) -> str:
         lines.append(f"{r['documents']:>5} {r['dedup'] * 1000:>8.1f}ms {r['stratifier'] * 1000:>10.1f}ms "
                      f"{r['arbitration'] * 1000:>10.1f}ms   {shares}")
     return "\n".join(lines)
+
+
+def time_one_draft(llm: str) -> float:
+    """Seconds of one real draft call (App. G prompt over 8 demo passages) with the chat model `llm`."""
+    from haystack.dataclasses import ChatMessage  # noqa: PLC0415
+
+    from haystack_cfrag.adapters import factories  # noqa: PLC0415
+    from haystack_cfrag.cfrag.prompts import DRAFT_PROMPT, render_evidence  # noqa: PLC0415
+    from haystack_cfrag.common import interrupts  # noqa: PLC0415
+    from haystack_cfrag.indexing import read_jsonl  # noqa: PLC0415
+    from haystack_cfrag.stores import DEMO_CORPUS  # noqa: PLC0415
+
+    generator = factories.chat_generator(llm, max_tokens=96)
+    interrupts.warm_up(generator)
+    prompt = DRAFT_PROMPT.format(query="Who is the lead actor in The Dark Knight?",
+                                 evidence=render_evidence(read_jsonl(DEMO_CORPUS)[:8], 2000))
+    start = time.perf_counter()
+    generator.run(messages=[ChatMessage.from_user(prompt)])
+    return time.perf_counter() - start
+
+
+def bench(counts: tuple[int, ...], draft_seconds: float | None, llm: str) -> str:
+    """The stages' table at each candidate count, as shares of one draft (timed with `llm` when not given)."""
+    rows = run_benchmark(counts)
+    return format_rows(rows, time_one_draft(llm) if draft_seconds is None else draft_seconds)
+
