@@ -269,7 +269,7 @@ def test_each_extraction_is_counted_once_after_a_stopped_build_and_a_replay_else
     items = load_items(HOTPOT, limit=2)
     config = EvalConfig(data=str(HOTPOT), limit=2, out=str(tmp_path / "run"), progress=False,
                         allowed_modules=["tests"], systems=["causal_rag"])
-    real_call, made = CausalGraphBuilder._call, []
+    real_call, made = CausalGraphBuilder._request, []  # what one extraction call asks, built just before it
 
     def stopping(self, job):
         if len(made) == 3:
@@ -277,12 +277,12 @@ def test_each_extraction_is_counted_once_after_a_stopped_build_and_a_replay_else
         made.append(job)
         return real_call(self, job)
 
-    monkeypatch.setattr(CausalGraphBuilder, "_call", stopping)
+    monkeypatch.setattr(CausalGraphBuilder, "_request", stopping)
     with pytest.raises(KeyboardInterrupt):
         run_eval(config, **_fakes(items))
     stats = tmp_path / "run" / "graph_stats.jsonl"
     assert not stats.exists()
-    monkeypatch.setattr(CausalGraphBuilder, "_call", real_call)
+    monkeypatch.setattr(CausalGraphBuilder, "_request", real_call)
     run_eval(config, **_fakes(items))
     [build] = [json.loads(line) for line in stats.read_text().splitlines()]
     assert build["cached"] >= 1 and build["extracted"] >= 1
