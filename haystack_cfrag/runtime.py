@@ -93,7 +93,7 @@ class Runtime:
         text_embedder: Any | None = None,
         allowed_modules: list[str] | None = None,
         graph_cache: str | Path | None = GRAPH_CACHE,
-        graph_extractor: str = "llm",
+        graph_extractor: str | None = None,
     ) -> None:
         """
         :param store: the store every pipeline reads: in memory, FAISS, pgvector, Qdrant (see
@@ -108,7 +108,8 @@ class Runtime:
         :param graph_cache: where CausalRAG's extractions are cached per passage hash (None: not cached);
             a pipeline with a graph retriever gets the graph of the runtime's store, built once per store.
         :param graph_extractor: what extracts that graph (`causal_rag.extractors`): "llm" (the reader, CausalRAG's
-            prompt), "llm-json" (the same, schema-constrained JSON) or "spacy" (no generation).
+            prompt), "llm-json" (the same, schema-constrained JSON) or "spacy" (no generation); None: the
+            family's default (its `StorePreparation.default_extractor`).
         """
         self.allowed_modules = allowed_modules
         self.store = store
@@ -171,13 +172,14 @@ class Runtime:
         held = self._prepared.get(id(preparation))
         if held is None or held[1] is not self.store:  # the store itself, not its id: ids are reused
             passages = [d for d in self.store.filter_documents() if d.content]
+            extractor = self.graph_extractor or preparation.default_extractor
             logger.warning("Building {what} over {n} passages with the '{extractor}' extractor: passages not yet in "
                            "the cache are extracted ({cache})", what=preparation.what, n=len(passages),
-                           extractor=self.graph_extractor, cache=self.graph_cache or "no cache")
+                           extractor=extractor, cache=self.graph_cache or "no cache")
             self.warm_up()
             handle, stats = preparation.build(passages, chat_generator=self.generator,
                                               text_embedder=self.text_embedder, cache_dir=self.graph_cache,
-                                              graph_extractor=self.graph_extractor)
+                                              graph_extractor=extractor)
             if held is not None:  # one build per preparation at a time: the evaluation moves from store to store
                 preparation.release(held[2])
             self._prepared[id(preparation)] = (preparation, self.store, handle)

@@ -24,7 +24,7 @@ from haystack_cfrag.family import Entry, Family, StorePreparation
 
 
 def build_graph(passages: list[Any], *, chat_generator: Any, text_embedder: Any, cache_dir: Any,
-                graph_extractor: str = "llm") -> tuple[Any, Any]:
+                graph_extractor: str = DEFAULT_EXTRACTOR) -> tuple[Any, Any]:
     """The node store of the passages' causal graph and what building it cost (`node_store.build_node_store`),
     extracted by `graph_extractor` (`causal_rag.extractors`: "llm", "llm-json" or "spacy")."""
     from haystack_cfrag.causal_rag.extractors import BUILDER_SETTINGS, make_extractor  # noqa: PLC0415

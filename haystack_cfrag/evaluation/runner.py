@@ -37,7 +37,7 @@ from haystack_cfrag.evaluation import provenance
 from haystack_cfrag.evaluation.corpus import CORPUS_MODES, INJECTION_VARIANTS, Corpus
 from haystack_cfrag.evaluation.datasets import EvalItem, load_items
 from haystack_cfrag.evaluation.llm_cache import CachingChatGenerator
-from haystack_cfrag.registry import resolve
+from haystack_cfrag.registry import resolve, store_preparation
 from haystack_cfrag.evaluation.metrics import exact_match, f1, lenient_containment, trap_hit
 from haystack_cfrag.evaluation.summary import read_records
 from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, System, parse_systems
@@ -72,7 +72,8 @@ class EvalConfig:
         llama.cpp's prompt-prefix reuse only carries over between that system's own calls, as in a
         deployment that runs it alone.
     :param graph_extractor: what extracts the graph of the graph family's systems (`causal_rag.extractors`:
-        "llm", "llm-json" or "spacy"); each extractor's extractions are cached apart.
+        "llm", "llm-json" or "spacy"; None: the family's default, recorded by name); each extractor's
+        extractions are cached apart.
     """
 
     data: str
@@ -96,9 +97,12 @@ class EvalConfig:
     allowed_modules: list[str] | None = None
     progress: bool = True
     cache: bool = True
-    graph_extractor: str = "llm"
+    graph_extractor: str | None = None
 
     def __post_init__(self) -> None:
+        if self.graph_extractor is None:  # the name goes into the folder's config (provenance compares it)
+            preparation = store_preparation()
+            self.graph_extractor = preparation.default_extractor if preparation else ""
         check_choice("corpus", self.corpus, CORPUS_MODES)
         bad = [v for v in self.inject_variants if v not in INJECTION_VARIANTS]
         if bad:

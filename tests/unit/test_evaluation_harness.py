@@ -211,7 +211,7 @@ def test_a_graph_replayed_from_the_reply_cache_is_not_charged_to_the_first_quest
     monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path / "cache"))  # the extraction cache, away from the user's
     items = load_items(HOTPOT, limit=2)
     config = EvalConfig(data=str(HOTPOT), limit=2, out=str(tmp_path / "run"), progress=False,
-                        allowed_modules=["tests"], systems=["causal_rag"])
+                        allowed_modules=["tests"], systems=["causal_rag"], graph_extractor="llm")  # the LLM path's costs
     stats = tmp_path / "run" / "graph_stats.jsonl"
     first = run_eval(config, **_fakes(items))
     assert len(first) == 2 and not any(r["error"] for r in first)
@@ -237,7 +237,7 @@ def test_a_run_stopped_during_its_answers_keeps_the_graph_builds_cost(tmp_path, 
     monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path / "cache"))
     items = load_items(HOTPOT, limit=2)
     config = EvalConfig(data=str(HOTPOT), limit=2, out=str(tmp_path / "run"), progress=False,
-                        allowed_modules=["tests"], systems=["causal_rag"])
+                        allowed_modules=["tests"], systems=["causal_rag"], graph_extractor="llm")  # the LLM path's costs
     asked = []
     real_run_one = runner._run_one
 
@@ -268,7 +268,7 @@ def test_each_extraction_is_counted_once_after_a_stopped_build_and_a_replay_else
     monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path / "cache"))
     items = load_items(HOTPOT, limit=2)
     config = EvalConfig(data=str(HOTPOT), limit=2, out=str(tmp_path / "run"), progress=False,
-                        allowed_modules=["tests"], systems=["causal_rag"])
+                        allowed_modules=["tests"], systems=["causal_rag"], graph_extractor="llm")  # the LLM path's costs
     real_call, made = CausalGraphBuilder._request, []  # what one extraction call asks, built just before it
 
     def stopping(self, job):

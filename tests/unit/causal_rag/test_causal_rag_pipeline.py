@@ -34,7 +34,7 @@ def runtime(tmp_path, extractor=None):
     store = InMemoryDocumentStore(embedding_similarity_function="cosine")
     store.write_documents(HashingDocumentEmbedder().run(PASSAGES)["documents"])
     return Runtime(store=store, chat_generator=extractor or ScriptedExtractor(), text_embedder=HashingTextEmbedder(),
-                   allowed_modules=["tests"], graph_cache=tmp_path / "graph")
+                   allowed_modules=["tests"], graph_cache=tmp_path / "graph", graph_extractor="llm")  # scripted replies
 
 
 def test_registry_entries_and_parameters():

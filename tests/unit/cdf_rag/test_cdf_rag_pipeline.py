@@ -16,7 +16,7 @@ def runtime(tmp_path):
     store = InMemoryDocumentStore(embedding_similarity_function="cosine")
     store.write_documents(HashingDocumentEmbedder().run(dk.documents())["documents"])
     return Runtime(store=store, chat_generator=MockChatGenerator(), text_embedder=HashingTextEmbedder(),
-                   allowed_modules=["tests"], graph_cache=tmp_path / "graph")
+                   allowed_modules=["tests"], graph_cache=tmp_path / "graph", graph_extractor="llm")  # the mock extracts
 
 
 def test_registry_entry():
