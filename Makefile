@@ -72,7 +72,7 @@ test-haystack2: $(VENV_H2)/.installed
 $(VENV_H2)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV_H2)
 	$(VENV_H2)/bin/pip install -q --upgrade pip
-	$(VENV_H2)/bin/pip install -q -e ".[test,eval]" "$(HAYSTACK2)"
+	$(VENV_H2)/bin/pip install -q -e ".[test,eval,graph]" "$(HAYSTACK2)"
 	touch $@
 
 clean:

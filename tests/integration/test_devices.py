@@ -87,7 +87,8 @@ def test_index_graph_passes_the_device_to_the_extraction_model(tmp_path, tiny, m
     monkeypatch.setattr(factories, "chat_generator", lambda spec, **kw: built.append(kw) or real(spec, **kw))
     (tmp_path / "notes.txt").write_text("Heath Ledger plays the Joker in The Dark Knight.")
     result = CliRunner().invoke(main, ["index", str(tmp_path / "notes.txt"), "--store", str(tmp_path / "s.json"),
-                                       "--graph", "--llm", f"hf:{tiny['lm']}", "--device", "cpu"])
+                                       "--graph", "--extractor", "llm", "--llm", f"hf:{tiny['lm']}",
+                                       "--device", "cpu"])
     assert result.exit_code == 0, result.output
     assert [kw.get("device") for kw in built] == ["cpu"]
     assert "graph: 1 passages" in result.output

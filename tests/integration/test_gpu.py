@@ -128,7 +128,8 @@ def test_cli_index_graph_extracts_with_the_model_on_the_gpu(tmp_path, tiny, embe
     """`cfrag index --graph --device`: the embedder and the extraction model on the GPU, one call per passage."""
     (tmp_path / "notes.txt").write_text("\n\n".join(PASSAGES))
     result = CliRunner().invoke(main, ["index", str(tmp_path / "notes.txt"), "--store", str(tmp_path / "store.json"),
-                                       "--embedder", embedder, "--device", GPU, "--graph", "--llm", f"hf:{tiny['lm']}",
+                                       "--embedder", embedder, "--device", GPU, "--graph", "--extractor", "llm",
+                                       "--llm", f"hf:{tiny['lm']}",
                                        "--words", "20", "--overlap", "0"])
     assert result.exit_code == 0, result.output
     # (transformers' loading bar can share the summary's line in the captured output)

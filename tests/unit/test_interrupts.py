@@ -118,7 +118,8 @@ def test_index_graph_stops_once_the_reader_is_loaded_and_before_any_extraction(t
     monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "notes.txt").write_text("Rain causes floods in the valley.")  # .txt: no optional converter
     store = str(tmp_path / "store.json")
-    result = CliRunner().invoke(main, ["index", str(tmp_path / "notes.txt"), "--store", store, "--graph"])
+    result = CliRunner().invoke(main, ["index", str(tmp_path / "notes.txt"), "--store", store, "--graph",
+                                       "--extractor", "llm"])  # the extractor that loads a reader
     assert result.exit_code == 130, result.output
     assert result.output.strip().splitlines()[-1] == "Interrupted."
     assert reader.loaded and reader.calls == 0  # loaded, then stopped before the first extraction
