@@ -83,8 +83,8 @@ FAMILY = Family(
                   "report, then summary), then one generation over the passages with the summary as notes."
                   "\n\nReturns "
                   "the answer, the passages and the graph retriever's trace.")),
-        Entry("causal_rag_indexing", "index time: passages -> causal graph nodes and edges (one extraction call per "
-              "chunk, cached) -> the node store", (), indexing=True),
+        Entry("causal_rag_indexing", "index time: passages -> causal graph nodes and edges (the spaCy extractor by "
+              "default, each passage cached) -> the node store", (), indexing=True),
     ),
     prepare_store=GRAPH,
     components=("haystack_cfrag.causal_rag.",),

@@ -507,15 +507,12 @@ def test_the_indexing_yaml_takes_the_spacy_extractor_in_its_socket(tmp_path):
 
     data = yaml.safe_load(pipeline_path("causal_rag_indexing").read_text(encoding="utf-8"))
     builder = data["components"]["builder"]["init_parameters"]
-    assert builder["extractor"] is None  # the shipped file: the chat generator's recipe
+    assert builder["extractor"] == {  # the shipped file's default: no generation, whole passages
+        "type": "haystack_cfrag.causal_rag.components.spacy_graph_extractor.SpacyGraphExtractor",
+        "init_parameters": {"model": "embedded:en_core_web_sm"},
+    } and (builder["chunk_chars"], builder["chunk_overlap"]) == (20000, 0)
     builder.update(
-        extractor={
-            "type": "haystack_cfrag.causal_rag.components.spacy_graph_extractor.SpacyGraphExtractor",
-            "init_parameters": {"model": "embedded:en_core_web_sm"},
-        },
         chat_generator=None,
-        chunk_chars=20000,
-        chunk_overlap=0,
         progress_bar=False,
         document_embedder={
             "type": "haystack_cfrag.testing.fakes.HashingDocumentEmbedder",
