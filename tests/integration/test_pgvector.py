@@ -114,3 +114,23 @@ def test_causal_graph_nodes_round_trip_through_pgvector(pg_url):
     seed = result["nodes"][0]  # its nested edge meta came back from JSONB as written
     assert seed.meta["node_id"] == "Crops" and {e["source"] for e in seed.meta["edges_in"]} == {"Flood", "Drought"}
     close_document_store(store)
+
+
+def test_hybrid_rag_reads_pgvector_with_its_own_keyword_retriever_and_leaves_it_unchanged(pg_url):
+    """Issue 46's `hybrid_rag` on a real pgvector: BM25's side is PostgreSQL's full-text search
+    (`PgvectorKeywordRetriever`, no in-memory copy), joined with the embedding side by reciprocal rank fusion."""
+    index(pg_url)
+    store = open_document_store(f"pgvector:{pg_url}#docs")
+    rt = Runtime(store=store, chat_generator=reader(), text_embedder=HashingTextEmbedder(), allowed_modules=["tests"])
+    pipe = rt.pipeline(pipeline_path("hybrid_rag"))
+    keyword = pipe.get_component("bm25_retriever")
+    assert type(keyword).__name__ == "PgvectorKeywordRetriever" and keyword.document_store is store
+    hits = keyword.run(query="Joker Heath Ledger")["documents"]
+    assert hits and all("Ledger" in d.content or "Joker" in d.content for d in hits)  # full-text matches only
+    with unchanged(store):
+        out = rt.ask("hybrid_rag", dk.QUESTION)
+    assert out.answer and 1 <= len(out.documents) <= 5
+    asked = keyword.run(query=dk.QUESTION)["documents"]  # what the keyword side found for the question
+    assert asked
+    assert {d["id"] for d in out.documents} >= {d.id for d in asked[:2]}  # its first two survive the fusion
+    close_document_store(store)
