@@ -296,13 +296,8 @@ class _Job:
         return self.s.template("one_call").format(graph_data=self.graph_data, query=self.query)
 
     def one_call_reply(self, text: str | None, error: Exception | None) -> None:
-        self.calls += 1
-        if error is not None:
-            self._degrade("causal_paths_summary", "generator failed", error=repr(error)[:300])
-        elif not (text or "").strip():
-            self._degrade("causal_paths_summary", "empty reply")
-        else:
-            self.paths, self.summary = split_one_call_reply(text)
+        if (read := self._reply("causal_paths_summary", text, error)) is not None:
+            self.paths, self.summary = split_one_call_reply(read)
 
     def paths_prompt(self) -> str:
         return self.s.template("paths").format(graph_data=self.graph_data)
@@ -313,13 +308,19 @@ class _Job:
                                                  query=self.query)
 
     def paths_reply(self, text: str | None, error: Exception | None) -> None:
+        if (read := self._reply("causal_paths", text, error)) is not None:
+            self.paths = read
+
+    def _reply(self, stage: str, text: str | None, error: Exception | None) -> str | None:
+        """One call counted; its stripped text, or None with the failed or empty reply recorded as `stage`'s degradation."""
         self.calls += 1
         if error is not None:
-            self._degrade("causal_paths", "generator failed", error=repr(error)[:300])
+            self._degrade(stage, "generator failed", error=repr(error)[:300])
         elif not (text or "").strip():
-            self._degrade("causal_paths", "empty reply")
+            self._degrade(stage, "empty reply")
         else:
-            self.paths = text.strip()
+            return text.strip()
+        return None
 
     def summary_reply(self, text: str | None, error: Exception | None) -> None:
         self.calls += 1
