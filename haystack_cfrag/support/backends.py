@@ -1,8 +1,9 @@
 """Reading log P(answer | prompt) from a generator: llama-cpp-python, transformers, vLLM-style servers.
 
-A backend renders the user prompt with the model's chat template, appends the answer as the
-assistant's reply and returns the answer tokens' log-probabilities, with how many tokens it
-evaluated and how many it reused from the previous call. `backend_for(generator)` picks one
+A backend renders the user prompt (or a list of chat messages, `Prompt`) with the model's chat
+template, appends the answer as the assistant's reply (after `reply_prefix`, the reply's text
+before the answer, when given) and returns the answer tokens' log-probabilities, with how many
+tokens it evaluated and how many it reused from the previous call. `backend_for(generator)` picks one
 from the injected generator's type:
 
 | generator | backend | prefix reuse |
@@ -53,6 +54,27 @@ CHATML_TEMPLATE = (
 )
 """ChatML: the client-side template for servers whose template the client cannot read (Qwen's turns)."""
 
+Prompt = str | list[dict[str, str]]
+"""A user turn, or chat messages as `{"role": …, "content": …}` dicts (what the reader was sent)."""
+
+
+def chat_messages(prompt: Prompt) -> list[dict[str, str]]:
+    """The messages a prompt stands for: a string is one user turn.
+
+    >>> chat_messages("Hi")
+    [{'role': 'user', 'content': 'Hi'}]
+    """
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    if (
+        not isinstance(prompt, list)
+        or not prompt
+        or not all(isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+                   for m in prompt)
+    ):
+        raise ValueError(f"{COMPONENT}: a prompt is a string or a non-empty list of {{'role', 'content'}} strings.")
+    return [{"role": m["role"], "content": m["content"]} for m in prompt]
+
 
 class UnsupportedGeneratorError(ValueError):
     """The injected generator gives no way to read the log-probabilities of a given answer."""
@@ -81,8 +103,8 @@ class SupportBackend(Protocol):
     def warm_up(self) -> None:
         """Load what the backend needs (the model); safe to call again."""
 
-    def answer_logprobs(self, prompt: str, answer: str) -> AnswerLogprobs:
-        """Score `answer` as the assistant's reply to the user message `prompt`."""
+    def answer_logprobs(self, prompt: Prompt, answer: str, reply_prefix: str = "") -> AnswerLogprobs:
+        """Score `answer` as the assistant's reply to `prompt`, after `reply_prefix` (not scored)."""
 
 
 def _class_names(obj: Any) -> set[str]:
@@ -212,10 +234,10 @@ class LlamaCppBackend:
             template=template, eos_token=eos, bos_token=bos, add_generation_prompt=True
         )
 
-    def render(self, prompt: str) -> str:
-        """The chat prompt text with `prompt` as the user turn and the assistant turn opened."""
+    def render(self, prompt: Prompt) -> str:
+        """The chat prompt text of `prompt` (a user turn or messages) with the assistant turn opened."""
         self.warm_up()
-        messages = [{"role": "user", "content": prompt}]
+        messages = chat_messages(prompt)
         if self._template is not None:
             return self._template(messages=messages).prompt
         from llama_cpp import llama_chat_format  # noqa: PLC0415
@@ -228,20 +250,24 @@ class LlamaCppBackend:
             )
         return formatter(messages=messages).prompt
 
-    def encode(self, prompt: str, answer: str) -> tuple[list[int], list[int]]:
-        """(prompt token ids, answer token ids): the rendered chat prompt and the bare answer."""
+    def encode(self, prompt: Prompt, answer: str, reply_prefix: str = "") -> tuple[list[int], list[int]]:
+        """(prompt token ids, answer token ids): the rendered chat prompt (then the reply's prefix, as
+        the model would have written it) and the bare answer."""
         llm = self._llm
-        prompt_ids = llm.tokenize(self.render(prompt).encode("utf-8"), add_bos=True, special=True)
+        prompt_ids = list(llm.tokenize(self.render(prompt).encode("utf-8"), add_bos=True, special=True))
+        if reply_prefix:
+            prompt_ids += llm.tokenize(reply_prefix.encode("utf-8"), add_bos=False, special=False)
         answer_ids = llm.tokenize(answer.encode("utf-8"), add_bos=False, special=False)
-        return list(prompt_ids), list(answer_ids)
+        return prompt_ids, list(answer_ids)
 
-    def answer_logprobs(self, prompt: str, answer: str) -> AnswerLogprobs:
-        """Score `answer` as the assistant's reply; reuse the cached prefix of the previous call."""
+    def answer_logprobs(self, prompt: Prompt, answer: str, reply_prefix: str = "") -> AnswerLogprobs:
+        """Score `answer` as the assistant's reply; reuse the cached prefix of the previous call
+        (the generator's too: a prompt the reader has just answered is not evaluated again)."""
         self.warm_up()
         llm = self._llm
         start = time.perf_counter()
         with _model_lock(llm):
-            prompt_ids, answer_ids = self.encode(prompt, answer)
+            prompt_ids, answer_ids = self.encode(prompt, answer, reply_prefix)
             if not answer_ids:
                 raise ValueError(f"{COMPONENT}: the answer {answer!r} has no tokens.")
             ids = prompt_ids + answer_ids
@@ -365,20 +391,20 @@ class TransformersBackend:
             self.model = self.generator.pipeline.model
             self.tokenizer = self.generator.pipeline.tokenizer
 
-    def render(self, prompt: str) -> str:
-        """The chat prompt text with `prompt` as the user turn and the assistant turn opened."""
+    def render(self, prompt: Prompt) -> str:
+        """The chat prompt text of `prompt` (a user turn or messages) with the assistant turn opened."""
         self.warm_up()
         template = getattr(self.generator, "chat_template", None)
         return self.tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}],
+            chat_messages(prompt),
             tokenize=False,
             add_generation_prompt=True,
             chat_template=template,
         )
 
-    def encode(self, prompt: str, answer: str) -> tuple[list[int], tuple[int, int]]:
-        """(token ids of prompt + answer, the answer's token span)."""
-        rendered = self.render(prompt)
+    def encode(self, prompt: Prompt, answer: str, reply_prefix: str = "") -> tuple[list[int], tuple[int, int]]:
+        """(token ids of prompt + reply prefix + answer, the answer's token span)."""
+        rendered = self.render(prompt) + reply_prefix
         text = rendered + answer
         if getattr(self.tokenizer, "is_fast", False):
             enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
@@ -388,12 +414,12 @@ class TransformersBackend:
         tail = list(self.tokenizer(answer, add_special_tokens=False)["input_ids"])
         return head + tail, (len(head), len(head) + len(tail))
 
-    def answer_logprobs(self, prompt: str, answer: str) -> AnswerLogprobs:
+    def answer_logprobs(self, prompt: Prompt, answer: str, reply_prefix: str = "") -> AnswerLogprobs:
         """Score `answer` with one forward pass over prompt + answer."""
         torch_import.check()
         self.warm_up()
         start = time.perf_counter()
-        ids, (i, j) = self.encode(prompt, answer)
+        ids, (i, j) = self.encode(prompt, answer, reply_prefix)
         if i < 1 or j <= i:
             raise ValueError(f"{COMPONENT}: the answer {answer!r} has no tokens after the prompt.")
         device = getattr(self.model, "device", "cpu")
@@ -458,17 +484,15 @@ class OpenAICompatibleBackend:
                 self.chat_template
             )
 
-    def render(self, prompt: str) -> str:
-        """The chat prompt text with `prompt` as the user turn and the assistant turn opened."""
+    def render(self, prompt: Prompt) -> str:
+        """The chat prompt text of `prompt` (a user turn or messages) with the assistant turn opened."""
         self.warm_up()
-        return self._template.render(
-            messages=[{"role": "user", "content": prompt}], add_generation_prompt=True
-        )
+        return self._template.render(messages=chat_messages(prompt), add_generation_prompt=True)
 
-    def answer_logprobs(self, prompt: str, answer: str) -> AnswerLogprobs:
+    def answer_logprobs(self, prompt: Prompt, answer: str, reply_prefix: str = "") -> AnswerLogprobs:
         """Score `answer` through one echo request."""
         self.warm_up()
-        rendered = self.render(prompt)
+        rendered = self.render(prompt) + reply_prefix
         text = rendered + answer
         start = time.perf_counter()
         url = f"{self.api_base_url}/completions"
@@ -538,8 +562,10 @@ __all__ = [
     "LlamaCppBackend",
     "NoPromptLogprobsError",
     "OpenAICompatibleBackend",
+    "Prompt",
     "SupportBackend",
     "TransformersBackend",
     "UnsupportedGeneratorError",
     "backend_for",
+    "chat_messages",
 ]

@@ -8,12 +8,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedParts, prepare_query
 from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.prompting import check_template, render_evidence
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.support.backends import AnswerLogprobs, SupportBackend, backend_for
+from haystack_cfrag.support.backends import AnswerLogprobs, Prompt, SupportBackend, backend_for
 from haystack_cfrag.support.math import (
     OPTION_LETTERS,
     counterfactual_margin,
@@ -243,6 +244,22 @@ class ReaderSupportScorer(InjectedParts):
         """support(answer | query, documents): one length-normalised log-probability."""
         return self._scores(query, [answer], documents, None, erased=False).support[0]
 
+    def score_reply(self, messages: list[ChatMessage], answer: str, reply_prefix: str = "") -> float:
+        """support(answer | messages): the length-normalised log-probability of `answer` as the
+        reader's reply to `messages` (the prompt it was written from), after `reply_prefix`
+        ("Answer:" for a reply in that format; not scored). A reader that has just answered these
+        messages re-reads nothing: llama.cpp keeps their state, and only the answer's tokens are evaluated.
+        """
+        if not isinstance(messages, list) or not messages or not all(isinstance(m, ChatMessage) for m in messages):
+            raise ValueError(f"{COMPONENT}: 'messages' must be a non-empty list of ChatMessage.")
+        if not isinstance(answer, str) or not answer.strip():
+            raise ValueError(f"{COMPONENT}: 'answer' must be a non-empty string.")
+        if not isinstance(reply_prefix, str):
+            raise ValueError(f"{COMPONENT}: 'reply_prefix' must be a string.")
+        prompt = [{"role": m.role.value, "content": m.text or ""} for m in messages]
+        result = _scored(self._ensure_backend(), prompt, answer, reply_prefix)
+        return mean_logprob(result.token_logprobs)
+
     def scores(
         self,
         query: str,
@@ -346,9 +363,12 @@ class ReaderSupportScorer(InjectedParts):
         }
 
 
-def _scored(backend: SupportBackend, prompt: str, answer: str) -> AnswerLogprobs:
+def _scored(backend: SupportBackend, prompt: Prompt, answer: str, reply_prefix: str = "") -> AnswerLogprobs:
     """One scoring, counted into the question's LLM usage (`timing.count_scoring`) as it is made."""
-    result = backend.answer_logprobs(prompt, answer)
+    if reply_prefix:
+        result = backend.answer_logprobs(prompt, answer, reply_prefix=reply_prefix)
+    else:
+        result = backend.answer_logprobs(prompt, answer)
     count_scoring(result.tokens_evaluated, result.seconds)
     return result
 

@@ -182,10 +182,12 @@ class MockSupportBackend:
     def warm_up(self) -> None:
         """Nothing to load."""
 
-    def answer_logprobs(self, prompt: str, answer: str) -> Any:
-        """One value per answer word (the `haystack_cfrag.support.backends.AnswerLogprobs` shape)."""
-        from haystack_cfrag.support.backends import AnswerLogprobs  # noqa: PLC0415
+    def answer_logprobs(self, prompt: Any, answer: str, reply_prefix: str = "") -> Any:
+        """One value per answer word (the `haystack_cfrag.support.backends.AnswerLogprobs` shape);
+        `prompt` is a user turn or chat messages, the reply's prefix counts as prompt."""
+        from haystack_cfrag.support.backends import AnswerLogprobs, chat_messages  # noqa: PLC0415
 
+        prompt = "\n".join(m["content"] for m in chat_messages(prompt)) + reply_prefix
         seen = set(re.findall(r"\w+", prompt.lower()))
         words = re.findall(r"\w+", answer.lower()) or [""]
         values = tuple(-0.5 if w in seen else -4.0 for w in words)

@@ -31,6 +31,7 @@ from haystack_cfrag.common.tracing import LLMCall
 from haystack_cfrag.common.validation import check_choice, check_int, check_range
 
 COMPONENT = "HallucinationChecker"
+MAX_ANSWER_PREFIX = 200
 KEEP, REWRITE, UNDEFINED, SCORER_FAILED = "keep", "rewrite", "undefined", "scorer_failed"
 _OUTPUTS = {"answer": str, "replies": list[ChatMessage], "s_hall": float | None, "decision": str, "rewritten": bool,
             "claims": list[dict[str, Any]], "trace": dict[str, Any], "degradations": list[dict[str, Any]]}
@@ -46,7 +47,11 @@ class HallucinationChecker(ChecksAnswer):
     The answer (`answer`, or the first of a generator's `replies`) is split into claims
     (sentences and clauses; a short answer is one claim). Each claim's support is the reader's
     length-normalised log P(claim | query, documents) (`support_scorer.score`); a claim is
-    supported when its support is ≥ `support_threshold`. S_hall = 1 − supported / claims; when
+    supported when its support is ≥ `support_threshold`. Given `prompt` (the messages the
+    generator answered), each claim is scored as the reader's reply to that prompt after
+    `answer_prefix` (`support_scorer.score_reply`): the same question and passages, read where
+    the reader has just written the answer, so llama.cpp evaluates only the claim's tokens (a
+    second reading of the passages was most of CDF-RAG's cost). S_hall = 1 − supported / claims; when
     S_hall > δ and a `chat_generator` is given, one rewrite asks it to correct the answer from
     the evidence, naming the unsupported claims (`rewrite_mode="correct"`, the paper's), or to
     answer again from the evidence, told which answer was flagged (`"reanswer"`). With no claim,
@@ -98,6 +103,7 @@ class HallucinationChecker(ChecksAnswer):
         timeout_s: float | None = None,
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
         prompt_template: str | None = None,
+        answer_prefix: str = "",
     ) -> None:
         """
         :param support_scorer: anything with `score(query, answer, documents) -> float` (a log-probability).
@@ -115,6 +121,8 @@ class HallucinationChecker(ChecksAnswer):
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
         :param prompt_template: replaces the rewrite prompt: a `str.format` string with the placeholders
             {query}, {evidence}, {answer} and {unsupported} (it replaces the prompt of either rewrite_mode).
+        :param answer_prefix: with a `prompt`, the reply's text before the answer in that prompt's
+            format ("Answer:" for the house prompts), at most 200 characters; not scored.
         """
         if not callable(getattr(support_scorer, "score", None)):
             raise ValueError(
@@ -125,6 +133,8 @@ class HallucinationChecker(ChecksAnswer):
         check_choice("rewrite_mode", rewrite_mode, REWRITE_MODES)
         check_int("max_claims", max_claims, 1, 50)
         check_int("short_answer_words", short_answer_words, 0, 100)
+        if not isinstance(answer_prefix, str) or len(answer_prefix) > MAX_ANSWER_PREFIX:
+            raise ValueError(f"'answer_prefix' must be a string of at most {MAX_ANSWER_PREFIX} characters.")
         self._keep_settings(chat_generator=chat_generator, max_evidence_chars=max_evidence_chars,
                             generation_kwargs=generation_kwargs, raise_on_failure=raise_on_failure,
                             timeout_s=timeout_s, max_query_chars=max_query_chars, prompt_template=prompt_template)
@@ -134,6 +144,7 @@ class HallucinationChecker(ChecksAnswer):
         self.rewrite_mode = rewrite_mode
         self.max_claims = max_claims
         self.short_answer_words = short_answer_words
+        self.answer_prefix = answer_prefix
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected scorer and generator."""
@@ -147,6 +158,7 @@ class HallucinationChecker(ChecksAnswer):
             max_claims=self.max_claims,
             short_answer_words=self.short_answer_words,
             **self._settings(),
+            answer_prefix=self.answer_prefix,
         )
 
     # ------------------------------------------------------------------ run
@@ -157,15 +169,18 @@ class HallucinationChecker(ChecksAnswer):
         documents: list[Document],
         answer: str | None = None,
         replies: list[Any] | None = None,
+        prompt: list[ChatMessage] | None = None,
     ) -> dict[str, Any]:
         """
         :param query: the question the answer answers.
         :param documents: the retrieved evidence (K).
         :param answer: the answer to check (or give `replies`).
         :param replies: a generator's replies (ChatMessages or strings); the first is checked.
+        :param prompt: the messages the answer was generated from (None: claims are scored under the
+            scorer's own prompt over `documents`).
         :returns: `answer`, `replies`, `s_hall`, `decision`, `rewritten`, `claims`, `trace`, `degradations`.
         """
-        check = _Check(self, query, documents, answer, replies)
+        check = _Check(self, query, documents, answer, replies, prompt)
         if check.claims:
             check.scored(*self._score(check))
         self._correct(check)
@@ -178,9 +193,10 @@ class HallucinationChecker(ChecksAnswer):
         documents: list[Document],
         answer: str | None = None,
         replies: list[Any] | None = None,
+        prompt: list[ChatMessage] | None = None,
     ) -> dict[str, Any]:
         """Async twin of `run`: the scoring in a worker thread, the rewrite through the generator's run_async."""
-        check = _Check(self, query, documents, answer, replies)
+        check = _Check(self, query, documents, answer, replies, prompt)
         if check.claims:
             check.scored(*(await asyncio.to_thread(self._score, check)))
         await self._correct_async(check)
@@ -190,7 +206,11 @@ class HallucinationChecker(ChecksAnswer):
         supports = []
         try:
             for claim in check.claims:
-                value = self.support_scorer.score(check.query, claim, check.documents)
+                if check.under_answer_prompt:
+                    value = self.support_scorer.score_reply(check.answer_prompt, reply_text(self.answer_prefix, claim),
+                                                            self.answer_prefix)
+                else:
+                    value = self.support_scorer.score(check.query, claim, check.documents)
                 if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
                     raise TypeError(f"the scorer gave {value!r} for a claim, not a log-probability")
                 supports.append(float(value))
@@ -204,8 +224,16 @@ class HallucinationChecker(ChecksAnswer):
 class _Check(Correction):
     """One check: the answer, its claims and the decisions so far (no I/O here)."""
 
-    def __init__(self, checker: HallucinationChecker, query: Any, documents: Any, answer: Any, replies: Any) -> None:
+    def __init__(self, checker: HallucinationChecker, query: Any, documents: Any, answer: Any, replies: Any,
+                 prompt: Any) -> None:
         super().__init__(checker)
+        if prompt is not None and (
+            not isinstance(prompt, list) or not prompt or not all(isinstance(m, ChatMessage) for m in prompt)
+        ):
+            raise ValueError(f"{COMPONENT}: 'prompt' must be a non-empty list of chat messages.")
+        self.answer_prompt = prompt
+        # the answer prompt is used when the scorer can read a reply to it (ReaderSupportScorer can)
+        self.under_answer_prompt = prompt is not None and callable(getattr(checker.support_scorer, "score_reply", None))
         self.query = prepare_query(query, COMPONENT, checker.max_query_chars)
         if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
             raise ValueError(f"{COMPONENT}: 'documents' must be a list of documents.")
@@ -261,6 +289,7 @@ class _Check(Correction):
             "rewrite_note": self.note,
             "original_answer": self.original,
             "claims_scored": len(self.supports or []),
+            "scored_under": "answer prompt" if self.under_answer_prompt else "support prompt",
             # each claim's support (nats per token), in claim order: what calibrates support_threshold and delta
             "claim_supports": None if self.supports is None else [round(v, 4) for v in self.supports],
         }
@@ -274,3 +303,13 @@ class _Check(Correction):
             "trace": trace,
             "degradations": list(self.degradations),
         }
+
+
+def reply_text(answer_prefix: str, claim: str) -> str:
+    """The claim as the reply continues after `answer_prefix`: one space between them unless the
+    prefix ends in whitespace (so "Answer:" + " Paris" is tokenized as the reader wrote it).
+
+    >>> reply_text("Answer:", "Paris"), reply_text("", "Paris"), reply_text("A:\\n", "Paris")
+    (' Paris', 'Paris', 'Paris')
+    """
+    return " " + claim if answer_prefix and not answer_prefix[-1].isspace() else claim

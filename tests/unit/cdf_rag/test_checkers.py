@@ -171,10 +171,11 @@ def test_hallucination_checker_run_equals_run_async_and_round_trips(mode):
     assert out["rewritten"] and out["trace"]["rewrite_mode"] == mode
     checker = hall(table, delta=0.3, support_threshold=-2.0, rewrite_mode="reanswer", max_claims=5, short_answer_words=4,
                    max_evidence_chars=100, generation_kwargs={"max_tokens": 32}, timeout_s=3.0,
-                   prompt_template="{query} {evidence} {answer} {unsupported}")
+                   prompt_template="{query} {evidence} {answer} {unsupported}", answer_prefix="Answer:")
     data = checker.to_dict()
     again = HallucinationChecker.from_dict(copy.deepcopy(data))
     assert again.to_dict() == data and again.support_scorer.table == table
+    assert again.answer_prefix == "Answer:"
 
 
 def test_hallucination_checker_does_not_mutate_its_inputs():
@@ -184,9 +185,71 @@ def test_hallucination_checker_does_not_mutate_its_inputs():
     assert docs == DOCS and replies[0].text == TWO_CLAIMS
 
 
+class ReplyTableScorer(TableScorer):
+    """A TableScorer that can also read a claim as the reader's reply to the answer prompt."""
+
+    def __init__(self, table: dict | None = None, reply_table: dict | None = None, **kwargs) -> None:
+        super().__init__(table, **kwargs)
+        self.reply_table = dict(reply_table or {})
+        self.reply_calls: list[tuple[list, str, str]] = []
+
+    def score_reply(self, messages, answer, reply_prefix=""):
+        self.reply_calls.append((messages, answer, reply_prefix))
+        if self.fail:
+            raise RuntimeError("scorer down")
+        return self.reply_table.get(answer, self.otherwise)
+
+
+ANSWER_PROMPT = [ChatMessage.from_user(f"Documents: ... Question: {Q}\nReply in this format:\nAnswer: <answer>")]
+
+
+def test_given_the_answer_prompt_each_claim_is_read_as_the_readers_reply_to_it():
+    scorer = ReplyTableScorer({"Heath Ledger": -0.1}, {" Heath Ledger": -3.0})
+    checker = HallucinationChecker(support_scorer=scorer, chat_generator=ScriptedGenerator("Answer: Christian Bale"),
+                                   answer_prefix="Answer:")
+    out = checker.run(query=Q, documents=DOCS, answer="Heath Ledger", prompt=ANSWER_PROMPT)
+    # the support read under the answer prompt (-3.0) decides, not the support prompt's (-0.1, never asked)
+    assert scorer.reply_calls == [(ANSWER_PROMPT, " Heath Ledger", "Answer:")] and scorer.calls == []
+    assert out["trace"]["claim_supports"] == [-3.0] and out["trace"]["scored_under"] == "answer prompt"
+    assert out["decision"] == "rewrite" and out["answer"] == "Christian Bale"
+    sync = out
+    again = asyncio.run(HallucinationChecker(support_scorer=ReplyTableScorer({}, {" Heath Ledger": -3.0}),
+                                             chat_generator=ScriptedGenerator("Answer: Christian Bale"),
+                                             answer_prefix="Answer:")
+                        .run_async(query=Q, documents=DOCS, answer="Heath Ledger", prompt=ANSWER_PROMPT))
+    assert again == sync
+
+
+def test_without_the_answer_prompt_or_a_reply_reader_claims_are_scored_under_the_support_prompt():
+    scorer = ReplyTableScorer({"Heath Ledger": -0.1}, {" Heath Ledger": -3.0})
+    out = HallucinationChecker(support_scorer=scorer, answer_prefix="Answer:").run(
+        query=Q, documents=DOCS, answer="Heath Ledger")
+    assert scorer.calls == [(Q, "Heath Ledger", 2)] and scorer.reply_calls == []
+    assert out["trace"]["scored_under"] == "support prompt" and out["decision"] == "keep"
+    plain = TableScorer({"Heath Ledger": -0.1})  # no score_reply: the prompt cannot be used
+    out = HallucinationChecker(support_scorer=plain).run(query=Q, documents=DOCS, answer="Heath Ledger",
+                                                         prompt=ANSWER_PROMPT)
+    assert plain.calls == [(Q, "Heath Ledger", 2)] and out["trace"]["scored_under"] == "support prompt"
+
+
+def test_a_failing_reply_reading_leaves_the_answer_and_says_so():
+    scorer = ReplyTableScorer(fail=True)
+    out = HallucinationChecker(support_scorer=scorer, answer_prefix="Answer:").run(
+        query=Q, documents=DOCS, answer="Heath Ledger", prompt=ANSWER_PROMPT)
+    assert out["decision"] == "scorer_failed" and out["answer"] == "Heath Ledger"
+
+
+@pytest.mark.parametrize("prompt", [[], "Answer the question", [ChatMessage.from_user("q"), "not a message"]])
+def test_a_bad_answer_prompt_is_refused_in_one_line(prompt):
+    with pytest.raises(ValueError, match="HallucinationChecker: 'prompt' must be a non-empty list of chat messages"):
+        HallucinationChecker(support_scorer=ReplyTableScorer()).run(query=Q, documents=DOCS, answer="x", prompt=prompt)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
+        ({"answer_prefix": 3}, "'answer_prefix' must be a string of at most 200"),
+        ({"answer_prefix": "x" * 201}, "'answer_prefix' must be a string of at most 200"),
         ({"support_scorer": object()}, "'support_scorer' must have a score"),
         ({"delta": 1.5}, "'delta'"),
         ({"support_threshold": 0.5}, "'support_threshold'"),

@@ -40,8 +40,9 @@ class FakeBackend(LlamaCppBackend):
     def warm_up(self) -> None:
         pass
 
-    def encode(self, prompt, answer):
-        return [ord(c) % VOCAB for c in prompt], [ord(c) % VOCAB for c in answer]
+    def encode(self, prompt, answer, reply_prefix=""):
+        text = prompt if isinstance(prompt, str) else "".join(m["content"] for m in prompt)
+        return [ord(c) % VOCAB for c in text + reply_prefix], [ord(c) % VOCAB for c in answer]
 
     @staticmethod
     def _last_logits(llm):
@@ -89,6 +90,22 @@ def test_the_next_round_reads_the_chosen_passage_from_its_kept_state():
     plain, plain_cost = _score_all(0, prompts)
     kept, kept_cost = _score_all(4, prompts)
     assert kept == plain and plain_cost - kept_cost >= 40
+
+
+def test_a_reply_to_the_prompt_the_reader_just_answered_evaluates_only_its_own_tokens():
+    # the generator answered "H:passages?Q" with "A: x": the model holds that prompt and its reply
+    llm = FakeLlama()
+    prompt = "H:" + "p" * 200 + "?Q"
+    llm.eval([ord(c) % VOCAB for c in prompt + "A: x"])
+    backend = FakeBackend(model=llm)
+    before = llm.evaluated
+    got = backend.answer_logprobs([{"role": "user", "content": prompt}], " x", reply_prefix="A:")
+    # the reply's prefix is in the model too: only its last token and the answer's tokens but the last are evaluated
+    assert llm.evaluated - before == len(" x")
+    assert got.tokens_reused == len(prompt) + len("A:") - 1
+    # the same value as on a model that read everything afresh
+    fresh = FakeBackend(model=FakeLlama()).answer_logprobs(prompt, " x", reply_prefix="A:")
+    assert got.token_logprobs == fresh.token_logprobs and len(got.token_logprobs) == 2
 
 
 def test_prefix_states_is_validated():

@@ -28,6 +28,7 @@ from haystack_cfrag.support.backends import (
     TransformersBackend,
     UnsupportedGeneratorError,
     backend_for,
+    chat_messages,
 )
 from haystack_cfrag.support.scorer import SUPPORT_PROMPT, ReaderSupportScorer
 from tests import dark_knight as dk
@@ -499,3 +500,55 @@ def test_runs_in_a_pipeline_and_survives_yaml():
     out = again.run({"support": inputs})["support"]
     assert out["margin"] == pytest.approx([1.5]) and out["pmi"] == pytest.approx([3.5])
     assert isinstance(again.get_component("support").chat_generator, FakeReader)
+
+
+# ------------------------------------------------------------------ a reply to the prompt the reader answered
+def test_score_reply_reads_the_answer_as_the_reply_to_those_messages_after_its_prefix():
+    from haystack_cfrag.testing import MockChatGenerator
+
+    s = ReaderSupportScorer(chat_generator=MockChatGenerator())
+    messages = [ChatMessage.from_system("Be brief."), ChatMessage.from_user("[1] Christian Bale plays Batman.")]
+    assert s.score_reply(messages, " Christian Bale", "Answer:") == pytest.approx(-0.5)
+    assert s.score_reply(messages, " Heath Ledger", "Answer:") == pytest.approx(-4.0)
+    assert s.score_reply(messages, " Heath", "Answer: Heath") == pytest.approx(-0.5)  # the prefix is read, not scored
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (([], "a"), "'messages' must be a non-empty list of ChatMessage"),
+        ((["hi"], "a"), "'messages' must be a non-empty list of ChatMessage"),
+        (([ChatMessage.from_user("q")], " "), "'answer' must be a non-empty string"),
+        (([ChatMessage.from_user("q")], "a", None), "'reply_prefix' must be a string"),
+    ],
+)
+def test_score_reply_refuses_bad_input_in_one_line(args, message):
+    with pytest.raises(ValueError, match=message):
+        scorer().score_reply(*args)
+
+
+@pytest.mark.parametrize("prompt", [[], [{"role": "user"}], [{"role": "user", "content": 3}], 7])
+def test_a_prompt_is_a_string_or_role_content_messages(prompt):
+    assert chat_messages("hi") == [{"role": "user", "content": "hi"}]
+    with pytest.raises(ValueError, match="a prompt is a string or a non-empty list"):
+        chat_messages(prompt)
+
+
+@pytest.mark.parametrize("server", ["vllm"], indirect=True)
+def test_openai_compatible_backend_scores_only_the_answer_after_the_reply_prefix(server):
+    gen = OpenAIChatGenerator(api_key=Secret.from_token("k"), api_base_url=server.url, model="served")
+    s = ReaderSupportScorer(chat_generator=gen)
+    value = s.score_reply([ChatMessage.from_user("Who?")], " Bale", "Answer:")
+    prompt = server.requests[0]["prompt"]
+    assert prompt.endswith("<|im_start|>user\nWho?<|im_end|>\n<|im_start|>assistant\nAnswer: Bale")
+    n = len(re.findall(r"\S+|\s+", prompt))  # the answer is the last two tokens (" ", "Bale")
+    assert value == pytest.approx(-0.1 * ((n - 2) + (n - 1)) / 2)
+    s.close()
+
+
+def test_transformers_backend_reads_the_reply_prefix_as_context():
+    backend = TransformersBackend(model=_next_code_model(), tokenizer=_CharTokenizer(True))
+    hit = 10 - math.log(math.exp(10) + 49)
+    result = backend.answer_logprobs([{"role": "user", "content": "q"}], "@", reply_prefix="?")
+    assert result.token_logprobs == pytest.approx((hit,))  # "@" follows the prefix "?", one token scored
+    assert result.tokens_evaluated == len("<u>q</u><a>?@")
