@@ -120,6 +120,16 @@ def index_cost(builds: list[dict[str, Any]]) -> dict[str, Any] | None:
             "tokens_per_extracted": (counted["prompt_tokens"] + counted["completion_tokens"]) / n if n else None}
 
 
+def _extracted_by(results: dict[str, Any]) -> str:
+    """Who extracted the graph, from the run's settings: "the LLM" (also for runs from before the setting).
+
+    >>> _extracted_by({"metadata": {"config": {"graph_extractor": "spacy"}}}), _extracted_by({})
+    ("the 'spacy' extractor", 'the LLM')
+    """
+    name = ((results.get("metadata") or {}).get("config") or {}).get("graph_extractor")
+    return "the LLM" if name in (None, "llm") else f"the {name!r} extractor"
+
+
 def counted_once(builds: list[dict[str, Any]]) -> dict[str, Any]:
     """The graph builds' extraction cost with each distinct passage counted once: passages, seconds (and by
     machine, `timed_on`) and tokens.
@@ -519,7 +529,7 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
                   + (f"{index['counted']['distinct_passages']} distinct passages" if index.get("all_priced") else
                      f"{index['passages']} passages")
                   + f": {index['extracted']} extracted "
-                  f"by the LLM ({index['llm_calls']} calls, {index['prompt_tokens']} prompt / "
+                  f"by {_extracted_by(results)} ({index['llm_calls']} LLM calls, {index['prompt_tokens']} prompt / "
                   f"{index['completion_tokens']} completion tokens, {index['parse_failures']} unparsed"
                   + (f"; {index['replayed']} of them replayed from the run's reply cache, counted at the "
                      f"{index['replayed_seconds']:.0f} s they took when made" if index["replayed"] else "")

@@ -504,7 +504,7 @@ def test_report_sums_the_graph_builds_and_costs_each_extraction_once(tmp_path):
     assert results["index"]["seconds_per_extracted"] == pytest.approx(25.5)  # (200 + 4) / 8 extractions
     assert results["index"]["tokens_per_extracted"] == pytest.approx(1000.0)
     report = (tmp_path / "report.md").read_text()
-    assert "2 graph build(s) over 20 passages: 8 extracted by the LLM (8 calls" in report
+    assert "2 graph build(s) over 20 passages: 8 extracted by the LLM (8 LLM calls" in report
     assert "25.5 s and 1000 LLM tokens per extracted passage" in report
     assert "Timed on more than one machine" not in report  # builds from before the field: all "unknown"
     builds[1].update(replayed=8, replayed_seconds=200.0, timed_on={"aaaa1111": 4.0, "bbbb2222": 200.0})
