@@ -191,28 +191,62 @@ def share_injected_components(pipe: Pipeline, pool: dict[str, Any] | None = None
     """Make injected components with identical `to_dict()` one shared instance, at any depth.
 
     A part's own injected parts are shared first (CER's selector holds a support scorer that
-    holds the reader: the pipeline's generator and the scorer's become one model). `pool` maps a
-    serialised configuration to an instance; pass the same pool to several pipelines to share
-    models across them. Returns the pool.
+    holds the reader). An injected part configured as one of the pipeline's own nodes *is* that
+    node: CDF-RAG's checkers and their support scorer read with the generator node's model, so
+    llama.cpp still holds the prompt the generator just answered when the scorer reads the
+    answer (a node stays its own instance per pipeline: Haystack wires sockets per instance).
+    `pool` maps a serialised configuration to an instance; pass the same pool to several
+    pipelines to share models across them (a pipeline's nodes join it for the next pipelines).
+    Returns the pool.
     """
     pool = {} if pool is None else pool
+    nodes: dict[str, Any] = {}
     for _, comp in pipe.walk():
-        _share_parts(comp, pool)
+        key = _shareable_key(comp)
+        if key is not None:
+            nodes.setdefault(key, comp)
+    local: dict[str, Any] = {}
+    for _, comp in pipe.walk():
+        _share_parts(comp, pool, nodes, local)
+    for key, comp in nodes.items():
+        pool.setdefault(key, comp)
     return pool
 
 
-def _share_parts(comp: Any, pool: dict[str, Any], depth: int = 0) -> None:
+def _shareable_key(comp: Any) -> str | None:
+    """`component_key` of a component that can be shared (a model, not a store holder); None otherwise."""
+    if not hasattr(comp, "to_dict") or _holds_store(comp):
+        return None
+    try:
+        return component_key(comp)
+    except Exception:  # noqa: BLE001  (a node that cannot serialise is simply not shared)
+        return None
+
+
+def _share_parts(comp: Any, pool: dict[str, Any], nodes: dict[str, Any], local: dict[str, Any],
+                 depth: int = 0) -> bool:
+    """Share `comp`'s injected parts; True when one of them is (or holds) one of the pipeline's nodes.
+
+    A part that holds a node stays this pipeline's (`local`), never another pipeline's copy from the pool."""
+    holds = False
     for attr in getattr(comp, "_INJECTED", ()):  # each component declares its injected parts
         inner = getattr(comp, attr, None)
         # models are shared; a retriever keeps its own store instance (two equal configurations
         # may still point at different stores: the runtime points each at its store)
         if inner is None or not hasattr(inner, "to_dict") or _holds_store(inner):
             continue
-        if depth < 4:
-            _share_parts(inner, pool, depth + 1)
-        shared = pool.setdefault(component_key(inner), inner)
+        inner_holds = _share_parts(inner, pool, nodes, local, depth + 1) if depth < 4 else False
+        key = component_key(inner)
+        if key in nodes:
+            shared = nodes[key]
+        elif inner_holds:
+            shared = local.setdefault(key, inner)
+        else:
+            shared = pool.setdefault(key, inner)
+        holds = holds or key in nodes or inner_holds
         if shared is not inner:
             setattr(comp, attr, shared)
+    return holds
 
 
 def _holds_store(comp: Any) -> bool:

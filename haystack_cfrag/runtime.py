@@ -157,6 +157,7 @@ class Runtime:
         # injected models are shared; a pipeline *node* (standard_rag's generator and embedder)
         # is its own instance of the same configuration (Haystack wires sockets per instance):
         # llama.cpp maps the GGUF, so a second instance costs a load (~2 s), not a second copy.
+        # An injected part configured as one of the pipeline's nodes is that node (loading.py).
         share_injected_components(pipe, self.pool)
         self._point_at_store(pipe, resolved)
         return pipe

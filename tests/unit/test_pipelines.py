@@ -187,3 +187,35 @@ def test_baseline_answer_builders_read_labelled_and_bare_replies(name, reply, ex
     builder = AnswerBuilder(**params["init_parameters"])
     out = builder.run(query="q", replies=[ChatMessage.from_assistant(reply)])
     assert out["answers"][0].data == expected
+
+
+def test_an_injected_reader_configured_as_a_node_is_that_node_in_each_pipeline():
+    """One model and one KV cache per pipeline: CDF-RAG's checker and its scorer read with the generator
+    node, so the scorer finds the prompt the node just answered; a second pipeline sharing the pool
+    gets its own node, not the first pipeline's."""
+    from haystack_cfrag.cdf_rag.components import HallucinationChecker
+    from haystack_cfrag.loading import share_injected_components
+    from haystack_cfrag.support import ReaderSupportScorer
+    from haystack_cfrag.testing import MockChatGenerator
+
+    def build():
+        pipe = Pipeline()
+        pipe.add_component("generator", MockChatGenerator())
+        pipe.add_component("checker", HallucinationChecker(
+            support_scorer=ReaderSupportScorer(chat_generator=MockChatGenerator()), chat_generator=MockChatGenerator()))
+        pipe.connect("generator.replies", "checker.replies")
+        return pipe
+
+    pool: dict = {}
+    first, second = build(), build()
+    for pipe in (first, second):
+        share_injected_components(pipe, pool)
+        node, checker = pipe.get_component("generator"), pipe.get_component("checker")
+        assert checker.chat_generator is node and checker.support_scorer.chat_generator is node
+    assert first.get_component("generator") is not second.get_component("generator")
+    assert list(pool.values()).count(first.get_component("generator")) == 1  # the first node joined the pool
+    lone = Pipeline()  # no node of that configuration: the injected parts share the pool's instance
+    lone.add_component("checker", HallucinationChecker(
+        support_scorer=ReaderSupportScorer(chat_generator=MockChatGenerator()), chat_generator=MockChatGenerator()))
+    share_injected_components(lone, pool)
+    assert lone.get_component("checker").chat_generator is first.get_component("generator")

@@ -86,13 +86,14 @@ PATHS_HEAD = CAUSAL_PATHS_PROMPT.split("{graph_data}")[0]
 
 
 def _asked(rt, extractor, params=None):
-    """The summarizer's prompts for one question once the graph is built (the extraction calls come before), and the
-    answer step's prompt (the runtime gives the pipeline's `generator` a copy of the chat generator)."""
+    """The query-time prompts of one question once the graph is built (the extraction calls come before): the
+    summarizer reads with the pipeline's `generator` node (an injected reader configured as a node is that node:
+    one model, one KV cache), so the node holds the summary call(s), then the answer."""
     reader = rt.prepare("causal_rag", params).get_component("generator")
-    before, answers = len(extractor.prompts), len(reader.prompts)
+    before, asked = len(extractor.prompts), len(reader.prompts)
     result = rt.ask("causal_rag", Q, params)
-    assert len(reader.prompts) == answers + 1
-    return result, [*extractor.prompts[before:], reader.prompts[-1]]
+    assert len(extractor.prompts) == before  # nothing on the runtime's own reader at query time
+    return result, reader.prompts[asked:]
 
 
 def test_the_default_makes_one_summary_call_and_answers_with_standard_rags_prompt_plus_notes(tmp_path):
@@ -169,14 +170,14 @@ def test_the_served_request_takes_summary_calls_and_refuses_it_out_of_range(tmp_
     service = CFRAGService(ServingConfig(generator="mock"), store=store, chat_generator=extractor,
                            text_embedder=HashingTextEmbedder(), allowed_modules=["tests"])
     service.runtime.graph_cache = tmp_path / "graph"
-    service.runtime.prepare("causal_rag")
-    before = len(extractor.prompts)
+    reader = service.runtime.prepare("causal_rag").get_component("generator")  # the summarizer reads with it too
+    before = len(reader.prompts)
     out = service.answer("causal_rag", Q, {"summary_calls": 2})
-    assert out["pipeline"] == "causal_rag" and len(extractor.prompts) - before == 2  # the report, then the summary
-    assert extractor.prompts[before].startswith(PATHS_HEAD)
-    before = len(extractor.prompts)
+    assert out["pipeline"] == "causal_rag" and len(reader.prompts) - before == 3  # the report, the summary, the answer
+    assert reader.prompts[before].startswith(PATHS_HEAD)
+    before = len(reader.prompts)
     service.answer("causal_rag", Q)
-    assert len(extractor.prompts) - before == 1 and extractor.prompts[before].startswith(ONE_CALL_HEAD)
+    assert len(reader.prompts) - before == 2 and reader.prompts[before].startswith(ONE_CALL_HEAD)
 
 
 def test_the_cli_and_eval_systems_take_summary_calls():

@@ -42,8 +42,8 @@ def test_the_selector_drafts_and_scores_with_one_reader_at_any_depth():
     pipe = load_pipeline("cer")
     selector = pipe.get_component("selector")
     assert selector.support_scorer.chat_generator is selector.chat_generator  # shared two levels down
-    # the answering node is its own instance of the same configuration (llama.cpp maps the file once)
-    assert pipe.get_component("generator").to_dict() == selector.chat_generator.to_dict()
+    # the reader injected with the answering node's configuration is that node: one model, one KV cache
+    assert pipe.get_component("generator") is selector.chat_generator
 
 
 def test_runtime_answers_from_the_kept_set_and_reads_the_builders_answer_not_the_draft():
@@ -58,7 +58,8 @@ def test_runtime_answers_from_the_kept_set_and_reads_the_builders_answer_not_the
     # ... and are counted beside the calls, as the selector's trace counts them
     assert result.llm["scorings"] == trace["scorer_calls"] > 0 and result.llm["scoring_tokens"] > 0
     pipe = rt.built("cer")
-    assert pipe.get_component("selector").support_scorer.chat_generator is rt.generator
+    # the scorer reads with the pipeline's own generator node (the same configuration as the runtime's reader)
+    assert pipe.get_component("selector").support_scorer.chat_generator is pipe.get_component("generator")
 
 
 def test_trace_lines_say_what_was_kept():
