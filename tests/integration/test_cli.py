@@ -97,6 +97,10 @@ def test_cdf_rag_on_the_real_reader_refines_retrieves_on_two_paths_and_checks(gr
     assert hall["decision"] in ("keep", "rewrite") and hall["claims"] >= 1
     assert len(hall["claim_supports"]) == hall["claims"]
     assert all(math.isfinite(s) and s <= 0 for s in hall["claim_supports"])  # log-probabilities per token
+    # read as the reply to the prompt the generator just answered: llama.cpp still holds it (one model
+    # instance), so the scoring evaluates the claims' tokens, not the question and passages again
+    assert hall["scored_under"] == "answer prompt"
+    assert data["llm"]["scorings"] == hall["claims"] and data["llm"]["scoring_tokens"] <= 20 * hall["claims"]
 
 
 def test_grounded_rag_rewrites_a_flagged_answer_with_the_real_reader(graph_store):
