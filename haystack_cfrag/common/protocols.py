@@ -46,7 +46,10 @@ class SupportScorer(Protocol):
     """What CER's selector and CDF-RAG's hallucination checker need of a support scorer: length-normalised
     log P(answer | query, documents).
 
-    `haystack_cfrag.support.ReaderSupportScorer` fits; so does any object with this method.
+    `haystack_cfrag.support.ReaderSupportScorer` fits; so does any object with this method. A scorer
+    that also has `score_reply(messages, answer, reply_prefix) -> float` (the answer's support as the
+    reader's reply to the chat messages it answered) lets CDF-RAG's hallucination check read the answer
+    under the generator's own prompt (`HallucinationChecker(prompt=…)`); without it the check uses `score`.
     """
 
     def score(self, query: str, answer: str, documents: list[Document]) -> float:
