@@ -365,7 +365,7 @@ class ReaderSupportScorer(InjectedParts):
 
 def _scored(backend: SupportBackend, prompt: Prompt, answer: str, reply_prefix: str = "") -> AnswerLogprobs:
     """One scoring, counted into the question's LLM usage (`timing.count_scoring`) as it is made."""
-    if reply_prefix:
+    if reply_prefix:  # only then: a user's own backend (`support_backend()`) may predate the argument
         result = backend.answer_logprobs(prompt, answer, reply_prefix=reply_prefix)
     else:
         result = backend.answer_logprobs(prompt, answer)
