@@ -7,8 +7,9 @@ machine, each warmed up first (loading is not timed):
 - embeds them with the embedded MiniLM (`embedded:all-MiniLM-L6-v2`, batch 32, as `cfrag index`),
 - builds the graph with `CausalGraphBuilder(extractor=SpacyGraphExtractor())` (no cache: every
   passage parsed, the graph merged), and prints nodes, edges and causal edges,
-- with --llm N, extracts N passages with `LLMGraphExtractor` (CausalRAG's prompt, schema-constrained
-  JSON through llama.cpp) and says how many replies parsed and how many tokens they took,
+- with --llm N, extracts N passages (taken in turn from each data file) with `LLMGraphExtractor`
+  (CausalRAG's prompt), schema-constrained JSON through llama.cpp, then the same N as free text (the
+  recipe of the archived runs), and says how many replies parsed and how many tokens they took,
 
 and prints seconds per passage and the ratio graph / embedding. A ratio measured once on one
 machine (with whatever else it runs), never an assert; run it niced next to an evaluation:
@@ -134,19 +135,39 @@ def main() -> None:
 
         generator = factories.chat_generator(models.EMBEDDED_LLM)
         generator.warm_up()
-        llm = LLMGraphExtractor(chat_generator=generator)
-        sample = [d.content for d in docs[: min(args.llm, 15)]]
-        result, llm_s = timed(lambda: llm.run(texts=sample))
-        parsed = sum(1 for m in result["meta"] if m["parsed"])
-        tokens = sum(m["completion_tokens"] for m in result["meta"])
-        triples = sum(len(e.triples) for e in result["extractions"])
-        print(
-            f"graph (LLM, constrained JSON): {llm_s / len(sample):7.2f} s per passage on {len(sample)}: "
-            f"{parsed}/{len(sample)} replies parsed, {triples} triples, "
-            f"{tokens / len(sample):.0f} completion "
-            f"tokens each; ratio to embedding {llm_s / len(sample) / (embed_s / n):.0f}"
-        )
+        sample = llm_sample(rows, min(args.llm, 15))
+        for constrained in (True, False):
+            llm = LLMGraphExtractor(chat_generator=generator, constrained=constrained)
+            result, llm_s = timed(lambda: llm.run(texts=sample))
+            parsed = sum(1 for m in result["meta"] if m["parsed"])
+            tokens = sum(m["completion_tokens"] for m in result["meta"])
+            triples = sum(len(e.triples) for e in result["extractions"])
+            label = "constrained JSON" if constrained else "free text      "
+            print(
+                f"graph (LLM, {label}): {llm_s / len(sample):7.2f} s per passage on {len(sample)}: "
+                f"{parsed}/{len(sample)} replies parsed, {triples} triples, "
+                f"{tokens / len(sample):.0f} completion tokens each "
+                f"({tokens / llm_s:.1f} tokens/s); ratio to embedding {llm_s / len(sample) / (embed_s / n):.0f}"
+            )
 
+
+def llm_sample(rows: list[tuple[str, object]], k: int) -> list[str]:
+    """`k` passage texts taken in turn from each data file (the first of each, then the second, …).
+
+    >>> from types import SimpleNamespace as D
+    >>> llm_sample([("a", D(content="a1")), ("a", D(content="a2")), ("b", D(content="b1"))], 3)
+    ['a1', 'b1', 'a2']
+    """
+    by_file: dict[str, list[str]] = {}
+    for name, doc in rows:
+        by_file.setdefault(name, []).append(doc.content)
+    queues = list(by_file.values())
+    out: list[str] = []
+    while len(out) < k and any(queues):
+        for queue in queues:
+            if queue and len(out) < k:
+                out.append(queue.pop(0))
+    return out
 
 if __name__ == "__main__":
     main()
