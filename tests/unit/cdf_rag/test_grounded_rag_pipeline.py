@@ -25,6 +25,7 @@ def test_standard_rag_answer_then_both_checks_in_the_trace(tmp_path):
     hall, causal = grounded.trace["hallucination_checker"], grounded.trace["causal_checker"]
     assert causal["s_causal"] is None and not causal.get("regenerated")  # the mock extracts no edge to judge
     assert hall["s_hall"] is not None and hall["claims"] >= 1
+    assert hall["scored_under"] == "answer prompt"  # the claims read as the reply to standard RAG's prompt
     if hall["rewritten"]:
         assert hall["original_answer"] == standard.answer and grounded.answer != standard.answer
     else:  # a check that does not fire leaves standard RAG's answer; its scorings generate nothing
@@ -52,6 +53,7 @@ def test_lite_is_standard_rag_then_the_hallucination_check_with_no_graph_built(t
     assert rt.graph_stats == [] and not (tmp_path / "graph").exists()  # no extraction, no graph cache written
     hall = lite.trace["hallucination_checker"]
     assert hall["s_hall"] is not None and hall["claims"] >= 1
+    assert hall["scored_under"] == "answer prompt"  # the claims read as the reply to standard RAG's prompt
     if not hall["rewritten"]:
         assert lite.answer == standard.answer and lite.llm["completion_tokens"] == standard.llm["completion_tokens"]
     assert [line.split(":")[0] for line in cdf_trace.decision_lines(lite.trace)] == ["Hallucination check"]
