@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 ARCHIVE = "replay.tar.xz"
+REPLY_SOURCES = "reply_sources.json"
+"""An archive member naming the other run folders (beside it under docs/results/) whose archives hold the
+replies this run also read; `dedupe_archives.py` writes it when it drops them from this one's reply cache."""
 
 
 def read_run_records(out: Path, name: str = "records.jsonl") -> list[dict[str, Any]]:
@@ -32,15 +35,45 @@ def read_run_records(out: Path, name: str = "records.jsonl") -> list[dict[str, A
     out = Path(out)
     if (out / name).exists():
         return _parse((out / name).read_text(encoding="utf-8"))
-    archive = out / ARCHIVE
+    text = read_member(out, name)
+    return _parse(text) if text else []
+
+
+def read_member(out: Path, name: str) -> str | None:
+    """The text of member `name` of `out`'s `replay.tar.xz` (None: no archive, or no such member)."""
+    archive = Path(out) / ARCHIVE
     if not archive.exists():
-        return []
+        return None
     with tarfile.open(archive, "r:xz") as tar:
         try:
             member = tar.extractfile(name)
         except KeyError:
-            return []
-        return _parse(member.read().decode("utf-8")) if member else []
+            return None
+        return member.read().decode("utf-8") if member else None
+
+
+def reply_cache_lines(out: Path) -> list[str]:
+    """Every reply-cache line a replay of committed run folder `out` needs: its archive's own, then those of
+    the folders its `reply_sources.json` names (beside it), theirs in turn, each line once.
+
+    Raises FileNotFoundError naming a source folder that is missing (the replay would miss its replies).
+    """
+    out = Path(out)
+    lines, seen, done, queue = [], set(), set(), [out]
+    while queue:
+        folder = queue.pop(0)
+        if folder.name in done:
+            continue
+        done.add(folder.name)
+        if not (folder / ARCHIVE).exists():
+            raise FileNotFoundError(f"{out.name}: its replies are also in {folder.name}, which has no {ARCHIVE}")
+        for line in (read_member(folder, "llm_cache.jsonl") or "").splitlines():
+            if line.strip() and line not in seen:
+                seen.add(line)
+                lines.append(line)
+        sources = json.loads(read_member(folder, REPLY_SOURCES) or "{}").get("archives", [])
+        queue += [folder.parent / name for name in sources]
+    return lines
 
 
 def group_by_system(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

@@ -128,33 +128,55 @@ def slim_member(name: str, data: bytes) -> tuple[bytes, int]:
 def slim_archive(archive: Path, *, write: bool = True) -> dict[str, int | bool]:
     """Rewrite `archive` in place (atomically) when slimming changes it; what was done."""
     original = archive.read_bytes()
-    buffer, rewritten = io.BytesIO(), 0
-    with tarfile.open(fileobj=io.BytesIO(original), mode="r:xz") as src, \
-            tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as dst:
+    members, rewritten = [], 0
+    for info, data in read_members(original):
+        if data is not None:
+            data, n = slim_member(info.name, data)
+            rewritten += n
+        members.append((info, data))
+    packed = pack(members)
+    changed = packed != original
+    if changed and write:
+        replace_file(archive, packed)
+    return {"before": len(original), "after": len(packed), "paths": rewritten, "changed": changed}
+
+
+def read_members(archive_bytes: bytes) -> list[tuple[tarfile.TarInfo, bytes | None]]:
+    """An archive's members in order, each a fresh TarInfo (no owner) and its bytes (None: not a file)."""
+    out = []
+    with tarfile.open(fileobj=io.BytesIO(archive_bytes), mode="r:xz") as src:
         for member in src.getmembers():
             info = tarfile.TarInfo(member.name)
             info.type, info.mode, info.mtime = member.type, member.mode, int(member.mtime)
             info.linkname = member.linkname
-            if member.isfile():
-                data, n = slim_member(member.name, src.extractfile(member).read())
-                rewritten += n
+            out.append((info, src.extractfile(member).read() if member.isfile() else None))
+    return out
+
+
+def pack(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:
+    """The members as a deterministic .tar.xz at `PRESET` (PAX format, owners cleared)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as dst:
+        for info, data in members:
+            if data is None:
+                dst.addfile(info)
+            else:
                 info.size = len(data)
                 dst.addfile(info, io.BytesIO(data))
-            else:
-                dst.addfile(info)
-    packed = lzma.compress(buffer.getvalue(), format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, preset=PRESET)
-    changed = packed != original
-    if changed and write:
-        fd, tmp = tempfile.mkstemp(dir=archive.parent, prefix=".slim-", suffix=".tar.xz")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(packed)
-            os.chmod(tmp, archive.stat().st_mode & 0o777)
-            os.replace(tmp, archive)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    return {"before": len(original), "after": len(packed), "paths": rewritten, "changed": changed}
+    return lzma.compress(buffer.getvalue(), format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, preset=PRESET)
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Write `data` over `path` atomically (a temporary file beside it, then a rename), keeping its mode."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".slim-", suffix=".tar.xz")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, path.stat().st_mode & 0o777)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def archives(paths: list[Path]) -> list[Path]:
