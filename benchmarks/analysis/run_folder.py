@@ -27,7 +27,9 @@ from typing import Any
 ARCHIVE = "replay.tar.xz"
 REPLY_SOURCES = "reply_sources.json"
 """An archive member naming the other run folders (beside it under docs/results/) whose archives hold the
-replies this run also read; `dedupe_archives.py` writes it when it drops them from this one's reply cache."""
+replies this run also read: `{"archives": [...], "lines": n}`. `dedupe_archives.py` writes it when it drops
+n replies from this one's reply cache; a run archived from a folder seeded with earlier runs' caches (only
+the replies it added) names those runs, with n = 0."""
 
 
 def read_run_records(out: Path, name: str = "records.jsonl") -> list[dict[str, Any]]:
