@@ -33,20 +33,23 @@ from slim_archive import pack, read_members, replace_file
 CACHE = "llm_cache.jsonl"
 
 
+def holders(lines: dict[str, list[str]], order: list[str]) -> dict[str, str]:
+    """Each reply line's keeper: the first archive in `order` (earliest first) that holds it."""
+    holder: dict[str, str] = {}
+    for name in order:
+        for line in lines[name]:
+            holder.setdefault(line, name)
+    return holder
+
+
 def plan(lines: dict[str, list[str]], order: list[str]) -> dict[str, tuple[list[str], int]]:
     """For each archive (in `order`, earliest first): the earlier archives holding some of its lines, and how
     many of its lines they hold (those it drops)."""
-    holder: dict[str, str] = {}
+    holder = holders(lines, order)
     out = {}
     for name in order:
-        sources, dropped = set(), 0
-        for line in lines[name]:
-            if holder.get(line, name) != name:
-                sources.add(holder[line])
-                dropped += 1
-            else:
-                holder[line] = name
-        out[name] = (sorted(sources), dropped)
+        kept_by = [holder[line] for line in lines[name] if holder[line] != name]
+        out[name] = (sorted(set(kept_by)), len(kept_by))
     return out
 
 
@@ -100,14 +103,14 @@ def dedupe(folder: Path, *, write: bool = True) -> list[tuple[str, int, int, int
         runs[path.parent.name] = (path, original, read_members(original))
     order = sorted(runs, key=lambda name: (started(runs[name][2]), name))
     lines = {name: cache_lines(runs[name][2]) for name in order}
-    done = []
+    holder, done = holders(lines, order), []
     for name, (sources, dropped) in plan(lines, order).items():
         path, original, members = runs[name]
         if not dropped:
             done.append((name, len(original), len(original), 0, []))
             continue
-        earlier = {line for other in order[: order.index(name)] for line in lines[other]}
-        packed = pack(rewritten(members, earlier & set(lines[name]), sources, dropped))
+        drop = {line for line in lines[name] if holder[line] != name}
+        packed = pack(rewritten(members, drop, sources, dropped))
         if write:
             replace_file(path, packed)
         done.append((name, len(original), len(packed), dropped, sources))
