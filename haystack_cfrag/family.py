@@ -49,6 +49,9 @@ class Entry:
     RAG, one passage more, hybrid retrieval) or "order" (the same passages reordered: the reader's order noise)."""
     path: Path | None = None
     """The YAML file when it is not a shipped one (a family of your own: `registry.register_family`)."""
+    cascade: bool = False
+    """A cascade (`*_auto`): standard RAG, then the family's method where the escalation gate opens; its table
+    adds the gate's parameters (`haystack_cfrag.cascade.parameters`) to the family's."""
 
 
 @dataclass(frozen=True)

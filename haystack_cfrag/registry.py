@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from haystack_cfrag.cascade.parameters import GATE_PARAMETERS, GATE_SWEEP_NAMES
 from haystack_cfrag.common.parameters import Parameter, ParameterError, check_parameters
 from haystack_cfrag.family import Entry, Family, StorePreparation
 from haystack_cfrag.pipelines import pipeline_path
@@ -68,7 +69,7 @@ class ShippedPipeline:
     @property
     def request_parameters(self) -> tuple[str, ...]:
         """The parameters a served request may set: the family's request parameters this pipeline has."""
-        wanted = FAMILIES[self.family].request_parameters
+        wanted = request_names(FAMILIES[self.family])
         return tuple(name for name in self.parameters if name in wanted)
 
     @property
@@ -87,12 +88,22 @@ REGISTRY: dict[str, ShippedPipeline] = {}
 
 
 def _table(family: Family, entry: Entry) -> Mapping[str, Parameter]:
+    table = _method_table(family, entry)
+    return {**table, **GATE_PARAMETERS} if entry.cascade else table
+
+
+def _method_table(family: Family, entry: Entry) -> Mapping[str, Parameter]:
     if isinstance(entry.parameters, Mapping):
         return entry.parameters
     if entry.parameters is None and not family.borrowed:
         return family.parameters
     table = {**family.parameters, **{name: FAMILIES[owner].parameters[name] for name, owner in family.borrowed.items()}}
     return table if entry.parameters is None else {name: table[name] for name in entry.parameters}
+
+
+def request_names(family: Family) -> tuple[str, ...]:
+    """What a request may set on a pipeline of `family`: its request parameters, and a cascade's gate threshold."""
+    return (*family.request_parameters, *GATE_PARAMETERS)
 
 
 def register_family(family: Family) -> None:
@@ -152,7 +163,7 @@ class Resolved:
     @property
     def request_table(self) -> dict[str, Parameter]:
         """What a request may set on this pipeline."""
-        wanted = self.family.request_parameters
+        wanted = request_names(self.family)
         return {name: p for name, p in self.parameters.items() if name in wanted}
 
     def run_data(self, **values: Any) -> dict[str, dict[str, Any]]:
@@ -291,7 +302,7 @@ def cli_options() -> dict[str, tuple[str, Parameter]]:
 
 def sweep_names(family: Family) -> dict[str, str]:
     """Short names of a family's parameters in eval systems and sweeps (`lambda` -> `causal_weight`)."""
-    return dict(family.sweep_names)
+    return {**family.sweep_names, **GATE_SWEEP_NAMES}
 
 
 def parameters_of(name_or_path: str | Path) -> Mapping[str, Parameter]:

@@ -24,6 +24,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
+from haystack_cfrag.cascade.math import GATE_KEY
 from haystack_cfrag.registry import FAMILIES, Resolved, preparation_of, resolve
 from haystack_cfrag.common import interrupts
 from haystack_cfrag.common.serialization import serialize_component
@@ -45,12 +46,15 @@ class Answer:
     stages: dict[str, float]
     llm: dict[str, Any]
     outputs: dict[str, Any] = field(default_factory=dict, repr=False)  # the pipeline's raw outputs
+    gate: dict[str, Any] | None = None
+    """A cascade's escalation gate: escalated or not, because …, its signals (None: not a cascade)."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-serialisable."""
         return {
             "pipeline": self.pipeline,
             "answer": self.answer,
+            **({"gate": self.gate} if self.gate is not None else {}),
             "seconds": round(self.seconds, 3),
             "stages": {k: round(v, 3) for k, v in self.stages.items()},
             "llm": self.llm,
@@ -231,8 +235,11 @@ class Runtime:
             for key, node in ((name, comp), (f"{name}.retriever", comp.get("init_parameters", {}).get("retriever"))):
                 if isinstance(node, dict) and str(node.get("type", "")).endswith("EmbeddingRetriever"):
                     new = serialize_component(self.retriever)
-                    if "top_k" in node.get("init_parameters", {}):
-                        new["init_parameters"]["top_k"] = node["init_parameters"]["top_k"]
+                    kept = node.get("init_parameters", {})
+                    if "top_k" in kept:
+                        new["init_parameters"]["top_k"] = kept["top_k"]
+                    if "return_embedding" in kept and "return_embedding" in new["init_parameters"]:
+                        new["init_parameters"]["return_embedding"] = kept["return_embedding"]  # a cascade's
                     overrides[key] = new
         return overrides
 
@@ -287,7 +294,9 @@ class Runtime:
                     count_llm_usage(*generators) as usage:
                 out = pipe.run(data)
             seconds = time.perf_counter() - start
-        answer, trace, docs = read_outputs(declared(out, resolved.outputs), by_stage=resolved.family.by_stage)
+        kept = declared(out, resolved.outputs)
+        gate = gate_reading(kept, resolved.outputs)
+        answer, trace, docs = read_outputs(kept, by_stage=resolved.family.by_stage)
         return Answer(
             pipeline=resolved.name,
             answer=answer,
@@ -297,6 +306,7 @@ class Runtime:
             stages=dict(timer.seconds) if timer is not None else {},
             llm=usage.as_dict(),
             outputs=out,
+            gate=gate,
         )
 
     def prepare(self, path: str | Path | Resolved, params: dict[str, Any] | None = None) -> Pipeline:
@@ -367,6 +377,26 @@ def declared(out: dict[str, Any], outputs: dict[str, str]) -> dict[str, Any]:
         if isinstance(out.get(comp), dict) and socket in out[comp]:
             kept.setdefault(comp, {})[socket] = out[comp][socket]
     return kept or out
+
+
+def gate_reading(kept: dict[str, Any], outputs: dict[str, str]) -> dict[str, Any] | None:
+    """A cascade's gate trace (the file's `gate` output), taken out of `kept` so that the method's trace reads alone.
+
+    >>> kept = {"gate": {"trace": {"escalated": False}}, "builder": {"answers": []}}
+    >>> gate_reading(kept, {"gate": "gate.trace"}), kept
+    ({'escalated': False}, {'builder': {'answers': []}})
+    """
+    target = outputs.get(GATE_KEY)
+    if not target:
+        return None
+    comp, socket = target.split(".", 1)
+    sockets = kept.get(comp)
+    if not isinstance(sockets, dict) or socket not in sockets:
+        return None
+    reading = sockets.pop(socket)
+    if not sockets:
+        del kept[comp]
+    return reading if isinstance(reading, dict) else None
 
 
 def read_outputs(

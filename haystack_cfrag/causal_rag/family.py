@@ -83,6 +83,8 @@ FAMILY = Family(
                   "report, then summary), then one generation over the passages with the summary as notes."
                   "\n\nReturns "
                   "the answer, the passages and the graph retriever's trace.")),
+        Entry("causal_rag_auto", "the cascade: standard RAG, then CausalRAG only where the escalation gate says "
+              "the evidence may conflict (docs/cascade.md)", served=True, cascade=True),
         Entry("causal_rag_indexing", "index time: passages -> causal graph nodes and edges (the spaCy extractor by "
               "default, each passage cached) -> the node store", (), indexing=True),
     ),

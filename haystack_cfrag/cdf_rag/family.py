@@ -26,6 +26,10 @@ FAMILY = Family(
                   "rewrite).\n\nReturns the answer, the passages and each check's score and decision."),
               parameters=("refinement", "tau", "delta", "support_threshold", "rewrite_mode", "graph_top_k",
                           "merge_mode")),
+        Entry("cdf_rag_auto", "the cascade: standard RAG, then CDF-RAG only where the escalation gate says the "
+              "evidence may conflict (docs/cascade.md)", served=True, cascade=True,
+              parameters=("refinement", "tau", "delta", "support_threshold", "rewrite_mode", "graph_top_k",
+                          "merge_mode")),
         Entry("grounded_rag", "standard RAG, then CDF-RAG's causal-consistency and hallucination checks alone "
               "(docs/cdf_rag.md, 'Grounded standard RAG')",
               parameters=("tau", "delta", "support_threshold", "rewrite_mode", "graph_top_k")),

@@ -23,9 +23,11 @@ FAMILY = Family(
                   "Answer a question with CER: the smallest set of the retrieved passages whose answer the reader "
                   "supports, then one generation over that set.\n\nReturns the answer, the kept passages and the "
                   "selector's trace (F̂ per step, pruned passages, necessity).")),
+        Entry("cer_auto", "the cascade: standard RAG, then CER only where the escalation gate says the evidence "
+              "may conflict (docs/cascade.md)", served=True, cascade=True),
     ),
     view=view,
-    sweep_axes=("theta", "epsilon", "delta", "mu", "entailment"),
+    sweep_axes=("theta", "epsilon", "delta", "mu", "entailment", "gate_threshold"),
     components=("haystack_cfrag.cer.",),
 )
 

@@ -80,6 +80,8 @@ FAMILY = Family(
               api_description=API, default_system=True),
         Entry("cf_rag_paper", "the paper's configuration (docs/method.md, 'Two configurations')",
               default_system=True),
+        Entry("cf_rag_auto", "the cascade: standard RAG, then CF-RAG only where the escalation gate says the "
+              "evidence may conflict (docs/cascade.md)", served=True, api_description=API, cascade=True),
     ),
     view=view,
     read=read,

@@ -97,4 +97,14 @@ def _ints(value: Any) -> list[int]:
     return []
 
 
-__all__ = ["MAX_ANSWER_CHARS", "MAX_RATIONALE_CHARS", "extract_json", "parse_draft_reply"]
+def reply_text(answer_prefix: str, claim: str) -> str:
+    """A claim (or answer) as the reply continues after `answer_prefix`: one space between them unless the
+    prefix ends in whitespace (so "Answer:" + " Paris" is tokenized as the reader wrote it).
+
+    >>> reply_text("Answer:", "Paris"), reply_text("", "Paris"), reply_text("A:\\n", "Paris")
+    (' Paris', 'Paris', 'Paris')
+    """
+    return " " + claim if answer_prefix and not answer_prefix[-1].isspace() else claim
+
+
+__all__ = ["MAX_ANSWER_CHARS", "MAX_RATIONALE_CHARS", "extract_json", "parse_draft_reply", "reply_text"]

@@ -322,6 +322,7 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condit
         counterfactuals=trace.get("counterfactuals") or [], override=trace.get("override"),
         candidates=candidates(trace, item, pipeline.family.scored), answer_normalized=normalize_answer(result.answer),
         selection=selection_summary(trace),
+        **({"gate": result.gate} if result.gate is not None else {}),
         **score(item, result.answer, titles),
     )
     return record

@@ -25,6 +25,7 @@ from haystack_cfrag.cdf_rag.math.checks import (
 from haystack_cfrag.cdf_rag.prompts import REWRITE_FIELDS, REWRITE_PROMPTS, render_claims
 from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, degradation, prepare_query
 from haystack_cfrag.common.prompting import render_evidence
+from haystack_cfrag.common.replies import reply_text
 from haystack_cfrag.common.protocols import ChatGenerator, SupportScorer
 from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.common.tracing import LLMCall
@@ -303,13 +304,3 @@ class _Check(Correction):
             "trace": trace,
             "degradations": list(self.degradations),
         }
-
-
-def reply_text(answer_prefix: str, claim: str) -> str:
-    """The claim as the reply continues after `answer_prefix`: one space between them unless the
-    prefix ends in whitespace (so "Answer:" + " Paris" is tokenized as the reader wrote it).
-
-    >>> reply_text("Answer:", "Paris"), reply_text("", "Paris"), reply_text("A:\\n", "Paris")
-    (' Paris', 'Paris', 'Paris')
-    """
-    return " " + claim if answer_prefix and not answer_prefix[-1].isspace() else claim

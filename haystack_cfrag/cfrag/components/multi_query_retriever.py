@@ -99,28 +99,34 @@ class MultiQueryRetriever(InjectedParts):
 
     @component.output_types(documents=list[Document], original_documents=list[Document])
     def run(
-        self, queries: list[str], top_k: int | None = None, filters: dict[str, Any] | None = None
+        self, queries: list[str], top_k: int | None = None, filters: dict[str, Any] | None = None,
+        original_documents: list[Document] | None = None,
     ) -> dict[str, list[Document]]:
         """
         :param queries: the original query first, then the counterfactuals.
         :param top_k: overrides `top_k` for this call.
         :param filters: Haystack metadata filters passed to the retriever.
+        :param original_documents: the original query's results already retrieved (a cascade's standard RAG):
+            used as they are, the original query is not retrieved again.
         :returns: `documents`, the union with provenance, and `original_documents`, the original query's results.
         """
-        self._check(queries)
-        if len(queries) == 1 or self.max_workers == 1:
-            results = [self._retrieve(q, top_k, filters) for q in queries]
+        self._check(queries, original_documents)
+        todo = queries if original_documents is None else queries[1:]
+        if len(todo) <= 1 or self.max_workers == 1:
+            results = [self._retrieve(q, top_k, filters) for q in todo]
         else:
-            with ThreadPoolExecutor(max_workers=min(self.max_workers, len(queries))) as pool:
-                results = list(pool.map(lambda q: self._retrieve(q, top_k, filters), queries))
-        return _outputs(union_with_provenance(results))
+            with ThreadPoolExecutor(max_workers=min(self.max_workers, len(todo))) as pool:
+                results = list(pool.map(lambda q: self._retrieve(q, top_k, filters), todo))
+        return _outputs(union_with_provenance(_given(original_documents) + results))
 
     @component.output_types(documents=list[Document], original_documents=list[Document])
     async def run_async(
-        self, queries: list[str], top_k: int | None = None, filters: dict[str, Any] | None = None
+        self, queries: list[str], top_k: int | None = None, filters: dict[str, Any] | None = None,
+        original_documents: list[Document] | None = None,
     ) -> dict[str, list[Document]]:
         """Async twin of `run`, with the same sockets; queries run concurrently up to `max_workers`."""
-        self._check(queries)
+        self._check(queries, original_documents)
+        todo = queries if original_documents is None else queries[1:]
         limit = asyncio.Semaphore(self.max_workers)
 
         async def one(query: str) -> list[Document]:
@@ -131,14 +137,18 @@ class MultiQueryRetriever(InjectedParts):
                 kwargs = self._retriever_kwargs(query, embedding, top_k, filters)
                 return (await run_async_or_thread(self.retriever, **kwargs))["documents"]
 
-        results = await asyncio.gather(*(one(q) for q in queries))
-        return _outputs(union_with_provenance(list(results)))
+        results = await asyncio.gather(*(one(q) for q in todo))
+        return _outputs(union_with_provenance(_given(original_documents) + list(results)))
 
     # ------------------------------------------------------------------ steps
     @staticmethod
-    def _check(queries: list[str]) -> None:
+    def _check(queries: list[str], original_documents: list[Document] | None = None) -> None:
         if not queries or not all(isinstance(q, str) and q.strip() for q in queries):
             raise ValueError("MultiQueryRetriever: 'queries' must be a non-empty list of non-empty strings.")
+        if original_documents is not None and not (
+            isinstance(original_documents, list) and all(isinstance(d, Document) for d in original_documents)
+        ):
+            raise ValueError("MultiQueryRetriever: 'original_documents' must be a list of documents.")
 
     def _retriever_kwargs(
         self, query: str, embedding: list[float] | None, top_k: int | None, filters: dict[str, Any] | None
@@ -156,6 +166,11 @@ class MultiQueryRetriever(InjectedParts):
     def _retrieve(self, query: str, top_k: int | None, filters: dict[str, Any] | None) -> list[Document]:
         embedding = self.query_embedder.run(text=query)["embedding"] if self._by_embedding else None
         return self.retriever.run(**self._retriever_kwargs(query, embedding, top_k, filters))["documents"]
+
+
+def _given(original_documents: list[Document] | None) -> list[list[Document]]:
+    """The original query's results when they were given (as the first query's result list), else none."""
+    return [] if original_documents is None else [list(original_documents)]
 
 
 def _outputs(union: list[Document]) -> dict[str, list[Document]]:

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cfrag import ranges
 from haystack_cfrag.common.asking import AsksChatGenerator
@@ -145,7 +146,8 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
 
     @component.output_types(drafts=list[Draft])
     def run(
-        self, query: str, subsets: list[list[Document]], baseline_documents: list[Document] | None = None
+        self, query: str, subsets: list[list[Document]], baseline_documents: list[Document] | None = None,
+        baseline_replies: list[ChatMessage] | None = None,
     ) -> dict[str, list[Draft]]:
         """
         :param query: the original question.
@@ -153,11 +155,14 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
         :param baseline_documents: the original query's top-k in rank order: drafted first with
             standard RAG's prompt (whatever `prompt` is), as the baseline the ranker's override
             protects (`meta["cfrag_source"] == "baseline"`, index = len(subsets)).
+        :param baseline_replies: standard RAG's replies over `baseline_documents` (a cascade's first step):
+            the baseline draft is read from them, with no call of its own.
         :returns: `drafts` — the baseline first when given, then the subsets in order (failed ones carry `error`).
         """
         query = self._check(query, subsets)
         deadline = self._deadline()
-        jobs = self._jobs(subsets, baseline_documents)
+        reused = self._reused(subsets, baseline_documents, baseline_replies)
+        jobs = self._jobs(subsets, None if reused else baseline_documents)
         base = len(subsets)
         parent = current_span()  # this component's span: the parent of every draft's LLM-call span
 
@@ -172,11 +177,12 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
             with ThreadPoolExecutor(max_workers=min(self.max_workers, len(jobs))) as pool:
                 futures = [pool.submit(contextvars.copy_context().run, draft, job) for job in jobs]
                 drafts = [f.result() for f in futures]
-        return {"drafts": self._report(self._mark_baseline(drafts, baseline_documents))}
+        return {"drafts": self._report(self._mark_baseline(reused + drafts, baseline_documents))}
 
     @component.output_types(drafts=list[Draft])
     async def run_async(
-        self, query: str, subsets: list[list[Document]], baseline_documents: list[Document] | None = None
+        self, query: str, subsets: list[list[Document]], baseline_documents: list[Document] | None = None,
+        baseline_replies: list[ChatMessage] | None = None,
     ) -> dict[str, list[Draft]]:
         """Async twin of `run`, with the same sockets; drafts run as tasks up to `max_workers`."""
         query = self._check(query, subsets)
@@ -192,9 +198,10 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
                                                                     index == len(subsets), parent))
                 return self._drafted(index, docs, *asked)
 
-        jobs = self._jobs(subsets, baseline_documents)
+        reused = self._reused(subsets, baseline_documents, baseline_replies)
+        jobs = self._jobs(subsets, None if reused else baseline_documents)
         drafts = await asyncio.gather(*(one(i, docs) for i, docs in jobs))
-        return {"drafts": self._report(self._mark_baseline(list(drafts), baseline_documents))}
+        return {"drafts": self._report(self._mark_baseline(reused + list(drafts), baseline_documents))}
 
     # ------------------------------------------------------------------ steps
     def _check(self, query: str, subsets: list[list[Document]]) -> str:
@@ -212,6 +219,18 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
             raise ValueError("ParallelDraftGenerator: 'baseline_documents' must be a list of documents.")
         head = [(len(subsets), list(baseline))] if baseline is not None else []
         return head + list(enumerate(subsets))
+
+    def _reused(self, subsets: list[list[Document]], baseline: list[Document] | None,
+                replies: list[ChatMessage] | None) -> list[Draft]:
+        """The baseline draft read from standard RAG's `replies` (none: it is drafted like the others)."""
+        if replies is None or baseline is None:
+            return []
+        if not isinstance(replies, list) or not all(isinstance(r, ChatMessage) for r in replies):
+            raise ValueError("ParallelDraftGenerator: 'baseline_replies' must be a list of chat messages.")
+        self._jobs(subsets, baseline)  # the same check of `baseline_documents`
+        if not baseline:
+            return [self._no_evidence(len(subsets))]
+        return [self._parse(len(subsets), list(baseline), {"replies": replies})]
 
     @staticmethod
     def _mark_baseline(drafts: list[Draft], baseline: list[Document] | None) -> list[Draft]:
