@@ -213,6 +213,35 @@ def share_injected_components(pipe: Pipeline, pool: dict[str, Any] | None = None
     return pool
 
 
+def share_node_models(pipe: Pipeline) -> int:
+    """Nodes of one configuration that hold a loaded model (`_model`: llama.cpp) read with one model.
+
+    A cascade names the reader twice (standard RAG's generator, the method's own answer node):
+    Haystack needs two nodes, but one llama.cpp model serves both, so its prompt cache carries
+    from one call to the next and the weights and KV cache are held once. The first node of a
+    configuration is warmed and lends its model to the others: nodes of one pipeline already share
+    it across concurrent runs of that pipeline, so run one question at a time with an in-process
+    model (`Runtime.ask` does: llama.cpp is not thread-safe). Returns the nodes that borrowed a model.
+    """
+    first: dict[str, Any] = {}
+    shared = 0
+    for _, comp in pipe.walk():
+        if "_model" not in getattr(comp, "__dict__", {}) or not callable(getattr(comp, "warm_up", None)):
+            continue
+        key = _shareable_key(comp)
+        if key is None:
+            continue
+        owner = first.setdefault(key, comp)
+        if owner is comp:
+            continue
+        owner.warm_up()
+        comp._model = owner._model  # noqa: SLF001  (the adapter's loaded model, lent)
+        if hasattr(owner, "_inference_lock"):  # llama-cpp-haystack's async runs: one lock for the one model
+            comp._inference_lock = owner._inference_lock  # noqa: SLF001
+        shared += 1
+    return shared
+
+
 def _shareable_key(comp: Any) -> str | None:
     """`component_key` of a component that can be shared (a model, not a store holder); None otherwise."""
     if not hasattr(comp, "to_dict") or _holds_store(comp):

@@ -29,7 +29,7 @@ from haystack_cfrag.registry import FAMILIES, Resolved, preparation_of, resolve
 from haystack_cfrag.common import interrupts
 from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.stores.keyword import keyword_retriever
-from haystack_cfrag.loading import component_key, pipeline_from_dict, share_injected_components
+from haystack_cfrag.loading import component_key, pipeline_from_dict, share_injected_components, share_node_models
 from haystack_cfrag.timing import count_llm_usage, timed_on, timed_stages
 
 
@@ -332,6 +332,7 @@ class Runtime:
             if key not in self._built:
                 self.warm_up()
                 pipe = self.pipeline(resolved, params)
+                share_node_models(pipe)  # a cascade's reader nodes read with one model (llama.cpp: one KV cache)
                 pipe.warm_up()
                 self._built[key] = pipe
                 while len(self._built) > MAX_BUILT:

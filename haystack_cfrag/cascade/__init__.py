@@ -7,6 +7,6 @@ their ranges. The gate knows nothing of the method behind it: each family's `*_a
 on its `escalate` output with Haystack's `ConditionalRouter` (docs/cascade.md).
 """
 
-from haystack_cfrag.cascade.math import GATE_KEY, GateDecision, decide, signals
+from haystack_cfrag.cascade.math import GATE_KEY, GateDecision, decide, gate_line, signals
 
-__all__ = ["GATE_KEY", "GateDecision", "decide", "signals"]
+__all__ = ["GATE_KEY", "GateDecision", "decide", "gate_line", "signals"]

@@ -9,8 +9,10 @@ standard RAG already holds:
   and whether the top-ranked one does;
 - `rivals`: passages that hold none of the answer's words — evidence that points elsewhere.
 
-The rule: escalate when the reader is unsure of its own answer (`support < threshold`), when the
-answer is empty, or when no passage holds it (an answer the evidence does not state).
+The rule: escalate when the answer is empty, when the reader is unsure of its own answer
+(`support < threshold`), when no passage states it (an answer the evidence does not give), or when it
+has the Correlation Trap's shape: a pile of passages states it while the best-ranked passage does not
+(volume, not the best match, carried the answer). Otherwise standard RAG's answer stands.
 
     >>> s = signals("Mount Everest", ["Mount Everest is 8,849 m.", "Mauna Kea rises 10,210 m."], -0.05)
     >>> s["holding"], s["rivals"], s["top_holds"]
@@ -19,6 +21,9 @@ answer is empty, or when no passage holds it (an answer the evidence does not st
     False
     >>> decide(signals("Mount Everest", ["Everest is high."], -0.9), threshold=-0.3).because
     'the reader is unsure of its answer (support -0.90 < -0.30)'
+    >>> decide(signals("Sydney", ["Canberra is the capital.", "Sydney is big.", "The harbour of Sydney."], -0.01),
+    ...        threshold=-0.3).because
+    'a pile of 2 passages states the answer but the best-ranked passage does not'
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ from haystack_cfrag.common.text import mention
 
 GATE_KEY = "gate"
 """Where a cascade's trace keeps the gate's reading (the trace of a run that did not escalate is only this)."""
+
+PILE = 2
+"""Passages that state the answer, the best-ranked not among them: the answer came from volume, not the best match."""
 
 THRESHOLD_RANGE = (-20.0, 0.0)
 """The support threshold's range, in nats per token (0: escalate on anything short of certainty)."""
@@ -69,6 +77,17 @@ def signals(answer: str, passages: Sequence[str], support: float | None,
     }
 
 
+def gate_line(gate: dict[str, Any] | None) -> str:
+    """One line of a cascade's gate trace, for people (the CLI, the served answer).
+
+    >>> gate_line({"escalated": False, "because": "the reader is sure"})
+    'Escalated: no, because the reader is sure'
+    """
+    if not gate:
+        return ""
+    return f"Escalated: {'yes' if gate.get('escalated') else 'no'}, because {gate.get('because', '?')}"
+
+
 def decide(reading: dict[str, Any], *, threshold: float) -> GateDecision:
     """The rule (module doc) over `signals`' reading."""
     if not (reading.get("answer") or "").strip():
@@ -80,5 +99,8 @@ def decide(reading: dict[str, Any], *, threshold: float) -> GateDecision:
         return GateDecision(True, f"the reader is unsure of its answer (support {support:.2f} < {threshold:.2f})")
     if reading.get("passages") and not reading.get("holding"):
         return GateDecision(True, "no passage states the answer")
+    if reading.get("holding", 0) >= PILE and not reading.get("top_holds"):
+        return GateDecision(True, f"a pile of {reading['holding']} passages states the answer but the best-ranked "
+                                  "passage does not")
     return GateDecision(False, f"the reader is sure (support {support:.2f} ≥ {threshold:.2f}) and "
                                f"{reading.get('holding')} of {reading.get('passages')} passages state the answer")

@@ -26,6 +26,7 @@ import click
 
 from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
+from haystack_cfrag.cascade.math import gate_line
 from haystack_cfrag.common import interrupts
 from haystack_cfrag.common.errors import one_line
 from haystack_cfrag.cli.checks import (
@@ -199,6 +200,8 @@ def ask(question: str, pipeline: str, as_json: bool, store_path: str | None, llm
         click.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
     else:
         click.echo(click.style(f"Answer: {printable(result.answer)}", bold=True))
+        if result.gate is not None:  # a cascade: whether the method ran, and why
+            click.echo(gate_line(result.gate))
         view = trace_view(pipeline)
         if result.trace and view is not None:
             click.echo(view.format_trace(result.trace))
@@ -233,6 +236,8 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
         click.echo(f"Question: {printable(question)}\n")
         for name, r in zip(names, results, strict=True):
             click.echo(click.style(f"{r.pipeline:>14}: {printable(r.answer)}", bold=True))
+            if r.gate is not None:
+                click.echo("                " + gate_line(r.gate))
             view = trace_view(name)
             if r.trace and view is not None:  # why the answer won (CF-RAG: the duel or override check)
                 click.echo("\n".join("                " + line for line in view.decision_lines(r.trace)))

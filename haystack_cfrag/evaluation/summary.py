@@ -239,8 +239,10 @@ def _system_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
             by_mode[r["failure_mode"]].append(r)
     em = _mean([r["em"] for r in recs]) or 0.0
     latency = float(np.mean(equivalent))
+    gated = [r["gate"] for r in recs if isinstance(r.get("gate"), dict)]
     return {
         "n": len(recs),
+        **({"escalated": sum(bool(g.get("escalated")) for g in gated)} if gated else {}),
         **{m: _mean([r[m] for r in recs]) for m in METRICS},
         "support_recall": _mean([r.get("support_recall") for r in recs]),
         "oracle": _mean([oracle_em(r) for r in recs]),
@@ -503,6 +505,10 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
                 f"| {sys_name} | {lat['mean']:.1f} / {lat['p50']:.1f} / {lat['p95']:.1f}{eq} | {over} | "
                 f"{llm['calls'] or 0:.1f} | {llm['prompt_tokens'] or 0:.0f} | {llm['completion_tokens'] or 0:.0f} | "
                 f"{_scorings(llm)} | {s['cache_hits'] or 0:.1f} | {eff} |")
+        escalated = [f"{sys_name} {s['escalated']} of {s['n']}" for sys_name, s in cond["systems"].items()
+                     if "escalated" in s]
+        if escalated:  # the cascades: how often the gate ran the method
+            lines += ["", "Escalated by the gate (the method ran): " + "; ".join(escalated) + "."]
         lines += _across_machines(cond["systems"], results["baseline"])
         lines += _controls_lines(cond, results["baseline"])
         types = sorted({t for s in cond["systems"].values() for t in s["by_type"]})

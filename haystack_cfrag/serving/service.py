@@ -179,7 +179,7 @@ class CFRAGService:
         if reading.failure is not None:
             raise PipelineFailedError(f"The pipeline '{name}' failed: {reading.failure}")
         response = build_response(pipeline, question, result.answer, result.trace, result.documents, reading,
-                                  result.seconds)
+                                  result.seconds, gate=result.gate)
         response["usage"] = _usage_report(result.llm)
         return response
 
@@ -204,18 +204,24 @@ def build_response(
     documents: list[dict[str, Any]],
     reading: Reading,
     seconds: float,
+    gate: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON answer: the answer, ranked alternatives, the trace, and whether it is degraded (the family's reading)."""
+    """The JSON answer: the answer, ranked alternatives, the trace, and whether it is degraded (the family's reading);
+    a cascade's gate reading too (`escalated`, `because`, its signals): whether the method ran and why."""
+    warnings = list(reading.warnings)
+    if gate is not None:
+        warnings += [f"{d.get('stage', 'gate')}: {d.get('reason', 'degraded')}" for d in gate.get("degradations") or []]
     return {
         "pipeline": pipeline.name,
         "question": question,
         "answer": answer,
-        "degraded": bool(reading.warnings),
-        "warnings": list(reading.warnings),
+        "degraded": bool(warnings),
+        "warnings": warnings,
         "alternatives": list(reading.alternatives),
         "documents": documents,
         "seconds": round(seconds, 3),
         "trace": trace,
+        **({"escalation": gate} if gate is not None else {}),
     }
 
 

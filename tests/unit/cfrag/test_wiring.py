@@ -20,6 +20,8 @@ from haystack_cfrag.pipelines import pipeline_path, shipped_pipelines
 from tests.fakes import HashingTextEmbedder, KeywordReader
 
 SHIPPED = {"cf_rag": CONNECTIONS, "cf_rag_fast": CONNECTIONS, "cf_rag_paper": PAPER_CONNECTIONS}
+CASCADE = "cf_rag_auto"
+"""The cascade: standard RAG's nodes and the gate in front of cf_rag.yml's graph (retriever renamed cf_retriever)."""
 
 
 def _yaml(name):
@@ -36,7 +38,23 @@ def test_every_cf_rag_file_is_checked():
         name for name in shipped_pipelines()
         if any(c["type"] == expander for c in _yaml(name)["components"].values())
     }
-    assert cf_rag_files == set(SHIPPED)
+    assert cf_rag_files == {*SHIPPED, CASCADE}
+
+
+def test_the_cascade_runs_cf_rags_graph_on_standard_rags_passages_and_answer():
+    data, default = _yaml(CASCADE), _yaml("cf_rag")
+    rename = {RETRIEVER: "cf_retriever"}
+    method = [rename.get(c, c) for c in COMPONENTS]
+    edges = [e for e in _edges(data["connections"]) if all(x.split(".")[0] in method for x in e)]
+    renamed = [tuple(".".join([rename.get(x.split(".")[0], x.split(".")[0]), x.split(".")[1]]) for x in e)
+               for e in CONNECTIONS]
+    assert sorted(edges) == sorted(renamed)
+    for name in COMPONENTS:  # the same settings as the always-on default
+        assert data["components"][rename.get(name, name)] == default["components"][name]
+    into = {r: s for s, r in _edges(data["connections"])}
+    assert into["cf_retriever.original_documents"] == "retriever.documents"   # no second retrieval of q
+    assert into["drafter.baseline_replies"] == "generator.replies"            # the baseline IS standard RAG's answer
+    assert all(into[socket.replace(RETRIEVER, "cf_retriever")] == "router.escalated" for socket in QUERY_INPUTS)
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))

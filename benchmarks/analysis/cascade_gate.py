@@ -1,0 +1,114 @@
+"""Choose the escalation gate offline: its signals on a sample against each method's archived answers.
+
+A cascade answers as standard RAG where the gate stays closed and as the method where it opens (the
+method's calls are the always-on method's own, so its archived answer is the one it gives there). For each
+sample, method and threshold this prints the escalation rate, the method's wins kept (a win behind a closed
+gate is lost), its losses avoided (a loss behind a closed gate is saved), and the cascade's EM against
+standard RAG and against the method (paired, 95 % bootstrap interval, ↑/↓).
+
+    python benchmarks/analysis/cascade_gate.py runs/cascade/archived_answers.json \
+        trap_dev=runs/cascade/sig_trap_dev dev_a=runs/cascade/sig_dev_a --thresholds=-0.1,-0.2,-0.3,-0.5
+
+The signals come from `cfrag eval … --systems benchmarks/gate_signals.yml --no-cache` (standard RAG and the
+gate, nothing behind it): standard RAG's answer there is this run's, and a method's archived answer stands
+where the gate opens. `--rule support` ignores the gate's "no passage states the answer" clause (what it
+would add is printed beside it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_folder import read_run_records  # noqa: E402
+
+from haystack_cfrag.cascade.math import decide  # noqa: E402
+from haystack_cfrag.evaluation.metrics import exact_match, paired_bootstrap  # noqa: E402
+
+METHODS = ("cf_rag", "cf_rag_fast", "cer", "cdf_rag", "causal_rag")
+
+
+def signals_of(folder: Path) -> dict[str, dict[str, Any]]:
+    """qid -> {"answer", "em", "gate"} of the gate-signals run in `folder`."""
+    out = {}
+    for r in read_run_records(folder):
+        if r.get("gate") and r["condition"] in ("pooled", "per_question", "per-question"):
+            out[r["qid"]] = {"answer": r["answer"], "em": float(r["em"]), "gate": r["gate"], "gold": r["answers"]}
+    return out
+
+
+def escalates(gate: dict[str, Any], threshold: float, rule: str) -> bool:
+    """The shipped rule (`cascade.math.decide`) at `threshold`, or its support clause alone."""
+    reading = gate["signals"]
+    if rule == "support":
+        support = reading.get("support")
+        return not reading.get("answer") or support is None or support < threshold
+    return decide(reading, threshold=threshold).escalate
+
+
+def table(sample: dict[str, Any], sig: dict[str, dict[str, Any]], method: str, threshold: float,
+          rule: str) -> dict[str, Any] | None:
+    """The cascade of `method` at `threshold` on one sample (None: the method has no archived answers there)."""
+    qids = [q for q, row in sample["questions"].items() if q in sig and method in row]
+    if not qids:
+        return None
+    std = [sig[q]["em"] for q in qids]
+    meth = [float(sample["questions"][q][method]["em"]) for q in qids]
+    esc = [escalates(sig[q]["gate"], threshold, rule) for q in qids]
+    cascade = [m if e else s for s, m, e in zip(std, meth, esc, strict=True)]
+    wins = [q for q, s, m in zip(qids, std, meth, strict=True) if m > s]
+    losses = [q for q, s, m in zip(qids, std, meth, strict=True) if m < s]
+    opened = {q for q, e in zip(qids, esc, strict=True) if e}
+    return {
+        "n": len(qids), "escalated": len(opened), "std_em": 100 * sum(std) / len(std),
+        "method_em": 100 * sum(meth) / len(meth), "cascade_em": 100 * sum(cascade) / len(cascade),
+        "wins": len(wins), "wins_kept": sum(q in opened for q in wins),
+        "losses": len(losses), "losses_avoided": sum(q not in opened for q in losses),
+        "vs_std": paired_bootstrap(cascade, std), "vs_method": paired_bootstrap(cascade, meth),
+        "lost_wins": [q for q in wins if q not in opened],
+    }
+
+
+def _ci(p: dict[str, float]) -> str:
+    return (f"{100 * p['difference']:+.1f} [{100 * p['low']:+.1f}, {100 * p['high']:+.1f}] "
+            f"({p['wins']}↑ {p['losses']}↓)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("answers", type=Path, help="archived_answers.json (benchmarks/analysis/archived_answers.py)")
+    parser.add_argument("runs", nargs="+", help="SAMPLE=FOLDER of a gate-signals run")
+    parser.add_argument("--thresholds", default="-0.05,-0.1,-0.2,-0.3,-0.5,-1.0")
+    parser.add_argument("--rule", choices=("shipped", "support"), default="shipped")
+    parser.add_argument("--methods", default=",".join(METHODS))
+    args = parser.parse_args()
+    archived = json.loads(args.answers.read_text(encoding="utf-8"))
+    thresholds = [float(t) for t in args.thresholds.split(",")]
+    for spec in args.runs:
+        name, _, folder = spec.partition("=")
+        sample, sig = archived[name], signals_of(Path(folder))
+        changed = [q for q in sig if q in sample["questions"]
+                   and exact_match(sig[q]["answer"], sample["questions"][q]["gold"])
+                   != sample["questions"][q]["standard_rag"]["em"]]
+        print(f"\n## {name}: {len(sig)} questions with signals; standard RAG's EM changed from the archive on "
+              f"{len(changed)} {changed[:6]}")
+        print("| method | gate | escalated | wins kept | losses avoided | EM std → cascade (method) "
+              "| cascade − std | cascade − method | wins lost |")
+        print("|---|---:|---:|---:|---:|---|---|---|---|")
+        for method in args.methods.split(","):
+            for t in thresholds:
+                row = table(sample, sig, method, t, args.rule)
+                if row is None:
+                    continue
+                print(f"| {method} | {t:g} | {row['escalated']}/{row['n']} | {row['wins_kept']}/{row['wins']} | "
+                      f"{row['losses_avoided']}/{row['losses']} | {row['std_em']:.1f} → {row['cascade_em']:.1f} "
+                      f"({row['method_em']:.1f}) | {_ci(row['vs_std'])} | {_ci(row['vs_method'])} | "
+                      f"{' '.join(row['lost_wins'])} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""The four cascades (`*_auto`): standard RAG answers alone behind a closed gate; an open gate runs the method
+on standard RAG's passages and answer; the registry serves them with the gate's threshold as a request parameter."""
+
+import pytest
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+from haystack_cfrag import registry
+from haystack_cfrag.common.parameters import ParameterError
+from haystack_cfrag.runtime import Runtime
+from haystack_cfrag.testing import MockChatGenerator
+from tests import dark_knight as dk
+from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder
+
+CASCADES = {"cf_rag_auto": "cf_rag", "cer_auto": "cer", "causal_rag_auto": "causal_rag", "cdf_rag_auto": "cdf_rag"}
+CLOSED, OPEN = -20.0, 0.0  # the mock reader's support is -0.5 for an answer word in the prompt
+
+
+@pytest.fixture(scope="module")
+def runtime():
+    store = InMemoryDocumentStore(embedding_similarity_function="cosine")
+    store.write_documents(HashingDocumentEmbedder().run(dk.documents())["documents"])
+    return Runtime(store=store, chat_generator=MockChatGenerator(), text_embedder=HashingTextEmbedder(),
+                   allowed_modules=["tests"], graph_extractor="llm", graph_cache=None)
+
+
+@pytest.mark.parametrize("name", CASCADES)
+def test_a_closed_gate_answers_as_standard_rag_with_one_call(runtime, name):
+    standard = runtime.ask("standard_rag", dk.QUESTION)
+    out = runtime.ask(name, dk.QUESTION, {"gate_threshold": CLOSED})
+    assert out.answer == standard.answer and out.llm["calls"] == 1
+    assert out.gate["escalated"] is False and out.gate["because"].startswith("the reader is sure")
+    assert out.trace is None  # the method did not run
+
+
+@pytest.mark.parametrize("name", CASCADES)
+def test_an_open_gate_runs_the_method_after_standard_rag(runtime, name):
+    out = runtime.ask(name, dk.QUESTION, {"gate_threshold": OPEN})
+    assert out.gate["escalated"] is True and "unsure" in out.gate["because"]
+    assert out.trace and out.answer and out.llm["calls"] > 1
+
+
+def test_cf_rag_auto_reuses_standard_rags_answer_and_passages(runtime):
+    """Its baseline draft is standard RAG's reply (no regeneration), its original query is not retrieved again:
+    one call fewer than standard RAG followed by cf_rag on the same question."""
+    standard = runtime.ask("standard_rag", dk.QUESTION)
+    always = runtime.ask("cf_rag", dk.QUESTION)
+    cascade = runtime.ask("cf_rag_auto", dk.QUESTION, {"gate_threshold": OPEN})
+    assert cascade.llm["calls"] == standard.llm["calls"] + always.llm["calls"] - 1
+    baseline = max(cascade.trace["drafts"], key=lambda d: d["index"])  # the baseline's index: after the strata
+    assert baseline["answer"] == standard.answer
+
+
+def test_cer_auto_measures_standard_rags_answer_without_drafting_it(runtime):
+    always = runtime.ask("cer", dk.QUESTION)
+    cascade = runtime.ask("cer_auto", dk.QUESTION, {"gate_threshold": OPEN})
+    assert cascade.trace["answer"] == runtime.ask("standard_rag", dk.QUESTION).answer
+    assert cascade.llm["calls"] == always.llm["calls"]  # standard RAG's call stands for the selector's draft
+
+
+@pytest.mark.parametrize(("name", "family"), CASCADES.items())
+def test_the_registry_serves_each_cascade_with_the_gate_as_a_request_parameter(name, family):
+    entry = registry.REGISTRY[name]
+    assert entry.family == family and entry.served and name in registry.served_pipelines()
+    assert "gate_threshold" in entry.request_parameters
+    resolved = registry.resolve(name)
+    assert resolved.check({"gate_threshold": -0.5}, request=True) == {"gate_threshold": -0.5}
+    with pytest.raises(ParameterError, match="'gate_threshold' must be a number in \\[-20, 0\\]"):
+        resolved.check({"gate_threshold": 0.5}, request=True)
+    assert "gate_threshold" not in registry.REGISTRY[family].request_parameters  # only the cascades have a gate
+    assert registry.sweep_names(registry.FAMILIES[family])["gate"] == "gate_threshold"
+
+
+def test_nodes_of_one_configuration_read_with_one_loaded_model():
+    """A cascade names the reader twice (Haystack wires one set of sockets per node): one model serves both."""
+    from haystack import Pipeline, component
+
+    from haystack_cfrag.loading import share_node_models
+
+    loads = []
+
+    @component
+    class Loaded:
+        def __init__(self, name: str = "m"):
+            self.name, self._model = name, None
+
+        def to_dict(self):
+            return {"type": "Loaded", "init_parameters": {"name": self.name}}
+
+        def warm_up(self):
+            if self._model is None:
+                self._model = object()
+                loads.append(self.name)
+
+        @component.output_types(out=str)
+        def run(self, text: str):
+            return {"out": text}
+
+    pipe = Pipeline()
+    for name, model in (("a", "m"), ("b", "m"), ("c", "other")):
+        pipe.add_component(name, Loaded(model))
+    assert share_node_models(pipe) == 1
+    pipe.warm_up()
+    a, b, c = (pipe.get_component(n) for n in "abc")
+    assert a._model is b._model and c._model is not a._model and sorted(loads) == ["m", "other"]
