@@ -19,8 +19,9 @@ from haystack_cfrag.common.validation import check_range
 
 COMPONENT = "EscalationGate"
 MAX_ANSWER_PREFIX = 200
-DEFAULT_THRESHOLD = -0.3
-"""The shipped threshold (nats per token), chosen on the tuning sets (docs/cascade.md)."""
+DEFAULT_THRESHOLD = -0.2
+"""The component's default (nats per token): `cf_rag_auto`'s, which kept every CF-RAG win of the tuning sets;
+each cascade YAML sets its own (docs/cascade.md)."""
 
 logger = logging.getLogger(__name__)
 
