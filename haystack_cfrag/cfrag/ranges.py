@@ -24,10 +24,10 @@ RANGES: dict[str, Range] = {
     "n_subsets": Range(int, 1, 20),
     "causal_weight": Range(float, 0.0, 1.0),
     "sampling_ratio": Range(float, 0.0, 1.0, low_open=True),
-    "anchors": Range(int, 0),
-    "random_state": Range(int, 0),
-    "top_k": Range(int, 1),
-    "max_workers": Range(int, 1),
+    "anchors": Range(int, 0, 50),  # passages in every draft's prompt: as many as a baseline reads at most
+    "random_state": Range(int, 0, 2**32 - 1),  # k-means seeds numpy's RandomState: 32-bit unsigned
+    "top_k": Range(int, 1, 100),  # per query, (N + 1) queries: up to 1,100 passages clustered
+    "max_workers": Range(int, 1, 64),  # threads (or tasks) at once, drafts or retrievals
     "override_margin": Range(float, -1.0, 1.0),
     "consensus_min_causal": Range(float, -1.0, 1.0),
     "paraphrase_threshold": Range(float, 0.0, 1.0, low_open=True),

@@ -30,11 +30,16 @@ from haystack_cfrag.cascade.math import gate_line
 from haystack_cfrag.common import interrupts
 from haystack_cfrag.common.errors import one_line
 from haystack_cfrag.cli.checks import (
+    FloatRange,
+    IntRange,
+    ParameterText,
+    check_graph_engine,
     check_model_spec,
     check_run_parameters,
     check_store_spec,
     parse_param_options,
 )
+from haystack_cfrag.common.parameters import clip, parse_integer
 from haystack_cfrag.registry import benchmarks, cli_options, query_pipelines, store_preparation, trace_view
 from haystack_cfrag.progress import StatusLine
 
@@ -56,7 +61,7 @@ def _model_options(func: Any) -> Any:
                      help="Sentence-transformers model: embedded:…, a hub id or a local folder."),
         click.option("--scorer", default=None, help="Cross-encoder for s(q, e) (hub id or folder); default: embedder cosine."),
         click.option("--device", default=None, help="Device for the local models (embedders, cross-encoders, an hf: reader; a GGUF reader offloads its layers there), e.g. cuda:0."),
-        click.option("--max-tokens", default=256, show_default=True, type=click.IntRange(1, 32768),
+        click.option("--max-tokens", default=256, show_default=True, type=IntRange(1, 32768),
                      help="Generation limit per LLM call."),
         click.option("--logprobs", is_flag=True,
                      help="Ask the LLM for token log-probabilities (φ_conf in the trace); 1.5-3× slower with llama.cpp."),
@@ -71,7 +76,7 @@ def _param_options(func: Any) -> Any:
                         help="Set any parameter of the pipeline's family (repeatable), e.g. --param theta=0.6 "
                              "(cer), --param hops=2 (causal_rag); checked against its table before any model loads.")(func)
     for option, (name, param) in reversed(cli_options().items()):
-        func = click.option(option, name, type=param.kind, default=None,
+        func = click.option(option, name, type=ParameterText(param.kind), default=None,
                             help=f"{param.help[:1].upper()}{param.help[1:]}: {param.describe()}.")(func)
     return func
 
@@ -122,7 +127,8 @@ def _check_inputs(question: str, pipelines: list[str], params: dict[str, Any], s
     texts = params.pop("param_texts", ()) or ()
     for name, value in parse_param_options(tuple(texts)).items():
         if params.get(name) is not None and params[name] != value:
-            raise click.BadParameter(f"'{name}' is set twice, to {params[name]!r} and {value!r}", param_hint="--param")
+            raise click.BadParameter(f"'{clip(name)}' is set twice, to {clip(repr(params[name]))} and "
+                                     f"{clip(repr(value))}", param_hint="--param")
         params[name] = value
     checked = check_run_parameters(params, pipelines)
     if store_path is not None:
@@ -260,9 +266,9 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
                    "qdrant:PATH|URL[#COLLECTION].")
 @click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True)
 @click.option("--device", default=None, help="Device for the embedder (and, with --graph, the extraction model), e.g. cuda:0.")
-@click.option("--words", default=190, show_default=True, type=click.IntRange(min=1),
+@click.option("--words", default=190, show_default=True, type=IntRange(min=1),
               help="Words per passage (≈ 250 tokens).")
-@click.option("--overlap", default=30, show_default=True, type=click.IntRange(min=0),
+@click.option("--overlap", default=30, show_default=True, type=IntRange(min=0),
               help="Words shared by consecutive passages (fewer than --words).")
 @click.option("--include-hidden", is_flag=True,
               help="Also read hidden files and folders (names starting with '.') inside a FOLDER, "
@@ -278,10 +284,12 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="Where the graph is extracted (with --graph): in this process, or on Ray (with --extractor "
                    "spacy or llm-json).")
-@click.option("--ray-address", default=None, help="A Ray cluster's address (with --engine ray; default: a local Ray).")
-@click.option("--max-file-mb", default=16.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+@click.option("--ray-address", default=None,
+              help="A Ray cluster's address, HOST:PORT, ray://HOST:PORT, auto or local (with --graph --engine ray; "
+                   "default: a local Ray); a HOST:PORT must answer within 2 s, before anything is written.")
+@click.option("--max-file-mb", default=16.0, show_default=True, type=FloatRange(min=0, min_open=True),
               help="Skip (and count) files larger than this many MiB; their size is checked before they are read.")
-@click.option("--max-passage-chars", default=20_000, show_default=True, type=click.IntRange(min=100),
+@click.option("--max-passage-chars", default=20_000, show_default=True, type=IntRange(min=100),
               help="Cut (and count) passages longer than this: a long JSONL line, or text without spaces.")
 def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str | None, words: int,
           overlap: int, include_hidden: bool, graph: bool, llm: str, graph_extractor: str, engine: str,
@@ -314,9 +322,7 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
         raise click.BadParameter("no method of this installation builds anything at index time", param_hint="--graph")
     if graph and graph_extractor not in GRAPH.parse_only:
         check_model_spec(llm, "--llm")
-    if graph and engine == "ray" and graph_extractor not in GRAPH.scale_out:
-        raise click.BadParameter(f"runs a graph extractor: choose --extractor {' or '.join(GRAPH.scale_out)}",
-                                 param_hint="--engine")
+    check_graph_engine(graph, engine, graph_extractor, ray_address, GRAPH.scale_out if GRAPH else ())
     try:
         selection = select_files(paths, include_hidden=include_hidden)
     except ValueError as exc:  # a file named on the command line that is not read: names it
@@ -379,15 +385,16 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
 
 @main.command()
 @click.option("--sizes", default="20,60,200", show_default=True, help="Candidate document counts.")
-@click.option("--draft-seconds", type=float, default=None,
+@click.option("--draft-seconds", type=FloatRange(), default=None,
               help="Time of one draft generation to compare with; default: measure one with --llm.")
 @click.option("--llm", default=models.EMBEDDED_LLM, show_default=True)
 def bench(sizes: str, draft_seconds: float | None, llm: str) -> None:
     """Time the methods' non-generative stages (CF-RAG's dedup, stratifier, arbitration) at several candidate counts."""
     try:
-        counts = tuple(int(x) for x in sizes.split(","))
+        counts = tuple(parse_integer(x) for x in sizes.split(","))
     except ValueError as exc:
-        raise click.BadParameter(f"'{sizes}' is not a comma-separated list of integers", param_hint="--sizes") from exc
+        raise click.BadParameter(f"'{clip(sizes)}' is not a comma-separated list of integers",
+                                 param_hint="--sizes") from exc
     if not counts or min(counts) < 1:
         raise click.BadParameter("every size must be an integer ≥ 1", param_hint="--sizes")
     if draft_seconds is not None and not 0 < draft_seconds < float("inf"):

@@ -16,7 +16,9 @@ from pathlib import Path
 import click
 
 from haystack_cfrag import models
-from haystack_cfrag.cli.checks import check_model_spec
+from haystack_cfrag.cli.checks import IntRange, check_model_spec
+from haystack_cfrag.common.errors import one_line
+from haystack_cfrag.common.parameters import ParameterError, clip, parse_integer
 from haystack_cfrag.evaluation.corpus import CORPUS_MODES, INJECTION_VARIANTS
 from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, check_systems, parse_system, sweep_axes, sweep_base
 from haystack_cfrag.registry import injection_pipelines, store_preparation
@@ -28,32 +30,46 @@ EVAL_MARKER = ".cfrag-eval.json"
 
 def _ints(text: str) -> list[int]:
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
+        return [parse_integer(x) for x in text.split(",") if x.strip()]
     except ValueError as exc:
-        raise click.BadParameter(f"'{text}' is not a comma-separated list of integers.") from exc
+        raise click.BadParameter(f"'{clip(text)}' is not a comma-separated list of integers.") from exc
 
 
 def _sweep_systems(sweeps: tuple[str, ...]) -> list[str]:
-    """`lambda=0,0.2` → ["cf_rag[lambda=0]", "cf_rag[lambda=0.2]"]; `cer:theta=0.5` → ["cer[theta=0.5]"]."""
+    """`lambda=0,0.2` → ["cf_rag[lambda=0]", "cf_rag[lambda=0.2]"]; `cer:theta=0.5` → ["cer[theta=0.5]"].
+
+    Each value is checked against its parameter's table; an empty list or value is refused.
+    """
     axes = sweep_axes()
     names = []
     for sweep in sweeps:
         param, sep, values = sweep.partition("=")
         param = param.strip()
-        if not sep or param not in axes or not values:
+        if not sep or param not in axes:
             shown = ", ".join(sorted(a for a in axes if ":" not in a))
-            raise click.BadParameter(f"'{sweep}': use PARAM=V1,V2,… with PARAM a family's axis, FAMILY:NAME (e.g. "
-                                     f"cer:theta) or a name one family has ({shown}).", param_hint="--sweep")
-        family, name = axes[param]
-        short = param.partition(":")[2] or param
-        for value in (v.strip() for v in values.split(",") if v.strip()):
-            system = f"{sweep_base(family)}[{short}={value}]"
-            try:
-                parse_system(system)
-            except ValueError as exc:
-                raise click.BadParameter(f"'{sweep}': {exc}", param_hint="--sweep") from exc
-            names.append(system)
+            raise click.BadParameter(f"'{clip(sweep)}': use PARAM=V1,V2,… with PARAM a family's axis, "
+                                     f"FAMILY:NAME (e.g. cer:theta) or a name one family has ({shown}).",
+                                     param_hint="--sweep")
+        items = [v.strip() for v in values.split(",")]
+        if not all(items):
+            what = "has an empty value" if any(items) else "names no value"
+            raise click.BadParameter(f"'{clip(sweep)}' {what}: use PARAM=V1,V2,…", param_hint="--sweep")
+        base, short = sweep_base(axes[param][0]), param.partition(":")[2] or param
+        names.extend(_sweep_system(sweep, base, short, value) for value in items)
     return names
+
+
+def _sweep_system(sweep: str, base: str, short: str, value: str) -> str:
+    """The system `base[short=value]`, checked; one line naming the sweep and the parameter otherwise."""
+    system = f"{base}[{short}={value}]"
+    try:
+        parse_system(system)
+    except ValueError as exc:  # its message holds the value: shown cut short
+        cause = exc.__cause__
+        reason = str(cause) if isinstance(cause, ParameterError) else clip(one_line(exc, typed=False), 120)
+        raise click.BadParameter(f"'{clip(sweep)}': System '{base}[{short}={clip(value)}]': {reason}",
+                                 param_hint="--sweep") from exc
+    return system
 
 
 def _check_systems(specs: str, option: str) -> None:
@@ -108,9 +124,9 @@ def _check_out(out: Path) -> None:
 @click.argument("data", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--format", "fmt", default="auto", show_default=True,
               type=click.Choice(["auto", "hotpotqa", "popqa", "trap", "generic"]))
-@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True, help="Questions (file order).")
-@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--main-limit", type=click.IntRange(min=1), default=None,
+@click.option("--limit", type=IntRange(min=1), default=100, show_default=True, help="Questions (file order).")
+@click.option("--offset", type=IntRange(min=0), default=0, show_default=True)
+@click.option("--main-limit", type=IntRange(min=1), default=None,
               help="Questions of the main comparison (default: all of --limit; the pooled store keeps all of --limit).")
 @click.option("--corpus", type=click.Choice(CORPUS_MODES), default="pooled", show_default=True,
               help="pooled: every question's passages in one store; per-question: each its own.")
@@ -123,14 +139,14 @@ def _check_out(out: Path) -> None:
 @click.option("--inject-variants", default="distractor", show_default=True,
               help=f"Comma-separated among {', '.join(INJECTION_VARIANTS)}.")
 @click.option("--inject-systems", default=",".join(injection_pipelines()), show_default=True)
-@click.option("--inject-limit", type=click.IntRange(min=1), default=None, help="Questions per injection level.")
+@click.option("--inject-limit", type=IntRange(min=1), default=None, help="Questions per injection level.")
 @click.option("--skip-main", is_flag=True, help="Only the injection levels.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("eval-results"), show_default=True)
 @click.option("--llm", default=models.EMBEDDED_LLM, show_default=True)
 @click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True)
 @click.option("--scorer", default=None, help="Cross-encoder for s(q, e).")
 @click.option("--device", default=None, help="Device for the local models (embedders, cross-encoders, an hf: reader), e.g. cuda:0.")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--max-tokens", type=IntRange(min=1), default=256, show_default=True)
 @click.option("--no-cache", is_flag=True,
               help="A latency run: make every LLM call (no reply cache), each system with its own model instance.")
 @click.option("--graph-extractor", type=click.Choice(list(GRAPH.extractors) if GRAPH else []),

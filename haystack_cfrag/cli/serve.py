@@ -32,7 +32,7 @@ from typing import Any
 import click
 
 from haystack_cfrag import models
-from haystack_cfrag.cli.checks import check_model_spec, check_store_spec
+from haystack_cfrag.cli.checks import FloatRange, IntRange, check_model_spec, check_store_spec
 from haystack_cfrag.registry import served_pipelines
 
 SERVED = served_pipelines()
@@ -82,7 +82,7 @@ def server_env(
 
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=1416, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--port", default=1416, show_default=True, type=IntRange(1, 65535))
 @click.option("--pipeline", "pipelines", multiple=True, type=click.Choice(SERVED), default=("cf_rag",),
               show_default=True, help="Pipelines served through the CF-RAG wrapper (repeatable).")
 @click.option("--yaml", "yaml_pipelines", multiple=True, metavar="NAME|FILE",
@@ -96,13 +96,15 @@ def server_env(
 @click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True)
 @click.option("--scorer", default=None, help="Cross-encoder for s(q, e); default: embedder cosine.")
 @click.option("--device", default=None)
-@click.option("--max-tokens", default=256, show_default=True, type=click.IntRange(1, 32768))
+@click.option("--max-tokens", default=256, show_default=True, type=IntRange(1, 32768))
 @click.option("--mock", is_flag=True, help="Use haystack_cfrag.testing.MockChatGenerator instead of the LLM.")
-@click.option("--mock-failure-rate", default=0.0, show_default=True, type=float, help="Share of mock calls that fail.")
-@click.option("--mock-delay", default=0.0, show_default=True, type=float, help="Seconds per mock call.")
-@click.option("--mock-seed", default=0, show_default=True, type=click.IntRange(min=0))
+@click.option("--mock-failure-rate", default=0.0, show_default=True, type=FloatRange(),
+              help="Share of mock calls that fail.")
+@click.option("--mock-delay", default=0.0, show_default=True, type=FloatRange(),
+              help="Seconds per mock call.")
+@click.option("--mock-seed", default=0, show_default=True, type=IntRange(min=0))
 @click.option("--mcp", is_flag=True, help="Also run Hayhooks' MCP server (pip install 'hayhooks[mcp]').")
-@click.option("--mcp-port", default=1417, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--mcp-port", default=1417, show_default=True, type=IntRange(1, 65535))
 @click.option("--deploy-dir", type=click.Path(path_type=Path), default=None,
               help="Where to write the deploy directory: a new or empty folder, or one cfrag serve made "
                    "(never emptied). Default: a temporary folder, removed on exit.")

@@ -23,6 +23,8 @@ A choice parameter takes one of its strings, a switch takes true or false.
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -132,24 +134,52 @@ def check_parameters(values: Mapping[str, Any], table: Mapping[str, Parameter],
     allowed = tuple(table if allowed is None else allowed)
     unknown = [name for name in values if name not in allowed]
     if unknown:
-        raise ParameterError(f"Unknown field(s) {', '.join(repr(n) for n in unknown)} (known: {', '.join(allowed)}).")
+        shown = ", ".join(repr(clip(str(n))) for n in unknown[:5]) + (", …" if len(unknown) > 5 else "")
+        raise ParameterError(f"Unknown field(s) {shown} (known: {', '.join(allowed)}).")
     return {name: table[name].check(value) for name, value in values.items() if value is not None}
+
+
+INTEGER = re.compile(r"[+-]?[0-9]+")
+"""An integer as a command line writes it: ASCII digits, an optional sign (`int` also reads '٣' and '1_0')."""
+NUMBER = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|nan|inf|infinity)",
+                    re.ASCII | re.IGNORECASE)
+"""A number as a command line writes it: ASCII decimal, an optional exponent; nan and inf (checks refuse)."""
 
 
 def parse_value(text: str) -> Any:
     """A value as written on a command line or in an eval system: true/false, an integer, a number, else the text.
 
-    >>> parse_value("0.6"), parse_value("2"), parse_value("False"), parse_value("pmi")
-    (0.6, 2, False, 'pmi')
+    Numbers are ASCII decimal only (`INTEGER`, `NUMBER`): '٣' or '1_0' stays text, which a numeric
+    parameter refuses naming itself.
+
+    >>> parse_value("0.6"), parse_value("2"), parse_value("False"), parse_value("pmi"), parse_value("1_0")
+    (0.6, 2, False, 'pmi', '1_0')
     """
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
-    for cast in (int, float):
+    if INTEGER.fullmatch(text):
         try:
-            return cast(text)
-        except ValueError:
+            return int(text)
+        except ValueError:  # beyond Python's 4,300-digit limit: read as a (non-finite) number
             pass
-    return text
+    return float(text) if NUMBER.fullmatch(text) else text
+
+
+def parse_integer(text: str) -> int:
+    """An integer in ASCII digits (an optional sign, spaces around); ValueError naming the text otherwise."""
+    if not INTEGER.fullmatch(text.strip()):
+        raise ValueError(f"'{clip(text)}' is not an integer (ASCII digits, an optional sign)")
+    return int(text)
+
+
+def clip(text: str, limit: int = 40) -> str:
+    """User text fit for one line: control and format characters as spaces, cut to `limit` characters + "…".
+
+    >>> clip("theta"), clip("x" * 50, 8)
+    ('theta', 'xxxxxxxx…')
+    """
+    shown = "".join(" " if unicodedata.category(ch).startswith("C") else ch for ch in text[:limit])
+    return shown + ("…" if len(text) > limit else "")
 
 
 def _num(value: float) -> str:
@@ -171,4 +201,5 @@ def _shown(value: Any) -> str:
     return type(value).__name__ if not isinstance(value, bool) else repr(value)
 
 
-__all__ = ["Parameter", "ParameterError", "Range", "check_in_range", "check_parameters", "parse_value"]
+__all__ = ["INTEGER", "NUMBER", "Parameter", "ParameterError", "Range", "check_in_range", "check_parameters",
+           "clip", "parse_integer", "parse_value"]

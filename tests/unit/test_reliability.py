@@ -108,7 +108,7 @@ RANGE_CASES = [
     (CausalArbitrationRanker, {"weights": {"coherence": -1.0, "causal": 1.0}}, "weights", "non-negative"),
     (CausalArbitrationRanker, {"weights": {"coherence": 0.0, "causal": 0.0}}, "weights", "not all zero"),
     (CausalArbitrationRanker, {"agreement_threshold": 0.0}, "agreement_threshold", "(0.0, 1.0]"),
-    (ParallelDraftGenerator, {"max_workers": 0}, "max_workers", "≥ 1"),
+    (ParallelDraftGenerator, {"max_workers": 0}, "max_workers", "[1, 64]"),
     (ParallelDraftGenerator, {"timeout_s": -1.0}, "timeout_s", "(0.0, 86400.0]"),
     (ParallelDraftGenerator, {"time_budget_s": 0}, "time_budget_s", "(0.0, 86400.0]"),
     (CounterfactualRAG, {"n_counterfactuals": -1}, "n_counterfactuals", "[0, 10]"),
