@@ -11,8 +11,7 @@ standard RAG and against the method (paired, 95 % bootstrap interval, ↑/↓).
 
 The signals come from `cfrag eval … --systems benchmarks/gate_signals.yml --no-cache` (standard RAG and the
 gate, nothing behind it): standard RAG's answer there is this run's, and a method's archived answer stands
-where the gate opens. `--rule support` ignores the gate's "no passage states the answer" clause (what it
-would add is printed beside it).
+where the gate opens. The rule is the shipped one (`haystack_cfrag.cascade.math.decide`) at each threshold.
 """
 
 from __future__ import annotations
@@ -41,24 +40,15 @@ def signals_of(folder: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def escalates(gate: dict[str, Any], threshold: float, rule: str) -> bool:
-    """The shipped rule (`cascade.math.decide`) at `threshold`, or its support clause alone."""
-    reading = gate["signals"]
-    if rule == "support":
-        support = reading.get("support")
-        return not reading.get("answer") or support is None or support < threshold
-    return decide(reading, threshold=threshold).escalate
-
-
-def table(sample: dict[str, Any], sig: dict[str, dict[str, Any]], method: str, threshold: float,
-          rule: str) -> dict[str, Any] | None:
+def table(sample: dict[str, Any], sig: dict[str, dict[str, Any]], method: str,
+          threshold: float) -> dict[str, Any] | None:
     """The cascade of `method` at `threshold` on one sample (None: the method has no archived answers there)."""
     qids = [q for q, row in sample["questions"].items() if q in sig and method in row]
     if not qids:
         return None
     std = [sig[q]["em"] for q in qids]
     meth = [float(sample["questions"][q][method]["em"]) for q in qids]
-    esc = [escalates(sig[q]["gate"], threshold, rule) for q in qids]
+    esc = [decide(sig[q]["gate"]["signals"], threshold=threshold).escalate for q in qids]
     cascade = [m if e else s for s, m, e in zip(std, meth, esc, strict=True)]
     wins = [q for q, s, m in zip(qids, std, meth, strict=True) if m > s]
     losses = [q for q, s, m in zip(qids, std, meth, strict=True) if m < s]
@@ -83,7 +73,6 @@ def main() -> None:
     parser.add_argument("answers", type=Path, help="archived_answers.json (benchmarks/analysis/archived_answers.py)")
     parser.add_argument("runs", nargs="+", help="SAMPLE=FOLDER of a gate-signals run")
     parser.add_argument("--thresholds", default="-0.05,-0.1,-0.2,-0.3,-0.5,-1.0")
-    parser.add_argument("--rule", choices=("shipped", "support"), default="shipped")
     parser.add_argument("--methods", default=",".join(METHODS))
     args = parser.parse_args()
     archived = json.loads(args.answers.read_text(encoding="utf-8"))
@@ -101,7 +90,7 @@ def main() -> None:
         print("|---|---:|---:|---:|---:|---|---|---|---|")
         for method in args.methods.split(","):
             for t in thresholds:
-                row = table(sample, sig, method, t, args.rule)
+                row = table(sample, sig, method, t)
                 if row is None:
                     continue
                 print(f"| {method} | {t:g} | {row['escalated']}/{row['n']} | {row['wins_kept']}/{row['wins']} | "

@@ -77,6 +77,17 @@ def signals(answer: str, passages: Sequence[str], support: float | None,
     }
 
 
+def answer_of(reply: str, answer_prefix: str) -> str:
+    r"""The answer in a reply: the rest of the line after `answer_prefix`, else the whole first line.
+
+    >>> answer_of("Answer: Mount Everest\nbecause …", "Answer:"), answer_of("Mount Everest", "Answer:")
+    ('Mount Everest', 'Mount Everest')
+    """
+    prefix, text = answer_prefix.strip(), reply.strip()
+    _, found, rest = text.partition(prefix) if prefix else ("", "", "")
+    return (rest if found else text).strip().split("\n", 1)[0].strip()
+
+
 def gate_line(gate: dict[str, Any] | None) -> str:
     """One line of a cascade's gate trace, for people (the CLI, the served answer).
 

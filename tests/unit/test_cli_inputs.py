@@ -2,7 +2,6 @@
 
 import importlib.util
 import socket
-import time
 
 import pytest
 from click.testing import CliRunner
@@ -55,10 +54,9 @@ def no_models(monkeypatch):
 
 
 def refused(args, *parts):
-    """The command's exit code 2 and one line holding `parts`, within seconds."""
-    start = time.perf_counter()
+    """The command's exit code 2 and one line holding `parts` (before any model loads: the `no_models` fixture
+    makes a load fail with another code, so the timing needs no assert)."""
     result = CliRunner().invoke(main, args)
-    assert time.perf_counter() - start < 5
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and len(lines[0]) < 1000, result.output
@@ -121,13 +119,14 @@ def test_engine_ray_without_ray_installed_is_refused_up_front(tmp_path, no_model
 @pytest.mark.parametrize("args", [["--seed", "99999999999999999999999"], ["--seed", "4294967296"],
                                   ["--param", "random_state=99999999999999999999999"]])
 def test_a_seed_beyond_32_bits_is_refused_before_the_models_load(no_models, args):
-    refused(["ask", "Q?", *args], "must be an integer in [0, 4294967295]")
+    assert "must be an integer in [0, 4294967295]" in refused(["ask", "Q?", *args])
 
 
 @pytest.mark.parametrize(("name", "bad", "allowed"), [
     ("top_k", 101, "[1, 100]"), ("draft_workers", 65, "[1, 64]"), ("anchors", 51, "[0, 50]")])
 def test_top_k_draft_workers_and_anchors_have_an_upper_bound(no_models, name, bad, allowed):
-    refused(["ask", "Q?", "--param", f"{name}={bad}"], f"--param {name}", allowed)
+    line = refused(["ask", "Q?", "--param", f"{name}={bad}"])
+    assert f"--param {name}" in line and allowed in line, line
 
 
 @pytest.mark.parametrize(("args", "hint"), [
@@ -136,7 +135,7 @@ def test_top_k_draft_workers_and_anchors_have_an_upper_bound(no_models, name, ba
     (["ask", "Q?", "--seed", "１"], "--seed"), (["ask", "Q?", "--param", "top_k=1_0"], "--param top_k"),
     (["compare", "Q?", "--param", "n_subsets=٢"], "-M")])
 def test_numbers_in_other_digits_or_with_underscores_are_refused_naming_the_parameter(no_models, args, hint):
-    refused(args, f"Invalid value for {hint}: must be")
+    assert f"Invalid value for {hint}: must be" in refused(args)
 
 
 def test_sweeps_and_integer_lists_take_ascii_digits_only(tmp_path, no_models):
@@ -155,7 +154,8 @@ def test_sweeps_and_integer_lists_take_ascii_digits_only(tmp_path, no_models):
 def test_an_empty_sweep_or_value_is_refused(tmp_path, no_models, sweep, part):
     data = tmp_path / "d.jsonl"
     data.write_text("{}\n", encoding="utf-8")
-    refused(["eval", str(data), "--sweep", sweep, "--out", str(tmp_path / "out")], "--sweep", part)
+    line = refused(["eval", str(data), "--sweep", sweep, "--out", str(tmp_path / "out")])
+    assert "--sweep" in line and part in line, line
 
 
 def test_long_user_text_is_cut_short_in_the_error(tmp_path, no_models):

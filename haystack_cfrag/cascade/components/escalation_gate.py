@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
-from haystack_cfrag.cascade.math import THRESHOLD_RANGE, decide, signals
+from haystack_cfrag.cascade.math import THRESHOLD_RANGE, answer_of, decide, signals
 from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedParts, degradation, prepare_query
 from haystack_cfrag.common.protocols import SupportScorer
 from haystack_cfrag.common.replies import reply_text
@@ -87,8 +86,6 @@ class EscalationGate(InjectedParts):
         self.threshold = threshold
         self.answer_prefix = answer_prefix
         self.max_query_chars = max_query_chars
-        self._answer_line = re.compile(r"(?s)(?:.*?" + re.escape(answer_prefix.strip()) + r"\s*)?([^\n]*)"
-                                       if answer_prefix.strip() else r"([^\n]*)")
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected scorer."""
@@ -174,8 +171,7 @@ class _Reading:
         self.prompt = prompt
         first = replies[0] if replies else ""
         text = (first.text or "") if isinstance(first, ChatMessage) else first
-        match = gate._answer_line.match(text.strip())  # noqa: SLF001  (the gate's own pattern)
-        self.answer = (match.group(1) if match else "").strip()
+        self.answer = answer_of(text, gate.answer_prefix)
 
     def decided(self, support: float | None, error: Exception | None) -> dict[str, Any]:
         reading = signals(self.answer, [d.content or "" for d in self.documents], support,
