@@ -213,26 +213,28 @@ def share_injected_components(pipe: Pipeline, pool: dict[str, Any] | None = None
     return pool
 
 
-def share_node_models(pipe: Pipeline) -> int:
-    """Nodes of one configuration that hold a loaded model (`_model`: llama.cpp) read with one model.
+def share_node_models(pipe: Pipeline, owners: dict[str, Any] | None = None) -> int:
+    """Every model holder of one configuration (`_model`: llama.cpp) reads with one loaded model.
 
-    A cascade names the reader twice (standard RAG's generator, the method's own answer node):
-    Haystack needs two nodes, but one llama.cpp model serves both, so its prompt cache carries
-    from one call to the next and the weights and KV cache are held once. The first node of a
-    configuration is warmed and lends its model to the others: nodes of one pipeline already share
-    it across concurrent runs of that pipeline, so run one question at a time with an in-process
-    model (`Runtime.ask` does: llama.cpp is not thread-safe). Returns the nodes that borrowed a model.
+    A cascade names the reader twice (standard RAG's generator, the method's own answer node),
+    a runtime holds the reader it was given and each pipeline file names it again: Haystack needs
+    the nodes, but one llama.cpp model serves them all, so its prompt cache carries from one call
+    to the next and the weights and KV cache are held once per process (a second load of the
+    1.1 GB GGUF costs about 1.3 GB). The holders are the pipeline's nodes, their injected parts
+    (`_INJECTED`, at any depth) and what a wrapper wraps (`generator`: the evaluation's reply
+    cache). The first holder of a configuration is warmed and lends its model to the others;
+    `owners` (configuration -> holder) carries the lenders from one pipeline to the next (a
+    `Runtime` passes its own). Run one question at a time with an in-process model (`Runtime.ask`
+    does: llama.cpp is not thread-safe). Returns the holders that borrowed a model.
     """
-    first: dict[str, Any] = {}
+    owners = {} if owners is None else owners
     shared = 0
-    for _, comp in pipe.walk():
-        if "_model" not in getattr(comp, "__dict__", {}) or not callable(getattr(comp, "warm_up", None)):
-            continue
+    for comp in model_holders(pipe):
         key = _shareable_key(comp)
         if key is None:
             continue
-        owner = first.setdefault(key, comp)
-        if owner is comp:
+        owner = owners.setdefault(key, comp)
+        if owner is comp or comp._model is owner._model and owner._model is not None:  # noqa: SLF001
             continue
         owner.warm_up()
         comp._model = owner._model  # noqa: SLF001  (the adapter's loaded model, lent)
@@ -240,6 +242,27 @@ def share_node_models(pipe: Pipeline) -> int:
             comp._inference_lock = owner._inference_lock  # noqa: SLF001
         shared += 1
     return shared
+
+
+def model_holders(pipe: Pipeline | Any) -> list[Any]:
+    """The components reachable from `pipe`'s nodes (or from one component) that hold a loadable model
+    (`_model` in their attributes and a `warm_up`), each once, in walk order."""
+    found: dict[int, Any] = {}
+
+    def visit(comp: Any, depth: int) -> None:
+        if comp is None or id(comp) in found or depth > 5:
+            return
+        if "_model" in getattr(comp, "__dict__", {}) and callable(getattr(comp, "warm_up", None)):
+            found[id(comp)] = comp
+        for attr in (*getattr(comp, "_INJECTED", ()), "generator"):
+            inner = getattr(comp, attr, None)
+            if inner is not None and not isinstance(inner, (str, int, float, bool, dict, list)):
+                visit(inner, depth + 1)
+
+    comps = [c for _, c in pipe.walk()] if hasattr(pipe, "walk") else [pipe]
+    for comp in comps:
+        visit(comp, 0)
+    return list(found.values())
 
 
 def _shareable_key(comp: Any) -> str | None:

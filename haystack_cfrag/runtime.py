@@ -29,7 +29,12 @@ from haystack_cfrag.registry import FAMILIES, Resolved, preparation_of, resolve
 from haystack_cfrag.common import interrupts
 from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.stores.keyword import keyword_retriever
-from haystack_cfrag.loading import component_key, pipeline_from_dict, share_injected_components, share_node_models
+from haystack_cfrag.loading import (
+    component_key,
+    pipeline_from_dict,
+    share_injected_components,
+    share_node_models,
+)
 from haystack_cfrag.timing import count_llm_usage, timed_on, timed_stages
 
 
@@ -98,6 +103,7 @@ class Runtime:
         allowed_modules: list[str] | None = None,
         graph_cache: str | Path | None = GRAPH_CACHE,
         graph_extractor: str | None = None,
+        store_spec: str | None = None,
     ) -> None:
         """
         :param store: the store every pipeline reads: in memory, FAISS, pgvector, Qdrant (see
@@ -114,6 +120,8 @@ class Runtime:
         :param graph_extractor: what extracts that graph (`causal_rag.extractors`): "llm" (the reader, CausalRAG's
             prompt), "llm-json" (the same, schema-constrained JSON) or "spacy" (no generation); None: the
             family's default (its `StorePreparation.default_extractor`).
+        :param store_spec: the spec `store` was opened from (`haystack_cfrag.stores`): a graph `cfrag index
+            --graph` stored beside it is opened, not built (`causal_rag.stored_graph`); None: built in memory.
         """
         self.allowed_modules = allowed_modules
         self.store = store
@@ -128,11 +136,14 @@ class Runtime:
             component_key(c): c for c in (self.generator, self.text_embedder, self.scorer) if c is not None
         }
         self._warm = False
+        self._models: dict[str, Any] = {}  # configuration -> the holder whose loaded model every pipeline borrows
         self._lock = threading.Lock()
         self._build_lock = threading.Lock()
         self._built: OrderedDict[tuple[str, str], Pipeline] = OrderedDict()
         self.graph_cache = models.graph_cache_dir() if graph_cache == GRAPH_CACHE else graph_cache
         self.graph_extractor = graph_extractor  # checked by the family's preparation (an unknown name: ValueError)
+        self.store_spec = store_spec
+        self._spec_store = store  # the store `store_spec` names (the evaluation's per-question stores are others)
         self._prepared: dict[int, tuple[Any, Any, Any]] = {}  # id(preparation) -> (it, the store, its handle)
         self._keyword: tuple[Any, Any] | None = None  # (the store, what BM25 reads for it)
         self.graph_stats: list[dict[str, Any]] = []  # one entry per index-time build (CausalRAG's graph: its cost)
@@ -141,6 +152,8 @@ class Runtime:
         """Load the models once."""
         if not self._warm:
             interrupts.warm_up(*self.pool.values())  # a Ctrl-C during the load takes effect after it
+            for comp in self.pool.values():  # the pipelines' reader nodes borrow the model loaded here
+                share_node_models(comp, self._models)
             self._warm = True
 
     def pipeline(self, path: str | Path | Resolved, params: dict[str, Any] | None = None) -> Pipeline:
@@ -176,6 +189,12 @@ class Runtime:
         """What a family's `StorePreparation` built over the current store (CausalRAG's graph), built once per store."""
         held = self._prepared.get(id(preparation))
         if held is None or held[1] is not self.store:  # the store itself, not its id: ids are reused
+            stored = self._stored(preparation)
+            if stored is not None:
+                if held is not None:
+                    preparation.release(held[2])
+                self._prepared[id(preparation)] = (preparation, self.store, stored)
+                return stored
             passages = [d for d in self.store.filter_documents() if d.content]
             extractor = self.graph_extractor or preparation.default_extractor
             logger.warning("Building {what} over {n} passages with the '{extractor}' extractor: passages not yet in "
@@ -190,6 +209,18 @@ class Runtime:
             self._prepared[id(preparation)] = (preparation, self.store, handle)
             self.graph_stats.append({**stats, "built_on": timed_on()})
         return self._prepared[id(preparation)][2]
+
+    def _stored(self, preparation: Any) -> Any | None:
+        """What `cfrag index --graph` stored beside the runtime's store for `preparation`, opened; None: none stored."""
+        if preparation.load is None or self.store_spec is None or self.store is not self._spec_store:
+            return None
+        start = time.perf_counter()
+        handle = preparation.load(self.store_spec)
+        if handle is not None:
+            logger.info("Opened the stored {what} in {s:.2f} s", what=preparation.what, s=time.perf_counter() - start)
+            self.graph_stats.append({"stored": True, "seconds": round(time.perf_counter() - start, 3),
+                                     "built_on": timed_on()})
+        return handle
 
     def graph_store(self) -> Any:
         """The index-time parts of the current store of the first family that declares some (CausalRAG's graph)."""
@@ -332,7 +363,7 @@ class Runtime:
             if key not in self._built:
                 self.warm_up()
                 pipe = self.pipeline(resolved, params)
-                share_node_models(pipe)  # a cascade's reader nodes read with one model (llama.cpp: one KV cache)
+                share_node_models(pipe, self._models)  # every reader node reads with the one model (one KV cache)
                 pipe.warm_up()
                 self._built[key] = pipe
                 while len(self._built) > MAX_BUILT:

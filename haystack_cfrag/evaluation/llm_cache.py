@@ -52,7 +52,7 @@ class _CacheState:
                     self.entries[entry["key"]] = entry
 
 
-MACHINE_LOCAL = ("model", "model_path", "n_threads", "n_threads_batch", "verbose", "main_gpu")
+MACHINE_LOCAL = ("model", "model_path", "n_threads", "n_threads_batch", "verbose", "main_gpu", "use_mmap")
 """Generator settings that locate a model or use a machine, and do not shape a greedy reply."""
 
 
