@@ -16,6 +16,8 @@ model, into a store of their own: no other retriever of the user's pipelines eve
 
 from __future__ import annotations
 
+import inspect
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -25,28 +27,86 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_cfrag.causal_rag.components.causal_graph_builder import CausalGraphBuilder
+from haystack_cfrag.models import resolve_model
 
 logger = logging.getLogger(__name__)
 
 NODE_INDEX = "cfrag_graph_nodes"
 
 
-class TextEmbedderForDocuments:
-    """Embeds Documents one text at a time with a text embedder: nodes land in the query's vector space."""
+NODE_BATCH = 256
+"""Node names embedded per call of the document-embedder twin."""
 
-    def __init__(self, text_embedder: Any) -> None:
+
+class TextEmbedderForDocuments:
+    """Embeds Documents with a text embedder's configuration: nodes land in the query's vector space.
+
+    The text embedder's document twin in its own integration (`SentenceTransformersTextEmbedder` ->
+    `SentenceTransformersDocumentEmbedder`, `OpenAITextEmbedder` -> `OpenAIDocumentEmbedder`, …), built
+    with the same init parameters (model, prefix, normalisation), embeds them in batches of `batch_size`
+    (the graph of the 405-passage demo corpus: 5,369 names, 12 s instead of minutes one at a time). A text
+    embedder without a twin (a mock, a custom one) embeds one text at a time, as it would a query.
+    """
+
+    def __init__(self, text_embedder: Any, *, batch_size: int = NODE_BATCH) -> None:
         self.text_embedder = text_embedder
+        self.batch_size = batch_size
+        self.twin = document_twin(text_embedder, batch_size)
 
     def warm_up(self) -> None:
-        """Warm up the text embedder."""
-        if hasattr(self.text_embedder, "warm_up"):
-            self.text_embedder.warm_up()
+        """Warm up the text embedder (and its twin, which shares its loaded model where the integration caches it)."""
+        for part in (self.text_embedder, self.twin):
+            if part is not None and hasattr(part, "warm_up"):
+                part.warm_up()
 
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
         """Copies of `documents` with their embeddings (inputs untouched)."""
-        return {"documents": [Document(id=d.id, content=d.content, meta=dict(d.meta),
-                                       embedding=list(self.text_embedder.run(text=d.content or "")["embedding"]))
-                              for d in documents]}
+        copies = [Document(id=d.id, content=d.content or "", meta=dict(d.meta)) for d in documents]
+        if self.twin is not None:
+            out: list[Document] = []
+            for start in range(0, len(copies), self.batch_size):
+                out.extend(self.twin.run(documents=copies[start:start + self.batch_size])["documents"])
+            return {"documents": out}
+        for doc in copies:
+            doc.embedding = list(self.text_embedder.run(text=doc.content or "")["embedding"])
+        return {"documents": copies}
+
+
+def document_twin(text_embedder: Any, batch_size: int = NODE_BATCH) -> Any | None:
+    """The document embedder of `text_embedder`'s integration with its init parameters, or None (no twin).
+
+    >>> from haystack_cfrag.testing.fakes import HashingTextEmbedder
+    >>> document_twin(HashingTextEmbedder()) is None
+    True
+    """
+    to_dict = getattr(text_embedder, "to_dict", None)
+    if to_dict is None:
+        return None
+    for cls in type(text_embedder).__mro__:
+        if not cls.__name__.endswith("TextEmbedder"):
+            continue
+        name = cls.__name__[: -len("TextEmbedder")] + "DocumentEmbedder"
+        # its own module, or the package that exports both (haystack_integrations.…sentence_transformers)
+        homes = (cls.__module__, cls.__module__.rpartition(".")[0])
+        twin = next((t for home in homes if (t := getattr(sys.modules.get(home), name, None)) is not None), None)
+        if twin is None:
+            continue
+        try:
+            params = dict(to_dict().get("init_parameters", {}))
+            accepted = inspect.signature(twin.__init__).parameters
+            params = {k: v for k, v in params.items() if k in accepted}
+            if "batch_size" in accepted:
+                params["batch_size"] = batch_size
+            if "progress_bar" in accepted:
+                params["progress_bar"] = False
+            if isinstance(params.get("model"), str) and params["model"].startswith("embedded:"):
+                params["model"] = resolve_model(params["model"])
+            return twin.from_dict({"type": f"{twin.__module__}.{twin.__name__}", "init_parameters": params})
+        except Exception as exc:  # noqa: BLE001  (no twin: one text at a time, said once)
+            logger.warning("No batched twin for {cls}: {error}; graph nodes are embedded one at a time",
+                           cls=type(text_embedder).__name__, error=repr(exc))
+            return None
+    return None
 
 
 def build_node_store(
@@ -85,4 +145,4 @@ def release_node_store(store: InMemoryDocumentStore) -> None:
         store.delete_documents(ids)
 
 
-__all__ = ["NODE_INDEX", "TextEmbedderForDocuments", "build_node_store", "release_node_store"]
+__all__ = ["NODE_BATCH", "NODE_INDEX", "TextEmbedderForDocuments", "document_twin", "build_node_store", "release_node_store"]
