@@ -100,6 +100,8 @@ class StorePreparation:
     attach: Callable[[Any, Callable[[], Any]], None]
     release: Callable[[Any], None]
     what: str = "the index-time parts"
+    load: Callable[[Any], Any | None] | None = None
+    """`load(store_spec)` → the handle `cfrag index --graph` stored beside that store, or None (then `build`)."""
     index: Callable[..., dict[str, Any]] | None = None
     """`cfrag index --graph`: build ahead of time into the cache `build` reads, `index(passages, *, chat_generator,
     cache_dir, progress, extractor, engine, ray_address)` → stats (None: nothing to build ahead)."""

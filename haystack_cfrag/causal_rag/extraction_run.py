@@ -71,6 +71,8 @@ def extract_passages(
     batch_size: int = 64,
     engine: str = "local",
     ray_address: str | None = None,
+    store_spec: Any = None,
+    text_embedder: Any = None,
 ) -> dict[str, Any]:
     """Extract (or find in the cache) every passage's graph; the summed stats, seconds and the graph's size.
 
@@ -81,6 +83,9 @@ def extract_passages(
     :param builder_settings: more `CausalGraphBuilder` init parameters (`extractors.BUILDER_SETTINGS`).
     :param batch_size: passages per extractor call (and per progress line); the LLM recipe goes one by one.
     :param engine: "local" or "ray" (then `ray_address`: None = a local Ray, or a cluster's address).
+    :param store_spec: the store the passages are in: the graph is then written beside it
+        (`stored_graph.index_stored_graph`: node vectors embedded by `text_embedder`'s model in batches, edges
+        in tables), and its size read there; None: the graph is only put together in memory to count it.
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r:.40}; choose one of {', '.join(ENGINES)}.")
@@ -124,6 +129,16 @@ def extract_passages(
             done += len(batch)
     total["seconds"] = time.perf_counter() - start
     total["passages"] = len(passages)
+    if store_spec is not None:  # the graph as data beside the passages, batch by batch
+        from haystack_cfrag.causal_rag.node_store import TextEmbedderForDocuments  # noqa: PLC0415
+        from haystack_cfrag.causal_rag.stored_graph import index_stored_graph  # noqa: PLC0415
+
+        embedder = TextEmbedderForDocuments(text_embedder)
+        if hasattr(embedder, "warm_up"):
+            embedder.warm_up()
+        stored = index_stored_graph(passages, store_spec, builder=builder, embedder=embedder, progress=progress)
+        total.update(stored, stored_graph=True)
+        return total
     # the graph itself, put together from the cache (no extraction: every passage is in it now)
     graph = builder.assemble(passages)["stats"] if passages else {}
     total.update({k: int(graph.get(k, 0) or 0) for k in ("nodes", "edges", "causal_edges")})
@@ -285,6 +300,11 @@ def summary_line(stats: dict[str, Any]) -> str:
         f"{stats.get('nodes', 0)} nodes, {stats.get('edges', 0)} edges "
         f"({stats.get('causal_edges', 0)} causal), "
         f"{stats.get('rejected', 0)} rejected by validation; {tail}"
+        + (f"; stored beside the store: {stats.get('nodes_embedded', 0)} nodes embedded in "
+           f"{float(stats.get('node_embedding_seconds', 0.0)):.1f} s, tables written in "
+           f"{float(stats.get('edge_seconds', 0.0)):.1f} s" + (" (rebuilt: passages deleted or changed)"
+                                                            if stats.get("rebuilt") else "")
+           if stats.get("stored_graph") else "")
     )
 
 

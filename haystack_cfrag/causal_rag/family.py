@@ -38,11 +38,31 @@ def build_graph(passages: list[Any], *, chat_generator: Any, text_embedder: Any,
 
 
 def attach_graph(pipeline: Any, graph: Callable[[], Any]) -> None:
-    """Point every node retriever of `pipeline` at the graph's node store (built on first need)."""
+    """Point every graph retriever of `pipeline` at the graph (built or opened on first need): an in-memory node
+    store, or a stored graph (`stored_graph.StoredGraph`: its node store, with a retriever of its kind, and its
+    tables)."""
     for _, comp in pipeline.walk():
         node_retriever = getattr(comp, "node_retriever", None)  # the nodes live in a store of their own
-        if node_retriever is not None and hasattr(node_retriever, "document_store"):
-            node_retriever.document_store = graph()
+        if node_retriever is None or not hasattr(node_retriever, "document_store"):
+            continue
+        handle = graph()
+        tables = getattr(handle, "tables", None)
+        if tables is None:
+            node_retriever.document_store = handle
+        else:
+            from haystack_cfrag.stores import embedding_retriever  # noqa: PLC0415
+
+            top_k = getattr(node_retriever, "top_k", 10)
+            comp.node_retriever = embedding_retriever(handle.nodes, top_k=top_k)
+        if hasattr(comp, "graph_tables"):
+            comp.graph_tables = tables
+
+
+def load_graph(spec: Any) -> Any | None:
+    """The graph `cfrag index --graph` stored beside the store `spec` (`stored_graph.open_stored_graph`), or None."""
+    from haystack_cfrag.causal_rag.stored_graph import open_stored_graph  # noqa: PLC0415
+
+    return open_stored_graph(spec)
 
 
 def index_graph(passages: list[Any], **kwargs: Any) -> dict[str, Any]:
@@ -59,14 +79,18 @@ def index_summary(stats: dict[str, Any]) -> str:
     return summary_line(stats)
 
 
-def release_graph(nodes: Any) -> None:
-    """Free a graph's node store (the evaluation moves from store to store)."""
+def release_graph(handle: Any) -> None:
+    """Free a graph's node store (the evaluation moves from store to store), or close a stored graph."""
+    if hasattr(handle, "tables"):
+        handle.close()
+        return
     from haystack_cfrag.causal_rag.node_store import release_node_store  # noqa: PLC0415
 
-    release_node_store(nodes)
+    release_node_store(handle)
 
 
 GRAPH = StorePreparation(build=build_graph, attach=attach_graph, release=release_graph, what="CausalRAG's causal graph",
+                         load=load_graph,
                          index=index_graph, summarize=index_summary, extractors=EXTRACTOR_NAMES,
                          default_extractor=DEFAULT_EXTRACTOR, parse_only=PARSE_ONLY, scale_out=SCALE_OUT)
 

@@ -160,7 +160,7 @@ def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None
         store = open_query_store(store_path, embedder, device=device, progress_bar=True)
         status("loading the models")
         runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device,
-                          max_tokens=max_tokens, logprobs=logprobs)
+                          max_tokens=max_tokens, logprobs=logprobs, store_spec=store_path)
         runtime.warm_up()
     except (FileNotFoundError, ValueError, RuntimeError, OSError) as exc:  # a store or model that cannot open
         raise click.ClickException(one_line(exc, typed=False)) from exc
@@ -375,7 +375,8 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
             try:
                 stats = GRAPH.index(stored, chat_generator=generator, cache_dir=models.graph_cache_dir(),
                                     progress=status, extractor=graph_extractor, engine=engine,
-                                    ray_address=ray_address)
+                                    ray_address=ray_address, store_spec=spec,
+                                    text_embedder=factories.text_embedder(embedder, device=device))
             except (ImportError, RuntimeError, ValueError) as exc:  # spaCy or Ray missing, a model not the pinned one
                 raise click.ClickException(one_line(exc, typed=False)) from exc
         finally:

@@ -124,6 +124,7 @@ class CFRAGService:
 
         self.config = config
         start = time.perf_counter()
+        store_spec = config.store if store is None else None  # a graph `cfrag index --graph` stored beside it is opened
         if store is None:
             # any spec `cfrag ask` reads (haystack_cfrag.stores); FAISS, pgvector, Qdrant are used as they are
             store = open_query_store(config.store, config.embedder, device=config.device)
@@ -144,6 +145,7 @@ class CFRAGService:
             chat_generator=generator,
             text_embedder=text_embedder,
             allowed_modules=allowed_modules,
+            store_spec=store_spec or None,
         )
         self.runtime.warm_up()
         logger.info(

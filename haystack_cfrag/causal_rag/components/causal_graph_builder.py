@@ -300,6 +300,14 @@ class CausalGraphBuilder(AsksChatGenerator, InjectedParts):
             pass
         return build.outputs(build.node_documents())
 
+    def assemble_graph(self, documents: list[Document]) -> Graph:
+        """The graph of `documents` from the extraction cache alone, as a `Graph` (no node Documents, no embedding):
+        what `stored_graph` merges into the user's store batch by batch."""
+        build = _Build(self, documents, cache_only=True)
+        for _ in build.plan():
+            pass
+        return build.graph
+
     def _progress(self, passages: int) -> tqdm:
         return tqdm(total=passages, desc=f"{COMPONENT}: passages", unit="passage", disable=not self.progress_bar)
 

@@ -147,6 +147,10 @@ class CausalGraphRetriever(InjectedParts):
         self.max_documents = max_documents
         self.filters = dict(filters) if filters is not None else None
         self.raise_on_failure = raise_on_failure
+        self.graph_tables: Any | None = None
+        """A stored graph's tables (`graph_tables.GraphTables`): when set, the nodes' edges are read there, one
+        indexed query per hop, and the node store holds only the vectors (`cfrag index --graph`; the runtime
+        sets it). Not serialised: it holds a connection."""
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected retriever and store."""
@@ -235,17 +239,21 @@ class CausalGraphRetriever(InjectedParts):
     def _do(self, kind: str, args: dict[str, Any]) -> Any:
         if kind == "retrieve":
             return self.node_retriever.run(**args)["documents"]
+        if kind == "nodes" and self.graph_tables is not None:
+            return self.graph_tables.node_documents(args["names"])
         store = self.node_store if kind == "nodes" else self.store
-        return store.filter_documents(filters=args["filters"])
+        return store.filter_documents(filters=_filters(kind, args))
 
     async def _do_async(self, kind: str, args: dict[str, Any]) -> Any:
         if kind == "retrieve":
             return (await run_async_or_thread(self.node_retriever, **args))["documents"]
+        if kind == "nodes" and self.graph_tables is not None:
+            return await asyncio.to_thread(self.graph_tables.node_documents, args["names"])
         store = self.node_store if kind == "nodes" else self.store
         method = getattr(store, "filter_documents_async", None)
         if method is not None and asyncio.iscoroutinefunction(method):
-            return await method(filters=args["filters"])
-        return await asyncio.to_thread(store.filter_documents, filters=args["filters"])
+            return await method(filters=_filters(kind, args))
+        return await asyncio.to_thread(store.filter_documents, filters=_filters(kind, args))
 
     # ------------------------------------------------------------------ the retrieval, as steps
     def _steps(self, query_embedding: Any, top_k: int | None, hops: int | None) -> _Step:
@@ -270,6 +278,16 @@ class CausalGraphRetriever(InjectedParts):
                        and isinstance(d.meta.get("node_id"), str)]
         trace["dropped_non_nodes"] = len(found or []) - len(nodes_found)
         seeds = nodes_found[:top_k]
+        if seeds and self.graph_tables is not None:  # a stored graph: the seeds' edges are in its tables
+            trace["store_calls"] += 1
+            records = yield ("nodes", {"names": [d.meta["node_id"] for d in seeds]})
+            if isinstance(records, Exception):
+                self._raise_or_log("reading the graph tables failed", records)
+                degradations.append(degradation("graph_retrieval", "graph tables failed", error=repr(records)[:300]))
+                records = []
+            by_key = {node_key(d.meta["node_id"]): d for d in records or []}
+            seeds = [Document(id=d.id, content=d.content, meta=by_key[k].meta, score=d.score)
+                     for d in seeds if (k := node_key(d.meta["node_id"])) in by_key]
         if not seeds:
             degradations.append(degradation("graph_retrieval", "no_graph_node"))
             return _outputs([], [], [], trace, degradations)
@@ -282,11 +300,11 @@ class CausalGraphRetriever(InjectedParts):
         trace["seeds"] = seed_ids
         trace["seed_scores"] = [d.score for d in seeds]
 
-        if node_store is None and hops > 1:
+        if node_store is None and self.graph_tables is None and hops > 1:
             degradations.append(degradation("graph_expansion", "the node retriever has no document_store: only "
                                             "the seeds' own edges (one hop) are known", hops=hops))
         for hop in range(1, hops + 1):
-            if node_store is None:
+            if node_store is None and self.graph_tables is None:
                 break
             sub = expand_hops(graph, seed_ids, hop, max_edges=self.max_edges)
             frontier = [n for n, h in zip(sub.nodes, sub.node_hops, strict=True)
@@ -296,8 +314,7 @@ class CausalGraphRetriever(InjectedParts):
             for start in range(0, len(frontier), STORE_BATCH):
                 batch = frontier[start:start + STORE_BATCH]
                 trace["store_calls"] += 1
-                fetched = yield ("nodes", {"filters": node_filter({"field": "meta.node_id", "operator": "in",
-                                                                    "value": batch})})
+                fetched = yield ("nodes", {"names": batch})
                 if isinstance(fetched, Exception):
                     self._raise_or_log("fetching node Documents failed", fetched)
                     degradations.append(degradation("graph_expansion", "store failed", hop=hop,
@@ -329,8 +346,7 @@ class CausalGraphRetriever(InjectedParts):
             by_id: dict[str, Document] = {}
             for start in range(0, len(ranked), STORE_BATCH):
                 trace["store_calls"] += 1
-                fetched = yield ("passages", {"filters": {"field": "id", "operator": "in",
-                                                       "value": ranked[start:start + STORE_BATCH]}})
+                fetched = yield ("passages", {"ids": ranked[start:start + STORE_BATCH]})
                 if isinstance(fetched, Exception):
                     self._raise_or_log("fetching the source passages failed", fetched)
                     degradations.append(degradation("passages", "store failed", error=repr(fetched)[:300]))
@@ -344,6 +360,13 @@ class CausalGraphRetriever(InjectedParts):
         if self.raise_on_failure:
             raise RuntimeError(f"{COMPONENT}: {what}: {exc}") from exc
         logger.warning("{component}: {what}: {error}", component=COMPONENT, what=what, error=repr(exc))
+
+
+def _filters(kind: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The store filter of a "nodes" request (node Documents by name) or a "passages" one (by id)."""
+    if kind == "nodes":
+        return node_filter({"field": "meta.node_id", "operator": "in", "value": list(args["names"])})
+    return {"field": "id", "operator": "in", "value": list(args["ids"])}
 
 
 def _meta_list(meta: dict[str, Any], key: str) -> list[Any]:

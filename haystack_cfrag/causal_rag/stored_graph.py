@@ -1,0 +1,228 @@
+"""CausalRAG's graph as data in the user's store: written by `cfrag index --graph`, loaded at start.
+
+Where it lives, beside the passages (`graph_home`):
+
+| passages | node vectors | nodes, edges, passages |
+|---|---|---|
+| ``memory:PATH.json`` | ``PATH.graph-nodes.json`` (in memory) | ``PATH.graph.sqlite`` |
+| ``faiss:PATH#INDEX`` | ``faiss:PATH.graph-nodes#INDEX`` (the same index kind) | ``PATH.graph.sqlite`` |
+| ``pgvector:URL#TABLE`` | table ``TABLE_graph_nodes`` | tables ``TABLE_graph_*`` in the same database |
+| ``qdrant:PATH#COLL`` | collection ``COLL_graph_nodes`` | ``PATH.COLL.graph.sqlite`` (a server: in the cache) |
+
+`index_stored_graph` assembles the graph from the extraction cache in batches of passages (no
+whole graph in memory), merges each batch into the tables in one transaction and embeds only
+the nodes new to them, in batches, into the node store. Incremental: passages added since the last
+run are merged; when a passage was deleted or its text changed, the tables are rebuilt from the
+cache (no extraction) and only nodes never seen are embedded. `open_stored_graph` opens both parts
+(checked, never rebuilt); `CausalGraphRetriever` reads the edges from the tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from haystack import Document, logging
+from haystack.document_stores.types import DuplicatePolicy
+
+from haystack_cfrag.causal_rag.graph_tables import GraphTables
+from haystack_cfrag.causal_rag.math.extraction import passage_hash
+from haystack_cfrag.causal_rag.math.graph import node_document_id, node_key
+from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec
+
+logger = logging.getLogger(__name__)
+
+NODE_SUFFIX = "_graph_nodes"
+PASSAGE_BATCH = 1000
+"""Passages assembled and merged per transaction."""
+NODE_FLAG = "cfrag_graph_node"
+
+
+@dataclass(frozen=True)
+class GraphHome:
+    """Where a store's graph lives: its node store's spec and its tables (an SQLite file, or a Postgres prefix)."""
+
+    nodes: StoreSpec
+    sqlite: Path | None = None
+    postgres: tuple[str, str] | None = None  # (the URL, the table prefix)
+
+    def exists(self) -> bool:
+        """Whether a graph was written here (its tables; the node store is checked when opened)."""
+        if self.sqlite is not None:
+            return self.sqlite.exists()
+        from haystack_cfrag.stores.opening import pg_secret  # noqa: PLC0415
+
+        url, prefix = self.postgres  # type: ignore[misc]
+        import psycopg  # noqa: PLC0415
+
+        with psycopg.connect(pg_secret(url).resolve_value()) as conn:
+            row = conn.execute("SELECT to_regclass(%s)::text", (f"public.{prefix}_meta",)).fetchone()
+        return row is not None and row[0] is not None
+
+    def tables(self, *, create: bool = False) -> GraphTables:
+        """The graph's tables, checked (created when `create`)."""
+        if self.sqlite is not None:
+            return GraphTables.open_sqlite(self.sqlite, create=create)
+        from haystack_cfrag.stores.opening import pg_secret  # noqa: PLC0415
+
+        url, prefix = self.postgres  # type: ignore[misc]
+        return GraphTables.open_postgres(pg_secret(url).resolve_value(), prefix, create=create)
+
+
+def graph_home(spec: str | StoreSpec, cache_dir: Path | None = None) -> GraphHome:
+    """Where the graph of the store `spec` lives (module table).
+
+    >>> graph_home("faiss:stores/demo#HNSW32").nodes
+    StoreSpec(kind='faiss', location='stores/demo.graph-nodes', name='HNSW32')
+    >>> graph_home("pgvector:postgresql://u:p@h:5432/db#docs").postgres[1]
+    'docs_graph'
+    """
+    s = spec if isinstance(spec, StoreSpec) else parse_store_spec(spec)
+    if s.kind == "memory":
+        base = Path(s.location)
+        stem = base.with_suffix("") if base.suffix == ".json" else base
+        return GraphHome(StoreSpec("memory", f"{stem}.graph-nodes.json"), sqlite=Path(f"{stem}.graph.sqlite"))
+    if s.kind == "faiss":
+        return GraphHome(StoreSpec("faiss", f"{s.location}.graph-nodes", s.name),
+                         sqlite=Path(f"{s.location}.graph.sqlite"))
+    if s.kind == "pgvector":
+        return GraphHome(StoreSpec("pgvector", s.location, s.name + NODE_SUFFIX), postgres=(s.location, f"{s.name}_graph"))
+    nodes = StoreSpec("qdrant", s.location, s.name + NODE_SUFFIX)
+    if s.location == ":memory:" or s.location.startswith(("http://", "https://")):
+        from haystack_cfrag import models  # noqa: PLC0415
+
+        digest = hashlib.sha256(f"{s.location}#{s.name}".encode()).hexdigest()[:16]
+        return GraphHome(nodes, sqlite=(cache_dir or models.graph_cache_dir()) / f"qdrant-{digest}.graph.sqlite")
+    return GraphHome(nodes, sqlite=Path(f"{s.location}.{s.name}.graph.sqlite"))
+
+
+@dataclass
+class StoredGraph:
+    """A graph opened from the user's store: the node store (vectors) and the tables (everything else)."""
+
+    nodes: Any
+    tables: GraphTables
+    home: GraphHome
+
+    def close(self) -> None:
+        """Close the tables and the node store's connections."""
+        from haystack_cfrag.stores.opening import close_document_store  # noqa: PLC0415
+
+        self.tables.close()
+        close_document_store(self.nodes)
+
+
+def open_stored_graph(spec: str | StoreSpec) -> StoredGraph | None:
+    """The stored graph of the store `spec`, or None when none was written (`cfrag index --graph`).
+
+    :raises ValueError: one line, when its tables are foreign, corrupt or of another version.
+    """
+    from haystack_cfrag.stores.opening import open_document_store  # noqa: PLC0415
+
+    home = graph_home(spec)
+    if not home.exists():
+        return None
+    tables = home.tables()
+    try:
+        nodes = open_document_store(home.nodes)
+    except FileNotFoundError as exc:
+        tables.close()
+        raise ValueError(f"graph of {spec}: its tables exist but not its node store ({exc}); run "
+                         "`cfrag index --graph` again.") from exc
+    meta, counts = tables.meta(), tables.counts()
+    if meta.get("nodes") != str(counts["nodes"]):
+        tables.close()
+        raise ValueError(f"graph of {spec}: an index run did not finish ({counts['nodes']} nodes, "
+                         f"{meta.get('nodes', 'none')} recorded); run `cfrag index --graph` again.")
+    return StoredGraph(nodes, tables, home)
+
+
+def index_stored_graph(
+    passages: list[Document],
+    spec: str | StoreSpec,
+    *,
+    builder: Any,
+    embedder: Any,
+    progress: Callable[[str], None] | None = None,
+    batch: int = PASSAGE_BATCH,
+) -> dict[str, Any]:
+    """Write the graph of `passages` (every one already in the extraction cache) into the store's graph home.
+
+    :param builder: a `CausalGraphBuilder` of the extractor and cache the passages were extracted with
+        (its `assemble` reads the cache; no extraction here).
+    :param embedder: embeds node Documents in batches (`node_store.TextEmbedderForDocuments`).
+    :returns: seconds spent assembling, writing edges and embedding nodes, and the graph's size.
+    """
+    from haystack_cfrag.stores.opening import close_document_store, open_document_store, save_document_store  # noqa: PLC0415
+
+    home = graph_home(spec)
+    tables = home.tables(create=True)
+    stats: dict[str, Any] = {"assemble_seconds": 0.0, "edge_seconds": 0.0, "node_embedding_seconds": 0.0,
+                             "nodes_embedded": 0, "rebuilt": False}
+    try:
+        digests = [(d.id, passage_hash(d.content or "")) for d in passages]
+        recorded = tables.passages()
+        current = dict(digests)
+        stale = [pid for pid, h in recorded.items() if current.get(pid) != h]
+        keys_before = None
+        if stale:  # deleted or changed passages: rebuilt from the cache, no extraction
+            keys_before = tables.node_names()
+            tables.clear()
+            recorded = {}
+            stats["rebuilt"] = True
+        todo = [(d, h) for d, (_, h) in zip(passages, digests, strict=True) if recorded.get(d.id) != h]
+        node_store = None
+        for start in range(0, len(todo), batch):
+            part = todo[start:start + batch]
+            t0 = time.perf_counter()
+            graph = builder.assemble_graph([d for d, _ in part])
+            t1 = time.perf_counter()
+            new = tables.merge(graph, [(d.id, h) for d, h in part])
+            t2 = time.perf_counter()
+            stats["assemble_seconds"] += t1 - t0
+            stats["edge_seconds"] += t2 - t1
+            if keys_before:  # a rebuild: a node whose vector is stored under the same name keeps it
+                new = [(name, kind) for name, kind in new if keys_before.get(node_key(name)) != name]
+            if new:
+                docs = [Document(id=node_document_id(name), content=name,
+                                 meta={NODE_FLAG: True, "node_id": name, "node_type": kind}) for name, kind in new]
+                embedded = embedder.run(documents=docs)["documents"]
+                if node_store is None:
+                    dim = len(embedded[0].embedding)
+                    node_store = open_document_store(home.nodes, embedding_dim=dim, create=True)
+                node_store.write_documents(embedded, policy=DuplicatePolicy.OVERWRITE)
+                stats["nodes_embedded"] += len(embedded)
+            stats["node_embedding_seconds"] += time.perf_counter() - t2
+            if progress is not None:
+                progress(f"graph tables: passage {min(start + batch, len(todo))}/{len(todo)}, "
+                         f"{stats['nodes_embedded']} nodes embedded")
+        if node_store is None:
+            try:
+                node_store = open_document_store(home.nodes)
+            except FileNotFoundError:
+                node_store = None
+        if node_store is not None and keys_before is not None:
+            keep = tables.node_names()
+            gone = [node_document_id(k) for k in keys_before.keys() - keep.keys()]
+            if gone:
+                node_store.delete_documents(gone)
+            stats["nodes_deleted"] = len(gone)
+        if node_store is not None:
+            t3 = time.perf_counter()
+            save_document_store(node_store, home.nodes)
+            stats["node_save_seconds"] = time.perf_counter() - t3
+            close_document_store(node_store)
+        counts = tables.counts()
+        tables.set_meta(nodes=str(counts["nodes"]), edges=str(counts["edges"]), passages=str(counts["passages"]))
+        stats.update(counts)
+        stats["merged_passages"] = len(todo)
+    finally:
+        tables.close()
+    return stats
+
+
+__all__ = ["GraphHome", "StoredGraph", "graph_home", "index_stored_graph", "open_stored_graph"]
