@@ -4,10 +4,10 @@ Where it lives, beside the passages (`graph_home`):
 
 | passages | node vectors | nodes, edges, passages |
 |---|---|---|
-| ``memory:PATH.json`` | ``PATH.graph-nodes.json`` (in memory) | ``PATH.graph.sqlite`` |
-| ``faiss:PATH#INDEX`` | ``faiss:PATH.graph-nodes#INDEX`` (the same index kind) | ``PATH.graph.sqlite`` |
+| ``memory:PATH.json`` | ``PATH.graph/nodes.json`` (in memory) | ``PATH.graph/graph.sqlite`` |
+| ``faiss:PATH#INDEX`` | ``faiss:PATH.graph/nodes#INDEX`` (the same index kind) | ``PATH.graph/graph.sqlite`` |
 | ``pgvector:URL#TABLE`` | table ``TABLE_graph_nodes`` | tables ``TABLE_graph_*`` in the same database |
-| ``qdrant:PATH#COLL`` | collection ``COLL_graph_nodes`` | ``PATH.COLL.graph.sqlite`` (a server: in the cache) |
+| ``qdrant:PATH#COLL`` | collection ``COLL_graph_nodes`` | ``PATH.COLL.graph/graph.sqlite`` (a server: in the cache) |
 
 `index_stored_graph` assembles the graph from the extraction cache in batches of passages (no
 whole graph in memory), merges each batch into the tables in one transaction and embeds only
@@ -66,6 +66,8 @@ class GraphHome:
     def tables(self, *, create: bool = False) -> GraphTables:
         """The graph's tables, checked (created when `create`)."""
         if self.sqlite is not None:
+            if create:
+                self.sqlite.parent.mkdir(parents=True, exist_ok=True)
             return GraphTables.open_sqlite(self.sqlite, create=create)
         from haystack_cfrag.stores.opening import pg_secret  # noqa: PLC0415
 
@@ -77,18 +79,18 @@ def graph_home(spec: str | StoreSpec, cache_dir: Path | None = None) -> GraphHom
     """Where the graph of the store `spec` lives (module table).
 
     >>> graph_home("faiss:stores/demo#HNSW32").nodes
-    StoreSpec(kind='faiss', location='stores/demo.graph-nodes', name='HNSW32')
+    StoreSpec(kind='faiss', location='stores/demo.graph/nodes', name='HNSW32')
     >>> graph_home("pgvector:postgresql://u:p@h:5432/db#docs").postgres[1]
     'docs_graph'
     """
     s = spec if isinstance(spec, StoreSpec) else parse_store_spec(spec)
     if s.kind == "memory":
         base = Path(s.location)
-        stem = base.with_suffix("") if base.suffix == ".json" else base
-        return GraphHome(StoreSpec("memory", f"{stem}.graph-nodes.json"), sqlite=Path(f"{stem}.graph.sqlite"))
-    if s.kind == "faiss":
-        return GraphHome(StoreSpec("faiss", f"{s.location}.graph-nodes", s.name),
-                         sqlite=Path(f"{s.location}.graph.sqlite"))
+        folder = Path(f"{base.with_suffix('') if base.suffix == '.json' else base}.graph")
+        return GraphHome(StoreSpec("memory", str(folder / "nodes.json")), sqlite=folder / "graph.sqlite")
+    if s.kind == "faiss":  # a folder of its own: `PATH.graph-nodes` would be saved as PATH.faiss, over the passages
+        folder = Path(f"{s.location}.graph")
+        return GraphHome(StoreSpec("faiss", str(folder / "nodes"), s.name), sqlite=folder / "graph.sqlite")
     if s.kind == "pgvector":
         return GraphHome(StoreSpec("pgvector", s.location, s.name + NODE_SUFFIX), postgres=(s.location, f"{s.name}_graph"))
     nodes = StoreSpec("qdrant", s.location, s.name + NODE_SUFFIX)
@@ -97,7 +99,26 @@ def graph_home(spec: str | StoreSpec, cache_dir: Path | None = None) -> GraphHom
 
         digest = hashlib.sha256(f"{s.location}#{s.name}".encode()).hexdigest()[:16]
         return GraphHome(nodes, sqlite=(cache_dir or models.graph_cache_dir()) / f"qdrant-{digest}.graph.sqlite")
-    return GraphHome(nodes, sqlite=Path(f"{s.location}.{s.name}.graph.sqlite"))
+    return GraphHome(nodes, sqlite=Path(f"{s.location}.{s.name}.graph") / "graph.sqlite")
+
+
+def store_files(spec: StoreSpec) -> set[Path]:
+    """The files a file store is saved as (memory: its JSON; FAISS: PATH.faiss and PATH.json), resolved."""
+    if spec.kind == "memory":
+        return {Path(spec.location).resolve()}
+    if spec.kind == "faiss":
+        base = Path(spec.location)
+        return {base.with_suffix(".faiss").resolve(), base.with_suffix(".json").resolve()}
+    return set()
+
+
+def check_home(spec: str | StoreSpec, home: GraphHome) -> None:
+    """Refuse a graph home whose files would be the passages' own (a node store saved over the store)."""
+    s = spec if isinstance(spec, StoreSpec) else parse_store_spec(spec)
+    mine = store_files(home.nodes) | ({home.sqlite.resolve()} if home.sqlite is not None else set())
+    if mine & store_files(s) or (s.kind == home.nodes.kind and s.location == home.nodes.location
+                                 and s.name == home.nodes.name):
+        raise ValueError(f"the graph of {s} would be written over the store itself; nothing written.")
 
 
 @dataclass
@@ -160,6 +181,7 @@ def index_stored_graph(
     from haystack_cfrag.stores.opening import close_document_store, open_document_store, save_document_store  # noqa: PLC0415
 
     home = graph_home(spec)
+    check_home(spec, home)
     tables = home.tables(create=True)
     stats: dict[str, Any] = {"assemble_seconds": 0.0, "edge_seconds": 0.0, "node_embedding_seconds": 0.0,
                              "nodes_embedded": 0, "rebuilt": False}

@@ -161,13 +161,27 @@ def test_links_folders_and_bad_prefixes_are_refused(tmp_path):
 
 
 def test_graph_home_per_store_kind(tmp_path):
-    assert graph_home("memory:/d/s.json").sqlite.as_posix() == "/d/s.graph.sqlite"
-    assert graph_home("faiss:/d/f#HNSW32").nodes == StoreSpec("faiss", "/d/f.graph-nodes", "HNSW32")
+    assert graph_home("memory:/d/s.json").sqlite.as_posix() == "/d/s.graph/graph.sqlite"
+    assert graph_home("faiss:/d/f#HNSW32").nodes == StoreSpec("faiss", "/d/f.graph/nodes", "HNSW32")
     pg = graph_home("pgvector:postgresql://u:p@h:5432/db#docs")
     assert (pg.nodes.name, pg.postgres[1], pg.sqlite) == ("docs_graph_nodes", "docs_graph", None)
-    assert graph_home("qdrant:/d/q#c").sqlite.as_posix() == "/d/q.c.graph.sqlite"
+    assert graph_home("qdrant:/d/q#c").sqlite.as_posix() == "/d/q.c.graph/graph.sqlite"
     served = graph_home("qdrant:http://h:6333#c", cache_dir=tmp_path)
     assert served.sqlite.parent == tmp_path and served.sqlite.name.startswith("qdrant-")
+
+
+@pytest.mark.parametrize("spec", ["faiss:/d/store", "faiss:/d/store.v2#HNSW32", "memory:/d/s.json", "memory:/d/s",
+                                  "faiss:/d/store.graph-nodes"])
+def test_the_graph_is_never_saved_over_the_store_it_belongs_to(spec):
+    # faiss:PATH saves PATH.faiss + PATH.json with Path.with_suffix: a node store at PATH.graph-nodes was PATH.faiss
+    from haystack_cfrag.causal_rag.stored_graph import check_home, store_files
+    from haystack_cfrag.stores.specs import parse_store_spec
+    home = graph_home(spec)
+    check_home(spec, home)  # does not raise
+    assert not store_files(home.nodes) & store_files(parse_store_spec(spec))
+    clash = type(home)(parse_store_spec(spec), sqlite=home.sqlite)
+    with pytest.raises(ValueError, match="over the store itself"):
+        check_home(spec, clash)
 
 
 def test_nodes_are_embedded_in_batches_by_the_text_embedders_document_twin():
