@@ -102,14 +102,26 @@ class GraphTables:
         return tables
 
     @classmethod
-    def open_postgres(cls, url: str, prefix: str, *, create: bool = False) -> GraphTables:
-        """The graph's tables named `prefix_*` in the Postgres database at `url` (psycopg 3)."""
+    def open_postgres(cls, url: str, prefix: str, *, create: bool = False, also: Sequence[str] = ()) -> GraphTables:
+        """The graph's tables named `prefix_*` in the Postgres database at `url` (psycopg 3).
+
+        `create` refuses (one line) when the graph has no meta table yet but a table of its names, or of `also`
+        (its node vectors' table), exists: a table of the user's own is never written into."""
         import psycopg  # noqa: PLC0415  (pgvector-haystack's driver)
 
         tables = cls(psycopg.connect(url, autocommit=True), dialect="postgres", prefix=prefix, where=f"{prefix}_*")
-        if create:
-            tables.create()
-        tables.check()
+        try:
+            if create:
+                names = [f"{prefix}_{n}" for n in ("meta", "nodes", "edges", "passages")] + list(also)
+                found = [n for n in names if tables._rows("SELECT to_regclass(%s)::text", (f"public.{n}",))[0][0]]
+                if found and f"{prefix}_meta" not in found:
+                    raise ValueError(f"table {found[0]} exists and is not part of a haystack-cfrag graph; "
+                                     "nothing written (index into another table name).")
+                tables.create()
+            tables.check()
+        except Exception:
+            tables.close()
+            raise
         return tables
 
     def close(self) -> None:

@@ -6,8 +6,8 @@ Where it lives, beside the passages (`graph_home`):
 |---|---|---|
 | ``memory:PATH.json`` | ``PATH.graph/nodes.json`` (in memory) | ``PATH.graph/graph.sqlite`` |
 | ``faiss:PATH#INDEX`` | ``faiss:PATH.graph/nodes#INDEX`` (the same index kind) | ``PATH.graph/graph.sqlite`` |
-| ``pgvector:URL#TABLE`` | table ``TABLE_graph_nodes`` | tables ``TABLE_graph_*`` in the same database |
-| ``qdrant:PATH#COLL`` | collection ``COLL_graph_nodes`` | ``PATH.COLL.graph/graph.sqlite`` (a server: in the cache) |
+| ``pgvector:URL#TABLE`` | table ``TABLE_graph_vectors`` | tables ``TABLE_graph_meta``, ``_nodes``, ``_edges``, ``_passages`` |
+| ``qdrant:PATH#COLL`` | collection ``COLL_graph_vectors`` | ``PATH.COLL.graph/graph.sqlite`` (a server: in the cache) |
 
 `index_stored_graph` assembles the graph from the extraction cache in batches of passages (no
 whole graph in memory), merges each batch into the tables in one transaction and embeds only
@@ -36,7 +36,8 @@ from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec
 
 logger = logging.getLogger(__name__)
 
-NODE_SUFFIX = "_graph_nodes"
+NODE_SUFFIX = "_graph_vectors"
+"""The node vectors' table or collection: TABLE_graph_vectors (the tables are TABLE_graph_meta, _nodes, _edges, _passages)."""
 PASSAGE_BATCH = 1000
 """Passages assembled and merged per transaction."""
 NODE_FLAG = "cfrag_graph_node"
@@ -72,7 +73,8 @@ class GraphHome:
         from haystack_cfrag.stores.opening import pg_secret  # noqa: PLC0415
 
         url, prefix = self.postgres  # type: ignore[misc]
-        return GraphTables.open_postgres(pg_secret(url).resolve_value(), prefix, create=create)
+        return GraphTables.open_postgres(pg_secret(url).resolve_value(), prefix, create=create,
+                                         also=(self.nodes.name,))
 
 
 def graph_home(spec: str | StoreSpec, cache_dir: Path | None = None) -> GraphHome:
@@ -230,9 +232,16 @@ def index_stored_graph(
         if node_store is not None and keys_before is not None:
             keep = tables.node_names()
             gone = [node_document_id(k) for k in keys_before.keys() - keep.keys()]
+            stats["nodes_deleted"] = 0
             if gone:
-                node_store.delete_documents(gone)
-            stats["nodes_deleted"] = len(gone)
+                try:
+                    node_store.delete_documents(gone)
+                    stats["nodes_deleted"] = len(gone)
+                except Exception as exc:  # noqa: BLE001  (FAISS HNSW cannot remove ids)
+                    logger.warning("The node store cannot delete the vectors of {n} nodes no passage cites any more "
+                                   "({error}); they stay, and a query that finds one drops it as a seed",
+                                   n=len(gone), error=" ".join(str(exc).split())[:160])
+                    stats["stale_vectors_kept"] = len(gone)
         if node_store is not None:
             t3 = time.perf_counter()
             save_document_store(node_store, home.nodes)

@@ -164,7 +164,7 @@ def test_graph_home_per_store_kind(tmp_path):
     assert graph_home("memory:/d/s.json").sqlite.as_posix() == "/d/s.graph/graph.sqlite"
     assert graph_home("faiss:/d/f#HNSW32").nodes == StoreSpec("faiss", "/d/f.graph/nodes", "HNSW32")
     pg = graph_home("pgvector:postgresql://u:p@h:5432/db#docs")
-    assert (pg.nodes.name, pg.postgres[1], pg.sqlite) == ("docs_graph_nodes", "docs_graph", None)
+    assert (pg.nodes.name, pg.postgres[1], pg.sqlite) == ("docs_graph_vectors", "docs_graph", None)
     assert graph_home("qdrant:/d/q#c").sqlite.as_posix() == "/d/q.c.graph/graph.sqlite"
     served = graph_home("qdrant:http://h:6333#c", cache_dir=tmp_path)
     assert served.sqlite.parent == tmp_path and served.sqlite.name.startswith("qdrant-")
