@@ -4,8 +4,8 @@ and `cfrag eval` (four systems), each in a process of its own, and the server's 
     python benchmarks/memory_peaks.py OUT_DIR [--only ask,serve,eval,startup] [--store SPEC] [--mock]
 
 `ask`: `/usr/bin/time -v cfrag ask QUESTION --pipeline P` (its "Maximum resident set size").
-`serve`: `cfrag serve` with every query pipeline; one question to each over HTTP, then the server's
-VmHWM (/proc). `startup`: seconds from the command to the first 200 of /status, then one question to
+`serve`: `cfrag serve` with every query pipeline; one question to each over HTTP, then the peak resident
+memory (VmHWM, /proc) of its processes summed (the supervisor and the server). `startup`: seconds from the command to the first 200 of /status, then one question to
 each graph pipeline (its first answer, timed). `eval`: `/usr/bin/time -v cfrag eval` of four systems on
 the first 3 trap_dev questions, pooled, reply cache on (the default). One JSON line per measurement in
 OUT_DIR/peaks.jsonl (resumable: a measured line is not measured again).
@@ -58,6 +58,25 @@ def get(url: str, body: dict | None = None, timeout: float = 900) -> tuple[int, 
         return e.code, {}
 
 
+def tree(pid: int) -> list[int]:
+    """`pid` and its descendants (/proc/PID/task/*/children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*/children"):
+            todo.extend(int(c) for c in task.read_text().split())
+    return out
+
+
+def hwm_gb(pid: int) -> float:
+    """A process's peak resident memory (VmHWM), GB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM"):
+            return round(int(line.split()[1]) / 1024 / 1024, 3)
+    return 0.0
+
+
 def serve(pipelines: list[str], env: dict[str, str], store: str | None, mock: bool, ask: list[str]) -> dict:
     port = free_port()
     cmd = [CFRAG, "serve", "--port", str(port)] + [a for p in pipelines for a in ("--pipeline", p)]
@@ -83,11 +102,9 @@ def serve(pipelines: list[str], env: dict[str, str], store: str | None, mock: bo
             code, body = get(f"http://127.0.0.1:{port}/{name}/run", {"question": QUESTION})
             answers[name] = {"status": code, "seconds": round(time.perf_counter() - t, 1),
                              "answer": str(body.get("result", body).get("answer", ""))[:60] if body else ""}
-        hwm = None
-        for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM"):
-                hwm = round(int(line.split()[1]) / 1024 / 1024, 3)
-        return {"ready_s": round(ready, 1) if ready else None, "peak_gb": hwm, "answers": answers}
+        peaks = {pid: hwm_gb(pid) for pid in tree(proc.pid)}  # `cfrag serve` supervises the server process
+        return {"ready_s": round(ready, 1) if ready else None, "peak_gb": round(sum(peaks.values()), 3),
+                "peak_gb_by_process": list(peaks.values()), "answers": answers}
     finally:
         proc.terminate()
         try:

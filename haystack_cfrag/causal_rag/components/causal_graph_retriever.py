@@ -242,6 +242,8 @@ class CausalGraphRetriever(InjectedParts):
         if kind == "nodes" and self.graph_tables is not None:
             return self.graph_tables.node_documents(args["names"])
         store = self.node_store if kind == "nodes" else self.store
+        if kind == "passages" and (held := _held_documents(store)) is not None:
+            return [held[i] for i in args["ids"] if i in held]
         return store.filter_documents(filters=_filters(kind, args))
 
     async def _do_async(self, kind: str, args: dict[str, Any]) -> Any:
@@ -250,6 +252,8 @@ class CausalGraphRetriever(InjectedParts):
         if kind == "nodes" and self.graph_tables is not None:
             return await asyncio.to_thread(self.graph_tables.node_documents, args["names"])
         store = self.node_store if kind == "nodes" else self.store
+        if kind == "passages" and (held := _held_documents(store)) is not None:
+            return [held[i] for i in args["ids"] if i in held]
         method = getattr(store, "filter_documents_async", None)
         if method is not None and asyncio.iscoroutinefunction(method):
             return await method(filters=_filters(kind, args))
@@ -360,6 +364,18 @@ class CausalGraphRetriever(InjectedParts):
         if self.raise_on_failure:
             raise RuntimeError(f"{COMPONENT}: {what}: {exc}") from exc
         logger.warning("{component}: {what}: {error}", component=COMPONENT, what=what, error=repr(exc))
+
+
+def _held_documents(store: Any) -> dict[str, Document] | None:
+    """The id -> Document dict of a store that holds its documents in one (Haystack's in-memory `storage`,
+    faiss-haystack's `documents`), read by key: their `filter_documents` scans every document, so a query's
+    few passages would cost a pass over the corpus. None for other stores (an indexed query by id)."""
+    for attr in ("storage", "documents"):
+        held = getattr(store, attr, None) if type(store).__name__ in ("InMemoryDocumentStore", "FAISSDocumentStore",
+                                                                        "GpuFAISSDocumentStore") else None
+        if isinstance(held, dict):
+            return held
+    return None
 
 
 def _filters(kind: str, args: dict[str, Any]) -> dict[str, Any]:
