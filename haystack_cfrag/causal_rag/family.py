@@ -30,6 +30,8 @@ def build_graph(passages: list[Any], *, chat_generator: Any, text_embedder: Any,
     from haystack_cfrag.causal_rag.extractors import BUILDER_SETTINGS, make_extractor  # noqa: PLC0415
     from haystack_cfrag.causal_rag.node_store import build_node_store  # noqa: PLC0415  (Haystack's builder stack)
 
+    if graph_extractor in PARSE_ONLY:  # the builder warms what it holds: a parser needs no reader loaded
+        chat_generator = None
     nodes, stats = build_node_store(passages, chat_generator=chat_generator, text_embedder=text_embedder,
                                     cache_dir=cache_dir,
                                     extractor=make_extractor(graph_extractor, chat_generator=chat_generator),

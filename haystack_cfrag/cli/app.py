@@ -149,7 +149,7 @@ def _guarded(func: Any, *args: Any) -> Any:
 
 
 def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None, device: str | None,
-             max_tokens: int, logprobs: bool) -> Any:
+             max_tokens: int, logprobs: bool, pipelines: list[str] | None = None) -> Any:
     from haystack_cfrag.runtime import Runtime  # noqa: PLC0415  (heavy imports only when needed)
     from haystack_cfrag.stores import open_query_store  # noqa: PLC0415
 
@@ -161,6 +161,10 @@ def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None
         status("loading the models")
         runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device,
                           max_tokens=max_tokens, logprobs=logprobs, store_spec=store_path)
+        if pipelines:
+            status("preparing the store (the causal graph)")
+            runtime.prepare_stores(pipelines)  # before the reader loads: the two peaks never meet
+        status("loading the models")
         runtime.warm_up()
     except (FileNotFoundError, ValueError, RuntimeError, OSError) as exc:  # a store or model that cannot open
         raise click.ClickException(one_line(exc, typed=False)) from exc
@@ -200,7 +204,7 @@ def ask(question: str, pipeline: str, as_json: bool, store_path: str | None, llm
         scorer: str | None, device: str | None, max_tokens: int, logprobs: bool, **params: Any) -> None:
     """Answer QUESTION and show why: counterfactuals, clusters, drafts, φ scores, Ψ, decision."""
     params = _check_inputs(question, [pipeline], params, store_path, llm, embedder, scorer)
-    runtime = _runtime(store_path, llm, embedder, scorer, device, max_tokens, logprobs)
+    runtime = _runtime(store_path, llm, embedder, scorer, device, max_tokens, logprobs, [pipeline])
     result = _ask(runtime, pipeline, question, params)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
@@ -234,7 +238,7 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
     if not names:
         raise click.BadParameter("names no pipeline", param_hint="--pipelines")
     params = _check_inputs(question, names, params, store_path, llm, embedder, scorer)
-    runtime = _runtime(store_path, llm, embedder, scorer, device, max_tokens, logprobs)
+    runtime = _runtime(store_path, llm, embedder, scorer, device, max_tokens, logprobs, names)
     results = [_ask(runtime, name, question, params) for name in names]
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in results], indent=2, ensure_ascii=False))

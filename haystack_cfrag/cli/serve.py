@@ -53,6 +53,7 @@ def server_env(
     mock_failure_rate: float = 0.0,
     mock_delay: float = 0.0,
     mock_seed: int = 0,
+    pipelines: tuple[str, ...] = (),
 ) -> dict[str, str]:
     """The environment of the served process: CFRAG_* settings, sequential deploys, the allowlist."""
     env = dict(os.environ if base is None else base)
@@ -74,7 +75,8 @@ def server_env(
     )
     for key, value in (("CFRAG_LLM", llm), ("CFRAG_EMBEDDER", embedder), ("CFRAG_SCORER", scorer),
                        ("CFRAG_STORE", store), ("CFRAG_DEVICE", device),
-                       ("CFRAG_MAX_TOKENS", str(max_tokens) if max_tokens else None)):
+                       ("CFRAG_MAX_TOKENS", str(max_tokens) if max_tokens else None),
+                       ("CFRAG_PIPELINES", ",".join(pipelines) if pipelines else None)):
         if value:
             env[key] = value
     return env
@@ -172,7 +174,8 @@ def serve(host: str, port: int, pipelines: tuple[str, ...], yaml_pipelines: tupl
             raise click.BadParameter(str(exc), param_hint="--deploy-dir") from exc
 
     env = server_env(llm=llm, embedder=embedder, scorer=scorer, store=store, device=device, max_tokens=max_tokens,
-                     mock=mock, mock_failure_rate=mock_failure_rate, mock_delay=mock_delay, mock_seed=mock_seed)
+                     mock=mock, mock_failure_rate=mock_failure_rate, mock_delay=mock_delay, mock_seed=mock_seed,
+                     pipelines=tuple(pipelines))
     config = ServingConfig.from_env(env)
     if deploy_dir is None:
         for stale in remove_stale_run_folders():

@@ -65,12 +65,13 @@ class ServingConfig:
     max_tokens: int = 256
     device: str | None = None
     store_index: str = "cfrag"
+    pipelines: tuple[str, ...] = ()  # the wrappers' pipelines: what they need of the store is built before the reader loads
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> ServingConfig:
         """CFRAG_LLM, CFRAG_EMBEDDER, CFRAG_SCORER, CFRAG_STORE, CFRAG_GENERATOR (model|mock),
         CFRAG_MOCK_FAILURE_RATE, CFRAG_MOCK_DELAY_S, CFRAG_MOCK_SEED, CFRAG_MAX_TOKENS, CFRAG_DEVICE,
-        CFRAG_STORE_INDEX."""
+        CFRAG_STORE_INDEX, CFRAG_PIPELINES (comma-separated served names; unknown ones are ignored)."""
         env = dict(os.environ if env is None else env)
         generator = env.get("CFRAG_GENERATOR", "model").strip().lower() or "model"
         if generator not in ("model", "mock"):
@@ -87,6 +88,7 @@ class ServingConfig:
             max_tokens=int(_env_float(env, "CFRAG_MAX_TOKENS", 256)),
             device=env.get("CFRAG_DEVICE") or None,
             store_index=env.get("CFRAG_STORE_INDEX") or "cfrag",
+            pipelines=tuple(n for n in (env.get("CFRAG_PIPELINES") or "").split(",") if n in served_pipelines()),
         )
 
     def mock_generator(self) -> Any:
@@ -147,6 +149,7 @@ class CFRAGService:
             allowed_modules=allowed_modules,
             store_spec=store_spec or None,
         )
+        self.runtime.prepare_stores(list(config.pipelines))  # the graph before the reader: their peaks never meet
         self.runtime.warm_up()
         logger.info(
             "CF-RAG service ready: {n} documents, generator {gen}, in {s:.1f} s",
