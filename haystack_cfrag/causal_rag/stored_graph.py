@@ -156,6 +156,10 @@ def open_stored_graph(spec: str | StoreSpec) -> StoredGraph | None:
         tables.close()
         raise ValueError(f"graph of {spec}: its tables exist but not its node store ({exc}); run "
                          "`cfrag index --graph` again.") from exc
+    except Exception as exc:  # a corrupt or foreign node store file: one line, nothing half-read
+        tables.close()
+        raise ValueError(f"graph of {spec}: its node store {home.nodes} does not open "
+                         f"({type(exc).__name__}: {' '.join(str(exc).split())[:120]}); nothing read.") from exc
     meta, counts = tables.meta(), tables.counts()
     if meta.get("nodes") != str(counts["nodes"]):
         tables.close()
