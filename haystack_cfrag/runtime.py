@@ -217,8 +217,9 @@ class Runtime:
         (spaCy, the node vectors: about 0.4 GB on the demo corpus) never adds to the reader's 1.4 GB."""
         built = False
         for path in paths:
-            preparation = resolve(path).preparation()
-            if preparation is not None:
+            resolved = resolve(path)
+            preparation = resolved.preparation()
+            if preparation is not None and _reads_graph(resolved.data):  # grounded_rag_lite: the family's, no graph
                 self.prepared(preparation)
                 built = True
         if built:
@@ -384,6 +385,19 @@ class Runtime:
                     self._built.popitem(last=False)
             self._built.move_to_end(key)
             return self._built[key]
+
+
+def _reads_graph(data: Any) -> bool:
+    """Whether a pipeline dict has a component with a `node_retriever` (what `StorePreparation.attach` points
+    at the prepared graph), at any depth."""
+    if isinstance(data, dict):
+        params = data.get("init_parameters")
+        if isinstance(params, dict) and "node_retriever" in params:
+            return True
+        return any(_reads_graph(v) for v in data.values())
+    if isinstance(data, list):
+        return any(_reads_graph(v) for v in data)
+    return False
 
 
 def _placeholder_store(retriever: dict[str, Any]) -> dict[str, Any]:
