@@ -102,6 +102,8 @@ class StorePreparation:
     what: str = "the index-time parts"
     load: Callable[[Any], Any | None] | None = None
     """`load(store_spec)` → the handle `cfrag index --graph` stored beside that store, or None (then `build`)."""
+    needed_by: Callable[[Any], bool] = lambda data: True  # noqa: E731
+    """Whether a pipeline's dict has a part that `attach` points at the handle (what `Runtime.prepare_stores` asks)."""
     index: Callable[..., dict[str, Any]] | None = None
     """`cfrag index --graph`: build ahead of time into the cache `build` reads, `index(passages, *, chat_generator,
     cache_dir, progress, extractor, engine, ray_address)` → stats (None: nothing to build ahead)."""

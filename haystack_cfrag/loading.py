@@ -234,7 +234,7 @@ def share_node_models(pipe: Pipeline, owners: dict[str, Any] | None = None) -> i
         if key is None:
             continue
         owner = owners.setdefault(key, comp)
-        if owner is comp or comp._model is owner._model and owner._model is not None:  # noqa: SLF001
+        if owner is comp or (owner._model is not None and comp._model is owner._model):  # noqa: SLF001  (lent already)
             continue
         owner.warm_up()
         comp._model = owner._model  # noqa: SLF001  (the adapter's loaded model, lent)

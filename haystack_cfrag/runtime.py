@@ -29,12 +29,7 @@ from haystack_cfrag.registry import FAMILIES, Resolved, preparation_of, resolve
 from haystack_cfrag.common import interrupts
 from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.stores.keyword import keyword_retriever
-from haystack_cfrag.loading import (
-    component_key,
-    pipeline_from_dict,
-    share_injected_components,
-    share_node_models,
-)
+from haystack_cfrag.loading import component_key, pipeline_from_dict, share_injected_components, share_node_models
 from haystack_cfrag.timing import count_llm_usage, timed_on, timed_stages
 
 
@@ -219,7 +214,7 @@ class Runtime:
         for path in paths:
             resolved = resolve(path)
             preparation = resolved.preparation()
-            if preparation is not None and _reads_graph(resolved.data):  # grounded_rag_lite: the family's, no graph
+            if preparation is not None and preparation.needed_by(resolved.data):  # grounded_rag_lite: no graph
                 self.prepared(preparation)
                 built = True
         if built:
@@ -385,19 +380,6 @@ class Runtime:
                     self._built.popitem(last=False)
             self._built.move_to_end(key)
             return self._built[key]
-
-
-def _reads_graph(data: Any) -> bool:
-    """Whether a pipeline dict has a component with a `node_retriever` (what `StorePreparation.attach` points
-    at the prepared graph), at any depth."""
-    if isinstance(data, dict):
-        params = data.get("init_parameters")
-        if isinstance(params, dict) and "node_retriever" in params:
-            return True
-        return any(_reads_graph(v) for v in data.values())
-    if isinstance(data, list):
-        return any(_reads_graph(v) for v in data)
-    return False
 
 
 def _placeholder_store(retriever: dict[str, Any]) -> dict[str, Any]:

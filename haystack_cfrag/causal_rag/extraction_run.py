@@ -134,8 +134,7 @@ def extract_passages(
         from haystack_cfrag.causal_rag.stored_graph import index_stored_graph  # noqa: PLC0415
 
         embedder = TextEmbedderForDocuments(text_embedder)
-        if hasattr(embedder, "warm_up"):
-            embedder.warm_up()
+        embedder.warm_up()
         stored = index_stored_graph(passages, store_spec, builder=builder, embedder=embedder, progress=progress)
         total.update(stored, stored_graph=True)
         return total

@@ -39,12 +39,28 @@ def build_graph(passages: list[Any], *, chat_generator: Any, text_embedder: Any,
     return nodes, {**stats, "extractor": graph_extractor}
 
 
+GRAPH_READER = "node_retriever"
+"""The init parameter (and attribute) of the components that read the graph: what `attach_graph` points at it."""
+
+
+def reads_graph(data: Any) -> bool:
+    """Whether a pipeline dict has a component with a `node_retriever`, at any depth (grounded_rag_lite: none).
+
+    >>> reads_graph({"components": {"r": {"init_parameters": {"node_retriever": {}}}}}), reads_graph({"components": {}})
+    (True, False)
+    """
+    if isinstance(data, dict):
+        params = data.get("init_parameters")
+        return (isinstance(params, dict) and GRAPH_READER in params) or any(reads_graph(v) for v in data.values())
+    return isinstance(data, list) and any(reads_graph(v) for v in data)
+
+
 def attach_graph(pipeline: Any, graph: Callable[[], Any]) -> None:
     """Point every graph retriever of `pipeline` at the graph (built or opened on first need): an in-memory node
     store, or a stored graph (`stored_graph.StoredGraph`: its node store, with a retriever of its kind, and its
     tables)."""
     for _, comp in pipeline.walk():
-        node_retriever = getattr(comp, "node_retriever", None)  # the nodes live in a store of their own
+        node_retriever = getattr(comp, GRAPH_READER, None)  # the nodes live in a store of their own
         if node_retriever is None or not hasattr(node_retriever, "document_store"):
             continue
         handle = graph()
@@ -92,7 +108,7 @@ def release_graph(handle: Any) -> None:
 
 
 GRAPH = StorePreparation(build=build_graph, attach=attach_graph, release=release_graph, what="CausalRAG's causal graph",
-                         load=load_graph,
+                         load=load_graph, needed_by=reads_graph,
                          index=index_graph, summarize=index_summary, extractors=EXTRACTOR_NAMES,
                          default_extractor=DEFAULT_EXTRACTOR, parse_only=PARSE_ONLY, scale_out=SCALE_OUT)
 

@@ -37,6 +37,7 @@ from haystack import Document
 from haystack_cfrag.causal_rag.math.graph import (
     MAX_PASSAGES_PER_EDGE,
     MAX_PASSAGES_PER_NODE,
+    NODE_FLAG,
     Graph,
     node_document_id,
     node_key,
@@ -51,7 +52,6 @@ PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,46}")
 DEFAULT_PREFIX = "cfrag_graph"
 IN_BATCH = 500
 """Keys per IN (…) list."""
-NODE_FLAG = "cfrag_graph_node"  # the builder's (causal_graph_builder.NODE_FLAG), without importing the component
 
 
 class GraphTables:

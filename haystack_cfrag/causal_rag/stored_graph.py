@@ -31,7 +31,7 @@ from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_cfrag.causal_rag.graph_tables import GraphTables
 from haystack_cfrag.causal_rag.math.extraction import passage_hash
-from haystack_cfrag.causal_rag.math.graph import node_document_id, node_key
+from haystack_cfrag.causal_rag.math.graph import NODE_FLAG, node_document_id, node_key
 from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec
 
 logger = logging.getLogger(__name__)
@@ -40,7 +40,6 @@ NODE_SUFFIX = "_graph_vectors"
 """The node vectors' table or collection: TABLE_graph_vectors (the tables are TABLE_graph_meta, _nodes, _edges, _passages)."""
 PASSAGE_BATCH = 1000
 """Passages assembled and merged per transaction."""
-NODE_FLAG = "cfrag_graph_node"
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from haystack_cfrag.causal_rag.math.extraction import (
     parse_extraction,
     passage_hash,
 )
-from haystack_cfrag.causal_rag.math.graph import MAX_EDGES, MAX_NODES, Graph, node_document_id
+from haystack_cfrag.causal_rag.math.graph import MAX_EDGES, MAX_NODES, NODE_FLAG, Graph, node_document_id
 from haystack_cfrag.causal_rag.prompts import EXTRACTION_FIELDS, EXTRACTION_PROMPT, check_template
 from haystack_cfrag.common.asking import AsksChatGenerator
 from haystack_cfrag.common.plumbing import (
@@ -43,8 +43,6 @@ from haystack_cfrag.common.validation import check_int, check_optional_seconds
 from haystack_cfrag.timing import by_machine, replayed_call, timed_on
 
 COMPONENT = "CausalGraphBuilder"
-NODE_FLAG = "cfrag_graph_node"
-"""Node Documents carry meta[NODE_FLAG] = True (the retriever filters on it)."""
 PASSAGE_FLAG = "cfrag_graph_passage"
 """The passages the builder passes on carry meta[PASSAGE_FLAG] = True."""
 FLAT_KEYS = ("edges_out", "edges_in", "passage_ids")

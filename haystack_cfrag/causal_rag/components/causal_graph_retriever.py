@@ -10,12 +10,12 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from haystack_cfrag.causal_rag.components.causal_graph_builder import NODE_FLAG
 from haystack_cfrag.causal_rag.math.graph import (
     DEFAULT_HOPS,
     DEFAULT_MAX_SUBGRAPH_EDGES,
     DEFAULT_TOP_K,
     MAX_SUBGRAPH_EDGES,
+    NODE_FLAG,
     Graph,
     check_hops,
     check_top_k,

@@ -71,6 +71,8 @@ DEFAULT_RELATION = "related"
 """The relation of an extracted link that names none (the official code's default type)."""
 
 NODE_DOCUMENT_PREFIX = "cfrag_graph_node:"
+NODE_FLAG = "cfrag_graph_node"
+"""Node Documents carry meta[NODE_FLAG] = True (the graph retriever filters on it)."""
 
 
 def check_top_k(value: int, name: str = "top_k") -> None:
@@ -453,6 +455,7 @@ def rank_passages(graph: Graph, subgraph: Subgraph, limit: int) -> list[str]:
 
 
 __all__ = [
+    "NODE_FLAG",
     "DEFAULT_HOPS",
     "DEFAULT_MAX_SUBGRAPH_EDGES",
     "DEFAULT_RELATION",

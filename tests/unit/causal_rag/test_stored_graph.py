@@ -90,6 +90,7 @@ def test_a_retriever_reading_the_tables_returns_what_the_node_meta_gave(tmp_path
 def test_index_writes_the_graph_beside_the_store_incrementally(tmp_path, monkeypatch):
     spec = StoreSpec("memory", str(tmp_path / "s.json"))
     embedder = TableEmbedder(VECTORS, dimension=5)
+    embedder.warm_up = lambda: None
     kwargs = {"chat_generator": ScriptedExtractor(), "cache_dir": tmp_path / "cache", "store_spec": spec,
               "text_embedder": None}
 
