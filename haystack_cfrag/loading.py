@@ -16,9 +16,10 @@ from typing import Any
 import yaml
 from haystack import Pipeline
 
-from haystack_cfrag.models import resolve_embedded_models
-from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.common.serialization import serialize_component
+from haystack_cfrag.models import resolve_embedded_models
+from haystack_cfrag.pipelines import renamed_types, shipped_pipelines
+from haystack_cfrag.registry import resolve
 
 PACKAGE_MODULES = ("haystack_cfrag",)
 TRUSTED_PREFIXES = ("haystack", "haystack_integrations", "haystack_experimental", "haystack_cfrag")
@@ -54,8 +55,8 @@ def load_pipeline(
     pipe = load_pipeline("cf_rag", overrides={"drafter.max_workers": 1})
     ```
     """
-    data = yaml.safe_load(pipeline_path(path).read_text(encoding="utf-8"))
-    return pipeline_from_dict(data, allowed_modules=allowed_modules, overrides=overrides, share_models=share_models)
+    return pipeline_from_dict(resolve(path).data, allowed_modules=allowed_modules, overrides=overrides,
+                              share_models=share_models)
 
 
 def pipeline_from_dict(
@@ -98,20 +99,12 @@ def check_pipeline_file(
     :raises PipelineRefusedError: a class outside the allowlist.
     :raises ValueError: anything else that would fail later, after the models loaded.
     """
-    from haystack_cfrag.pipelines import shipped_pipelines  # noqa: PLC0415
-
     shipped = isinstance(name_or_path, str) and name_or_path in shipped_pipelines()
     try:
-        path = pipeline_path(name_or_path)
+        resolved = resolve(name_or_path)  # the one parse: readable YAML, a mapping with `components`
     except FileNotFoundError as exc:
         raise ValueError(str(exc)) from exc
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ValueError(f"{path}: not a readable YAML file ({type(exc).__name__}).") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("components"), dict):
-        raise ValueError(f"{path}: not a Haystack pipeline file (no 'components' mapping).")
-    data = renamed_types(data)
+    path, data = resolved.path, resolved.data
     try:
         check_classes(data, TRUSTED_PREFIXES + tuple(allowed_modules or ()))
     except PipelineRefusedError as exc:
@@ -142,49 +135,6 @@ def _dry_build(path: Path, data: dict[str, Any], patterns: list[str]) -> None:
                 if node is None or socket not in node.get(kind, {}):
                     raise ValueError(f"{path}: {section}.{name} names '{target}', which is not an "
                                      f"{kind.split('_')[0]} of a component of the pipeline.")
-
-
-# Type paths of YAML written before the family layout (0.1, issue #24) -> where the classes live now.
-# Haystack 3.4's `default_from_dict` refuses a `type:` that is not the class's real import path, so
-# a re-export could not keep such files loading; `load_pipeline` rewrites them (stock
-# `Pipeline.loads` refuses them: write the new paths there).
-_MOVED_MODULES = {
-    ("components", "causal_arbitration_ranker"): "haystack_cfrag.cfrag.components.causal_arbitration_ranker",
-    ("components", "counterfactual_query_expander"): "haystack_cfrag.cfrag.components.counterfactual_query_expander",
-    ("components", "counterfactual_rag"): "haystack_cfrag.cfrag.components.counterfactual_rag",
-    ("components", "embedding_deduplicator"): "haystack_cfrag.cfrag.components.embedding_deduplicator",
-    ("components", "multi_query_retriever"): "haystack_cfrag.cfrag.components.multi_query_retriever",
-    ("components", "parallel_draft_generator"): "haystack_cfrag.cfrag.components.parallel_draft_generator",
-    ("components", "spectral_stratifier"): "haystack_cfrag.cfrag.components.spectral_stratifier",
-    ("components", "llama_cpp_logprobs"): "haystack_cfrag.adapters.llama_cpp_logprobs",
-    ("components", "model_spec_text_embedder"): "haystack_cfrag.adapters.model_spec_text_embedder",
-}
-RENAMED_TYPES = {
-    ".".join(("haystack_cfrag", *old)): new for old, new in _MOVED_MODULES.items()
-}
-"""Old module path of a shipped class -> its module now (`load_pipeline` applies it to every `type:`)."""
-
-
-def renamed_types(data: Any) -> Any:
-    """A copy of a pipeline dict with every `type:` of a moved class rewritten to its current path.
-
-    >>> old = "haystack_cfrag." + "components.spectral_stratifier.SpectralStratifier"
-    >>> renamed_types({"type": old})["type"]
-    'haystack_cfrag.cfrag.components.spectral_stratifier.SpectralStratifier'
-    """
-    if isinstance(data, dict):
-        out = {k: renamed_types(v) for k, v in data.items()}
-        kind = out.get("type")
-        if isinstance(kind, str):
-            module, _, name = kind.rpartition(".")
-            if module in RENAMED_TYPES:
-                out["type"] = f"{RENAMED_TYPES[module]}.{name}"
-        return out
-    if isinstance(data, list):
-        return [renamed_types(v) for v in data]
-    return data
-
-
 
 
 def share_injected_components(pipe: Pipeline, pool: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -368,26 +318,3 @@ def _apply_override(data: dict[str, Any], key: str, value: Any) -> None:
 
 def _is_component(value: Any) -> bool:
     return hasattr(value, "__haystack_input__") or hasattr(type(value), "__haystack_is_component__")
-
-
-def pipeline_outputs(path: str | Path) -> dict[str, str]:
-    """A pipeline file's declared top-level `outputs`: name -> "component.socket" ({} when it declares none)."""
-    spec = (yaml.safe_load(pipeline_path(path).read_text(encoding="utf-8")) or {}).get("outputs") or {}
-    return {str(k): str(v) for k, v in spec.items() if isinstance(v, str) and "." in v}
-
-
-def pipeline_inputs(path: str | Path, **values: Any) -> dict[str, dict[str, Any]]:
-    """Run-time data for a pipeline file from its top-level `inputs` section.
-
-    `pipeline_inputs("cf_rag", query="…")` → {"expander": {"query": "…"}, …}:
-    every socket the file lists under `inputs.query` gets the value.
-    """
-    spec = (yaml.safe_load(pipeline_path(path).read_text(encoding="utf-8")) or {}).get("inputs") or {}
-    data: dict[str, dict[str, Any]] = {}
-    for name, value in values.items():
-        if name not in spec:
-            raise KeyError(f"The pipeline declares no input '{name}' (it has {sorted(spec)}).")
-        for target in spec[name]:
-            comp, socket = target.split(".", 1)
-            data.setdefault(comp, {})[socket] = value
-    return data

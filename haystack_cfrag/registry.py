@@ -29,12 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from haystack_cfrag.cascade.parameters import GATE_PARAMETERS, GATE_SWEEP_NAMES
 from haystack_cfrag.common.parameters import Parameter, ParameterError, check_parameters
 from haystack_cfrag.family import Entry, Family, StorePreparation
-from haystack_cfrag.pipelines import pipeline_path
+from haystack_cfrag.pipelines import pipeline_path, read_pipeline
 
 BASELINE = "standard_rag"
 """The pipeline every comparison measures against (standard RAG: top-k retrieval, one generation)."""
@@ -204,12 +202,14 @@ _lock = threading.Lock()
 
 
 def resolve(name_or_path: str | Path | Resolved) -> Resolved:
-    """A shipped name or a YAML file, resolved once (kept while the file is unchanged).
+    """A shipped name or a YAML file, resolved once (kept while the file is unchanged): the one place a
+    pipeline file is parsed (`pipelines.read_pipeline`). Its `data` is shared: copy it before changing it.
 
     A file of your own that shares a shipped name is its own; its family is the one whose
     components it names most (none: the baselines').
 
     :raises FileNotFoundError: neither a file nor a registered name.
+    :raises ValueError: not readable YAML, or no `components` mapping (one line naming the file).
     """
     if isinstance(name_or_path, Resolved):
         return name_or_path
@@ -221,9 +221,7 @@ def resolve(name_or_path: str | Path | Resolved) -> Resolved:
         found = _resolved.get(key)
     if found is not None:
         return found
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} is not a Haystack pipeline file (no 'components').")
+    data = read_pipeline(path)
     if entry is None:
         shipped = REGISTRY.get(path.stem)
         if shipped is not None and path.resolve() == shipped.path.resolve():

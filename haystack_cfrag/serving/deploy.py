@@ -31,6 +31,7 @@ import yaml
 
 from haystack_cfrag.common.files import replace_text
 from haystack_cfrag.common.serialization import serialize_component
+from haystack_cfrag.registry import resolve
 from haystack_cfrag.serving.service import PIPELINES, ServingConfig
 
 WRAPPER_TEMPLATE = '''"""Hayhooks wrapper of the shipped pipeline {name}, written by `cfrag serve` (see haystack_cfrag.serving.wrapper)."""
@@ -111,9 +112,7 @@ def check_deploy_dir(target: Path) -> list[str]:
 
 def deployable_yaml(name_or_path: str | Path, config: ServingConfig) -> str:
     """A shipped pipeline file (or a file of the user's) as Hayhooks can deploy and run it in the served process."""
-    from haystack_cfrag.pipelines import pipeline_path  # noqa: PLC0415
-
-    data = yaml.safe_load(pipeline_path(name_or_path).read_text(encoding="utf-8"))
+    data = resolve(name_or_path).data  # `_rewrite` copies it
     generator = serialize_component(config.mock_generator()) if config.generator == "mock" else None
     data = _rewrite(data, config, generator)
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)

@@ -3,7 +3,7 @@
 from typing import Any
 
 from haystack_cfrag import load_pipeline
-from haystack_cfrag.loading import pipeline_inputs
+from haystack_cfrag.registry import resolve
 from haystack_cfrag.pipelines import pipeline_path
 from tests import dark_knight as dk
 from tests.fakes import HashingTextEmbedder, KeywordReader
@@ -22,4 +22,4 @@ def run_cf_rag_over(retriever: Any) -> tuple[Any, dict[str, Any]]:
         "retriever.retriever": retriever, "retriever.query_embedder": emb, "expander.text_embedder": emb,
         "stratifier.text_embedder": emb, "ranker.text_embedder": emb, "expander.chat_generator": gen,
         "drafter.chat_generator": gen})
-    return pipe, pipe.run(pipeline_inputs(path, query=dk.QUESTION))
+    return pipe, pipe.run(resolve(path).run_data(query=dk.QUESTION))

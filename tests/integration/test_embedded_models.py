@@ -99,7 +99,7 @@ def test_fast_pipeline_uses_llama_cpp_token_logprobs(runtime):
 def test_shipped_yaml_runs_as_it_is(runtime):
     """load_pipeline on the file itself: embedded:… names resolved, models shared, nothing swapped."""
     from haystack_cfrag import load_pipeline
-    from haystack_cfrag.loading import pipeline_inputs
+    from haystack_cfrag.registry import resolve
 
     path = pipeline_path("cf_rag_fast")
     pipe = load_pipeline(path)
@@ -107,6 +107,6 @@ def test_shipped_yaml_runs_as_it_is(runtime):
     assert expander.chat_generator is drafter.chat_generator  # one llama instance
     pipe.get_component("retriever").retriever.document_store.write_documents(runtime.store.filter_documents())
     pipe.warm_up()
-    out = pipe.run(pipeline_inputs(path, query=QUESTION))["ranker"]
+    out = pipe.run(resolve(path).run_data(query=QUESTION))["ranker"]
     assert out["answer"].strip() and out["trace"]["drafts"]
     print("\ncf_rag_fast.yml as shipped:", out["answer"])

@@ -8,7 +8,8 @@ from haystack import Pipeline
 
 from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag import load_pipeline
-from haystack_cfrag.loading import PipelineRefusedError, pipeline_from_dict, pipeline_inputs
+from haystack_cfrag.loading import PipelineRefusedError, pipeline_from_dict
+from haystack_cfrag.registry import resolve
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader, OutsideReader
 
@@ -50,7 +51,7 @@ def standard_rag():
 
 
 def ask(pipe, path):
-    return pipe.run(pipeline_inputs(path, query=dk.QUESTION))
+    return pipe.run(resolve(path).run_data(query=dk.QUESTION))
 
 
 def test_dark_knight_standard_rag_is_outvoted_by_volume():

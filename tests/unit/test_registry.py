@@ -65,7 +65,8 @@ def test_yaml_written_for_the_old_type_paths_still_loads_through_the_package_loa
     from haystack import Pipeline
 
     from haystack_cfrag import EmbeddingDeduplicator
-    from haystack_cfrag.loading import RENAMED_TYPES, pipeline_from_dict
+    from haystack_cfrag.loading import pipeline_from_dict
+    from haystack_cfrag.pipelines import RENAMED_TYPES
     from haystack_cfrag.testing.fakes import HashingDocumentEmbedder, HashingTextEmbedder
 
     pipe = Pipeline()
@@ -78,3 +79,31 @@ def test_yaml_written_for_the_old_type_paths_still_loads_through_the_package_loa
     assert old_path + ".EmbeddingDeduplicator" in old_yaml
     loaded = pipeline_from_dict(yaml.safe_load(old_yaml))
     assert type(loaded.get_component("dedup")).__module__ == new_path
+
+
+def test_a_pipeline_file_is_parsed_once_whoever_reads_it(tmp_path, monkeypatch):
+    """`registry.resolve` is the one reader: loading, checking, the evaluation's and the server's reads go through
+    it, so a file is parsed once per version (and the package has one YAML parse of a pipeline file)."""
+    import shutil
+
+    from haystack_cfrag import pipelines
+    from haystack_cfrag.evaluation.systems import check_system, parse_system
+    from haystack_cfrag.loading import check_pipeline_file, load_pipeline
+    from haystack_cfrag.registry import resolve
+
+    path = tmp_path / "mine.yml"
+    shutil.copy(resolve("standard_rag").path, path)
+    parsed = []
+    real = pipelines.read_pipeline
+    monkeypatch.setattr("haystack_cfrag.registry.read_pipeline", lambda p: parsed.append(p) or real(p))
+    check_pipeline_file(path)
+    check_system(parse_system(str(path)))
+    load_pipeline(path)
+    assert resolve(path) is resolve(str(path))
+    assert parsed == [path]
+    path.write_text(path.read_text() + "\n# changed\n")  # a new version is read again
+    resolve(path)
+    assert len(parsed) == 2
+
+    sources = [p for p in (Path(pipelines.__file__).parents[1]).rglob("*.py") if "yaml.safe_load(" in p.read_text()]
+    assert [p.name for p in sources] == ["__init__.py"] and sources[0].parent.name == "pipelines"

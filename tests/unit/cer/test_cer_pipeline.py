@@ -7,7 +7,8 @@ from haystack_cfrag import registry
 from haystack_cfrag.cer import trace as cer_trace
 from haystack_cfrag.cer.parameters import PARAMETERS
 from haystack_cfrag.cfrag.parameters import ParameterError
-from haystack_cfrag.loading import load_pipeline, pipeline_outputs
+from haystack_cfrag.loading import load_pipeline
+from haystack_cfrag.registry import resolve
 from haystack_cfrag.runtime import Runtime
 from haystack_cfrag.testing import MockChatGenerator
 from tests import dark_knight as dk
@@ -32,7 +33,7 @@ def test_cer_is_a_served_entry_of_its_family_with_its_own_table():
 
 
 def test_the_file_declares_the_final_answer_and_the_selectors_trace():
-    assert pipeline_outputs("cer") == {"answers": "answer_builder.answers", "trace": "selector.trace"}
+    assert resolve("cer").outputs == {"answers": "answer_builder.answers", "trace": "selector.trace"}
 
 
 def test_the_selector_drafts_and_scores_with_one_reader_at_any_depth():

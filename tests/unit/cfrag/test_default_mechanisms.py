@@ -28,7 +28,7 @@ from haystack_cfrag.cfrag.components.parallel_draft_generator import ParallelDra
 from haystack_cfrag.cfrag.components.spectral_stratifier import MARGIN_KEY, SpectralStratifier
 from haystack_cfrag.cfrag.math import arbitration as arb
 from haystack_cfrag.cfrag.dataclasses import Draft
-from haystack_cfrag.loading import pipeline_inputs
+from haystack_cfrag.registry import resolve
 from haystack_cfrag.cfrag.prompts import STANDARD_RAG_TEMPLATE
 from haystack_cfrag.timing import count_llm_usage
 from tests import dark_knight as dk
@@ -298,7 +298,7 @@ def _default(path: Path, **params):
 
 def test_default_pipeline_overrides_standard_rags_trap_answer_on_the_dark_knight():
     pipe, _ = _default(CF_RAG)
-    out = pipe.run(pipeline_inputs(CF_RAG, query=dk.QUESTION))["ranker"]
+    out = pipe.run(resolve(CF_RAG).run_data(query=dk.QUESTION))["ranker"]
     trace = out["trace"]
     baseline = next(d for d in trace["drafts"] if d["index"] == trace["override"]["baseline_draft"])
     assert baseline["answer"] == "Heath Ledger"                  # standard RAG's reading falls into the trap
@@ -307,7 +307,7 @@ def test_default_pipeline_overrides_standard_rags_trap_answer_on_the_dark_knight
     assert trace["override"]["duel"]["winner"] != baseline["index"]       # the duel read one passage per answer
     # the ablation: no duel and a margin no challenger reaches: the default is standard RAG
     pipe, _ = _default(CF_RAG, **{"ranker.override_margin": 1.0, "ranker.duel": False})
-    assert pipe.run(pipeline_inputs(CF_RAG, query=dk.QUESTION))["ranker"]["answer"] == "Heath Ledger"
+    assert pipe.run(resolve(CF_RAG).run_data(query=dk.QUESTION))["ranker"]["answer"] == "Heath Ledger"
 
 
 def test_original_documents_are_what_standard_rag_reads():
@@ -337,7 +337,7 @@ def test_fast_is_the_default_graph_with_fewer_calls():
         comp["components"]["stratifier"]["init_parameters"].pop("n_subsets")
     assert fast["components"] == full["components"]
     pipe, _ = _default(CF_RAG_FAST)
-    trace = pipe.run(pipeline_inputs(CF_RAG_FAST, query=dk.QUESTION))["ranker"]["trace"]
+    trace = pipe.run(resolve(CF_RAG_FAST).run_data(query=dk.QUESTION))["ranker"]["trace"]
     assert trace["counterfactuals"] == [] and len(trace["drafts"]) == 1 + 1
 
 
