@@ -2,17 +2,18 @@
 
 Each family package exports one `Family` (its `family.py` module's `FAMILY`): its parameters
 with their ranges, which of them a request may set, its shipped pipelines, how to read its
-trace (the answer's warnings, alternatives, degradations, the CLI's view), its CLI options and
-sweep names, what it needs at index time (`prepare_store`), and its evaluation ablations. The
+trace (the served answer's warnings, alternatives, degradations: `read`; what an evaluation record
+keeps: `record`), what it needs at index time (`prepare_store`), and what only some families add:
+`Commands` (the CLI's trace view, short options, a micro-benchmark) and `Sweeps` (eval's short
+names, sweep axes, ablations). The
 registry (`haystack_cfrag.registry`) collects them; the runtime, CLI, server and evaluation
 branch on no family's name. This module imports no family.
 
     >>> from haystack_cfrag.common.parameters import Parameter
     >>> toy = Family(name="toy", parameters={"k": Parameter("k", "retriever", "top_k", int, low=1)},
-    ...              pipelines=(Entry("toy_rag", "top-k then one generation", served=True),),
-    ...              request_parameters=("k",))
-    >>> toy.entry("toy_rag").served, toy.read(None, {}, "an answer", {})
-    (True, Reading(warnings=[], alternatives=[], failure=None))
+    ...              pipelines=(Entry("toy_rag", "top-k then one generation"),), request_parameters=("k",))
+    >>> toy.entry("toy_rag").indexing, toy.read(None, {}, "an answer", {}), toy.record({"steps": []})
+    (False, Reading(warnings=[], alternatives=[], failure=None), {})
 """
 
 from __future__ import annotations
@@ -34,8 +35,6 @@ class Entry:
     parameters: tuple[str, ...] | Mapping[str, Parameter] | None = None
     """The names of the family's table this pipeline has (None: all of them), or a table of its own
     (a parameter that sets another component here: `hybrid_rag`'s `top_k` is its joiner's)."""
-    served: bool = False
-    """Offered by `cfrag serve` (a query pipeline with a `/run` route, an OpenAI model and an MCP tool)."""
     injection: bool = False
     """Run by `cfrag eval --inject` by default."""
     api_description: str = ""
@@ -118,6 +117,39 @@ class StorePreparation:
     """Those of `extractors` that `--engine ray` can run."""
 
 
+def no_record(trace: Any) -> dict[str, Any]:
+    """The default `Family.record`: nothing of the trace beyond the answer, its evidence and its cost."""
+    return {}
+
+
+@dataclass(frozen=True)
+class Commands:
+    """What a family adds to the `cfrag` command beyond its parameters (every field optional)."""
+
+    view: Any = None
+    """The trace view of `cfrag ask/compare`: an object with `format_trace`, `decision_lines`, `why_no_answer`
+    (None: no trace to show)."""
+    options: Mapping[str, str] = field(default_factory=dict)
+    """Short `cfrag ask/compare` options → parameter (CF-RAG's -N -K -M --lambda --seed); any takes --param."""
+    bench: Callable[[tuple[int, ...], float | None, str], str] | None = None
+    """`cfrag bench`: a micro-benchmark of its non-generative stages, `bench(candidate counts, seconds of one
+    generation or None to time one with the LLM spec, LLM spec)` → the table to print (None: none)."""
+
+
+@dataclass(frozen=True)
+class Sweeps:
+    """What `cfrag eval` may vary of a family beyond its parameter table (every field optional)."""
+
+    names: Mapping[str, str] = field(default_factory=dict)
+    """Short names an eval system or sweep may use for a parameter (`lambda` → `causal_weight`)."""
+    axes: tuple[str, ...] | None = None
+    """The parameters `cfrag eval --sweep FAMILY:NAME=…` sweeps (None: every one)."""
+    ablations: Mapping[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
+    """Eval system names that are a pipeline with fixed values (`cf_rag_n0` → cf_rag with N = 0)."""
+    defaults: tuple[str, ...] = ()
+    """Those of `ablations` in `cfrag eval`'s default systems (after every family's default pipelines)."""
+
+
 @dataclass(frozen=True)
 class Family:
     """One method family, as the layers above it see it (see the module docstring)."""
@@ -127,36 +159,25 @@ class Family:
     pipelines: tuple[Entry, ...]
     request_parameters: tuple[str, ...] = ()
     """What a served request (and `Runtime.ask`'s per-question values) may set; the rest are the CLI's and eval's."""
-    view: Any = None
-    """The CLI's trace view: an object with `format_trace`, `decision_lines`, `why_no_answer` (None: no trace)."""
-    by_stage: bool = False
-    """Read the trace as {component: trace} even when one stage left one."""
     read: Callable[[Any, Mapping[str, Any], str, Mapping[str, Any]], Reading] = read_degradations
     """The served answer's warnings, alternatives and failure, from (trace, raw outputs, answer, the
     parameters' effective values: the request's, else the pipeline file's)."""
-    scored: Callable[[Any], list[dict[str, Any]]] | None = None
-    """The scored candidates of a trace the evaluation records (CF-RAG's drafts); None: none."""
-    cli_options: Mapping[str, str] = field(default_factory=dict)
-    """Short `cfrag ask/compare` options → parameter (CF-RAG's -N -K -M --lambda --seed); any takes --param."""
-    sweep_names: Mapping[str, str] = field(default_factory=dict)
-    """Short names an eval system or sweep may use for a parameter (`lambda` → `causal_weight`)."""
-    sweep_axes: tuple[str, ...] | None = None
-    """The parameters `cfrag eval --sweep FAMILY:NAME=…` sweeps (None: every one)."""
-    sweep_base: str = ""
-    """The pipeline a sweep of this family runs (default: its first served pipeline)."""
-    ablations: Mapping[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
-    """Eval system names that are a pipeline with fixed values (`cf_rag_n0` → cf_rag with N = 0)."""
-    default_ablations: tuple[str, ...] = ()
-    """Those of `ablations` in `cfrag eval`'s default systems (after every family's default pipelines)."""
+    record: Callable[[Any], Mapping[str, Any]] = no_record
+    """What an evaluation record keeps of a (non-empty) trace: fields merged into the record as they are, and
+    `candidates` (every scored candidate answer: `index`, `answer`, …), which the evaluation scores for the
+    oracle over candidates. The evaluation names none of a family's keys."""
+    by_stage: bool = False
+    """Read the trace as {component: trace} even when one stage left one."""
+    commands: Commands = Commands()
+    """Its trace view, short options and micro-benchmark for the `cfrag` command."""
+    sweeps: Sweeps = Sweeps()
+    """Short names, sweep axes and ablations for `cfrag eval`."""
     borrowed: Mapping[str, str] = field(default_factory=dict)
     """Parameters of another family's component this family's YAML names: parameter → that family."""
     prepare_store: StorePreparation | str | None = None
     """What it needs at index time; a string names the family whose preparation its YAML uses."""
     components: tuple[str, ...] = ()
     """Module prefixes of its components: a YAML of your own is read as the family whose components it has most."""
-    bench: Callable[[tuple[int, ...], float | None, str], str] | None = None
-    """`cfrag bench`: a micro-benchmark of its non-generative stages, `bench(candidate counts, seconds of one
-    generation or None to time one with the LLM spec, LLM spec)` → the table to print (None: none)."""
 
     def entry(self, name: str) -> Entry:
         """Its pipeline `name`; KeyError naming its pipelines otherwise."""
@@ -167,8 +188,8 @@ class Family:
 
     def axes(self) -> tuple[str, ...]:
         """What `--sweep` may sweep, short names included."""
-        names = tuple(self.parameters) if self.sweep_axes is None else self.sweep_axes
-        return (*names, *(short for short, name in self.sweep_names.items() if name in names))
+        names = tuple(self.parameters) if self.sweeps.axes is None else self.sweeps.axes
+        return (*names, *(short for short, name in self.sweeps.names.items() if name in names))
 
 
-__all__ = ["Entry", "Family", "Reading", "StorePreparation", "read_degradations"]
+__all__ = ["Commands", "Entry", "Family", "Reading", "StorePreparation", "Sweeps", "no_record", "read_degradations"]

@@ -263,7 +263,7 @@ def store_preparation() -> StorePreparation | None:
 
 def benchmarks() -> dict[str, Callable[[tuple[int, ...], float | None, str], str]]:
     """`cfrag bench`'s micro-benchmarks, by family."""
-    return {name: f.bench for name, f in FAMILIES.items() if f.bench is not None}
+    return {name: f.commands.bench for name, f in FAMILIES.items() if f.commands.bench is not None}
 
 
 # ---------------------------------------------------------------- lists
@@ -285,22 +285,23 @@ def injection_pipelines() -> tuple[str, ...]:
 def default_systems() -> tuple[str, ...]:
     """`cfrag eval`'s default systems: the families' default pipelines, then their default ablations."""
     return (*(name for name, p in REGISTRY.items() if p.default_system),
-            *(a for f in FAMILIES.values() for a in f.default_ablations))
+            *(a for f in FAMILIES.values() for a in f.sweeps.defaults))
 
 
 def ablations() -> dict[str, tuple[str, Mapping[str, Any]]]:
     """Every family's named ablations: name -> (pipeline, fixed values)."""
-    return {name: spec for f in FAMILIES.values() for name, spec in f.ablations.items()}
+    return {name: spec for f in FAMILIES.values() for name, spec in f.sweeps.ablations.items()}
 
 
 def cli_options() -> dict[str, tuple[str, Parameter]]:
     """The short `cfrag ask/compare` options every family declares: option -> (parameter name, its Parameter)."""
-    return {option: (name, f.parameters[name]) for f in FAMILIES.values() for option, name in f.cli_options.items()}
+    return {option: (name, f.parameters[name]) for f in FAMILIES.values()
+            for option, name in f.commands.options.items()}
 
 
 def sweep_names(family: Family) -> dict[str, str]:
     """Short names of a family's parameters in eval systems and sweeps (`lambda` -> `causal_weight`)."""
-    return {**family.sweep_names, **GATE_SWEEP_NAMES}
+    return {**family.sweeps.names, **GATE_SWEEP_NAMES}
 
 
 def parameters_of(name_or_path: str | Path) -> Mapping[str, Parameter]:
@@ -314,7 +315,7 @@ def parameters_of(name_or_path: str | Path) -> Mapping[str, Parameter]:
 
 def trace_view(name_or_path: str | Path | Resolved) -> Any | None:
     """The CLI's trace view of a pipeline's family (None: no trace to show)."""
-    return resolve(name_or_path).family.view
+    return resolve(name_or_path).family.commands.view
 
 
 def controls() -> dict[str, str]:

@@ -107,6 +107,19 @@ def release_graph(handle: Any) -> None:
     release_node_store(handle)
 
 
+RECORDED = ("seeds", "hops_reached", "edges_per_hop", "passage_ids", "truncated")
+"""What an evaluation record keeps of the graph retriever's trace: the graph's reach."""
+
+
+def record(trace: dict[str, Any]) -> dict[str, Any]:
+    """The evaluation record's `selection`: the RECORDED keys of the graph retriever's trace.
+
+    >>> record({"seeds": ["flood"], "hops_reached": 2, "paths": []})
+    {'selection': {'seeds': ['flood'], 'hops_reached': 2}}
+    """
+    return {"selection": {k: trace[k] for k in RECORDED if k in trace}}
+
+
 GRAPH = StorePreparation(build=build_graph, attach=attach_graph, release=release_graph, what="CausalRAG's causal graph",
                          load=load_graph, needed_by=reads_graph,
                          index=index_graph, summarize=index_summary, extractors=EXTRACTOR_NAMES,
@@ -119,19 +132,20 @@ FAMILY = Family(
     pipelines=(
         Entry("causal_rag", "the question's k nearest graph nodes expanded s hops, their causal paths and "
               "summary in one call (summary_calls=2: the official two), then standard RAG's answer over the "
-              "passages with the summary as notes (docs/causal_rag.md)", served=True, api_description=(
+              "passages with the summary as notes (docs/causal_rag.md)", api_description=(
                   "Answer a question with CausalRAG: a causal subgraph of the documents around the question, its "
                   "causal paths and a short summary in one call (summary_calls=2: the official code's "
                   "report, then summary), then one generation over the passages with the summary as notes."
                   "\n\nReturns "
                   "the answer, the passages and the graph retriever's trace.")),
         Entry("causal_rag_auto", "the cascade: standard RAG, then CausalRAG only where the escalation gate says "
-              "the evidence may conflict (docs/cascade.md)", served=True, cascade=True),
+              "the evidence may conflict (docs/cascade.md)", cascade=True),
         Entry("causal_rag_indexing", "index time: passages -> causal graph nodes and edges (the spaCy extractor by "
               "default, each passage cached) -> the node store", (), indexing=True),
     ),
+    record=record,
     prepare_store=GRAPH,
     components=("haystack_cfrag.causal_rag.",),
 )
 
-__all__ = ["FAMILY", "GRAPH"]
+__all__ = ["FAMILY", "GRAPH", "RECORDED", "record"]

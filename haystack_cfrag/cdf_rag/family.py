@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from haystack_cfrag.cdf_rag import trace as view
 from haystack_cfrag.cdf_rag.parameters import PARAMETERS
-from haystack_cfrag.family import Entry, Family
+from haystack_cfrag.family import Commands, Entry, Family
 
 FAMILY = Family(
     name="cdf_rag",
@@ -20,14 +20,14 @@ FAMILY = Family(
     request_parameters=("refinement", "graph_top_k"),
     pipelines=(
         Entry("cdf_rag", "refine the question, retrieve on the dense and graph paths, answer, then the "
-              "causal-consistency and hallucination checks (docs/cdf_rag.md)", served=True, api_description=(
+              "causal-consistency and hallucination checks (docs/cdf_rag.md)", api_description=(
                   "Answer a question with CDF-RAG: a refined question, dense and causal-graph retrieval merged, one "
                   "generation, then a causal-consistency check (one regeneration) and a hallucination check (one "
                   "rewrite).\n\nReturns the answer, the passages and each check's score and decision."),
               parameters=("refinement", "tau", "delta", "support_threshold", "rewrite_mode", "graph_top_k",
                           "merge_mode")),
         Entry("cdf_rag_auto", "the cascade: standard RAG, then CDF-RAG only where the escalation gate says the "
-              "evidence may conflict (docs/cascade.md)", served=True, cascade=True,
+              "evidence may conflict (docs/cascade.md)", cascade=True,
               parameters=("refinement", "tau", "delta", "support_threshold", "rewrite_mode", "graph_top_k",
                           "merge_mode")),
         Entry("grounded_rag", "standard RAG, then CDF-RAG's causal-consistency and hallucination checks alone "
@@ -36,8 +36,9 @@ FAMILY = Family(
         Entry("grounded_rag_lite", "standard RAG, then the hallucination check alone: no graph to build "
               "(docs/cdf_rag.md, 'Grounded standard RAG')", parameters=("delta", "support_threshold", "rewrite_mode")),
     ),
-    view=view,
+    record=view.record,
     by_stage=True,
+    commands=Commands(view=view),
     borrowed={"graph_top_k": "causal_rag"},
     prepare_store="causal_rag",
     components=("haystack_cfrag.cdf_rag.",),

@@ -52,4 +52,19 @@ def why_no_answer(trace: dict[str, Any] | None) -> str:
     return "the model's reply held no answer"
 
 
-__all__ = ["decision_lines", "format_trace", "why_no_answer"]
+RECORDED = ("action", "chosen_by", "fallback", "s_causal", "s_hall", "decision", "edges", "claims", "supported",
+            "claim_supports", "regenerated", "rewritten", "original_answer", "calls")
+"""What an evaluation record keeps of each stage's trace: how often each check fired and what it replaced."""
+
+
+def record(trace: dict[str, Any]) -> dict[str, Any]:
+    """The evaluation record's `selection`: {stage: its RECORDED keys} of every stage that has some.
+
+    >>> record({"hallucination_checker": {"s_hall": 0.5, "decision": "rewrite", "claims": 2}, "retriever": {"k": 1}})
+    {'selection': {'hallucination_checker': {'s_hall': 0.5, 'decision': 'rewrite', 'claims': 2}}}
+    """
+    return {"selection": {name: {k: sub[k] for k in RECORDED if k in sub} for name, sub in trace.items()
+                          if isinstance(sub, dict) and any(k in sub for k in RECORDED)}}
+
+
+__all__ = ["RECORDED", "decision_lines", "format_trace", "record", "why_no_answer"]

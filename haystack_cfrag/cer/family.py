@@ -3,31 +3,32 @@
 θ and the reading of p_entail may be set per request: each distinct value builds the pipeline
 once (the runtime keeps the last few builds).
 
-    >>> FAMILY.entry("cer").served, FAMILY.request_parameters
-    (True, ('theta', 'entailment'))
+    >>> FAMILY.entry("cer").cascade, FAMILY.request_parameters
+    (False, ('theta', 'entailment'))
 """
 
 from __future__ import annotations
 
 from haystack_cfrag.cer import trace as view
 from haystack_cfrag.cer.parameters import PARAMETERS
-from haystack_cfrag.family import Entry, Family
+from haystack_cfrag.family import Commands, Entry, Family, Sweeps
 
 FAMILY = Family(
     name="cer",
     parameters=PARAMETERS,
     request_parameters=("theta", "entailment"),
     pipelines=(
-        Entry("cer", "standard RAG over a minimal sufficient evidence set of the top 5 (docs/cer.md)", served=True,
+        Entry("cer", "standard RAG over a minimal sufficient evidence set of the top 5 (docs/cer.md)",
               api_description=(
                   "Answer a question with CER: the smallest set of the retrieved passages whose answer the reader "
                   "supports, then one generation over that set.\n\nReturns the answer, the kept passages and the "
                   "selector's trace (F̂ per step, pruned passages, necessity).")),
         Entry("cer_auto", "the cascade: standard RAG, then CER only where the escalation gate says the evidence "
-              "may conflict (docs/cascade.md)", served=True, cascade=True),
+              "may conflict (docs/cascade.md)", cascade=True),
     ),
-    view=view,
-    sweep_axes=("theta", "epsilon", "delta", "mu", "entailment", "gate_threshold"),
+    record=view.record,
+    commands=Commands(view=view),
+    sweeps=Sweeps(axes=("theta", "epsilon", "delta", "mu", "entailment", "gate_threshold")),
     components=("haystack_cfrag.cer.",),
 )
 

@@ -36,6 +36,19 @@ def format_trace(trace: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+RECORDED = ("pool", "kept", "pruned", "cut", "quality", "reached", "stop", "scorer_calls")
+"""What an evaluation record keeps of the selector's trace: enough for evidence size and cost."""
+
+
+def record(trace: dict[str, Any]) -> dict[str, Any]:
+    """The evaluation record's `selection`: the RECORDED keys of the selector's trace.
+
+    >>> record({"kept": ["a"], "pool": ["a", "b"], "steps": []})
+    {'selection': {'pool': ['a', 'b'], 'kept': ['a']}}
+    """
+    return {"selection": {k: trace[k] for k in RECORDED if k in trace}}
+
+
 def why_no_answer(trace: dict[str, Any] | None) -> str:
     """Why a CER run gave no answer."""
     if trace is not None and not trace.get("pool"):
@@ -43,4 +56,4 @@ def why_no_answer(trace: dict[str, Any] | None) -> str:
     return "the model's reply held no answer"
 
 
-__all__ = ["decision_lines", "format_trace", "why_no_answer"]
+__all__ = ["RECORDED", "decision_lines", "format_trace", "record", "why_no_answer"]

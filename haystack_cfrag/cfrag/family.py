@@ -2,7 +2,7 @@
 
     >>> FAMILY.request_parameters
     ('n_counterfactuals', 'n_clusters', 'n_subsets', 'causal_weight')
-    >>> FAMILY.cli_options["-N"], FAMILY.sweep_names["lambda"]
+    >>> FAMILY.commands.options["-N"], FAMILY.sweeps.names["lambda"]
     ('n_counterfactuals', 'causal_weight')
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from haystack_cfrag.cfrag import trace as view
 from haystack_cfrag.cfrag.parameters import PARAMETERS, REQUEST_PARAMETERS
 from haystack_cfrag.common.errors import squash
-from haystack_cfrag.family import Entry, Family, Reading
+from haystack_cfrag.family import Commands, Entry, Family, Reading, Sweeps
 
 API = (
     "Answer a question with Counterfactual RAG: robust to related but non-decisive evidence.\n\n"
@@ -75,29 +75,29 @@ FAMILY = Family(
     request_parameters=REQUEST_PARAMETERS,
     pipelines=(
         Entry("cf_rag", "the default CF-RAG: standard RAG's answer as the baseline, counterfactual challengers, "
-              "a duel", served=True, injection=True, api_description=API, default_system=True),
-        Entry("cf_rag_fast", "the same graph with fewer calls (N=0, M=1)", served=True, injection=True,
+              "a duel", injection=True, api_description=API, default_system=True),
+        Entry("cf_rag_fast", "the same graph with fewer calls (N=0, M=1)", injection=True,
               api_description=API, default_system=True),
         Entry("cf_rag_paper", "the paper's configuration (docs/method.md, 'Two configurations')",
               default_system=True),
         Entry("cf_rag_auto", "the cascade: standard RAG, then CF-RAG only where the escalation gate says the "
-              "evidence may conflict (docs/cascade.md)", served=True, api_description=API, cascade=True),
+              "evidence may conflict (docs/cascade.md)", api_description=API, cascade=True),
     ),
-    view=view,
     read=read,
-    scored=view.scored_drafts,
-    cli_options={"-N": "n_counterfactuals", "-K": "n_clusters", "-M": "n_subsets", "--lambda": "causal_weight",
-                 "--seed": "random_state"},
-    sweep_names={"lambda": "causal_weight", "N": "n_counterfactuals", "K": "n_clusters", "M": "n_subsets"},
-    default_ablations=("cf_rag_lambda0", "cf_rag_n0", "cf_rag_k1"),
-    ablations={
-        "cf_rag_lambda0": ("cf_rag", {"causal_weight": 0.0}),
-        "cf_rag_n0": ("cf_rag", {"n_counterfactuals": 0}),
-        "cf_rag_k1": ("cf_rag", {"n_clusters": 1}),
-        "cf_rag_no_override": ("cf_rag", {"override_margin": 1.0, "duel": False}),
-    },
+    record=view.record,
+    commands=Commands(view=view, bench=bench, options={
+        "-N": "n_counterfactuals", "-K": "n_clusters", "-M": "n_subsets", "--lambda": "causal_weight",
+        "--seed": "random_state"}),
+    sweeps=Sweeps(
+        names={"lambda": "causal_weight", "N": "n_counterfactuals", "K": "n_clusters", "M": "n_subsets"},
+        defaults=("cf_rag_lambda0", "cf_rag_n0", "cf_rag_k1"),
+        ablations={
+            "cf_rag_lambda0": ("cf_rag", {"causal_weight": 0.0}),
+            "cf_rag_n0": ("cf_rag", {"n_counterfactuals": 0}),
+            "cf_rag_k1": ("cf_rag", {"n_clusters": 1}),
+            "cf_rag_no_override": ("cf_rag", {"override_margin": 1.0, "duel": False}),
+        }),
     components=("haystack_cfrag.cfrag.",),
-    bench=bench,
 )
 
 __all__ = ["FAMILY"]

@@ -262,6 +262,23 @@ def scored_drafts(trace: Trace) -> list[DraftEntry]:
     return [d for d in trace.get("drafts") or [] if not d.get("error")]
 
 
+def record(trace: Trace) -> dict[str, Any]:
+    """What an evaluation record keeps of a CF-RAG trace: the decision, the counterfactuals, the override, and every
+    scored draft as a candidate (what the oracle over candidates and offline re-arbitration, e.g.
+    `benchmarks/analysis/override_sweep.py`, read without running a model).
+
+    >>> record({"decision": "baseline", "counterfactuals": ["q'"], "drafts": [{"index": 0, "answer": "x"}]})["candidates"]
+    [{'index': 0, 'answer': 'x', 'psi': None, 'scores': None, 'evidence': [], 'seen': None}]
+    """
+    return {
+        "decision": trace.get("decision"), "n_counterfactuals": len(trace.get("counterfactuals") or []),
+        "counterfactuals": trace.get("counterfactuals") or [], "override": trace.get("override"),
+        "candidates": [{"index": d["index"], "answer": d["answer"], "psi": d.get("psi"), "scores": d.get("scores"),
+                        "evidence": [e.get("title") or "" for e in d.get("evidence") or []], "seen": d.get("seen")}
+                       for d in scored_drafts(trace)],
+    }
+
+
 def why_no_answer(trace: Trace | None) -> str:
     """Why a run that gave no answer gave none, from its trace (None: a pipeline without arbitration)."""
     if trace is None:

@@ -312,57 +312,18 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condit
                       **score(item, "", []))
         return record
     titles = [d.get("title") or "" for d in result.documents]
-    trace = result.trace or {}
+    kept = dict(pipeline.family.record(result.trace)) if result.trace else {}  # the family says what it keeps
+    candidates = [{**c, "em": score(item, c["answer"], [])["em"]} for c in kept.pop("candidates", None) or []]
     record.update(
         answer=result.answer, error=None, seconds=result.seconds, stages=result.stages, llm=result.llm,
         evidence=titles, cache_hits=cached.hits if cached else 0,
         seconds_equivalent=result.seconds + (cached.hit_seconds if cached else 0.0),
         timed_on=by_machine(result.seconds, cached.hit_seconds_by_machine if cached else None),
-        decision=trace.get("decision"), n_counterfactuals=len(trace.get("counterfactuals") or []),
-        counterfactuals=trace.get("counterfactuals") or [], override=trace.get("override"),
-        candidates=candidates(trace, item, pipeline.family.scored), answer_normalized=normalize_answer(result.answer),
-        selection=selection_summary(trace),
+        **kept, candidates=candidates, answer_normalized=normalize_answer(result.answer),
         **({"gate": result.gate} if result.gate is not None else {}),
         **score(item, result.answer, titles),
     )
     return record
-
-
-SELECTION_KEYS = ("pool", "kept", "pruned", "cut", "quality", "reached", "stop", "scorer_calls",  # CER's selector
-                  "seeds", "hops_reached", "edges_per_hop", "passage_ids", "truncated")       # CausalRAG's retriever
-"""What a record keeps of a trace that is not CF-RAG's: enough for evidence size, cost and the graph's reach."""
-CHECK_KEYS = ("action", "chosen_by", "fallback", "s_causal", "s_hall", "decision", "edges", "claims", "supported",
-              "claim_supports", "regenerated", "rewritten", "original_answer", "calls")
-"""What a record keeps of each CDF-RAG stage's trace: how often each check fired and what it replaced."""
-
-
-def selection_summary(trace: dict[str, Any]) -> dict[str, Any]:
-    """The SELECTION_KEYS of a one-component trace; CHECK_KEYS of each stage of a {component: trace} one.
-
-    >>> selection_summary({"kept": ["a"], "pool": ["a", "b"], "steps": []})
-    {'pool': ['a', 'b'], 'kept': ['a']}
-    >>> selection_summary({"hallucination_checker": {"s_hall": 0.5, "decision": "rewrite", "claims": 2}})
-    {'hallucination_checker': {'s_hall': 0.5, 'decision': 'rewrite', 'claims': 2}}
-    """
-    summary = {k: trace[k] for k in SELECTION_KEYS if k in trace}
-    for name, sub in trace.items():
-        if isinstance(sub, dict) and name not in summary and any(k in sub for k in CHECK_KEYS):
-            summary[name] = {k: sub[k] for k in CHECK_KEYS if k in sub}
-    return summary
-
-
-def candidates(trace: dict[str, Any], item: EvalItem, scored: Any = None) -> list[dict[str, Any]]:
-    """Every scored candidate of a trace (the family's `scored`: CF-RAG's usable drafts): what the oracle over
-    candidates and offline re-arbitration (e.g. `benchmarks/analysis/override_sweep.py`) read without re-running
-    the models. A family that scores no candidates: none."""
-    out = []
-    for d in scored(trace) if scored is not None and trace else []:
-        out.append({
-            "index": d["index"], "answer": d["answer"], "psi": d.get("psi"), "scores": d.get("scores"),
-            "evidence": [e.get("title") or "" for e in d.get("evidence") or []], "seen": d.get("seen"),
-            "em": score(item, d["answer"], [])["em"],
-        })
-    return out
 
 
 def _progress(todo: list[Any], enabled: bool) -> Iterator[Any]:

@@ -132,7 +132,7 @@ def _table(pipeline: str, spec: str, needed: bool) -> tuple[Any, dict[str, str]]
         if needed:
             raise ValueError(f"System '{spec}': {pipeline} cannot be read ({type(exc).__name__}).") from exc
         return {}, {}
-    return resolved.parameters, dict(resolved.family.sweep_names)
+    return resolved.parameters, dict(resolved.family.sweeps.names)
 
 
 def sweep_axes() -> dict[str, tuple[str, str]]:
@@ -150,9 +150,8 @@ def sweep_axes() -> dict[str, tuple[str, str]]:
 
 
 def sweep_base(family: str) -> str:
-    """The pipeline a sweep of `family` runs: its declared base, else its first query pipeline."""
-    declared = FAMILIES[family].sweep_base
-    return declared or next(e.name for e in FAMILIES[family].pipelines if not e.indexing)
+    """The pipeline a sweep of `family` runs: its first query pipeline."""
+    return next(e.name for e in FAMILIES[family].pipelines if not e.indexing)
 
 
 def sweep_systems(parameter: str, values: list[Any], base: str | None = None) -> list[System]:

@@ -19,7 +19,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag import registry
 from haystack_cfrag.common.parameters import Parameter
-from haystack_cfrag.family import Entry, Family
+from haystack_cfrag.family import Entry, Family, Sweeps
 from haystack_cfrag.serving.service import CFRAGService, ServingConfig
 from haystack_cfrag.testing import MockChatGenerator
 from haystack_cfrag.testing.families import foreign_parameter, own_value
@@ -182,6 +182,7 @@ inputs:
     - answerer.query
 outputs:
   answer: answerer.answer
+  trace: answerer.trace
 components:
   retriever:
     type: haystack.components.retrievers.in_memory.bm25_retriever.InMemoryBM25Retriever
@@ -207,8 +208,9 @@ def toy_family(tmp_path):
     table = {"prefix": Parameter("prefix", "answerer", "prefix", str, choices=("toy", "echo"), per_request=True,
                                  help="what the answer starts with")}
     family = Family(name="toy", parameters=table, request_parameters=("prefix",),
-                    pipelines=(Entry("toy_rag", "the first passage's title", served=True, path=path),),
-                    sweep_axes=("prefix",), components=("tests.unit.toy_family.",))
+                    pipelines=(Entry("toy_rag", "the first passage's title", path=path),),
+                    record=lambda trace: {"toy_read": len(trace.get("read") or [])},
+                    sweeps=Sweeps(axes=("prefix",)), components=("tests.unit.toy_family.",))
     registry.register_family(family)
     yield family
     registry.unregister_family("toy")
@@ -247,6 +249,7 @@ def test_a_fifth_family_is_served_asked_and_evaluated_with_nothing_above_it_chan
                        document_embedder=HashingDocumentEmbedder())
     assert len(records) == len(items) and all(r["error"] is None and r["answer"].startswith("echo:")
                                                for r in records)
+    assert all(r["toy_read"] >= 1 and r["candidates"] == [] for r in records)  # what the family's `record` keeps
 
 
 def test_the_cli_checks_any_familys_parameter_before_a_model_loads():
