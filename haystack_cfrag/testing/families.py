@@ -1,5 +1,6 @@
 """Request values for the every-pipeline serving tests: a valid value of a pipeline's own parameter, and another
-family's parameter it does not have (tests/unit/test_families.py, tests/integration/test_serving_families.py).
+family's parameter it does not have (tests/unit/architecture/test_families.py,
+tests/integration/test_serving_families.py).
 
     >>> from haystack_cfrag.registry import REGISTRY
     >>> own_value(REGISTRY["cer"].parameters["theta"]), foreign_parameter("cer") in REGISTRY["cer"].parameters

@@ -1,6 +1,6 @@
 """Hostile and careless requests to a served CF-RAG, with the answer each must get (issues #18, #23).
 
-Shared by the HTTP tests (`tests/integration/test_serving.py`, `test_security_round2_server.py`)
+Shared by the HTTP tests (`tests/integration/test_serving.py`, `test_hostile_requests_served.py`)
 and the load run (`benchmarks/load_test.py --hostile-share`), against `cfrag serve --mock --pipeline
 cf_rag --pipeline standard_rag --yaml cf_rag_fast`. Bodies are raw bytes: NaN, Infinity and deep
 nesting cannot be written by a JSON encoder, which is the point. `hostile_requests` are bodies

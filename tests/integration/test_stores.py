@@ -248,7 +248,7 @@ def test_cli_index_and_ask_take_store_specs(tmp_path, monkeypatch):
 
 
 def test_example4_runs_cf_rag_over_faiss_and_qdrant(tmp_path):
-    from tests.unit.test_examples import load
+    from tests.unit.docs.test_examples import load
 
     mod = load("04_stores.py")
     docs = embedded_docs()

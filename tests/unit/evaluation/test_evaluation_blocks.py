@@ -52,7 +52,7 @@ def test_paired_bootstrap_counts_the_discordant_questions():
 
 
 def test_injected_distractors_never_contain_the_answer_on_hotpotqa():
-    data = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_dev_a_30.jsonl"
+    data = Path(__file__).resolve().parents[2] / "data" / "hotpotqa_dev_a_30.jsonl"
     rows = [json.loads(line) for line in data.open()]
     assert len(rows) == 30
     passages, owners = [], []

@@ -12,7 +12,7 @@ from haystack_cfrag import registry
 from haystack_cfrag.pipelines import PIPELINES_DIR, shipped_pipelines
 from haystack_cfrag.runtime import read_outputs
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_every_shipped_yaml_has_one_entry_and_every_entry_a_yaml():

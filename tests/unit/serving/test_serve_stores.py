@@ -18,7 +18,7 @@ from haystack_cfrag.stores import StoreSpec
 from haystack_cfrag.testing import MockChatGenerator
 from tests import dark_knight as dk
 from tests.fakes import HashingTextEmbedder
-from tests.unit.test_serving import dark_knight_store
+from tests.unit.serving.test_serving import dark_knight_store
 
 PG_URL = "postgresql://cfrag:s3cret@db.example:5432/rag"
 

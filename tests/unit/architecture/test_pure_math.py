@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "haystack_cfrag"
+PACKAGE = Path(__file__).resolve().parents[3] / "haystack_cfrag"
 PURE = sorted({*PACKAGE.glob("*/math/*.py"), *PACKAGE.glob("*/math.py"), PACKAGE / "common" / "text.py",
                PACKAGE / "common" / "vectors.py"})
 

@@ -34,7 +34,7 @@ from tests.fakes import (
     hashed_bow,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 HOTPOT = ROOT / "tests" / "data" / "hotpotqa_dev_a_30.jsonl"
 SHARED = ROOT.parent / "shared" / "data"
 

@@ -9,7 +9,7 @@ from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag import load_pipeline
 from haystack_cfrag.loading import PipelineRefusedError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CF_RAG = pipeline_path("cf_rag")
 
 

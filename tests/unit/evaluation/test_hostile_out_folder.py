@@ -17,7 +17,7 @@ from haystack_cfrag.cli.evaluate import EVAL_MARKER, made_by_eval
 from haystack_cfrag.common.files import open_append, replace_text
 from haystack_cfrag.evaluation import write_outputs
 
-HOTPOT = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_dev_a_30.jsonl"
+HOTPOT = Path(__file__).resolve().parents[2] / "data" / "hotpotqa_dev_a_30.jsonl"
 RECORD = {"condition": "pooled", "system": "standard_rag", "qid": "a", "em": 1.0, "f1": 1.0, "lenient": 1.0,
           "support_recall": 0.5, "seconds": 1.0, "seconds_equivalent": 1.0, "stages": {"generator": 1.0},
           "llm": {"calls": 1, "prompt_tokens": 10, "completion_tokens": 2}, "cache_hits": 0, "error": None,

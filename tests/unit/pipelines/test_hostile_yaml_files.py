@@ -16,9 +16,9 @@ import haystack_cfrag.cli.serve as cli_serve
 from haystack_cfrag.adapters import factories
 from haystack_cfrag.cli import main
 from haystack_cfrag.loading import PipelineRefusedError, check_pipeline_file
-from tests.unit.test_serving import USER_YAML
+from tests.unit.serving.test_serving import USER_YAML
 
-HOTPOT = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_dev_a_30.jsonl"
+HOTPOT = Path(__file__).resolve().parents[2] / "data" / "hotpotqa_dev_a_30.jsonl"
 GOOD = USER_YAML  # a pipeline of the user's that Hayhooks serves (one prompt builder)
 EVIL = GOOD.replace("haystack.components.builders.chat_prompt_builder.ChatPromptBuilder", "os.system")
 UNBUILDABLE = GOOD.replace("connections: []", "connections: [{sender: prompt.prompt, receiver: nowhere.messages}]")

@@ -1,4 +1,5 @@
-"""A throwaway fifth family for tests/unit/test_families.py: one component, declared in the test."""
+"""A throwaway fifth family for tests/unit/architecture/test_families.py: one component, declared in the
+test."""
 
 from typing import Any
 

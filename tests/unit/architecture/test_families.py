@@ -192,7 +192,7 @@ components:
         type: haystack.document_stores.in_memory.document_store.InMemoryDocumentStore
         init_parameters: {}
   answerer:
-    type: tests.unit.toy_family.TitleAnswerer
+    type: tests.unit.architecture.toy_family.TitleAnswerer
     init_parameters:
       prefix: "toy"
 connections:
@@ -210,7 +210,7 @@ def toy_family(tmp_path):
     family = Family(name="toy", parameters=table, request_parameters=("prefix",),
                     pipelines=(Entry("toy_rag", "the first passage's title", path=path),),
                     record=lambda trace: {"toy_read": len(trace.get("read") or [])},
-                    sweeps=Sweeps(axes=("prefix",)), components=("tests.unit.toy_family.",))
+                    sweeps=Sweeps(axes=("prefix",)), components=("tests.unit.architecture.toy_family.",))
     registry.register_family(family)
     yield family
     registry.unregister_family("toy")
@@ -241,7 +241,7 @@ def test_a_fifth_family_is_served_asked_and_evaluated_with_nothing_above_it_chan
     from haystack_cfrag.evaluation.datasets import load_items
     from haystack_cfrag.evaluation.runner import EvalConfig, run_eval
 
-    hotpot = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_dev_a_30.jsonl"
+    hotpot = Path(__file__).resolve().parents[2] / "data" / "hotpotqa_dev_a_30.jsonl"
     items = load_items(hotpot, limit=2)
     config = EvalConfig(data=str(hotpot), limit=2, out=str(tmp_path / "eval"), progress=False,
                         allowed_modules=["tests"], systems=["toy_rag[prefix=echo]"], cache=False)
