@@ -9,17 +9,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
-from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.causal_rag.math.extraction import result
 from haystack_cfrag.causal_rag.math.extraction import Extraction, parse_extraction
 from haystack_cfrag.causal_rag.math.graph import MAX_NAME_CHARS, MAX_RELATION_CHARS
 from haystack_cfrag.causal_rag.prompts import EXTRACTION_FIELDS, EXTRACTION_PROMPT, check_template
+from haystack_cfrag.common.asking import AsksChatGenerator
 from haystack_cfrag.common.plumbing import InjectedParts
 from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.serialization import deserialize_component, serialize_component
-from haystack_cfrag.common.tracing import model_name, token_counts
-from haystack_cfrag.common.validation import check_int
+from haystack_cfrag.common.tracing import LLMCall, current_span, model_name, token_counts
+from haystack_cfrag.common.validation import check_int, check_optional_seconds
 
 COMPONENT = "LLMGraphExtractor"
 NAME_CHARS = 48
@@ -74,7 +74,7 @@ def max_reply_tokens(schema: dict[str, Any]) -> int:
 
 
 @component
-class LLMGraphExtractor(InjectedParts):
+class LLMGraphExtractor(AsksChatGenerator, InjectedParts):
     """
     CausalRAG's extraction (the official prompt: LangChain's graph-transformer format) as a graph extractor
     (`CausalGraphBuilder(extractor=…)`), with a reply that always parses: the generator is asked for
@@ -100,6 +100,9 @@ class LLMGraphExtractor(InjectedParts):
     """
 
     _INJECTED = ("chat_generator",)
+    COMPONENT = COMPONENT
+    FAILURE = "{component}: the extraction call failed: {error}"
+    raise_on_failure = True  # the builder skips a failed batch's passages, with a warning
 
     def __init__(
         self,
@@ -110,6 +113,7 @@ class LLMGraphExtractor(InjectedParts):
         prompt_template: str | None = None,
         constrained: bool = True,
         max_workers: int = 1,
+        timeout_s: float | None = None,
     ) -> None:
         """
         :param chat_generator: the extraction model (any Haystack ChatGenerator).
@@ -119,6 +123,8 @@ class LLMGraphExtractor(InjectedParts):
         :param prompt_template: replaces the extraction prompt ({text} placeholder).
         :param constrained: ask for schema-constrained JSON (False: the free-text reply, parsed as before).
         :param max_workers: calls in flight at once (servers only), in [1, 64].
+        :param timeout_s: the time limit of one extraction call in seconds (None: none); a call past it fails
+            like any failed call.
         """
         if chat_generator is None:
             raise ValueError(f"{COMPONENT}: 'chat_generator' is required.")
@@ -127,12 +133,14 @@ class LLMGraphExtractor(InjectedParts):
         if not isinstance(constrained, bool):
             raise ValueError(f"{COMPONENT}: 'constrained' must be true or false, got {constrained!r}.")
         check_int("max_workers", max_workers, 1, 64)
+        check_optional_seconds("timeout_s", timeout_s)
         self.chat_generator = chat_generator
         self.chat_generators = list(chat_generators or [])
         self.max_triples = max_triples
         self.prompt_template = prompt_template
         self.constrained = constrained
         self.max_workers = max_workers
+        self.timeout_s = timeout_s
         self._next = itertools.count()
         self._lock = threading.Lock()
 
@@ -146,6 +154,7 @@ class LLMGraphExtractor(InjectedParts):
             prompt_template=self.prompt_template,
             constrained=self.constrained,
             max_workers=self.max_workers,
+            timeout_s=self.timeout_s,
         )
 
     @classmethod
@@ -175,7 +184,7 @@ class LLMGraphExtractor(InjectedParts):
             default=str,
         )
 
-    def generation_kwargs(self) -> dict[str, Any]:
+    def request_kwargs(self) -> dict[str, Any]:
         """The generator's kwargs: the JSON schema in the form its backend reads, and the safe token limit."""
         if not self.constrained:
             return {}
@@ -201,26 +210,21 @@ class LLMGraphExtractor(InjectedParts):
             raise ValueError(f"{COMPONENT}: 'texts' must be a list of strings.")
         pool = [self.chat_generator, *self.chat_generators]
         workers = min(self.max_workers, len(texts)) if len(texts) > 1 else 1
+        call = LLMCall(stage="extract", component=COMPONENT, parent_span=current_span())
         if workers > 1:
             with ThreadPoolExecutor(max_workers=workers) as executor:
-                done = list(executor.map(lambda t: self._one(t, pool), texts))
+                done = list(executor.map(lambda t: self._one(t, pool, call), texts))
         else:
-            done = [self._one(t, pool) for t in texts]
+            done = [self._one(t, pool, call) for t in texts]
         return result([d[0] for d in done], [d[1] for d in done])
 
-    def _one(self, text: str, pool: list[Any]) -> tuple[Extraction, dict[str, Any]]:
+    def _one(self, text: str, pool: list[Any], call: LLMCall) -> tuple[Extraction, dict[str, Any]]:
         with self._lock:
             generator = pool[next(self._next) % len(pool)]
-        kwargs: dict[str, Any] = {
-            "messages": [ChatMessage.from_user((self.prompt_template or EXTRACTION_PROMPT).format(text=text))]
-        }
-        gen_kwargs = self.generation_kwargs()
-        if gen_kwargs:
-            kwargs["generation_kwargs"] = gen_kwargs
-        try:
-            replies = generator.run(**kwargs).get("replies") or []
-        except Exception as exc:
-            raise RuntimeError(f"{COMPONENT}: the extraction call failed: {exc}") from exc
+        prompt = (self.prompt_template or EXTRACTION_PROMPT).format(text=text)
+        out, _ = self.ask_result(prompt, call, "extraction", generator=generator,
+                                 generation_kwargs=self.request_kwargs() or None, exclusive=self.max_workers == 1)
+        replies = (out or {}).get("replies") or []
         first = replies[0] if replies else None
         reply_text = getattr(first, "text", None)
         tokens_in, tokens_out = token_counts(

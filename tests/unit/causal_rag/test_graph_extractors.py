@@ -403,6 +403,40 @@ def test_the_llm_extractor_unconstrained_sends_no_format_and_a_failed_call_raise
         LLMGraphExtractor(chat_generator=Down()).run(texts=["x"])
 
 
+def test_an_extraction_call_has_a_time_limit_and_a_span(monkeypatch):
+    """The extractor asks through `AsksChatGenerator`: `timeout_s` abandons a stalled call (the builder then skips
+    its passages), and each call opens a `haystack_cfrag.llm_call` span like every other LLM call."""
+    import time as _time
+
+    stalled = threading.Event()
+
+    @component
+    class Stalls:
+        @component.output_types(replies=list[ChatMessage])
+        def run(self, messages: list[ChatMessage]):
+            stalled.wait(5)
+            return {"replies": [ChatMessage.from_assistant("{}")]}
+
+    extractor = LLMGraphExtractor(chat_generator=Stalls(), constrained=False, timeout_s=0.2)
+    assert extractor.to_dict()["init_parameters"]["timeout_s"] == 0.2
+    start = _time.monotonic()
+    with pytest.raises(RuntimeError, match="extraction call failed"):
+        extractor.run(texts=["Rain caused a flood."])
+    stalled.set()
+    assert _time.monotonic() - start < 4  # abandoned at its limit, not after the generator's 5 s
+    with pytest.raises(ValueError, match="timeout_s"):
+        LLMGraphExtractor(chat_generator=Stalls(), timeout_s=-1)
+
+    from haystack_cfrag.common import asking
+
+    calls = []
+    real = asking.call_with_timeout
+    monkeypatch.setattr(asking, "call_with_timeout", lambda gen, t, **kw: calls.append(kw["llm_call"]) or real(gen, t, **kw))
+    stalled.set()  # answers at once now
+    LLMGraphExtractor(chat_generator=Stalls(), constrained=False).run(texts=["x", "y"])
+    assert [(c.stage, c.component) for c in calls] == [("extract", "LLMGraphExtractor")] * 2  # the span's stage
+
+
 # ------------------------------------------------------------------ the spaCy extractor (the pinned model)
 def spacy_extractor():
     pytest.importorskip("spacy")
