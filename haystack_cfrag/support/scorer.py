@@ -23,7 +23,7 @@ from haystack_cfrag.support.math import (
     option_orders,
     option_scores,
 )
-from haystack_cfrag.common.validation import check_int
+from haystack_cfrag.common.validation import check_bool, check_int
 from haystack_cfrag.timing import count_scoring
 
 logger = logging.getLogger(__name__)
@@ -131,10 +131,7 @@ class ReaderSupportScorer(InjectedParts):
         :param chat_template: Jinja chat template for OpenAI-compatible servers (None = ChatML);
             in-process models use their own.
         """
-        if not isinstance(erased_contrast, bool):
-            raise ValueError(
-                f"{COMPONENT}: 'erased_contrast' must be true or false, got {erased_contrast!r}."
-            )
+        check_bool("erased_contrast", erased_contrast, component=COMPONENT)
         if max_evidence_chars is not None:
             check_int("max_evidence_chars", max_evidence_chars, 1)
         if max_query_chars is not None:

@@ -19,7 +19,7 @@ from haystack_cfrag.common.plumbing import InjectedParts
 from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.serialization import deserialize_component, serialize_component
 from haystack_cfrag.common.tracing import model_name, token_counts
-from haystack_cfrag.common.validation import check_int
+from haystack_cfrag.common.validation import check_bool, check_int
 
 COMPONENT = "LLMGraphExtractor"
 NAME_CHARS = 48
@@ -124,8 +124,7 @@ class LLMGraphExtractor(InjectedParts):
             raise ValueError(f"{COMPONENT}: 'chat_generator' is required.")
         check_int("max_triples", max_triples, 1, 50)
         check_template(prompt_template, EXTRACTION_FIELDS, component=COMPONENT)
-        if not isinstance(constrained, bool):
-            raise ValueError(f"{COMPONENT}: 'constrained' must be true or false, got {constrained!r}.")
+        check_bool("constrained", constrained, component=COMPONENT)
         check_int("max_workers", max_workers, 1, 64)
         self.chat_generator = chat_generator
         self.chat_generators = list(chat_generators or [])

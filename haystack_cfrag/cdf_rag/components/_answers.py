@@ -14,7 +14,7 @@ from haystack_cfrag.common.prompting import check_template
 from haystack_cfrag.common.replies import parse_draft_reply
 from haystack_cfrag.common.serialization import deserialize_init_components
 from haystack_cfrag.common.tracing import LLMCall
-from haystack_cfrag.common.validation import check_int, check_optional_seconds
+from haystack_cfrag.common.validation import check_bool, check_int, check_optional_seconds
 
 _ANSWER_LABEL = re.compile(r"^\s*(?:final\s+)?answer\s*:", re.IGNORECASE | re.MULTILINE)
 
@@ -68,8 +68,7 @@ class ChecksAnswer(AsksChatGenerator, InjectedParts):
         """Check and keep the settings both checkers take (after the checker's own)."""
         if max_evidence_chars is not None:
             check_int("max_evidence_chars", max_evidence_chars, 1)
-        if not isinstance(raise_on_failure, bool):
-            raise ValueError(f"'raise_on_failure' must be true or false, got {raise_on_failure!r}.")
+        check_bool("raise_on_failure", raise_on_failure)
         check_optional_seconds("timeout_s", timeout_s)
         if max_query_chars is not None:
             check_int("max_query_chars", max_query_chars, 1)

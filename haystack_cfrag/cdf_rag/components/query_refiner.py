@@ -31,7 +31,7 @@ from haystack_cfrag.common.plumbing import (
 from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.common.tracing import LLMCall
-from haystack_cfrag.common.validation import check_choice, check_int, check_optional_seconds
+from haystack_cfrag.common.validation import check_bool, check_choice, check_int, check_optional_seconds
 
 COMPONENT = "QueryRefiner"
 CHOICES = ("auto", "rule", *FIXED_ACTIONS)
@@ -118,8 +118,7 @@ class QueryRefiner(AsksChatGenerator, InjectedParts):
         check_int("max_refined_chars", max_refined_chars, 20, 2000)
         check_int("rule_long_words", rule_long_words, 1, 200)
         check_int("rule_short_words", rule_short_words, 0, rule_long_words)
-        if not isinstance(raise_on_failure, bool):
-            raise ValueError(f"'raise_on_failure' must be true or false, got {raise_on_failure!r}.")
+        check_bool("raise_on_failure", raise_on_failure)
         check_optional_seconds("timeout_s", timeout_s)
         if max_query_chars is not None:
             check_int("max_query_chars", max_query_chars, 1)

@@ -34,7 +34,7 @@ from haystack_cfrag.common.text import bag_of_words_matrix
 from haystack_cfrag.common.tracing import LLMCall, current_span
 from haystack_cfrag.common.prompting import SHORT_DRAFT_PROMPT, render_plain_evidence
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.common.validation import check_choice, check_int, check_range
+from haystack_cfrag.common.validation import check_bool, check_choice, check_int, check_range
 
 logger = logging.getLogger(__name__)
 
@@ -169,11 +169,9 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
         self.replacement = replacement
         self.min_size = min_size
         self.prune_unnecessary = prune_unnecessary
-        if not isinstance(best_prefix, bool):
-            raise ValueError(f"'best_prefix' must be true or false, got {best_prefix!r}.")
+        check_bool("best_prefix", best_prefix)
         self.best_prefix = best_prefix
-        if not isinstance(skip_decided, bool):
-            raise ValueError(f"'skip_decided' must be true or false, got {skip_decided!r}.")
+        check_bool("skip_decided", skip_decided)
         self.skip_decided = skip_decided
         self.raise_on_failure = raise_on_failure
         self.max_query_chars = max_query_chars

@@ -36,7 +36,7 @@ from haystack_cfrag.cfrag.prompts import (
     check_template,
 )
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.common.validation import check_choice, check_int, check_optional_seconds
+from haystack_cfrag.common.validation import check_bool, check_choice, check_int, check_optional_seconds
 
 PROMPT_STYLES = ("json", "lines")
 
@@ -130,8 +130,7 @@ class CounterfactualQueryExpander(AsksChatGenerator, InjectedParts):
             generation argument (llama.cpp, OpenAI-compatible servers).
         """
         check_choice("prompt_style", prompt_style, PROMPT_STYLES)
-        if not isinstance(stop_after_lines, bool):
-            raise ValueError(f"'stop_after_lines' must be true or false, got {stop_after_lines!r}.")
+        check_bool("stop_after_lines", stop_after_lines)
         if stop_after_lines and prompt_style != "lines":
             raise ValueError("'stop_after_lines' needs prompt_style 'lines' (a JSON reply has no numbered lines).")
         check_template(prompt_template, COUNTERFACTUAL_FIELDS, component="CounterfactualQueryExpander")
