@@ -211,13 +211,5 @@ class _Check(Correction):
             "note": self.note,
             "original_answer": self.original,
         }
-        return {
-            "answer": self.answer,
-            "replies": [ChatMessage.from_assistant(self.answer)],
-            "s_causal": self.check.score,
-            "decision": self.decision,
-            "regenerated": self.changed,
-            "verdicts": verdicts,
-            "trace": trace,
-            "degradations": list(self.degradations),
-        }
+        return self.answered(s_causal=self.check.score, decision=self.decision, regenerated=self.changed,
+                             verdicts=verdicts, trace=trace)

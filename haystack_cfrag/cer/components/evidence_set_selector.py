@@ -18,7 +18,17 @@ from haystack_cfrag.cer.math.search import (
     minimal_sufficient_set,
     set_effects,
 )
-from haystack_cfrag.cer.math.settings import ALPHA, DELTA, EPSILON, K_MAX, KAPPA, MU, THETA, WEIGHTS, CerSettings
+from haystack_cfrag.cer.math.settings import (
+    ALPHA,
+    DELTA,
+    EPSILON,
+    K_MAX,
+    KAPPA,
+    MU,
+    THETA,
+    WEIGHTS,
+    CerSettings,
+)
 from haystack_cfrag.common.asking import AsksChatGenerator
 from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
@@ -34,7 +44,13 @@ from haystack_cfrag.common.text import bag_of_words_matrix
 from haystack_cfrag.common.tracing import LLMCall, current_span
 from haystack_cfrag.common.prompting import SHORT_DRAFT_PROMPT, render_plain_evidence
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.common.validation import check_bool, check_choice, check_int, check_range
+from haystack_cfrag.common.validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_optional_int,
+    check_range,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -158,8 +174,7 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
         check_int("draft_top_k", draft_top_k, 1)
         check_range("pmi_scale", pmi_scale, 0.0, 1e6, low_open=True)
         check_int("min_size", min_size, 0)
-        if max_query_chars is not None:
-            check_int("max_query_chars", max_query_chars, 1)
+        check_optional_int("max_query_chars", max_query_chars, 1)
         self.support_scorer = support_scorer
         self.chat_generator = chat_generator
         self.draft_top_k = draft_top_k
