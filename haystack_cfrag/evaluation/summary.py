@@ -35,13 +35,7 @@ from haystack_cfrag.evaluation.controls import against_controls
 from haystack_cfrag.evaluation.costs import cost_summary, index_cost, overhead, read_graph_stats, timed_shares
 from haystack_cfrag.evaluation.plots import plots
 from haystack_cfrag.evaluation.report import markdown
-from haystack_cfrag.evaluation.statistics import (
-    METRICS,
-    injection_tables,
-    paired,
-    scores,
-    sweep_tables,
-)
+from haystack_cfrag.evaluation.statistics import METRICS, injection_tables, paired, scores, sweep_tables
 from haystack_cfrag.evaluation.systems import BASELINE
 from haystack_cfrag.registry import controls
 
