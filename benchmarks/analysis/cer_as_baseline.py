@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from haystack_cfrag.common.text import normalize_answer
-from haystack_cfrag.evaluation.summary import oracle_em
+from haystack_cfrag.evaluation.statistics import oracle_em
 from run_folder import read_run_records
 
 

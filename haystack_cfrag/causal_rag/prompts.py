@@ -28,7 +28,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from haystack_cfrag.common.prompting import check_prompt_templates, check_template
+from haystack_cfrag.common.prompting import (
+    DOCUMENTS_BLOCK,
+    SHORT_ANSWER_BLOCK,
+    STANDARD_RAG_TEMPLATE,
+    check_prompt_templates,
+    check_template,
+)
 
 EXTRACTION_PROMPT = """# Knowledge Graph Instructions
 ## 1. Overview
@@ -137,18 +143,10 @@ SUMMARIZER_PROMPTS = {"paths": CAUSAL_PATHS_PROMPT, "summary": CAUSAL_SUMMARY_PR
 SUMMARIZER_FIELDS = {"paths": CAUSAL_PATHS_FIELDS, "summary": CAUSAL_SUMMARY_FIELDS,
                      "one_call": ONE_CALL_SUMMARY_FIELDS}
 
-CAUSAL_RAG_ANSWER_TEMPLATE = """Answer the question using the documents below.
-
-Documents:
-{% for doc in documents %}[{{ loop.index }}] {{ doc.content }}
-{% endfor %}{% if summary %}
+CAUSAL_RAG_ANSWER_TEMPLATE = STANDARD_RAG_TEMPLATE.replace(DOCUMENTS_BLOCK, DOCUMENTS_BLOCK + """{% if summary %}
 Notes (a causal summary of the documents, for context only):
 {{ summary }}
-{% endif %}
-Question: {{ query }}
-
-Reply in this format:
-Answer: <the short answer only>"""
+{% endif %}""")
 """The reader's prompt (Jinja: `summary`, `documents`, `query`): standard RAG's
 (`common.prompting.STANDARD_RAG_TEMPLATE`), with the summary after the passages as notes; no summary:
 standard RAG's prompt, byte for byte."""
@@ -158,13 +156,7 @@ SUMMARY_FIRST_ANSWER_TEMPLATE = """Answer the question using the causal summary 
 Causal summary:
 {{ summary }}
 
-Documents:
-{% for doc in documents %}[{{ loop.index }}] {{ doc.content }}
-{% endfor %}
-Question: {{ query }}
-
-Reply in this format:
-Answer: <the short answer only>"""
+""" + DOCUMENTS_BLOCK + "\n" + SHORT_ANSWER_BLOCK
 """The reader's prompt of the runs archived before 2026-11-27 (the summary before the passages;
 `summary_calls=2` in `pipelines/causal_rag.yml`). On PopQA 16 of CausalRAG's 31 losses against standard
 RAG were answers in the summary's prose, not the question's form."""

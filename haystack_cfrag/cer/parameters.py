@@ -1,6 +1,6 @@
 """The tunable parameters of the `cer` pipeline: the selector's thresholds and its reading of p_entail.
 
-Ranges come from `haystack_cfrag.cer.math.quality.RANGES` (the one home of CER's ranges), so the
+Ranges come from `haystack_cfrag.cer.math.settings.RANGES` (the one home of CER's ranges), so the
 CLI (`cfrag ask --pipeline cer`, `cfrag eval --sweep theta=0.6`), the server and the evaluation
 check a value exactly as the component does. None is per request: each builds the pipeline once.
 
@@ -11,13 +11,13 @@ check a value exactly as the component does. None is per request: each builds th
 from __future__ import annotations
 
 from haystack_cfrag.cer.components.evidence_set_selector import ENTAILMENT
-from haystack_cfrag.cer.math.quality import RANGES
+from haystack_cfrag.cer.math.settings import OPEN_BELOW, RANGES
 from haystack_cfrag.common.parameters import Parameter
 
 
 def _span(name: str) -> dict[str, float | bool]:
     low, high = RANGES[name]
-    return {"low": low, "high": high, "low_open": name == "theta"}
+    return {"low": low, "high": high, "low_open": name in OPEN_BELOW}
 
 
 PARAMETERS: dict[str, Parameter] = {

@@ -24,15 +24,19 @@ Reply in this format:
 Answer: <the short answer only>"""
 """The answer-only draft prompt: STANDARD_RAG_TEMPLATE in `str.format` form (the same text for the same passages)."""
 
-STANDARD_RAG_TEMPLATE = """Answer the question using the documents below.
-
-Documents:
+DOCUMENTS_BLOCK = """Documents:
 {% for doc in documents %}[{{ loop.index }}] {{ doc.content }}
-{% endfor %}
-Question: {{ query }}
+{% endfor %}"""
+"""Standard RAG's passages (Jinja: `documents`), "[i] content" lines; the other families' answer prompts reuse it."""
+
+SHORT_ANSWER_BLOCK = """Question: {{ query }}
 
 Reply in this format:
 Answer: <the short answer only>"""
+"""Standard RAG's question and reply format (Jinja: `query`), the end of every answer prompt built on it."""
+
+STANDARD_RAG_TEMPLATE = "Answer the question using the documents below.\n\n" + DOCUMENTS_BLOCK + "\n" + SHORT_ANSWER_BLOCK
+"""Standard RAG's prompt (Jinja: `documents`, `query`)."""
 
 
 def render_evidence(documents: list[Document], max_chars: int | None = None) -> str:

@@ -42,6 +42,32 @@ def check_int(name: str, value: int, minimum: int, maximum: int | None = None) -
         raise ValueError(f"'{name}' must be {bound}, got {value!r}.")
 
 
+def check_bool(name: str, value: bool, *, component: str | None = None) -> None:
+    """Raise ValueError naming `name` (after `component`, when given) unless `value` is True or False.
+
+    >>> check_bool("flat_meta", "yes")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'flat_meta' must be true or false, got 'yes'.
+    """
+    if not isinstance(value, bool):
+        prefix = f"{component}: " if component else ""
+        raise ValueError(f"{prefix}'{name}' must be true or false, got {value!r}.")
+
+
+def check_optional_int(name: str, value: int | None, minimum: int, maximum: int | None = None) -> None:
+    """Raise ValueError unless `value` is None or an int ≥ minimum (and ≤ maximum when given): `check_int`'s rule.
+
+    >>> check_optional_int("max_query_chars", None, 1)
+    >>> check_optional_int("max_query_chars", 0, 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: 'max_query_chars' must be an integer ≥ 1, got 0.
+    """
+    if value is not None:
+        check_int(name, value, minimum, maximum)
+
+
 def check_choice(name: str, value: str, choices: Collection[str]) -> None:
     """Raise ValueError naming `name` and its choices (a tuple, or a dict's keys) unless `value` is one of them.
 
@@ -61,4 +87,4 @@ def check_optional_seconds(name: str, value: float | None) -> None:
         check_range(name, value, 0.0, 86400.0, low_open=True)
 
 
-__all__ = ["check_choice", "check_int", "check_optional_seconds", "check_range"]
+__all__ = ["check_bool", "check_choice", "check_int", "check_optional_int", "check_optional_seconds", "check_range"]

@@ -5,7 +5,11 @@
 - `systems`    closed-book, standard RAG, CF-RAG full/fast, ablations, sweeps, any YAML path
 - `runner`     `EvalConfig` + `run_eval`: resumable per-question records, LLM reply cache
 - `provenance` `metadata.json`; refuses to resume a folder over another corpus or other models
-- `summary`    results.json, Markdown report, plots; paired bootstrap against standard RAG
+- `summary`    results.json, the report and plots from an output folder's records (gathers the four below)
+- `statistics` mean scores, paired differences against standard RAG, the oracle, injection and sweep tables
+- `costs`      latency, LLM calls and tokens, overhead against the baseline, CausalRAG's graph builds
+- `report`     the Markdown report
+- `plots`      F1 vs N_inject, parameter sensitivity, latency per stage (PNG)
 - `metrics`    strict EM/F1 (SQuAD/HotpotQA normalisation), lenient containment, paired bootstrap
 - `injection`  distractors that never contain the answer (paper 6.6)
 - `bench`      micro-benchmark of the non-generative stages

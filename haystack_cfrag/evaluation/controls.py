@@ -88,7 +88,7 @@ def against_controls(
     :param systems: system name -> its records in this condition.
     :param roles: pipeline name -> control role (`haystack_cfrag.registry.controls()`).
     :param baseline: the baseline's system name (standard RAG).
-    :param paired: the paired difference of two record lists on a metric (`summary.paired`).
+    :param paired: the paired difference of two record lists on a metric (`statistics.paired`).
     :returns: {"best_control", "order_noise", "systems": name -> {"vs_best_control", "kinds_vs_baseline",
         "kinds_vs_best_control"}}; the controls themselves get only `kinds_vs_baseline`.
     """

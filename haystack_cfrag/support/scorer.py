@@ -23,7 +23,7 @@ from haystack_cfrag.support.math import (
     option_orders,
     option_scores,
 )
-from haystack_cfrag.common.validation import check_int
+from haystack_cfrag.common.validation import check_bool, check_optional_int
 from haystack_cfrag.timing import count_scoring
 
 logger = logging.getLogger(__name__)
@@ -51,6 +51,11 @@ Options:
 {options}
 Reply with the letter of the correct option only."""
 """The multiple-choice reading: the candidates listed as lettered options after the question."""
+
+
+_OUTPUTS = {"support": list[float], "counterfactual_support": list[list[float]], "margin": list[float | None],
+            "erased_support": list[float] | None, "pmi": list[float] | None, "trace": dict[str, Any]}
+"""The component's sockets: `SupportScores`' fields."""
 
 
 @dataclass
@@ -131,14 +136,9 @@ class ReaderSupportScorer(InjectedParts):
         :param chat_template: Jinja chat template for OpenAI-compatible servers (None = ChatML);
             in-process models use their own.
         """
-        if not isinstance(erased_contrast, bool):
-            raise ValueError(
-                f"{COMPONENT}: 'erased_contrast' must be true or false, got {erased_contrast!r}."
-            )
-        if max_evidence_chars is not None:
-            check_int("max_evidence_chars", max_evidence_chars, 1)
-        if max_query_chars is not None:
-            check_int("max_query_chars", max_query_chars, 1)
+        check_bool("erased_contrast", erased_contrast, component=COMPONENT)
+        check_optional_int("max_evidence_chars", max_evidence_chars, 1)
+        check_optional_int("max_query_chars", max_query_chars, 1)
         check_template(prompt_template, SUPPORT_FIELDS, component=COMPONENT)
         if chat_template is not None and (not isinstance(chat_template, str) or not chat_template.strip()):
             raise ValueError(f"{COMPONENT}: 'chat_template' must be a non-empty Jinja string or None.")
@@ -164,17 +164,18 @@ class ReaderSupportScorer(InjectedParts):
 
     def close(self) -> None:
         """Release the backend's client and what the injected generator holds."""
-        backend, self._backend = self._backend, None
-        if backend is not None and hasattr(backend, "close"):
-            backend.close()
+        self._release_backend()
         InjectedParts.close(self)
 
     async def close_async(self) -> None:
         """Async twin of `close`."""
+        self._release_backend()
+        await InjectedParts.close_async(self)
+
+    def _release_backend(self) -> None:
         backend, self._backend = self._backend, None
         if backend is not None and hasattr(backend, "close"):
             backend.close()
-        await InjectedParts.close_async(self)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected generator."""
@@ -194,14 +195,7 @@ class ReaderSupportScorer(InjectedParts):
         return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
 
     # ------------------------------------------------------------------ sockets
-    @component.output_types(
-        support=list[float],
-        counterfactual_support=list[list[float]],
-        margin=list[float | None],
-        erased_support=list[float] | None,
-        pmi=list[float] | None,
-        trace=dict[str, Any],
-    )
+    @component.output_types(**_OUTPUTS)
     def run(
         self,
         query: str,
@@ -220,14 +214,7 @@ class ReaderSupportScorer(InjectedParts):
         """
         return self.scores(query, answers, documents, counterfactual_queries).as_outputs()
 
-    @component.output_types(
-        support=list[float],
-        counterfactual_support=list[list[float]],
-        margin=list[float | None],
-        erased_support=list[float] | None,
-        pmi=list[float] | None,
-        trace=dict[str, Any],
-    )
+    @component.output_types(**_OUTPUTS)
     async def run_async(
         self,
         query: str,

@@ -39,7 +39,7 @@ from haystack_cfrag.common.plumbing import (
 from haystack_cfrag.common.protocols import ChatGenerator, DocumentEmbedder
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.common.tracing import LLMCall, model_name, token_counts
-from haystack_cfrag.common.validation import check_int, check_optional_seconds
+from haystack_cfrag.common.validation import check_bool, check_int, check_optional_seconds
 from haystack_cfrag.timing import by_machine, replayed_call, timed_on
 
 COMPONENT = "CausalGraphBuilder"
@@ -179,16 +179,12 @@ class CausalGraphBuilder(AsksChatGenerator, InjectedParts):
             raise ValueError(f"{COMPONENT}: 'cache_dir' must be a folder path or None, got {cache_dir!r:.60}.")
         check_template(prompt_template, EXTRACTION_FIELDS, component=COMPONENT)
         check_optional_seconds("timeout_s", timeout_s)
-        if not isinstance(raise_on_failure, bool):
-            raise ValueError(f"'raise_on_failure' must be true or false, got {raise_on_failure!r}.")
+        check_bool("raise_on_failure", raise_on_failure)
         check_int("max_nodes", max_nodes, 1, MAX_NODES)
         check_int("max_edges", max_edges, 1, MAX_EDGES)
-        if not isinstance(flat_meta, bool):
-            raise ValueError(f"'flat_meta' must be true or false, got {flat_meta!r}.")
-        if not isinstance(grounded_only, bool):
-            raise ValueError(f"'grounded_only' must be true or false, got {grounded_only!r}.")
-        if not isinstance(progress_bar, bool):
-            raise ValueError(f"'progress_bar' must be true or false, got {progress_bar!r}.")
+        check_bool("flat_meta", flat_meta)
+        check_bool("grounded_only", grounded_only)
+        check_bool("progress_bar", progress_bar)
         self.chat_generator = chat_generator
         self.document_embedder = document_embedder
         self.extractor = extractor

@@ -26,7 +26,7 @@ from haystack_cfrag.causal_rag.math.graph import (
 from haystack_cfrag.common.plumbing import InjectedParts, accepts, degradation, run_async_or_thread, with_meta
 from haystack_cfrag.common.protocols import EmbeddingRetriever
 from haystack_cfrag.common.serialization import deserialize_component, deserialize_init_components, serialize_component
-from haystack_cfrag.common.validation import check_int
+from haystack_cfrag.common.validation import check_bool, check_int
 
 COMPONENT = "CausalGraphRetriever"
 DEFAULT_MAX_DOCUMENTS = 10
@@ -137,8 +137,7 @@ class CausalGraphRetriever(InjectedParts):
         check_int("max_documents", max_documents, 0, MAX_DOCUMENTS)
         if filters is not None and not isinstance(filters, dict):
             raise ValueError(f"{COMPONENT}: 'filters' must be a Haystack filter dict or None.")
-        if not isinstance(raise_on_failure, bool):
-            raise ValueError(f"'raise_on_failure' must be true or false, got {raise_on_failure!r}.")
+        check_bool("raise_on_failure", raise_on_failure)
         self.node_retriever = node_retriever
         self.document_store = document_store
         self.top_k = top_k

@@ -27,7 +27,7 @@ from haystack_cfrag.common.plumbing import (
 from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.common.tracing import LLMCall
-from haystack_cfrag.common.validation import check_int, check_optional_seconds
+from haystack_cfrag.common.validation import check_bool, check_int, check_optional_int, check_optional_seconds
 
 COMPONENT = "CausalSummarizer"
 DEFAULT_MAX_GRAPH_CHARS = 6000
@@ -138,14 +138,11 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
         check_prompt_templates(prompt_templates, SUMMARIZER_PROMPTS, SUMMARIZER_FIELDS, component=COMPONENT)
         check_int("max_graph_chars", max_graph_chars, 200, 100_000)
         check_int("max_report_chars", max_report_chars, 200, 100_000)
-        if not isinstance(passages_in_prompt, bool):
-            raise ValueError(f"'passages_in_prompt' must be true or false, got {passages_in_prompt!r}.")
+        check_bool("passages_in_prompt", passages_in_prompt)
         check_int("max_passage_chars", max_passage_chars, 50, 10_000)
         check_optional_seconds("timeout_s", timeout_s)
-        if not isinstance(raise_on_failure, bool):
-            raise ValueError(f"'raise_on_failure' must be true or false, got {raise_on_failure!r}.")
-        if max_query_chars is not None:
-            check_int("max_query_chars", max_query_chars, 1)
+        check_bool("raise_on_failure", raise_on_failure)
+        check_optional_int("max_query_chars", max_query_chars, 1)
         self.chat_generator = chat_generator
         self.summary_calls = summary_calls
         self.summary_max_tokens = summary_max_tokens

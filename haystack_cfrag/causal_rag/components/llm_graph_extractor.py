@@ -19,7 +19,7 @@ from haystack_cfrag.common.plumbing import InjectedParts
 from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.serialization import deserialize_component, serialize_component
 from haystack_cfrag.common.tracing import LLMCall, current_span, model_name, token_counts
-from haystack_cfrag.common.validation import check_int, check_optional_seconds
+from haystack_cfrag.common.validation import check_bool, check_int, check_optional_seconds
 
 COMPONENT = "LLMGraphExtractor"
 NAME_CHARS = 48
@@ -130,8 +130,7 @@ class LLMGraphExtractor(AsksChatGenerator, InjectedParts):
             raise ValueError(f"{COMPONENT}: 'chat_generator' is required.")
         check_int("max_triples", max_triples, 1, 50)
         check_template(prompt_template, EXTRACTION_FIELDS, component=COMPONENT)
-        if not isinstance(constrained, bool):
-            raise ValueError(f"{COMPONENT}: 'constrained' must be true or false, got {constrained!r}.")
+        check_bool("constrained", constrained, component=COMPONENT)
         check_int("max_workers", max_workers, 1, 64)
         check_optional_seconds("timeout_s", timeout_s)
         self.chat_generator = chat_generator

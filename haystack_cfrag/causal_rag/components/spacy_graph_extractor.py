@@ -17,7 +17,7 @@ from haystack_cfrag.causal_rag.math.graph import Triple
 from haystack_cfrag.common.plumbing import InjectedParts
 from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.common.validation import check_int
+from haystack_cfrag.common.validation import check_bool, check_int
 
 with LazyImport(
     "Run 'pip install haystack-cfrag[graph]' (spaCy and its pinned English model)."
@@ -92,8 +92,7 @@ class SpacyGraphExtractor(InjectedParts):
             )
         check_int("batch_size", batch_size, 1, 4096)
         check_max_triples(max_triples)
-        if not isinstance(causal_only, bool):
-            raise ValueError(f"{COMPONENT}: 'causal_only' must be true or false, got {causal_only!r}.")
+        check_bool("causal_only", causal_only, component=COMPONENT)
         if (
             isinstance(min_probability, bool)
             or not isinstance(min_probability, int | float)

@@ -7,6 +7,7 @@ import re
 from typing import Any, ClassVar
 
 from haystack import default_from_dict, logging
+from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.common.asking import AsksChatGenerator
 from haystack_cfrag.common.plumbing import InjectedParts, degradation
@@ -14,7 +15,7 @@ from haystack_cfrag.common.prompting import check_template
 from haystack_cfrag.common.replies import parse_draft_reply
 from haystack_cfrag.common.serialization import deserialize_init_components
 from haystack_cfrag.common.tracing import LLMCall
-from haystack_cfrag.common.validation import check_int, check_optional_seconds
+from haystack_cfrag.common.validation import check_bool, check_optional_int, check_optional_seconds
 
 _ANSWER_LABEL = re.compile(r"^\s*(?:final\s+)?answer\s*:", re.IGNORECASE | re.MULTILINE)
 
@@ -66,13 +67,10 @@ class ChecksAnswer(AsksChatGenerator, InjectedParts):
                        generation_kwargs: dict[str, Any] | None, raise_on_failure: bool, timeout_s: float | None,
                        max_query_chars: int | None, prompt_template: str | None) -> None:
         """Check and keep the settings both checkers take (after the checker's own)."""
-        if max_evidence_chars is not None:
-            check_int("max_evidence_chars", max_evidence_chars, 1)
-        if not isinstance(raise_on_failure, bool):
-            raise ValueError(f"'raise_on_failure' must be true or false, got {raise_on_failure!r}.")
+        check_optional_int("max_evidence_chars", max_evidence_chars, 1)
+        check_bool("raise_on_failure", raise_on_failure)
         check_optional_seconds("timeout_s", timeout_s)
-        if max_query_chars is not None:
-            check_int("max_query_chars", max_query_chars, 1)
+        check_optional_int("max_query_chars", max_query_chars, 1)
         check_template(prompt_template, self.FIELDS, component=self.COMPONENT)
         self.chat_generator = chat_generator
         self.max_evidence_chars = max_evidence_chars
@@ -139,6 +137,11 @@ class Correction:
 
     def replied(self, text: str) -> None:
         """Called with the corrected answer (a subclass may re-check it)."""
+
+    def answered(self, **outputs: Any) -> dict[str, Any]:
+        """The checker's outputs: the answer (also as a reply), the check's `outputs`, the degradations."""
+        return {"answer": self.answer, "replies": [ChatMessage.from_assistant(self.answer)], **outputs,
+                "degradations": list(self.degradations)}
 
     def failed(self, exc: Exception | None, reason: str = "generator failed") -> None:
         stage = self.checker.CALL.stage

@@ -15,7 +15,7 @@ from haystack_cfrag.common.prompting import render_evidence
 from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.common.tracing import LLMCall
-from haystack_cfrag.common.validation import check_int, check_range
+from haystack_cfrag.common.validation import check_bool, check_int, check_range
 
 COMPONENT = "CausalConsistencyChecker"
 KEEP, REGENERATE, UNDEFINED = "keep", "regenerate", "undefined"
@@ -92,8 +92,7 @@ class CausalConsistencyChecker(ChecksAnswer):
             placeholders {query}, {evidence} and {causal_edges}.
         """
         check_range("tau", tau, 0.0, 1.0)
-        if not isinstance(use_question, bool):
-            raise ValueError(f"'use_question' must be true or false, got {use_question!r}.")
+        check_bool("use_question", use_question)
         check_int("max_edges", max_edges, 1, 10000)
         self._keep_settings(chat_generator=chat_generator, max_evidence_chars=max_evidence_chars,
                             generation_kwargs=generation_kwargs, raise_on_failure=raise_on_failure,
@@ -212,13 +211,5 @@ class _Check(Correction):
             "note": self.note,
             "original_answer": self.original,
         }
-        return {
-            "answer": self.answer,
-            "replies": [ChatMessage.from_assistant(self.answer)],
-            "s_causal": self.check.score,
-            "decision": self.decision,
-            "regenerated": self.changed,
-            "verdicts": verdicts,
-            "trace": trace,
-            "degradations": list(self.degradations),
-        }
+        return self.answered(s_causal=self.check.score, decision=self.decision, regenerated=self.changed,
+                             verdicts=verdicts, trace=trace)

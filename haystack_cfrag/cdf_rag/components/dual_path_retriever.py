@@ -21,7 +21,7 @@ from haystack_cfrag.cdf_rag.math.merge import (
     select_edges,
 )
 from haystack_cfrag.common.plumbing import InjectedParts, degradation
-from haystack_cfrag.common.validation import check_choice, check_int
+from haystack_cfrag.common.validation import check_choice, check_int, check_optional_int
 
 COMPONENT = "DualPathRetriever"
 PATHS_KEY = "cfrag_paths"
@@ -29,6 +29,8 @@ RANKS_KEY = "cfrag_ranks"
 RRF_KEY = "cfrag_rrf_score"
 DEDUPE_MODES = ("id", "content")
 MAX_EDGES = 200
+_OUTPUTS = {"documents": list[Document], "causal_edges": list[dict[str, Any]], "trace": dict[str, Any],
+            "degradations": list[dict[str, Any]]}
 
 logger = logging.getLogger(__name__)
 
@@ -93,8 +95,7 @@ class DualPathRetriever(InjectedParts):
         """
         check_choice("merge_mode", merge_mode, MERGE_MODES)
         check_int("rrf_k", rrf_k, 0, 10000)
-        if top_k is not None:
-            check_int("top_k", top_k, 1, 10000)
+        check_optional_int("top_k", top_k, 1, 10000)
         check_int("max_edges", max_edges, 1, 10000)
         check_choice("dedupe_by", dedupe_by, DEDUPE_MODES)
         self.merge_mode = merge_mode
@@ -114,12 +115,7 @@ class DualPathRetriever(InjectedParts):
         return default_from_dict(cls, data)
 
     # ------------------------------------------------------------------ run
-    @component.output_types(
-        documents=list[Document],
-        causal_edges=list[dict[str, Any]],
-        trace=dict[str, Any],
-        degradations=list[dict[str, Any]],
-    )
+    @component.output_types(**_OUTPUTS)
     def run(
         self,
         dense_documents: list[Document],
@@ -136,12 +132,7 @@ class DualPathRetriever(InjectedParts):
         """
         return self._merge(dense_documents, graph_documents, causal_edges, top_k)
 
-    @component.output_types(
-        documents=list[Document],
-        causal_edges=list[dict[str, Any]],
-        trace=dict[str, Any],
-        degradations=list[dict[str, Any]],
-    )
+    @component.output_types(**_OUTPUTS)
     async def run_async(
         self,
         dense_documents: list[Document],
@@ -160,8 +151,7 @@ class DualPathRetriever(InjectedParts):
         if edges is not None and not isinstance(edges, list):
             raise ValueError(f"{COMPONENT}: 'causal_edges' must be a list or None, "
                              f"got {type(edges).__name__}.")
-        if top_k is not None:
-            check_int("top_k", top_k, 1, 10000)
+        check_optional_int("top_k", top_k, 1, 10000)
         limit = top_k if top_k is not None else self.top_k
         graph_given = graph is not None
         graph = graph or []

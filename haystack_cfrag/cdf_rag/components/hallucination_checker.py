@@ -294,13 +294,5 @@ class _Check(Correction):
             # each claim's support (nats per token), in claim order: what calibrates support_threshold and delta
             "claim_supports": None if self.supports is None else [round(v, 4) for v in self.supports],
         }
-        return {
-            "answer": self.answer,
-            "replies": [ChatMessage.from_assistant(self.answer)],
-            "s_hall": self.s_hall,
-            "decision": self.decision,
-            "rewritten": self.changed,
-            "claims": claims,
-            "trace": trace,
-            "degradations": list(self.degradations),
-        }
+        return self.answered(s_hall=self.s_hall, decision=self.decision, rewritten=self.changed, claims=claims,
+                             trace=trace)

@@ -31,7 +31,13 @@ from haystack_cfrag.common.plumbing import (
 from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.common.tracing import LLMCall
-from haystack_cfrag.common.validation import check_choice, check_int, check_optional_seconds
+from haystack_cfrag.common.validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_optional_int,
+    check_optional_seconds,
+)
 
 COMPONENT = "QueryRefiner"
 CHOICES = ("auto", "rule", *FIXED_ACTIONS)
@@ -40,6 +46,8 @@ MAX_TRACE_REPLY_CHARS = 500
 
 _CHOOSE_CALL = LLMCall(stage="refinement_choice", component=COMPONENT)
 _REFINE_CALL = LLMCall(stage="refinement", component=COMPONENT)
+_OUTPUTS = {"refined_query": str, "queries": list[str], "action": str, "sub_queries": list[str],
+            "trace": dict[str, Any], "degradations": list[dict[str, Any]]}
 
 logger = logging.getLogger(__name__)
 
@@ -118,11 +126,9 @@ class QueryRefiner(AsksChatGenerator, InjectedParts):
         check_int("max_refined_chars", max_refined_chars, 20, 2000)
         check_int("rule_long_words", rule_long_words, 1, 200)
         check_int("rule_short_words", rule_short_words, 0, rule_long_words)
-        if not isinstance(raise_on_failure, bool):
-            raise ValueError(f"'raise_on_failure' must be true or false, got {raise_on_failure!r}.")
+        check_bool("raise_on_failure", raise_on_failure)
         check_optional_seconds("timeout_s", timeout_s)
-        if max_query_chars is not None:
-            check_int("max_query_chars", max_query_chars, 1)
+        check_optional_int("max_query_chars", max_query_chars, 1)
         check_prompt_templates(prompt_templates, REFINEMENT_PROMPTS, REFINEMENT_FIELDS, component=COMPONENT)
         self.chat_generator = chat_generator
         self.action = action
@@ -159,14 +165,7 @@ class QueryRefiner(AsksChatGenerator, InjectedParts):
         return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
 
     # ------------------------------------------------------------------ run
-    @component.output_types(
-        refined_query=str,
-        queries=list[str],
-        action=str,
-        sub_queries=list[str],
-        trace=dict[str, Any],
-        degradations=list[dict[str, Any]],
-    )
+    @component.output_types(**_OUTPUTS)
     def run(self, query: str, action: str | None = None) -> dict[str, Any]:
         """
         :param query: the user's question.
@@ -180,14 +179,7 @@ class QueryRefiner(AsksChatGenerator, InjectedParts):
             run.refined(*self._reply(run, run.action))
         return run.outputs()
 
-    @component.output_types(
-        refined_query=str,
-        queries=list[str],
-        action=str,
-        sub_queries=list[str],
-        trace=dict[str, Any],
-        degradations=list[dict[str, Any]],
-    )
+    @component.output_types(**_OUTPUTS)
     async def run_async(self, query: str, action: str | None = None) -> dict[str, Any]:
         """Async twin of `run`, with the same sockets."""
         run = _Run(self, query, action)
@@ -202,13 +194,15 @@ class QueryRefiner(AsksChatGenerator, InjectedParts):
         """The prompt in use for `key` ("choose" or an action): the user's, else the built-in one."""
         return (self.prompt_templates or {}).get(key, REFINEMENT_PROMPTS[key])
 
+    def _request(self, run: _Run, key: str) -> tuple[str, LLMCall, str]:
+        """The prompt for `key`, its call and its name: what `ask` and `ask_async` take."""
+        return self.template(key).format(query=run.query), _CHOOSE_CALL if key == "choose" else _REFINE_CALL, key
+
     def _reply(self, run: _Run, key: str) -> Asked:
-        prompt = self.template(key).format(query=run.query)
-        return self.ask(prompt, _CHOOSE_CALL if key == "choose" else _REFINE_CALL, key)
+        return self.ask(*self._request(run, key))
 
     async def _reply_async(self, run: _Run, key: str) -> Asked:
-        prompt = self.template(key).format(query=run.query)
-        return await self.ask_async(prompt, _CHOOSE_CALL if key == "choose" else _REFINE_CALL, key)
+        return await self.ask_async(*self._request(run, key))
 
 
 class _Run:

@@ -10,7 +10,15 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from haystack_cfrag.cer.math.quality import (
+from haystack_cfrag.cer.math.quality import coverage, pmi_probability, quality_score, support_probability
+from haystack_cfrag.cer.math.search import (
+    Effects,
+    MemoisedQuality,
+    SearchResult,
+    minimal_sufficient_set,
+    set_effects,
+)
+from haystack_cfrag.cer.math.settings import (
     ALPHA,
     DELTA,
     EPSILON,
@@ -19,18 +27,7 @@ from haystack_cfrag.cer.math.quality import (
     MU,
     THETA,
     WEIGHTS,
-    check_cer_parameters,
-    coverage,
-    pmi_probability,
-    quality_score,
-    support_probability,
-)
-from haystack_cfrag.cer.math.search import (
-    Effects,
-    MemoisedQuality,
-    SearchResult,
-    minimal_sufficient_set,
-    set_effects,
+    CerSettings,
 )
 from haystack_cfrag.common.asking import AsksChatGenerator
 from haystack_cfrag.common.plumbing import (
@@ -47,7 +44,13 @@ from haystack_cfrag.common.text import bag_of_words_matrix
 from haystack_cfrag.common.tracing import LLMCall, current_span
 from haystack_cfrag.common.prompting import SHORT_DRAFT_PROMPT, render_plain_evidence
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.common.validation import check_choice, check_int, check_range
+from haystack_cfrag.common.validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_optional_int,
+    check_range,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -159,15 +162,8 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
         :param raise_on_failure: raise when the draft or a scoring fails instead of degrading to the top passages.
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
         """
-        check_cer_parameters(
-            theta=theta,
-            epsilon=epsilon,
-            mu=mu,
-            kappa=kappa,
-            delta=delta,
-            k_max=k_max,
-            alpha=alpha,
-            weights=weights,
+        self.settings = CerSettings(
+            theta=theta, epsilon=epsilon, mu=mu, kappa=kappa, delta=delta, k_max=k_max, alpha=alpha, weights=weights
         )
         if not callable(getattr(support_scorer, "score", None)):
             raise ValueError(
@@ -178,18 +174,9 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
         check_int("draft_top_k", draft_top_k, 1)
         check_range("pmi_scale", pmi_scale, 0.0, 1e6, low_open=True)
         check_int("min_size", min_size, 0)
-        if max_query_chars is not None:
-            check_int("max_query_chars", max_query_chars, 1)
+        check_optional_int("max_query_chars", max_query_chars, 1)
         self.support_scorer = support_scorer
         self.chat_generator = chat_generator
-        self.theta = theta
-        self.epsilon = epsilon
-        self.mu = mu
-        self.kappa = kappa
-        self.delta = delta
-        self.k_max = k_max
-        self.alpha = alpha
-        self.weights = tuple(float(w) for w in weights)
         self.draft_top_k = draft_top_k
         self.entailment = entailment
         self.pmi_scale = pmi_scale
@@ -197,11 +184,9 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
         self.replacement = replacement
         self.min_size = min_size
         self.prune_unnecessary = prune_unnecessary
-        if not isinstance(best_prefix, bool):
-            raise ValueError(f"'best_prefix' must be true or false, got {best_prefix!r}.")
+        check_bool("best_prefix", best_prefix)
         self.best_prefix = best_prefix
-        if not isinstance(skip_decided, bool):
-            raise ValueError(f"'skip_decided' must be true or false, got {skip_decided!r}.")
+        check_bool("skip_decided", skip_decided)
         self.skip_decided = skip_decided
         self.raise_on_failure = raise_on_failure
         self.max_query_chars = max_query_chars
@@ -216,14 +201,7 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
             self,
             support_scorer=serialize_component(self.support_scorer),
             chat_generator=serialize_component(self.chat_generator),
-            theta=self.theta,
-            epsilon=self.epsilon,
-            mu=self.mu,
-            kappa=self.kappa,
-            delta=self.delta,
-            k_max=self.k_max,
-            alpha=self.alpha,
-            weights=list(self.weights),
+            **self.settings.init_parameters(),
             draft_top_k=self.draft_top_k,
             entailment=self.entailment,
             pmi_scale=self.pmi_scale,
@@ -289,7 +267,7 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
             raise ValueError(f"{COMPONENT}: 'answer' must be a non-empty string or None.")
         if answer is None and self.chat_generator is None:
             raise ValueError(f"{COMPONENT}: without a chat_generator, 'answer' must be given.")
-        return query, list(documents[: self.k_max]), None if answer is None else answer.strip()
+        return query, list(documents[: self.settings.k_max]), None if answer is None else answer.strip()
 
     def _draft_prompt(self, query: str, pool: list[Document]) -> str:
         evidence = render_plain_evidence(pool[: self.draft_top_k])
@@ -335,19 +313,14 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
                 len(pool),
                 quality,
                 lengths=[len((d.content or "").split()) for d in pool],
-                theta=self.theta,
-                epsilon=self.epsilon,
-                mu=self.mu,
-                kappa=self.kappa,
-                delta=self.delta,
-                k_max=self.k_max,
+                settings=self.settings,
                 min_size=self.min_size,
                 prune_unnecessary=self.prune_unnecessary,
                 best_prefix=self.best_prefix,
                 bound=scoring.bound if self.skip_decided else None,
             )
             replacements = _hard_negatives(pool, result.kept) if self.replacement else {}
-            effects = set_effects(result.kept, quality, replacements=replacements, alpha=self.alpha)
+            effects = set_effects(result.kept, quality, replacements=replacements, alpha=self.settings.alpha)
         except Exception as exc:
             if self.raise_on_failure:
                 raise RuntimeError(f"{COMPONENT}: support scoring failed: {exc}") from exc
@@ -366,7 +339,7 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
                     "cer_search",
                     "the quality threshold θ was not reached; the set is returned anyway",
                     quality=result.quality,
-                    theta=self.theta,
+                    theta=self.settings.theta,
                 )
             )
         trace = self._trace(pool, answer, result, effects, replacements, scoring, time.monotonic() - started)
@@ -474,12 +447,12 @@ class _Scoring:
             p_entail = support_probability(self.support(idx))
         p_cov = coverage(self.answer, [d.content or "" for d in docs])
         p_contra = self._contradiction(docs) if self.s.contradiction == "yes_no" else 0.0
-        return quality_score(p_entail, p_cov, p_contra, len(idx), weights=self.s.weights, k_max=self.s.k_max)
+        return quality_score(p_entail, p_cov, p_contra, len(idx), self.s.settings)
 
     def bound(self, idx: tuple[int, ...]) -> float:
         """F̂'s upper bound without a scoring: p_entail = 1, p_contra = 0 (p_cov and |S| are free)."""
         p_cov = coverage(self.answer, [self.pool[i].content or "" for i in idx])
-        return quality_score(1.0, p_cov, 0.0, len(idx), weights=self.s.weights, k_max=self.s.k_max)
+        return quality_score(1.0, p_cov, 0.0, len(idx), self.s.settings)
 
     def _contradiction(self, docs: list[Document]) -> float:
         question = VERIFY_QUESTION.format(query=self.query, answer=self.answer)

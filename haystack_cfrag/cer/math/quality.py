@@ -13,7 +13,7 @@ Pure functions over numbers and strings: no Haystack, no model. One function per
 | Eq. 19, U = τ̂ − μ·\\|d\\|/1000 + κ·σ̂ | `utility` |
 | Eq. 4, Nec(d) | `necessity` |
 | Eq. 5 / 6 / 7, deletion, replacement, fused effect | `deletion_effect`, `replacement_effect`, `fused_effect` |
-| parameter ranges | `check_cer_parameters` |
+| the settings (θ, ε, μ, κ, δ, K_max, α, w) and their ranges | `settings.CerSettings` |
 
 Scale of F̂. The paper's θ = 0.75 applies to a *calibrated* F̂ (Eq. 18: σ(z/T), T learned on a
 validation set against GPT-4 judgements). The raw z of Eq. 17 can never reach 0.75 with the
@@ -30,83 +30,9 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
+from haystack_cfrag.cer.math.settings import ALPHA, DEFAULTS, K_MAX, KAPPA, MU, CerSettings
 from haystack_cfrag.common.text import STOPWORDS, content_words, tokens
-from haystack_cfrag.common.validation import check_int, check_range
-
-# ---------------------------------------------------------------- the paper's defaults (Sec. 4.2)
-WEIGHTS = (0.4, 0.3, 0.2, 0.1)
-"""(w1, w2, w3, w4): entailment, coverage, contradiction, length (Eq. 3 / 17)."""
-THETA = 0.75
-"""Quality threshold θ: the forward search has reached a sufficient set when F̂ ≥ θ."""
-EPSILON = 0.05
-"""Safety margin ε: reverse pruning removes d only while F̂(C \\ {d}) ≥ θ + ε (Eq. 22)."""
-MU = 0.05
-"""Length cost μ of the utility, per 1000 tokens of a passage (Eq. 19)."""
-KAPPA = 0.2
-"""Uncertainty bonus κ of the utility (Eq. 19); unused zero-shot, where σ̂ = 0."""
-DELTA = 0.02
-"""Gain below which a round counts towards the two-round stop of the forward search."""
-K_MAX = 25
-"""K_max: the candidate pool size K_2 and the length normaliser of p_len."""
-ALPHA = 0.7
-"""Weight α of the deletion effect against the replacement effect (Eq. 7)."""
-
-RANGES: dict[str, tuple[float, float]] = {
-    "theta": (0.0, 1.0),
-    "epsilon": (0.0, 0.5),
-    "mu": (0.0, 1.0),
-    "kappa": (0.0, 1.0),
-    "delta": (0.0, 0.5),
-    "alpha": (0.0, 1.0),
-}
-"""Closed ranges of the scalar parameters (θ also excludes 0: a threshold of 0 admits any set)."""
-
-
-def check_cer_parameters(
-    *,
-    theta: float = THETA,
-    epsilon: float = EPSILON,
-    mu: float = MU,
-    kappa: float = KAPPA,
-    delta: float = DELTA,
-    k_max: int = K_MAX,
-    alpha: float = ALPHA,
-    weights: Sequence[float] = WEIGHTS,
-) -> None:
-    """Raise ValueError naming the first parameter outside its range.
-
-    θ ∈ (0, 1], ε ∈ [0, 0.5], μ ∈ [0, 1], κ ∈ [0, 1], δ ∈ [0, 0.5], α ∈ [0, 1], K_max an
-    integer ≥ 1, weights four numbers in [0, 1] with w1 + w2 > 0 (else F̂ has no scale).
-
-    >>> check_cer_parameters()
-    >>> check_cer_parameters(theta=1.2)
-    Traceback (most recent call last):
-    ...
-    ValueError: 'theta' must be in (0.0, 1.0], got 1.2.
-    >>> check_cer_parameters(weights=(0.0, 0.0, 0.2, 0.1))
-    Traceback (most recent call last):
-    ...
-    ValueError: 'weights' must give w1 + w2 > 0 (entailment or coverage must count), got (0.0, 0.0, 0.2, 0.1).
-    """
-    values = {"theta": theta, "epsilon": epsilon, "mu": mu, "kappa": kappa, "delta": delta, "alpha": alpha}
-    for name, value in values.items():
-        low, high = RANGES[name]
-        check_range(name, value, low, high, low_open=name == "theta")
-    check_int("k_max", k_max, 1)
-    check_weights(weights)
-
-
-def check_weights(weights: Sequence[float]) -> None:
-    """Raise ValueError unless `weights` are four numbers in [0, 1] with w1 + w2 > 0."""
-    if not isinstance(weights, (tuple, list)) or len(weights) != 4:
-        raise ValueError(f"'weights' must be four numbers (w1, w2, w3, w4), got {weights!r}.")
-    for i, w in enumerate(weights, start=1):
-        check_range(f"w{i}", w, 0.0, 1.0)
-    if weights[0] + weights[1] <= 0:
-        raise ValueError(
-            f"'weights' must give w1 + w2 > 0 (entailment or coverage must count), got {tuple(weights)!r}."
-        )
-
+from haystack_cfrag.common.validation import check_range
 
 # ---------------------------------------------------------------- Eq. 3 / 17, Eq. 18
 def length_penalty(size: int, k_max: int = K_MAX) -> float:
@@ -119,44 +45,30 @@ def length_penalty(size: int, k_max: int = K_MAX) -> float:
 
 
 def raw_quality(
-    p_entail: float,
-    p_cov: float,
-    p_contra: float,
-    size: int,
-    *,
-    weights: Sequence[float] = WEIGHTS,
-    k_max: int = K_MAX,
+    p_entail: float, p_cov: float, p_contra: float, size: int, settings: CerSettings = DEFAULTS
 ) -> float:
-    """z = w1·p_entail + w2·p_cov − w3·p_contra − w4·|S|/K_max (Eq. 3 / 17, uncalibrated).
+    """z = w1·p_entail + w2·p_cov − w3·p_contra − w4·|S|/K_max (Eq. 3 / 17, uncalibrated), w and K_max from `settings`.
 
     >>> round(raw_quality(1.0, 1.0, 0.0, 1), 3)     # a perfect single passage: 0.4 + 0.3 − 0.1/25
     0.696
     >>> round(raw_quality(0.2, 0.0, 0.5, 5), 3)
     -0.04
     """
-    w1, w2, w3, w4 = weights
-    return w1 * p_entail + w2 * p_cov - w3 * p_contra - w4 * length_penalty(size, k_max)
+    w1, w2, w3, w4 = settings.weights
+    return w1 * p_entail + w2 * p_cov - w3 * p_contra - w4 * length_penalty(size, settings.k_max)
 
 
 def quality_score(
-    p_entail: float,
-    p_cov: float,
-    p_contra: float,
-    size: int,
-    *,
-    weights: Sequence[float] = WEIGHTS,
-    k_max: int = K_MAX,
+    p_entail: float, p_cov: float, p_contra: float, size: int, settings: CerSettings = DEFAULTS
 ) -> float:
     """F̂(q, S) on θ's scale: z / (w1 + w2), 1.0 for a perfect set of no length (see the module doc).
 
     >>> round(quality_score(1.0, 1.0, 0.0, 1), 4)
     0.9943
-    >>> quality_score(0.5, 1.0, 0.0, 0) < THETA <= quality_score(0.75, 1.0, 0.0, 1)
+    >>> quality_score(0.5, 1.0, 0.0, 0) < DEFAULTS.theta <= quality_score(0.75, 1.0, 0.0, 1)
     True
     """
-    return raw_quality(p_entail, p_cov, p_contra, size, weights=weights, k_max=k_max) / (
-        weights[0] + weights[1]
-    )
+    return raw_quality(p_entail, p_cov, p_contra, size, settings) / (settings.weights[0] + settings.weights[1])
 
 
 def temperature_calibration(z: float, temperature: float) -> float:
@@ -337,17 +249,6 @@ def necessity(deletion_effects: Sequence[float]) -> list[float]:
 
 
 __all__ = [
-    "ALPHA",
-    "DELTA",
-    "EPSILON",
-    "KAPPA",
-    "K_MAX",
-    "MU",
-    "RANGES",
-    "THETA",
-    "WEIGHTS",
-    "check_cer_parameters",
-    "check_weights",
     "coverage",
     "deletion_effect",
     "fused_effect",

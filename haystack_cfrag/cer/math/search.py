@@ -51,21 +51,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from haystack_cfrag.cer.math.quality import (
-    ALPHA,
-    DELTA,
-    EPSILON,
-    K_MAX,
-    KAPPA,
-    MU,
-    THETA,
-    check_cer_parameters,
-    deletion_effect,
-    fused_effect,
-    necessity,
-    replacement_effect,
-    utility,
-)
+from haystack_cfrag.cer.math.quality import deletion_effect, fused_effect, necessity, replacement_effect, utility
+from haystack_cfrag.cer.math.settings import ALPHA, DEFAULTS, THETA, CerSettings
 from haystack_cfrag.common.validation import check_int
 
 Quality = Callable[[tuple[int, ...]], float]
@@ -167,12 +154,7 @@ def minimal_sufficient_set(
     lengths: Sequence[float] | None = None,
     gain: Gain | None = None,
     uncertainty: Gain | None = None,
-    theta: float = THETA,
-    epsilon: float = EPSILON,
-    mu: float = MU,
-    kappa: float = KAPPA,
-    delta: float = DELTA,
-    k_max: int = K_MAX,
+    settings: CerSettings = DEFAULTS,
     min_size: int = 1,
     prune_unnecessary: bool = True,
     best_prefix: bool = True,
@@ -185,7 +167,7 @@ def minimal_sufficient_set(
     :param lengths: |d| in tokens per passage, for the μ·|d|/1000 cost (None = no length cost).
     :param gain: τ̂(d | C); None = the measured marginal gain F̂(C ∪ {d}) − F̂(C).
     :param uncertainty: σ̂(d | C) for the κ bonus; None = 0 (κ unused).
-    :param theta, epsilon, mu, kappa, delta, k_max: the paper's parameters (`check_cer_parameters`).
+    :param settings: θ, ε, μ, κ, δ and K_max (`CerSettings`, checked when made; default: the paper's).
     :param min_size: pruning keeps at least this many passages (0 allows the empty set).
     :param prune_unnecessary: also prune d when F̂(C \\ {d}) ≥ max(θ, F̂(C)) (see the module doc).
     :param best_prefix: without a two-round stop, go back to the best forward prefix that reached θ (module doc).
@@ -203,7 +185,6 @@ def minimal_sufficient_set(
     (True, 6, 8)
     """
     check_int("n", n, 0)
-    check_cer_parameters(theta=theta, epsilon=epsilon, mu=mu, kappa=kappa, delta=delta, k_max=k_max)
     check_int("min_size", min_size, 0)
     if lengths is not None and len(lengths) != n:
         raise ValueError(f"'lengths' must have one entry per passage ({n}), got {len(lengths)}.")
@@ -211,14 +192,10 @@ def minimal_sufficient_set(
     calls_before = q.calls
     scored = q if bound is None else _Checked(q, bound)
 
-    chosen, steps, stop = _forward(
-        n, scored, lengths, gain, uncertainty, bound,
-        theta=theta, mu=mu, kappa=kappa, delta=delta, k_max=k_max,
-    )
+    theta = settings.theta
+    chosen, steps, stop = _forward(n, scored, lengths, gain, uncertainty, bound, settings)
     start = _best_prefix(chosen, steps, theta, min_size) if best_prefix and stop != STOP_DELTA else chosen
-    kept, pruned = _prune(
-        start, scored, bound, theta=theta, epsilon=epsilon, min_size=min_size, unnecessary=prune_unnecessary
-    )
+    kept, pruned = _prune(start, scored, bound, settings, min_size=min_size, unnecessary=prune_unnecessary)
     final = q(kept)
     return SearchResult(
         kept=kept,
@@ -256,12 +233,7 @@ def _forward(
     gain: Gain | None,
     uncertainty: Gain | None,
     bound: Bound | None,
-    *,
-    theta: float,
-    mu: float,
-    kappa: float,
-    delta: float,
-    k_max: int,
+    settings: CerSettings,
 ) -> tuple[tuple[int, ...], list[Step], str]:
     chosen: tuple[int, ...] = ()
     current = q(chosen)
@@ -271,13 +243,13 @@ def _forward(
         pool = [d for d in range(n) if d not in chosen]
         if not pool:
             return chosen, steps, STOP_POOL
-        if len(chosen) >= k_max:
+        if len(chosen) >= settings.k_max:
             return chosen, steps, STOP_K_MAX
 
         def value(d: int, tau: float, c: tuple[int, ...] = chosen) -> float:
             sigma = uncertainty(c, d) if uncertainty is not None else 0.0
             length = lengths[d] if lengths is not None else 0.0
-            return utility(tau, length, mu=mu, kappa=kappa, sigma=sigma)
+            return utility(tau, length, mu=settings.mu, kappa=settings.kappa, sigma=sigma)
 
         if gain is not None or bound is None:
             utilities = {
@@ -291,7 +263,7 @@ def _forward(
         step_gain = new - current
         current = new
         steps.append(Step(chosen=best, utilities=utilities, quality=new, gain=step_gain))
-        quiet_rounds = quiet_rounds + 1 if new >= theta and step_gain < delta else 0
+        quiet_rounds = quiet_rounds + 1 if new >= settings.theta and step_gain < settings.delta else 0
         if quiet_rounds >= 2:
             return chosen, steps, STOP_DELTA
 
@@ -347,12 +319,12 @@ def _prune(
     chosen: tuple[int, ...],
     q: Quality,
     bound: Bound | None,
+    settings: CerSettings,
     *,
-    theta: float,
-    epsilon: float,
     min_size: int,
     unnecessary: bool,
 ) -> tuple[tuple[int, ...], list[int]]:
+    theta, epsilon = settings.theta, settings.epsilon
     kept = chosen
     pruned: list[int] = []
     changed = True

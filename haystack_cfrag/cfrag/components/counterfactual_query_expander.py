@@ -36,7 +36,12 @@ from haystack_cfrag.cfrag.prompts import (
     check_template,
 )
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.common.validation import check_choice, check_int, check_optional_seconds
+from haystack_cfrag.common.validation import (
+    check_bool,
+    check_choice,
+    check_optional_int,
+    check_optional_seconds,
+)
 
 PROMPT_STYLES = ("json", "lines")
 
@@ -130,22 +135,19 @@ class CounterfactualQueryExpander(AsksChatGenerator, InjectedParts):
             generation argument (llama.cpp, OpenAI-compatible servers).
         """
         check_choice("prompt_style", prompt_style, PROMPT_STYLES)
-        if not isinstance(stop_after_lines, bool):
-            raise ValueError(f"'stop_after_lines' must be true or false, got {stop_after_lines!r}.")
+        check_bool("stop_after_lines", stop_after_lines)
         if stop_after_lines and prompt_style != "lines":
             raise ValueError("'stop_after_lines' needs prompt_style 'lines' (a JSON reply has no numbered lines).")
         check_template(prompt_template, COUNTERFACTUAL_FIELDS, component="CounterfactualQueryExpander")
         ranges.check("n_counterfactuals", n_counterfactuals)
         ranges.check("similarity_threshold", similarity_threshold)
         ranges.check("paraphrase_threshold", paraphrase_threshold)
-        if n_candidates is not None:
-            check_int("n_candidates", n_candidates, max(1, n_counterfactuals), 50)
+        check_optional_int("n_candidates", n_candidates, max(1, n_counterfactuals), 50)
         weights = tuple(float(w) for w in info_weights)
         if len(weights) != 3 or any(w < 0 for w in weights) or sum(weights) == 0:
             raise ValueError(f"'info_weights' must be three non-negative numbers, not all zero, got {info_weights!r}.")
         check_optional_seconds("timeout_s", timeout_s)
-        if max_query_chars is not None:
-            check_int("max_query_chars", max_query_chars, 1)
+        check_optional_int("max_query_chars", max_query_chars, 1)
         self.chat_generator = chat_generator
         self.text_embedder = text_embedder
         self.n_counterfactuals = n_counterfactuals

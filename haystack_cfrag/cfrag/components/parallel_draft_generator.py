@@ -29,7 +29,7 @@ from haystack_cfrag.cfrag.prompts import (
     render_plain_evidence,
 )
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.common.validation import check_choice, check_int, check_optional_seconds
+from haystack_cfrag.common.validation import check_choice, check_optional_int, check_optional_seconds
 
 PROMPTS = ("app_g", "short")
 
@@ -105,12 +105,10 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
         check_choice("prompt", prompt, PROMPTS)
         check_template(prompt_template, DRAFT_FIELDS, component="ParallelDraftGenerator")
         ranges.check("max_workers", max_workers)
-        if max_evidence_chars is not None:
-            check_int("max_evidence_chars", max_evidence_chars, 1)
+        check_optional_int("max_evidence_chars", max_evidence_chars, 1)
         check_optional_seconds("timeout_s", timeout_s)
         check_optional_seconds("time_budget_s", time_budget_s)
-        if max_query_chars is not None:
-            check_int("max_query_chars", max_query_chars, 1)
+        check_optional_int("max_query_chars", max_query_chars, 1)
         self.chat_generator = chat_generator
         self.max_workers = max_workers
         self.generation_kwargs = generation_kwargs

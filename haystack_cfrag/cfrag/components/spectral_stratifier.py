@@ -25,7 +25,7 @@ from haystack_cfrag.cfrag.math.arbitration import causal_margins
 from haystack_cfrag.cfrag.math.stratify import cluster_subsets, order_by, spectral_clusters, stratified_subsets
 from haystack_cfrag.common.vectors import as_matrix, cosine_matrix, cosine_to_relevance
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.common.validation import check_choice, check_int, check_range
+from haystack_cfrag.common.validation import check_choice, check_optional_int, check_range
 
 logger = logging.getLogger(__name__)
 
@@ -123,8 +123,7 @@ class SpectralStratifier(InjectedParts):
         ranges.check("anchors", anchors)
         if random_state is not None:
             ranges.check("random_state", random_state)
-        if max_query_chars is not None:
-            check_int("max_query_chars", max_query_chars, 1)
+        check_optional_int("max_query_chars", max_query_chars, 1)
         self.n_clusters = n_clusters
         self.n_subsets = n_subsets
         self.sampling_ratio = sampling_ratio

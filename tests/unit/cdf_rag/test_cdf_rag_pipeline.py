@@ -66,7 +66,7 @@ def test_build_parameters_of_every_family_reach_their_component(tmp_path):
     assert rt.built("cdf_rag", {"delta": 0.3, "tau": 0.2}).get_component("hallucination_checker").delta == 0.3
     assert rt.built("cdf_rag", {"delta": 0.3, "tau": 0.2}).get_component("causal_checker").tau == 0.2
     assert rt.built("grounded_rag", {"delta": 0.7}).get_component("hallucination_checker").delta == 0.7
-    assert rt.built("cer", {"theta": 0.6}).get_component("selector").theta == 0.6
+    assert rt.built("cer", {"theta": 0.6}).get_component("selector").settings.theta == 0.6
 
 
 @pytest.mark.parametrize("name", ["cdf_rag", "grounded_rag"])

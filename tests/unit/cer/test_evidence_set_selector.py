@@ -15,6 +15,7 @@ from haystack.dataclasses import ChatMessage
 from haystack_cfrag.cer.components import EvidenceSetSelector
 from haystack_cfrag.loading import pipeline_from_dict
 from haystack_cfrag.cer.components.evidence_set_selector import DELETION_KEY, NECESSITY_KEY, RANK_KEY
+from haystack_cfrag.cer.math.settings import CerSettings
 from haystack_cfrag.testing.fakes import FixedReplyGenerator as FakeGenerator
 from tests import dark_knight as dk
 
@@ -335,7 +336,7 @@ class TestSerialisationAndAsync:
         back = EvidenceSetSelector.from_dict(data)
         assert back.to_dict() == data and back.skip_decided is False and back.replacement is True
         assert isinstance(back.support_scorer, FakeScorer) and isinstance(back.chat_generator, FakeGenerator)
-        assert back.weights == (0.5, 0.3, 0.1, 0.1) and back.theta == 0.7
+        assert back.settings == CerSettings(theta=0.7, weights=(0.5, 0.3, 0.1, 0.1))
 
     def test_roundtrip_without_generator(self):
         sel = EvidenceSetSelector(support_scorer=FakeScorer())

@@ -1,4 +1,4 @@
-"""CER's quality math (Eq. 3–7, 17–19): F̂, p_cov, calibration, Nec(d), effects, parameter ranges."""
+"""CER's quality math (Eq. 3–7, 17–19): F̂, p_cov, calibration, Nec(d), effects; its settings and their ranges."""
 
 import doctest
 import math
@@ -8,6 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from haystack_cfrag.cer.math import quality as cq
+from haystack_cfrag.cer.math import settings as cer_settings
+from haystack_cfrag.cer.math.settings import DEFAULTS, CerSettings
 
 unit = st.floats(0.0, 1.0, allow_nan=False)
 
@@ -15,30 +17,26 @@ unit = st.floats(0.0, 1.0, allow_nan=False)
 def test_doctests_pass():
     result = doctest.testmod(cq)
     assert result.attempted >= 25 and result.failed == 0
+    result = doctest.testmod(cer_settings)
+    assert result.attempted >= 4 and result.failed == 0
 
 
 def test_paper_defaults():
-    assert cq.WEIGHTS == (0.4, 0.3, 0.2, 0.1)
-    assert (cq.THETA, cq.EPSILON, cq.MU, cq.KAPPA, cq.DELTA, cq.K_MAX, cq.ALPHA) == (
-        0.75,
-        0.05,
-        0.05,
-        0.2,
-        0.02,
-        25,
-        0.7,
-    )
+    assert DEFAULTS == CerSettings(theta=0.75, epsilon=0.05, mu=0.05, kappa=0.2, delta=0.02, k_max=25, alpha=0.7,
+                                   weights=(0.4, 0.3, 0.2, 0.1))
+    assert (DEFAULTS.theta, DEFAULTS.k_max, DEFAULTS.weights) == (cer_settings.THETA, cer_settings.K_MAX,
+                                                                 cer_settings.WEIGHTS)
 
 
 def test_raw_quality_is_eq_17():
-    z = cq.raw_quality(0.8, 0.5, 0.25, 5, weights=(0.4, 0.3, 0.2, 0.1), k_max=25)
+    z = cq.raw_quality(0.8, 0.5, 0.25, 5, CerSettings(weights=(0.4, 0.3, 0.2, 0.1), k_max=25))
     assert z == pytest.approx(0.4 * 0.8 + 0.3 * 0.5 - 0.2 * 0.25 - 0.1 * 5 / 25)
 
 
 def test_raw_quality_cannot_reach_theta_which_is_why_f_is_normalised():
     best = cq.raw_quality(1.0, 1.0, 0.0, 1)
-    assert best < cq.THETA  # the paper's θ is on a calibrated scale
-    assert cq.quality_score(1.0, 1.0, 0.0, 1) > cq.THETA
+    assert best < DEFAULTS.theta  # the paper's θ is on a calibrated scale
+    assert cq.quality_score(1.0, 1.0, 0.0, 1) > DEFAULTS.theta
     assert cq.quality_score(1.0, 1.0, 0.0, 0) == pytest.approx(1.0)
 
 
@@ -167,11 +165,19 @@ def test_necessity_is_proportional_to_positive_effects():
 )
 def test_parameter_validation_names_the_parameter(kwargs, name):
     with pytest.raises(ValueError, match=f"'{name}'"):
-        cq.check_cer_parameters(**kwargs)
+        CerSettings(**kwargs)
 
 
 def test_parameter_validation_accepts_range_ends():
-    cq.check_cer_parameters(theta=1.0, epsilon=0.0, mu=0.0, kappa=0.0, delta=0.0, alpha=0.0, k_max=1)
-    cq.check_cer_parameters(
-        epsilon=0.5, mu=1.0, kappa=1.0, delta=0.5, alpha=1.0, weights=[1.0, 0.0, 0.0, 0.0]
-    )
+    low = CerSettings(theta=1.0, epsilon=0.0, mu=0.0, kappa=0.0, delta=0.0, alpha=0.0, k_max=1)
+    high = CerSettings(epsilon=0.5, mu=1.0, kappa=1.0, delta=0.5, alpha=1.0, weights=[1, 0, 0, 0])
+    assert (low.theta, low.k_max, high.epsilon) == (1.0, 1, 0.5)
+    assert high.weights == (1.0, 0.0, 0.0, 0.0) and isinstance(high.weights[0], float)  # a tuple of floats
+
+
+def test_settings_are_frozen_and_give_back_their_init_parameters():
+    s = CerSettings(theta=0.6, k_max=5)
+    with pytest.raises(AttributeError):
+        s.theta = 0.9  # type: ignore[misc]
+    assert list(s.init_parameters()) == ["theta", "epsilon", "mu", "kappa", "delta", "k_max", "alpha", "weights"]
+    assert CerSettings(**s.init_parameters()) == s

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from haystack_cfrag.cer.math import quality as cq
 from haystack_cfrag.cer.math import search as cs
 from haystack_cfrag.cer.math.search import MemoisedQuality, minimal_sufficient_set, set_effects
+from haystack_cfrag.cer.math.settings import DEFAULTS, CerSettings
 from tests import dark_knight as dk
 
 
@@ -64,23 +65,23 @@ class TestGreedyAndPruning:
 
     def test_greedy_order_is_kept_in_the_result(self):
         table = {(): 0.0, (0,): 0.3, (1,): 0.9, (2,): 0.1, (0, 1): 0.92, (1, 2): 0.91, (0, 1, 2): 0.93}
-        r = minimal_sufficient_set(3, Recorder(table), theta=0.5)
+        r = minimal_sufficient_set(3, Recorder(table), settings=CerSettings(theta=0.5))
         assert r.forward[0] == 1 and r.kept == (1,)
 
     def test_length_cost_breaks_a_tie_towards_the_shorter_passage(self):
         table = {(0,): 0.9, (1,): 0.9}
-        r = minimal_sufficient_set(2, Recorder(table), lengths=[800, 200], mu=0.05)
+        r = minimal_sufficient_set(2, Recorder(table), lengths=[800, 200], settings=CerSettings(mu=0.05))
         assert r.steps[0].chosen == 1
         assert r.steps[0].utilities == pytest.approx({0: 0.9 - 0.04, 1: 0.9 - 0.01})
-        r0 = minimal_sufficient_set(2, Recorder(table), lengths=[800, 200], mu=0.0)
+        r0 = minimal_sufficient_set(2, Recorder(table), lengths=[800, 200], settings=CerSettings(mu=0.0))
         assert r0.steps[0].chosen == 0  # no cost: the tie goes to the lower index
 
     def test_uncertainty_bonus_uses_kappa(self):
         table = {(0,): 0.9, (1,): 0.85}
         sigma = lambda c, d: 0.5 if d == 1 else 0.0
-        r = minimal_sufficient_set(2, Recorder(table), uncertainty=sigma, kappa=0.2)
+        r = minimal_sufficient_set(2, Recorder(table), uncertainty=sigma, settings=CerSettings(kappa=0.2))
         assert r.steps[0].chosen == 1  # 0.85 + 0.2·0.5 > 0.9
-        r0 = minimal_sufficient_set(2, Recorder(table), uncertainty=sigma, kappa=0.0)
+        r0 = minimal_sufficient_set(2, Recorder(table), uncertainty=sigma, settings=CerSettings(kappa=0.0))
         assert r0.steps[0].chosen == 0
 
     def test_a_given_gain_drives_the_choice_and_saves_quality_calls(self):
@@ -117,7 +118,7 @@ class TestGreedyAndPruning:
         assert paper.stop == cs.STOP_DELTA and paper.kept == (0, 1, 2) and paper.pruned == ()
         ours = minimal_sufficient_set(3, Recorder(table))
         assert ours.kept == (0,) and ours.pruned == (2, 1)
-        assert ours.quality >= cq.THETA
+        assert ours.quality >= DEFAULTS.theta
 
     def test_pruning_repeats_until_nothing_can_be_removed(self):
         # removing 0 (last in the reverse pass) makes 3 removable, which that pass has already passed
@@ -178,14 +179,14 @@ class TestStopRule:
         assert not r.reached and r.kept == r.forward and r.pruned == ()
 
     def test_k_max_stops_the_forward_phase(self):
-        r = minimal_sufficient_set(10, lambda s: 0.05 * len(s), k_max=3)
+        r = minimal_sufficient_set(10, lambda s: 0.05 * len(s), settings=CerSettings(k_max=3))
         assert r.forward == (0, 1, 2) and r.stop == cs.STOP_K_MAX and not r.reached
 
     def test_large_gains_after_theta_continue_to_the_pool_end(self):
         r = minimal_sufficient_set(4, lambda s: 0.62 + 0.1 * len(s), prune_unnecessary=False)
         assert r.stop == cs.STOP_POOL and r.forward == (0, 1, 2, 3)
         assert r.kept == (0, 1) and r.pruned == (3, 2)  # 0.82 ≥ θ + ε with two; 0.72 < θ with one
-        assert r.quality >= cq.THETA + cq.EPSILON
+        assert r.quality >= DEFAULTS.theta + DEFAULTS.epsilon
 
     def test_empty_pool(self):
         r = minimal_sufficient_set(0, lambda s: 0.3)
@@ -271,7 +272,7 @@ class TestCostAndMemo:
         with pytest.raises(ValueError, match="'lengths'"):
             minimal_sufficient_set(2, lambda s: 0.5, lengths=[1])
         with pytest.raises(ValueError, match="'theta'"):
-            minimal_sufficient_set(2, lambda s: 0.5, theta=0.0)
+            minimal_sufficient_set(2, lambda s: 0.5, settings=CerSettings(theta=0.0))
         with pytest.raises(ValueError, match="'n'"):
             minimal_sufficient_set(-1, lambda s: 0.5)
         with pytest.raises(ValueError, match="'min_size'"):
@@ -311,10 +312,7 @@ def test_search_invariants(n, seed, k_max, theta, epsilon, delta, unnecessary, m
     r = minimal_sufficient_set(
         n,
         quality,
-        theta=theta,
-        epsilon=epsilon,
-        delta=delta,
-        k_max=k_max,
+        settings=CerSettings(theta=theta, epsilon=epsilon, delta=delta, k_max=k_max),
         min_size=min_size,
         prune_unnecessary=unnecessary,
         best_prefix=best_prefix,
@@ -367,7 +365,7 @@ def test_additive_quality_keeps_a_sufficient_set_of_at_most_the_greedy_size(weig
     def quality(s):
         return min(1.0, sum(weights[i] for i in s)) - 0.001 * len(s)
 
-    r = minimal_sufficient_set(len(weights), quality, theta=theta)
+    r = minimal_sufficient_set(len(weights), quality, settings=CerSettings(theta=theta))
     if r.reached:
         assert quality(r.kept) >= theta
         # a sufficient set from the greedy order: every kept passage carries weight
@@ -378,8 +376,9 @@ def test_the_math_imports_no_haystack():
     import ast
     import importlib
 
-    pure = {"haystack_cfrag.common.text", "haystack_cfrag.common.validation", "haystack_cfrag.cer.math.quality"}
-    for name in ("haystack_cfrag.cer.math.quality", "haystack_cfrag.cer.math.search"):
+    maths = ("haystack_cfrag.cer.math.settings", "haystack_cfrag.cer.math.quality", "haystack_cfrag.cer.math.search")
+    pure = {"haystack_cfrag.common.text", "haystack_cfrag.common.validation", *maths}
+    for name in maths:
         tree = ast.parse(Path(importlib.import_module(name).__file__).read_text(encoding="utf-8"))
         modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         modules |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
@@ -392,9 +391,9 @@ def test_best_prefix_goes_back_to_the_set_that_had_reached_theta():
     # (Alg. 1's pruning cannot recover it: no pair reaches θ + ε)
     table = {(): 0.4, (0,): 0.6, (1,): 0.94, (2,): 0.5, (1, 0): 0.78, (1, 2): 0.7, (0, 2): 0.3, (1, 0, 2): 0.59}
     f = lambda s: table[tuple(s)] if tuple(s) in table else table[tuple(sorted(s))]  # noqa: E731
-    literal = minimal_sufficient_set(3, f, theta=0.75, best_prefix=False, prune_unnecessary=False)
+    literal = minimal_sufficient_set(3, f, settings=CerSettings(theta=0.75), best_prefix=False, prune_unnecessary=False)
     assert literal.kept == (1, 0, 2) and not literal.reached and literal.stop == cs.STOP_POOL
-    fixed = minimal_sufficient_set(3, f, theta=0.75, prune_unnecessary=False)
+    fixed = minimal_sufficient_set(3, f, settings=CerSettings(theta=0.75), prune_unnecessary=False)
     assert fixed.kept == (1,) and fixed.cut == (0, 2) and fixed.reached and fixed.quality == 0.94
 
 
@@ -454,8 +453,8 @@ def test_a_bound_changes_no_selection_and_never_adds_a_scoring(
 ):
     quality, bound = _seeded_instance(seed, n, grid)
     sizes = [random.Random(seed + i).randrange(0, 400) for i in range(n)] if lengths else None
-    kwargs = dict(theta=theta, epsilon=epsilon, delta=delta, mu=mu, k_max=k_max, min_size=min_size,
-                  prune_unnecessary=unnecessary, best_prefix=best_prefix, lengths=sizes)
+    kwargs = dict(settings=CerSettings(theta=theta, epsilon=epsilon, delta=delta, mu=mu, k_max=k_max),
+                  min_size=min_size, prune_unnecessary=unnecessary, best_prefix=best_prefix, lengths=sizes)
     old, new = Counting(quality), Counting(quality)
     before = minimal_sufficient_set(n, old, **kwargs)
     after = minimal_sufficient_set(n, new, bound=bound, **kwargs)

@@ -1,7 +1,9 @@
 """Reports beside the controls (issue 46): the best control, the order-noise floor, what each win is."""
 
 from haystack_cfrag.evaluation.controls import against_controls, change_kind, kinds_of_changes
-from haystack_cfrag.evaluation.summary import markdown, paired, summarize
+from haystack_cfrag.evaluation.report import markdown
+from haystack_cfrag.evaluation.statistics import paired
+from haystack_cfrag.evaluation.summary import summarize
 
 
 def rec(system, qid, em, *, lenient=None, recall=0.5, evidence=("a", "b"), answers=("Bale",), answer=None,

@@ -19,11 +19,15 @@ from haystack_cfrag import timing
 from haystack_cfrag.cli import main
 from haystack_cfrag.evaluation import EvalConfig, run_eval, summarize, write_outputs
 from haystack_cfrag.evaluation import corpus as corpus_module
-from haystack_cfrag.evaluation import datasets, llm_cache, provenance, runner, summary, systems
+from haystack_cfrag.evaluation import costs as costs_module
+from haystack_cfrag.evaluation import datasets, llm_cache, provenance, runner, statistics, summary, systems
+from haystack_cfrag.evaluation import report as report_module
 from haystack_cfrag.evaluation.corpus import Corpus, near_copies, swap_answer
+from haystack_cfrag.evaluation.costs import index_cost
 from haystack_cfrag.evaluation.datasets import load_items, parse_row
 from haystack_cfrag.evaluation.injection import contains_answer
 from haystack_cfrag.evaluation.llm_cache import CachingChatGenerator
+from haystack_cfrag.evaluation.report import markdown
 from haystack_cfrag.evaluation.summary import read_records
 from haystack_cfrag.evaluation.systems import parse_system, parse_systems, sweep_systems
 from tests.fakes import (
@@ -39,7 +43,8 @@ HOTPOT = ROOT / "tests" / "data" / "hotpotqa_dev_a_30.jsonl"
 SHARED = ROOT.parent / "shared" / "data"
 
 
-@pytest.mark.parametrize("module", [corpus_module, datasets, systems, llm_cache, provenance, runner, summary],
+@pytest.mark.parametrize("module", [corpus_module, datasets, systems, llm_cache, provenance, runner, summary, statistics,
+                                    costs_module, report_module],
                          ids=lambda m: m.__name__)
 def test_module_usage_examples_run(module, monkeypatch):
     monkeypatch.chdir(ROOT)
@@ -461,7 +466,7 @@ def test_the_report_flags_a_latency_ratio_timed_on_two_machines():
     assert not s["cf_rag"]["overhead_across_machines"]
     assert s["cf_rag_fast"]["overhead_across_machines"] and s["causal_rag"]["overhead_across_machines"]
     assert s["causal_rag"]["timed_on"] == {"unknown": 1.0}
-    report = summary.markdown(results)
+    report = markdown(results)
     assert "| cf_rag | 6.0 / 6.0 / 6.0 | 3.00 |" in report
     assert "| cf_rag_fast | 6.0 / 6.0 / 6.0 | 3.00 † |" in report
     assert "† timed on other machines than `standard_rag` (aaaa1111 100%): `cf_rag_fast` bbbb2222 100%; " \
@@ -525,15 +530,15 @@ def test_an_unparsed_chunk_is_counted_once_however_many_builds_read_it():
              "passage_costs": costs}
     reload = {"passages": 2, "cached": 2, "parse_failures": 1, "seconds": 1.0, "call_seconds": 0.0,
               "passage_costs": [{**c, "how": "cached"} for c in costs]}
-    index = summary.index_cost([first, reload, reload])
+    index = index_cost([first, reload, reload])
     assert (index["parse_failures"], index["counted"]["distinct_passages"], index["all_priced"]) == (1, 2, True)
     legacy = {"passages": 2, "extracted": 2, "parse_failures": 1, "seconds": 17.0}  # before the prices
-    mixed = summary.index_cost([legacy, reload])
+    mixed = index_cost([legacy, reload])
     assert (mixed["parse_failures"], mixed["all_priced"]) == (2, False)
     # priced before the prices said how many chunks did not parse: the build's own count
     older = {**first, "passage_costs": [{k: v for k, v in c.items() if k != "unparsed"} for c in costs]}
-    assert summary.index_cost([older])["parse_failures"] == 1
-    assert summary.index_cost([older, reload])["parse_failures"] == 1  # a later build says it per passage
+    assert index_cost([older])["parse_failures"] == 1
+    assert index_cost([older, reload])["parse_failures"] == 1  # a later build says it per passage
 
 
 def test_sweeps_compare_values_over_their_common_questions():
@@ -544,7 +549,7 @@ def test_sweeps_compare_values_over_their_common_questions():
     assert swept["default"] == 3  # cf_rag.yml's own value, read through the registry
     assert sweep["3"]["n"] == sweep["0"]["n"] == 2 and sweep["3"]["em"] == 0.0  # "c" has no N=0 answer
     assert sweep["0"]["em_vs_default"]["difference"] == pytest.approx(1.0) and sweep["3"]["em_vs_default"] is None
-    assert "| 0 | 2 | 100.0 |" in summary.markdown(summarize(recs))
+    assert "| 0 | 2 | 100.0 |" in markdown(summarize(recs))
 
 
 def test_injection_tables_compare_levels_over_their_common_questions():
@@ -562,7 +567,7 @@ def test_injection_tables_compare_levels_over_their_common_questions():
     conflicting = injection["conflicting"]
     assert set(conflicting) == {"standard_rag"} and conflicting["standard_rag"][2]["n"] == 3
     assert conflicting["standard_rag"][2]["em_vs_0"]["difference"] == 0.0
-    report = summary.markdown(summarize(recs))
+    report = markdown(summarize(recs))
     assert "Over the 2 questions that every level and system answered." in report
     assert "| cf_rag | – | -100.0 [-100.0, -100.0] (0↑ 2↓) |" in report
 

@@ -1,0 +1,207 @@
+"""What the systems and the index cost: latency (and where it was timed), LLM calls and tokens, support scorings,
+overhead against the baseline, and CausalRAG's graph builds (`graph_stats.jsonl`).
+
+Latency is wall time per question; where a system's replies came from the LLM cache (the λ sweep
+reuses cf_rag's drafts), `seconds_equivalent` adds back the seconds those calls took when they were made,
+and an overhead ratio is taken on those uncached-equivalent seconds.
+
+    >>> base = cost_summary([{"seconds": 1.0, "seconds_equivalent": 2.0, "llm": {"calls": 1}}])
+    >>> base["latency"]["mean"], base["latency"]["mean_equivalent"], base["llm"]["calls"], base["llm"]["scorings"]
+    (1.0, 2.0, 1.0, None)
+    >>> overhead({"latency": {"mean_equivalent": 5.0}, "timed_on": {"a1": 1.0}}, {**base, "timed_on": {"a1": 1.0}})
+    {'overhead_vs_baseline': 2.5, 'overhead_across_machines': False}
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from haystack_cfrag.evaluation.statistics import mean_or_none
+from haystack_cfrag.timing import UNKNOWN_MACHINE
+
+LLM_COUNTS = ("calls", "prompt_tokens", "completion_tokens")
+"""Chat calls and their tokens, per question (0 for a question that failed)."""
+SCORING_COUNTS = ("scorings", "scoring_tokens", "scoring_seconds")
+"""The reader's support scorings, the tokens they evaluated and the seconds they took, per question (None in records
+written before scorings were counted, 2026-11-26: those runs' scorings are in their traces only)."""
+
+
+def cost_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One system's cost per question: latency (mean, p50, p95 and the uncached-equivalent mean), the mean seconds
+    of each stage, LLM calls and tokens, support scorings and cached calls."""
+    seconds = [r["seconds"] for r in recs]
+    equivalent = [r.get("seconds_equivalent", r["seconds"]) for r in recs]
+    stages: dict[str, list[float]] = defaultdict(list)
+    for r in recs:
+        for stage, value in (r.get("stages") or {}).items():
+            stages[stage].append(value)
+    return {
+        "latency": {"mean": float(np.mean(seconds)), "p50": float(np.median(seconds)),
+                    "p95": float(np.quantile(seconds, 0.95)), "mean_equivalent": float(np.mean(equivalent))},
+        "stages": {k: float(np.mean(v)) for k, v in sorted(stages.items())},
+        "llm": {**{k: mean_or_none([(r.get("llm") or {}).get(k, 0) for r in recs]) for k in LLM_COUNTS},
+                **{k: mean_or_none([(r.get("llm") or {}).get(k) for r in recs]) for k in SCORING_COUNTS}},
+        "cache_hits": mean_or_none([r.get("cache_hits", 0) for r in recs]),
+    }
+
+
+def overhead(system: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
+    """A system's uncached-equivalent latency over the baseline's, and whether the two were timed on different
+    machines (the ratio then compares machines as much as systems); nothing when the baseline took no time."""
+    base_latency = baseline["latency"]["mean_equivalent"]
+    if not base_latency:
+        return {}
+    return {"overhead_vs_baseline": system["latency"]["mean_equivalent"] / base_latency,
+            "overhead_across_machines": machines_differ(system["timed_on"], baseline["timed_on"])}
+
+
+def read_graph_stats(out: Path) -> list[dict[str, Any]]:
+    """CausalRAG's graph builds of an output folder (`graph_stats.jsonl`: one line per build, a resumed run's load included)."""
+    path = Path(out) / "graph_stats.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def index_cost(builds: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The graph builds summed, with the cost per passage the LLM extracted, each passage counted once
+    (`counted_once`); None: no graph was built.
+
+    A run that resumes loads the graph again from the extraction cache: that build counts its
+    passages as cached and costs no call. A folder restored where the extraction cache is not
+    (another machine) extracts again through the run's reply cache: those calls are `replayed`, at
+    the seconds they took when made, and a passage an earlier build counted is not counted again.
+
+    >>> cost = index_cost([{"passages": 4, "extracted": 4, "llm_calls": 4, "prompt_tokens": 300,
+    ...                     "completion_tokens": 100, "seconds": 40.0},
+    ...                    {"passages": 4, "cached": 4, "seconds": 1.0}])
+    >>> cost["builds"], cost["extracted"], cost["cached"], cost["seconds_per_extracted"], cost["tokens_per_extracted"]
+    (2, 4, 4, 10.25, 100.0)
+    >>> index_cost([{"passages": 4, "extracted": 4, "replayed": 4, "seconds": 0.4, "replayed_seconds": 39.6}])["replayed"]
+    4
+    """
+    if not builds:
+        return None
+    keys = ("passages", "extracted", "replayed", "cached", "llm_calls", "prompt_tokens", "completion_tokens",
+            "parse_failures")
+    total: dict[str, Any] = {k: sum(int(b.get(k, 0) or 0) for b in builds) for k in keys}
+    total["seconds"] = sum(float(b.get("seconds", 0.0) or 0.0) for b in builds)
+    total["replayed_seconds"] = sum(float(b.get("replayed_seconds", 0.0) or 0.0) for b in builds)
+    counted = counted_once(builds)
+    total["timed_on"] = timed_shares([{"timed_on": counted["timed_on"]}])
+    total["parse_failures"] = unparsed_chunks(builds)  # each passage once, not again at each reload
+    n = counted["passages"]
+    return {"builds": len(builds), **total, "counted": counted,
+            "priced": any(isinstance(b.get("passage_costs"), list) for b in builds),
+            "all_priced": all(isinstance(b.get("passage_costs"), list) for b in builds),
+            "seconds_per_extracted": counted["seconds"] / n if n else None,
+            "tokens_per_extracted": (counted["prompt_tokens"] + counted["completion_tokens"]) / n if n else None}
+
+
+def counted_once(builds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The graph builds' extraction cost with each distinct passage counted once: passages, seconds (and by
+    machine, `timed_on`) and tokens.
+
+    A build with per-passage prices (`passage_costs`, the builder's `costs`) counts its time outside the
+    calls (reading the cache, merging, embedding the nodes: `seconds - call_seconds`) and, for each
+    passage no earlier build counted, the price its extraction had when made: made in this build,
+    replayed from the run's reply cache, or found in the extraction cache with its price (a build
+    stopped before it wrote its line is paid for by the one that resumes it). A passage whose price
+    is unknown (cached before prices were kept) is not counted. A build from before the prices counts
+    as a whole: its seconds, replayed ones included, over the passages it extracted.
+
+    `distinct_passages`: the priced builds' distinct passages (extracted or cached): the graph's.
+
+    >>> priced = {"how": "extracted", "seconds": 10.0, "timed_on": {"a1": 10.0}, "prompt_tokens": 90, "completion_tokens": 10}
+    >>> first = {"seconds": 12.0, "call_seconds": 10.0, "built_on": "a1", "passage_costs": [{"key": "k1", **priced}]}
+    >>> again = {"seconds": 1.0, "call_seconds": 0.5, "built_on": "b2", "passage_costs": [
+    ...     {"key": "k1", **priced, "how": "replayed"}, {"key": "k2", "how": "cached", "seconds": None}]}
+    >>> counted = counted_once([first, again])
+    >>> counted["passages"], counted["seconds"], counted["timed_on"], counted["distinct_passages"]
+    (1, 12.5, {'a1': 12.0, 'b2': 0.5}, 2)
+    """
+    passages, tokens, seen, distinct = 0, [0, 0], set(), set()
+    where: dict[str, float] = defaultdict(float)
+    for b in builds:
+        costs = b.get("passage_costs")
+        if not isinstance(costs, list):  # a build from before per-passage prices
+            passages += int(b.get("extracted", 0) or 0)
+            tokens[0] += int(b.get("prompt_tokens", 0) or 0)
+            tokens[1] += int(b.get("completion_tokens", 0) or 0)
+            whole = float(b.get("seconds", 0.0) or 0.0) + float(b.get("replayed_seconds", 0.0) or 0.0)
+            for machine, value in (b.get("timed_on") or {UNKNOWN_MACHINE: whole}).items():
+                where[machine] += float(value)
+            continue
+        outside = float(b.get("seconds", 0.0) or 0.0) - float(b.get("call_seconds", 0.0) or 0.0)
+        where[str(b.get("built_on") or UNKNOWN_MACHINE)] += max(0.0, outside)
+        for cost in costs:
+            if not isinstance(cost, dict):
+                continue
+            distinct.add(cost.get("key"))
+            if cost.get("seconds") is None or cost.get("key") in seen:
+                continue
+            seen.add(cost.get("key"))
+            passages += 1
+            tokens[0] += int(cost.get("prompt_tokens", 0) or 0)
+            tokens[1] += int(cost.get("completion_tokens", 0) or 0)
+            for machine, value in (cost.get("timed_on") or {UNKNOWN_MACHINE: cost["seconds"]}).items():
+                where[machine] += float(value)
+    return {"passages": passages, "seconds": round(sum(where.values()), 3), "prompt_tokens": tokens[0],
+            "completion_tokens": tokens[1], "timed_on": {m: round(v, 3) for m, v in sorted(where.items())},
+            "distinct_passages": len(distinct)}
+
+
+def unparsed_chunks(builds: list[dict[str, Any]]) -> int:
+    """The graph's chunks whose extraction reply did not parse, each passage once however many builds read it.
+
+    A passage's price says how many (`unparsed`); a build whose prices do not (written before that
+    field, 2026-11-27) counts its own total unless a later build says it for its passages; a build
+    from before the prices counts its total.
+
+    >>> older = {"parse_failures": 1, "passage_costs": [{"key": "k1"}, {"key": "k2"}]}
+    >>> reload = {"parse_failures": 1, "passage_costs": [{"key": "k1", "unparsed": 1}, {"key": "k2", "unparsed": 0}]}
+    >>> unparsed_chunks([older]), unparsed_chunks([older, reload, reload]), unparsed_chunks([{"parse_failures": 2}])
+    (1, 1, 2)
+    """
+    known: dict[Any, int] = {}
+    for b in builds:
+        for cost in b.get("passage_costs") or []:
+            if isinstance(cost, dict) and "unparsed" in cost:
+                known.setdefault(cost.get("key"), int(cost["unparsed"] or 0))
+    total = sum(known.values())
+    for b in builds:
+        costs = b.get("passage_costs")
+        keys = {c.get("key") for c in costs if isinstance(c, dict)} if isinstance(costs, list) else set()
+        if not keys & known.keys():  # no build says it per passage for this one's passages
+            total += int(b.get("parse_failures", 0) or 0)
+    return total
+
+
+def timed_shares(recs: list[dict[str, Any]]) -> dict[str, float]:
+    """The share of the records' (or graph builds') uncached-equivalent seconds timed on each machine
+    (`timing.timed_on`); those from before the field count as "unknown".
+
+    >>> timed_shares([{"seconds": 1.0, "timed_on": {"a1": 3.0}}, {"seconds": 1.0, "seconds_equivalent": 1.0}])
+    {'a1': 0.75, 'unknown': 0.25}
+    """
+    seconds: dict[str, float] = defaultdict(float)
+    for r in recs:
+        untagged = r.get("seconds_equivalent", r.get("seconds", 0.0))
+        for machine, value in (r.get("timed_on") or {UNKNOWN_MACHINE: untagged}).items():
+            seconds[machine] += float(value)
+    total = sum(seconds.values())
+    return {m: v / total for m, v in sorted(seconds.items())} if total > 0 else {}
+
+
+def machines_differ(a: dict[str, float], b: dict[str, float], floor: float = 0.01) -> bool:
+    """Whether two systems' seconds were timed on different machines (each machine's share above `floor` counted).
+
+    >>> machines_differ({"a1": 1.0}, {"a1": 0.995, "b2": 0.005}), machines_differ({"a1": 1.0}, {"unknown": 1.0})
+    (False, True)
+    """
+    return {m for m, v in a.items() if v > floor} != {m for m, v in b.items() if v > floor}
