@@ -56,6 +56,24 @@ MACHINE_LOCAL = ("model", "model_path", "n_threads", "n_threads_batch", "verbose
 """Generator settings that locate a model or use a machine, and do not shape a greedy reply."""
 
 
+NEWER_SETTINGS = ("use_mmap",)
+"""Settings a generator's serialisation gained after replies were stored under the whole serialisation (the key
+without `model_id`, and the older key looked up with it): left out of that key, so that those replies are still
+found (`use_mmap`: 2026-11-28, since the reader reads its GGUF instead of mapping it)."""
+
+
+def without_newer(described: dict[str, Any]) -> dict[str, Any]:
+    """A serialised generator without `NEWER_SETTINGS`, at any depth of its init parameters.
+
+    >>> without_newer({"type": "Gen", "init_parameters": {"model_kwargs": {"use_mmap": False, "seed": 0}}})
+    {'type': 'Gen', 'init_parameters': {'model_kwargs': {'seed': 0}}}
+    """
+    def drop(params: dict[str, Any]) -> dict[str, Any]:
+        return {k: drop(v) if isinstance(v, dict) else v for k, v in params.items() if k not in NEWER_SETTINGS}
+
+    return {**described, "init_parameters": drop(dict(described.get("init_parameters") or {}))}
+
+
 def portable(described: dict[str, Any] | None, model_id: str) -> dict[str, Any]:
     """A serialised generator without what only this machine or this code layout has (`MACHINE_LOCAL`,
     the class's module), with the model named by `model_id`.
@@ -162,7 +180,7 @@ class CachingChatGenerator:
 
     def _keys(self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None) -> list[str]:
         """The key a new reply is stored under, then the older key it may have been stored under."""
-        described = serialize_component(self.generator)
+        described = without_newer(serialize_component(self.generator))
         generators = [described] if self.model_id is None else [portable(described, self.model_id), described]
         call = {"messages": [m.to_dict() for m in messages], "kwargs": generation_kwargs or {}}
         return [hashlib.sha256(json.dumps({**call, "generator": g}, sort_keys=True, default=str).encode()).hexdigest()

@@ -636,6 +636,11 @@ def test_a_run_folders_cache_replays_on_another_machine_and_reads_older_keys(tmp
     same_machine = _ModelFileReader(here.model, dict(here.model_kwargs))
     CachingChatGenerator(generator=same_machine, path=str(tmp_path / "old" / "c.jsonl"), model_id="sha-1").run(messages=ask)
     assert same_machine.calls == 0 and len((tmp_path / "old" / "c.jsonl").read_text().splitlines()) == 1
+    # and after the generator gained a setting that shapes no reply (use_mmap, 2026-11-28): a regression the
+    # archived replays showed (every pre-fingerprint archive missed the cache)
+    unmapped = _ModelFileReader(here.model, {**here.model_kwargs, "use_mmap": False})
+    CachingChatGenerator(generator=unmapped, path=str(tmp_path / "old" / "c.jsonl"), model_id="sha-1").run(messages=ask)
+    assert unmapped.calls == 0
     with pytest.raises(ValueError, match="'model_id' must be a non-empty string"):
         CachingChatGenerator(generator=here, model_id="")
     assert CachingChatGenerator.from_dict(replayed.to_dict()).model_id == "sha-1"
