@@ -15,8 +15,7 @@ but the await.
     ...         self.chat_generator = generator
     >>> class Gen:
     ...     def run(self, messages):
-    ...         from haystack import logging
-from haystack.dataclasses import ChatMessage
+    ...         from haystack.dataclasses import ChatMessage
     ...         return {"replies": [ChatMessage.from_assistant("Paris")]}
     >>> Echo(Gen()).ask("Capital of France?", LLMCall(stage="answer", component="Echo"), "answer")
     ('Paris', None)
