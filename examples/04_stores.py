@@ -45,7 +45,7 @@ def build(store, text_embedder, generator, pipeline="cf_rag_fast", allowed_modul
 
 def ask(pipe, question):
     out = pipe.run({name: {"query": question} for name in ("expander", "stratifier", "drafter", "ranker")})
-    return out["ranker"]["answer"], out["ranker"]["trace"]
+    return out["duel"]["answer"], out["duel"]["trace"]
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from haystack_cfrag.common.lazy import lazy_exports
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArbitrationDuel",
     "CausalArbitrationRanker",
     "CounterfactualQueryExpander",
     "CausalConsistencyChecker",
@@ -50,6 +51,7 @@ _HOMES.update({"Draft": "haystack_cfrag.cfrag.dataclasses", "load_pipeline": "ha
 
 if TYPE_CHECKING:
     from haystack_cfrag.cfrag.components import (
+        ArbitrationDuel,
         CausalArbitrationRanker,
         CounterfactualQueryExpander,
         CounterfactualRAG,

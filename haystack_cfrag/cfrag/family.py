@@ -13,6 +13,7 @@ from typing import Any
 
 from haystack_cfrag.cfrag import trace as view
 from haystack_cfrag.cfrag.parameters import PARAMETERS, REQUEST_PARAMETERS
+from haystack_cfrag.cfrag.wiring import DUEL
 from haystack_cfrag.common.errors import squash
 from haystack_cfrag.family import Commands, Entry, Family, Reading, Sweeps
 
@@ -35,7 +36,7 @@ def read(trace: Any, outputs: Mapping[str, Any], answer: str, values: Mapping[st
     ['no counterfactual was generated: arbitration ran on the original question only']
     """
     alternatives = []
-    for ans in (outputs.get("ranker") or {}).get("answers") or []:
+    for ans in (outputs.get(DUEL) or {}).get("answers") or []:  # the duel gives the final answers
         scores = ans.meta.get("cfrag_scores") or {}
         alternatives.append({
             "answer": ans.data,

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from haystack_cfrag.cfrag.ranges import RANGES
-from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CAUSAL_SCORES, DUEL_READINGS, EVIDENCE_MODES
+from haystack_cfrag.cfrag.components.arbitration_duel import DUEL_READINGS
+from haystack_cfrag.cfrag.settings import CAUSAL_SCORES, EVIDENCE_MODES
 from haystack_cfrag.cfrag.components.counterfactual_query_expander import PROMPT_STYLES
 from haystack_cfrag.cfrag.components.parallel_draft_generator import PROMPTS
 from haystack_cfrag.cfrag.components.spectral_stratifier import ORDERS, POOLS, SELECTIONS
@@ -46,12 +47,12 @@ PARAMETERS: dict[str, Parameter] = {
         # the default configuration's mechanisms (docs/method.md), each with an ablation
         Parameter("override_margin", "ranker", "override_margin", **_span("override_margin"),
                   help="Psi by which a challenger must beat the baseline"),
-        Parameter("duel", "ranker", "duel", bool, help="settle a disagreement by one passage per answer"),
-        Parameter("duel_reading", "ranker", "duel_reading", str, choices=DUEL_READINGS,
+        Parameter("duel", "duel", "enabled", bool, help="settle a disagreement by one passage per answer"),
+        Parameter("duel_reading", "duel", "reading", str, choices=DUEL_READINGS,
                   help="the duel read by a generation, or by the reader's support (or PMI) of each answer"),
         Parameter("causal_score", "ranker", "causal_score", str, choices=CAUSAL_SCORES,
                   help="phi_causal from the bi-encoder's margins or the reader's counterfactual test"),
-        Parameter("duel_confirm", "ranker", "duel_confirm", bool,
+        Parameter("duel_confirm", "duel", "confirm", bool,
                   help="a duel replaces the baseline only if a reverse-order reading names the same answer"),
         Parameter("stop_after_lines", "expander", "stop_after_lines", bool,
                   help="stop the expander's reply after the N questions asked for"),

@@ -6,6 +6,7 @@ components and connections: the YAML files stay hand-written and commented, this
 what they must agree with.
 
     expander ─queries─▶ retriever ─documents─▶ dedup ─documents─▶ stratifier ─subsets─▶ drafter ─drafts─▶ ranker
+    ranker ─ruling─▶ duel (which reads a duel the ruling proposes, and gives the pipeline's outputs)
     expander ─queries─▶ dedup, stratifier (the causal order)
     expander ─counterfactuals, degradations─▶ ranker
     retriever ─original_documents─▶ drafter.baseline_documents (the baseline draft: standard RAG's answer)
@@ -21,10 +22,10 @@ True
 
 from __future__ import annotations
 
-EXPANDER, RETRIEVER, DEDUP, STRATIFIER, DRAFTER, RANKER = (
-    "expander", "retriever", "dedup", "stratifier", "drafter", "ranker"
+EXPANDER, RETRIEVER, DEDUP, STRATIFIER, DRAFTER, RANKER, DUEL = (
+    "expander", "retriever", "dedup", "stratifier", "drafter", "ranker", "duel"
 )
-COMPONENTS = (EXPANDER, RETRIEVER, DEDUP, STRATIFIER, DRAFTER, RANKER)
+COMPONENTS = (EXPANDER, RETRIEVER, DEDUP, STRATIFIER, DRAFTER, RANKER, DUEL)
 """The components' names, in the order the data flows."""
 
 Edge = tuple[str, str]
@@ -47,6 +48,7 @@ CONNECTIONS: tuple[Edge, ...] = (
     (f"{DRAFTER}.drafts", f"{RANKER}.drafts"),
     (f"{EXPANDER}.counterfactuals", f"{RANKER}.counterfactuals"),
     (f"{EXPANDER}.degradations", f"{RANKER}.degradations"),
+    (f"{RANKER}.ruling", f"{DUEL}.ruling"),
 )
 """The default graph's connections, in the order the YAML files list them."""
 
@@ -67,7 +69,7 @@ PAPER_CONNECTIONS = cf_rag_connections(baseline=False, causal_order=False)
 QUERY_INPUTS = (f"{EXPANDER}.query", f"{STRATIFIER}.query", f"{DRAFTER}.query", f"{RANKER}.query")
 """The sockets the pipeline's `query` input goes to."""
 
-OUTPUTS = {"answer": f"{RANKER}.answer", "answers": f"{RANKER}.answers", "trace": f"{RANKER}.trace"}
+OUTPUTS = {"answer": f"{DUEL}.answer", "answers": f"{DUEL}.answers", "trace": f"{DUEL}.trace"}
 """The pipeline's outputs and the sockets they come from."""
 
 __all__ = [
@@ -75,6 +77,7 @@ __all__ = [
     "CAUSAL_ORDER_EDGE",
     "COMPONENTS",
     "CONNECTIONS",
+    "DUEL",
     "OUTPUTS",
     "PAPER_CONNECTIONS",
     "QUERY_INPUTS",

@@ -25,10 +25,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from haystack import logging
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.common.plumbing import accepts, call_async_with_timeout, call_with_timeout, first_reply_text
 from haystack_cfrag.common.tracing import LLMCall
+
+logger = logging.getLogger(__name__)
 
 Asked = tuple[str | None, Exception | None]
 """The reply's text, or None and the exception when the call failed (not raised: see `raise_on_failure`)."""
@@ -111,6 +114,17 @@ class AsksChatGenerator:
         timeout_s = self.timeout_s if timeout_s is OWN else timeout_s
         generation_kwargs = self.generation_kwargs if generation_kwargs is OWN else generation_kwargs
         return generator, timeout_s, chat_kwargs(generator, prompt, generation_kwargs)
+
+    def replies(self, asked: AskedResult, generator_name: str = "chat generator") -> list[ChatMessage]:
+        """The replies of an `ask_result`; [] when the call failed or gave none (logged as a warning)."""
+        result, exc = asked
+        if exc is None and "replies" not in result:
+            exc = KeyError("replies")
+        if exc is not None:
+            logger.warning("{component}: the {generator} failed ({error})", component=self.COMPONENT,
+                           generator=generator_name, error=repr(exc))
+            return []
+        return result["replies"]
 
     def failure(self, what: str, error: Exception | str) -> RuntimeError:
         """The error raised for a failed `what` (`FAILURE`): a failed call, or a reply the component cannot use."""

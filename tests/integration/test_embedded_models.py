@@ -107,6 +107,6 @@ def test_shipped_yaml_runs_as_it_is(runtime):
     assert expander.chat_generator is drafter.chat_generator  # one llama instance
     pipe.get_component("retriever").retriever.document_store.write_documents(runtime.store.filter_documents())
     pipe.warm_up()
-    out = pipe.run(resolve(path).run_data(query=QUESTION))["ranker"]
+    out = pipe.run(resolve(path).run_data(query=QUESTION))["duel"]
     assert out["answer"].strip() and out["trace"]["drafts"]
     print("\ncf_rag_fast.yml as shipped:", out["answer"])

@@ -51,8 +51,8 @@ def test_load_pipeline_override_serialises_the_url_by_name_only(pg_url):
     text = yaml.safe_dump(retriever.to_dict())
     assert "postgresql://" not in text and "CFRAG_PG_CONN_STR_" in text  # the YAML names a variable
     pipe, out = run_cf_rag_over(retriever)
-    assert out["ranker"]["answer"] == "Christian Bale"
-    assert all(d.embedding is not None for a in out["ranker"]["answers"] for d in a.documents)
+    assert out["duel"]["answer"] == "Christian Bale"
+    assert all(d.embedding is not None for a in out["duel"]["answers"] for d in a.documents)
 
 
 def test_two_tables_share_one_database(pg_url):

@@ -202,7 +202,7 @@ def test_shipped_yaml_is_deployed_with_its_inputs_and_outputs(mock_server):
     response = post(mock_server, "/cf_rag_fast_yaml/run", {"query": QUESTION})
     assert response.status_code == 200, response.text
     result = response.json()["result"]
-    ranker = result["ranker"]
+    ranker = result["duel"]
     assert ranker["answer"] and ranker["trace"]["drafts"]
     # the YAML's in-memory store reads the service's documents (the shared index)
     assert any("dark-knight" in e["id"] for d in ranker["trace"]["drafts"] for e in d["evidence"])

@@ -40,7 +40,7 @@ def test_cf_rag_runs_and_reports_its_trace(stock_server):
     reply = httpx.post(f"{stock_server.url}/cf_rag_fast/run", json={"query": "Who directed the film Heat?"},
                        timeout=300)
     assert reply.status_code == 200, reply.text
-    trace = reply.json()["result"]["ranker"]["trace"]
+    trace = reply.json()["result"]["duel"]["trace"]
     assert trace["query"] == "Who directed the film Heat?"
     # the baseline and the challenger were drafted; with an empty store both say why they have no answer
     assert sorted(d["index"] for d in trace["drafts"]) == [0, 1]

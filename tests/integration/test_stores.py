@@ -221,7 +221,7 @@ def test_load_pipeline_with_a_faiss_retriever_override(tmp_path):
     build(spec)
     retriever = embedding_retriever(open_document_store(spec), top_k=5)
     pipe, out = run_cf_rag_over(retriever)
-    assert out["ranker"]["answer"] == "Christian Bale"
+    assert out["duel"]["answer"] == "Christian Bale"
     assert type(pipe.get_component("retriever").retriever).__name__ == "FAISSEmbeddingRetriever"
 
 

@@ -83,7 +83,7 @@ CHECK = textwrap.dedent('''
                            ["Heat is a 1995 film directed by Michael Mann.", "Heat stars Al Pacino and Robert De Niro."]])
     result = pipe.run({"expander": {"query": "Who directed Heat?"}, "stratifier": {"query": "Who directed Heat?"},
                        "drafter": {"query": "Who directed Heat?"}, "ranker": {"query": "Who directed Heat?"}})
-    print("answer:", repr(result["ranker"]["answer"]))
+    print("answer:", repr(result["duel"]["answer"]))
 ''')
 
 

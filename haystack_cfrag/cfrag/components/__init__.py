@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 from haystack_cfrag.common.lazy import lazy_exports
 
 _import_structure = {
+    "arbitration_duel": ["ArbitrationDuel"],
     "causal_arbitration_ranker": ["CausalArbitrationRanker"],
     "counterfactual_query_expander": ["CounterfactualQueryExpander"],
     "counterfactual_rag": ["CounterfactualRAG"],
@@ -17,6 +18,7 @@ _HOMES = {name: f"{__name__}.{module}" for module, names in _import_structure.it
 __all__ = sorted(_HOMES)
 
 if TYPE_CHECKING:
+    from .arbitration_duel import ArbitrationDuel
     from .causal_arbitration_ranker import CausalArbitrationRanker
     from .counterfactual_query_expander import CounterfactualQueryExpander
     from .counterfactual_rag import CounterfactualRAG

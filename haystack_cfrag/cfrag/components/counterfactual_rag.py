@@ -10,6 +10,7 @@ from haystack.dataclasses import GeneratedAnswer
 
 from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, close_all, close_all_async
 from haystack_cfrag.common.protocols import ChatGenerator, DocumentEmbedder, Retriever, TextEmbedder
+from haystack_cfrag.cfrag.components.arbitration_duel import ArbitrationDuel
 from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
 from haystack_cfrag.cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
 from haystack_cfrag.cfrag.components.embedding_deduplicator import EmbeddingDeduplicator
@@ -20,6 +21,7 @@ from haystack_cfrag.cfrag.wiring import (
     BASELINE_EDGE,
     DEDUP,
     DRAFTER,
+    DUEL,
     EXPANDER,
     OUTPUTS,
     QUERY_INPUTS,
@@ -154,14 +156,14 @@ class CounterfactualRAG:
         :param duel: settle a disagreement with the baseline by one passage per answer, read by the
             `synthesizer` (by `chat_generator` when no synthesizer is given).
         :param duel_confirm: a duel replaces the baseline only when a reading of its passages in
-            reverse order names the same answer (the ranker's `duel_confirm`).
+            reverse order names the same answer (the duel's `confirm`).
         :param stop_after_lines: end the expander's reply after the N questions asked for (its
             `stop_after_lines`; "lines" prompt style only, a generator that takes `stop`).
         :param counterfactual_prompt_template: the expander's `prompt_template` (None = its built-in prompt).
         :param draft_prompt_template: the drafter's `prompt_template`, for the subsets' drafts (the
             baseline keeps standard RAG's prompt).
         :param synthesis_prompt_template: the ranker's `prompt_template`, for the synthesis.
-        :param duel_prompt_template: the ranker's `duel_prompt_template`, for the duel.
+        :param duel_prompt_template: the duel's `prompt_template`.
             Each template is checked by its component for the placeholders it needs (docs/method.md,
             "Prompt templates"); None keeps the default prompt.
         Other parameters: see the six components (N, θ_sim, θ_dedup, K, M, ρ, λ, θ_agree) and
@@ -275,11 +277,17 @@ class CounterfactualRAG:
                 synthesizer=self.synthesizer or (self.chat_generator if self.duel and self.baseline else None),
                 max_query_chars=self.max_query_chars,
                 evidence=self.evidence,
-                duel=self.duel and self.baseline,
-                duel_confirm=self.duel_confirm,
                 override_margin=self.override_margin if self.baseline else None,
                 prompt_template=self.synthesis_prompt_template,
-                duel_prompt_template=self.duel_prompt_template,
+            ),
+        )
+        pipe.add_component(
+            DUEL,
+            ArbitrationDuel(
+                chat_generator=self.synthesizer or self.chat_generator,
+                enabled=self.duel and self.baseline,
+                confirm=self.duel_confirm,
+                prompt_template=self.duel_prompt_template,
             ),
         )
         if self.retriever is not None:
@@ -314,8 +322,7 @@ class CounterfactualRAG:
     def close(self) -> None:
         """Release what its components hold: each inner component's `close`, then the injected ones'.
 
-        The injected components are closed directly too, since the ranker (which holds the
-        `scorer` and the `synthesizer`) has no `close`. A generator shared by several components
+        The injected components are closed directly too. A generator shared by several components
         is so closed more than once, which Haystack's `close` allows, as it allows a second call.
         """
         close_all(*self._holders())

@@ -39,6 +39,13 @@ and a duel: the reading of one passage per answer decides.
     >>> settle_duel(duel, "Gary Oldman", answers).decision      # named no candidate: the margin rule stands
     'baseline'
 
+Without a reading (the duel switched off) the margin rule decides, as if no duel had been proposed:
+
+    >>> declined = decline_duel(duel)
+    >>> plain = arbitrate(answers, R, cosine, mentions, [[0], [1, 2]], replace(rules, override_margin=1.0), baseline=1)
+    >>> (declined.decision, declined.order, declined.override) == (plain.decision, plain.order, plain.override)
+    True
+
 A small reader tends to name the answer of the passage it reads first. An override can
 therefore be confirmed by a second reading of the same passages in reverse order: it stands
 only when that reading names the challenger again.
@@ -64,7 +71,7 @@ from haystack_cfrag.cfrag.math import arbitration as arb
 from haystack_cfrag.common.text import agreement_matrix, answers_agree
 
 __all__ = ["MENTION_THRESHOLD", "Arbitration", "Decision", "Override", "Rules", "Scores", "arbitrate",
-           "confirm_duel", "duel_candidates", "needs_confirmation", "settle_duel"]
+           "confirm_duel", "decline_duel", "duel_candidates", "needs_confirmation", "settle_duel"]
 
 MENTION_THRESHOLD = 0.5
 
@@ -268,6 +275,14 @@ def settle_duel(arbitration: Arbitration, named: str, answers: Sequence[str], th
         decision = "baseline" if pick == override.baseline else "override"
     settled = replace(override, duel_answer=named, duel_pick=pick)
     return _with_duel_outcome(arbitration, settled, decision)
+
+
+def decline_duel(arbitration: Arbitration) -> Arbitration:
+    """A duel proposed but not read: the margin rule's decision, and no duel in the account."""
+    override = arbitration.override
+    if arbitration.decision != "duel" or override is None:
+        raise ValueError("decline_duel needs an arbitration whose decision is 'duel'.")
+    return replace(arbitration, decision=override.decision, override=replace(override, duel=()))
 
 
 def needs_confirmation(arbitration: Arbitration) -> bool:

@@ -21,6 +21,7 @@ from haystack.dataclasses import ChatMessage, GeneratedAnswer
 from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag import load_pipeline
 from haystack_cfrag.common.plumbing import accepts
+from haystack_cfrag.cfrag.components.arbitration_duel import ArbitrationDuel
 from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
 from haystack_cfrag.cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
 from haystack_cfrag.cfrag.components.multi_query_retriever import PROVENANCE_KEY
@@ -168,14 +169,19 @@ def test_baseline_is_drafted_first_with_standard_rags_prompt_and_degrades_alone(
 
 
 # ---------------------------------------------------------------- baseline and override
-def _case(baseline: str, challengers: list[tuple[str, list[Document]]], **ranker_kwargs):
+def _case(baseline: str, challengers: list[tuple[str, list[Document]]], *, duel: bool = False,
+          duel_confirm: bool = False, duel_reading: str = "generate", **ranker_kwargs):
+    """The ranker, then the duel (`duel=True`: it reads with the ranker's synthesizer), as cf_rag.yml wires them."""
     docs = HashingDocumentEmbedder().run(dk.documents())["documents"]
     top5 = [d for d in docs if d.id.startswith("review")] + [d for d in docs if d.id == "cast"]
     ranker = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), evidence="mentions", **ranker_kwargs)
+    reader = ArbitrationDuel(chat_generator=ranker_kwargs.get("synthesizer"), enabled=duel, confirm=duel_confirm,
+                             reading=duel_reading)
     drafts = [Draft(index=i, answer=a, documents=ev) for i, (a, ev) in enumerate(challengers)]
     base = GeneratedAnswer(data=baseline, query=dk.QUESTION, documents=top5, meta={})
     queries = [dk.QUESTION, "Who played the villain in The Dark Knight?", "Who directed The Dark Knight?"]
-    return ranker.run(query=dk.QUESTION, drafts=drafts, answers=[base], queries=queries), docs
+    ruling = ranker.run(query=dk.QUESTION, drafts=drafts, answers=[base], queries=queries)["ruling"]
+    return reader.run(ruling=ruling), docs
 
 
 def test_override_keeps_the_baseline_when_every_challenger_names_the_trap():
@@ -215,8 +221,8 @@ def test_the_duel_shows_one_passage_per_answer_so_volume_cannot_outvote_the_deci
     assert "\n[2] " in reader.prompts[0] and "\n[3] " not in reader.prompts[0]   # exactly two passages shown
     assert out["answer"] == "Christian Bale" and out["trace"]["decision"] == "override"
     assert duel["margin_rule"]["decision"] == "baseline" and duel["winner"] != out["trace"]["override"]["baseline_draft"]
-    with pytest.raises(ValueError, match="synthesizer"):
-        CausalArbitrationRanker(duel=True)
+    with pytest.raises(ValueError, match="chat_generator"):
+        ArbitrationDuel(enabled=True)
 
 
 def test_no_duel_against_a_louder_challenger():
@@ -270,7 +276,9 @@ def test_consensus_on_causally_weak_evidence_does_not_end_arbitration():
 def test_new_ranker_options_round_trip_and_are_checked():
     ranker = CausalArbitrationRanker(evidence="mentions", override_margin=0.1, consensus_min_causal=0.0)
     again = CausalArbitrationRanker.from_dict(ranker.to_dict())
-    assert (again.evidence, again.override_margin, again.consensus_min_causal) == ("mentions", 0.1, 0.0)
+    assert again.settings == ranker.settings
+    assert (again.settings.evidence, again.settings.override_margin, again.settings.consensus_min_causal) == (
+        "mentions", 0.1, 0.0)
     with pytest.raises(ValueError, match="override_margin"):
         CausalArbitrationRanker(override_margin=float("nan"))
     with pytest.raises(ValueError, match="'pool'"):
@@ -288,7 +296,8 @@ def _default(path: Path, **params):
     overrides = {
         "expander.chat_generator": reader, "expander.text_embedder": emb,
         "expander.similarity_threshold": 0.3, "retriever.query_embedder": emb, "stratifier.text_embedder": emb,
-        "drafter.chat_generator": reader, "ranker.synthesizer": reader, "ranker.text_embedder": emb, **params,
+        "drafter.chat_generator": reader, "ranker.synthesizer": reader, "ranker.text_embedder": emb,
+        "duel.chat_generator": reader, **params,
     }
     pipe = load_pipeline(path, overrides=overrides, allowed_modules=["tests"])
     store = pipe.get_component("retriever").retriever.document_store
@@ -298,7 +307,7 @@ def _default(path: Path, **params):
 
 def test_default_pipeline_overrides_standard_rags_trap_answer_on_the_dark_knight():
     pipe, _ = _default(CF_RAG)
-    out = pipe.run(resolve(CF_RAG).run_data(query=dk.QUESTION))["ranker"]
+    out = pipe.run(resolve(CF_RAG).run_data(query=dk.QUESTION))["duel"]
     trace = out["trace"]
     baseline = next(d for d in trace["drafts"] if d["index"] == trace["override"]["baseline_draft"])
     assert baseline["answer"] == "Heath Ledger"                  # standard RAG's reading falls into the trap
@@ -306,8 +315,8 @@ def test_default_pipeline_overrides_standard_rags_trap_answer_on_the_dark_knight
     assert len(trace["counterfactuals"]) == 3 and len(trace["drafts"]) == 1 + 2   # baseline, two challengers
     assert trace["override"]["duel"]["winner"] != baseline["index"]       # the duel read one passage per answer
     # the ablation: no duel and a margin no challenger reaches: the default is standard RAG
-    pipe, _ = _default(CF_RAG, **{"ranker.override_margin": 1.0, "ranker.duel": False})
-    assert pipe.run(resolve(CF_RAG).run_data(query=dk.QUESTION))["ranker"]["answer"] == "Heath Ledger"
+    pipe, _ = _default(CF_RAG, **{"ranker.override_margin": 1.0, "duel.enabled": False})
+    assert pipe.run(resolve(CF_RAG).run_data(query=dk.QUESTION))["duel"]["answer"] == "Heath Ledger"
 
 
 def test_original_documents_are_what_standard_rag_reads():
@@ -349,7 +358,8 @@ def test_mention_evidence_falls_back_to_the_subset():
 @pytest.mark.parametrize("module", ["haystack_cfrag.cfrag.math.arbitration", "haystack_cfrag.cfrag.math.stratify",
                                     "haystack_cfrag.cfrag.math.replies", "haystack_cfrag.common.prompting",
                                     "haystack_cfrag.common.plumbing", "haystack_cfrag.evaluation.metrics",
-                                    "haystack_cfrag.common.validation", "haystack_cfrag.cfrag.wiring"])
+                                    "haystack_cfrag.common.validation", "haystack_cfrag.cfrag.wiring",
+                                    "haystack_cfrag.cfrag.settings", "haystack_cfrag.cfrag.math.algorithm"])
 def test_module_examples_run(module):
     import doctest
     import importlib
@@ -425,8 +435,8 @@ def test_an_override_that_holds_in_either_order_stands():
     duel = out["trace"]["override"]["duel"]
     assert len(reader.prompts) == 2 and duel["answer"] == duel["confirm_answer"] == "Christian Bale"
     assert out["answer"] == "Christian Bale" and out["trace"]["decision"] == "override"
-    with pytest.raises(ValueError, match="duel_confirm"):
-        CausalArbitrationRanker(duel_confirm="yes")
+    with pytest.raises(ValueError, match="confirm"):
+        ArbitrationDuel(chat_generator=reader, confirm="yes")
 
 
 def test_no_confirmation_is_asked_when_the_duel_keeps_the_baseline():
@@ -452,7 +462,7 @@ def test_the_expander_stops_its_reply_after_the_questions_asked_for():
         CounterfactualQueryExpander(chat_generator=gen, prompt_style="json", stop_after_lines=True)
     shipped = yaml.safe_load(CF_RAG.read_text())["components"]
     assert shipped["expander"]["init_parameters"]["stop_after_lines"] is True
-    assert shipped["ranker"]["init_parameters"]["duel_confirm"] is False   # measured: it undid a dev_a win
+    assert shipped["duel"]["init_parameters"]["confirm"] is False   # measured: it undid a dev_a win
 
 
 class QuestionTermBackend:
@@ -503,8 +513,8 @@ def test_a_duel_whose_support_scoring_fails_leaves_the_margin_rule_in_charge():
                    synthesizer=RecordingGenerator(reply="Answer: Christian Bale"), duel_reading="support")
     assert out["answer"] == "Heath Ledger" and out["trace"]["decision"] == "baseline"  # no backend: nothing named
     assert any(d["stage"] == "duel" and "support scoring failed" in d["reason"] for d in out["trace"]["degradations"])
-    with pytest.raises(ValueError, match="duel_reading"):
-        CausalArbitrationRanker(duel_reading="vote")
+    with pytest.raises(ValueError, match="reading"):
+        ArbitrationDuel(chat_generator=RecordingGenerator(reply=""), reading="vote")
 
 
 # ---------------------------------------------------------------- φ_causal from the reader's counterfactual test
@@ -575,4 +585,4 @@ def test_the_readers_test_needs_counterfactuals_a_reader_and_a_working_scorer():
     with pytest.raises(ValueError, match="synthesizer"):
         CausalArbitrationRanker(causal_score="reader")
     ranker = CausalArbitrationRanker(synthesizer=RoleReader(candidates=dk.CANDIDATES), causal_score="reader")
-    assert CausalArbitrationRanker.from_dict(ranker.to_dict()).causal_score == "reader"
+    assert CausalArbitrationRanker.from_dict(ranker.to_dict()).settings.causal_score == "reader"

@@ -25,6 +25,7 @@ from haystack.tracing import Span, Tracer
 from haystack.tracing import utils as tracing_utils
 
 from haystack_cfrag.common import tracing as lt
+from haystack_cfrag.cfrag.components.arbitration_duel import ArbitrationDuel
 from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
 from haystack_cfrag.cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
 from haystack_cfrag.cfrag.components.parallel_draft_generator import ParallelDraftGenerator
@@ -33,7 +34,7 @@ from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
 
 COMPONENT_RUN = "haystack.component.run"
-STAGE_OF = {"expander": "counterfactuals", "drafter": "draft", "ranker": "duel"}
+STAGE_OF = {"expander": "counterfactuals", "drafter": "draft", "duel": "duel"}
 
 
 # ---------------------------------------------------------------- tracers
@@ -144,7 +145,7 @@ class MeteredReader(KeywordReader):
 
 
 def build(timeout_s: float | None, mode: str = "sync") -> tuple[Pipeline, dict[str, Any]]:
-    """Expander, drafter (4 workers) and duel-deciding ranker on the Dark Knight corpus; timeout_s sends the
+    """Expander, drafter (4 workers), ranker and its duel on the Dark Knight corpus; timeout_s sends the
     expander's and drafts' calls through a daemon thread (drafts: a pool thread, then a daemon thread)."""
     reader = MeteredReader(candidates=dk.CANDIDATES, counterfactual_reply=dk.COUNTERFACTUAL_REPLY)
     emb = HashingTextEmbedder()
@@ -154,10 +155,11 @@ def build(timeout_s: float | None, mode: str = "sync") -> tuple[Pipeline, dict[s
         chat_generator=reader, text_embedder=emb, n_counterfactuals=2, similarity_threshold=0.2, timeout_s=timeout_s))
     pipe.add_component("drafter", ParallelDraftGenerator(chat_generator=reader, max_workers=4, timeout_s=timeout_s,
                                                          prompt="short"))
-    pipe.add_component("ranker", CausalArbitrationRanker(text_embedder=emb, evidence="mentions", override_margin=1.0,
-                                                         duel=True, synthesizer=reader))
+    pipe.add_component("ranker", CausalArbitrationRanker(text_embedder=emb, evidence="mentions", override_margin=1.0))
+    pipe.add_component("duel", ArbitrationDuel(chat_generator=reader))
     pipe.connect("expander.queries", "ranker.queries")
     pipe.connect("drafter.drafts", "ranker.drafts")
+    pipe.connect("ranker.ruling", "duel.ruling")
     docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
     reviews = [docs[f"review-{i}"] for i in range(4)]
     data = {
@@ -195,20 +197,21 @@ def test_every_llm_call_is_a_child_of_its_components_span(mode, timeout_s):
         out = run(pipe, data, mode)
     spans = exporter.get_finished_spans()
     tree = llm_tree(spans)
-    assert set(tree) == {"expander", "drafter", "ranker"}, tree.keys()
+    assert set(tree) == {"expander", "drafter", "duel"}, tree.keys()
     for name, calls in tree.items():
         assert {c.attributes[lt.STAGE_TAG] for c in calls} == {STAGE_OF[name]}
         assert all(c.context.trace_id == spans[-1].context.trace_id for c in calls)   # one trace: the pipeline's
-    assert len(tree["expander"]) == 1 and len(tree["ranker"]) == 1
+    assert len(tree["expander"]) == 1 and len(tree["duel"]) == 1
     indices = sorted(c.attributes[lt.INDEX_TAG] for c in tree["drafter"])
     assert indices == [0, 1, 2, 3, 4]                                  # four subsets and the baseline
-    assert out["ranker"]["trace"]["override"]["duel"]          # the ranker's call was the duel
+    assert out["duel"]["trace"]["override"]["duel"]          # the duel's call was the duel
 
     span = tree["drafter"][0]
     assert span.attributes[lt.MODEL_TAG] == "keyword-reader-1"
     assert span.attributes[lt.TYPE_TAG] == "MeteredReader" and span.attributes[lt.CALLER_TAG] == "ParallelDraftGenerator"
     assert span.attributes[lt.INPUT_TOKENS_TAG] > 0 and span.attributes[lt.OUTPUT_TOKENS_TAG] > 0
-    assert tree["ranker"][0].attributes[lt.NAME_TAG] == "synthesizer"
+    assert tree["duel"][0].attributes[lt.NAME_TAG] == "chat_generator"
+    assert tree["duel"][0].attributes[lt.CALLER_TAG] == "ArbitrationDuel"
     for calls in tree.values():                                  # content tracing is off by default
         assert all(lt.INPUT_CONTENT_TAG not in c.attributes and lt.OUTPUT_CONTENT_TAG not in c.attributes
                    for c in calls)
@@ -257,9 +260,9 @@ def test_module_examples_run():
 def test_no_span_and_the_same_result_with_tracing_disabled():
     pipe, data = build(None)
     assert not tracing.is_tracing_enabled()
-    plain = pipe.run(data)["ranker"]["answer"]
+    plain = pipe.run(data)["duel"]["answer"]
     with otel():
-        traced = pipe.run(data)["ranker"]["answer"]
+        traced = pipe.run(data)["duel"]["answer"]
     assert plain == traced == "Christian Bale"
 
 
@@ -267,7 +270,7 @@ def test_stage_timer_reads_the_llm_call_spans():
     pipe, data = build(None)
     with timed_stages() as timer:
         pipe.run(data)
-    assert set(timer.seconds) == {"expander", "drafter", "ranker"}           # component runs, as before
+    assert set(timer.seconds) == {"expander", "drafter", "ranker", "duel"}   # component runs
     assert sorted(c.stage for c in timer.llm_calls) == ["counterfactuals"] + ["draft"] * 5 + ["duel"]
     assert set(timer.llm_seconds) == {"counterfactuals", "draft", "duel"}
     usage = timer.llm_usage()

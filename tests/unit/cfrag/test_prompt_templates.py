@@ -10,6 +10,7 @@ import pytest
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage, GeneratedAnswer
 
+from haystack_cfrag.cfrag.components.arbitration_duel import ArbitrationDuel
 from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
 from haystack_cfrag.cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
 from haystack_cfrag.cfrag.components.counterfactual_rag import CounterfactualRAG
@@ -96,9 +97,10 @@ def test_drafter_override_round_trips_is_sent_and_leaves_the_baseline_standard_r
 def test_ranker_overrides_round_trip_and_are_sent():
     d = docs()
     ranker = CausalArbitrationRanker(synthesizer=PromptRecorder(), text_embedder=HashingTextEmbedder(),
-                                     prompt_template=SYNTHESIS_TEMPLATE, duel_prompt_template=DUEL_TEMPLATE)
+                                     prompt_template=SYNTHESIS_TEMPLATE)
     again = round_trip(ranker)
-    assert (again.prompt_template, again.duel_prompt_template) == (SYNTHESIS_TEMPLATE, DUEL_TEMPLATE)
+    duel = round_trip(ArbitrationDuel(chat_generator=PromptRecorder(), prompt_template=DUEL_TEMPLATE))
+    assert (again.prompt_template, duel.prompt_template) == (SYNTHESIS_TEMPLATE, DUEL_TEMPLATE)
     drafts = [Draft(index=0, answer="Christian Bale", documents=[d["cast"]]),
               Draft(index=1, answer="Heath Ledger", documents=[d["review-0"]])]
     out = again.run(query=dk.QUESTION, drafts=drafts)
@@ -106,7 +108,7 @@ def test_ranker_overrides_round_trip_and_are_sent():
     sent = again.synthesizer.prompts[0]
     assert sent.startswith(f"Pick one of these for «{dk.QUESTION}»:\n1. Answer: ") and sent.endswith("\nAnswer:")
 
-    out, reader = duel_case(duel_prompt_template=DUEL_TEMPLATE)
+    out, reader = duel_case(prompt_template=DUEL_TEMPLATE)
     shown = [d[i] for i in out["trace"]["override"]["duel"]["passages"]]
     assert reader.prompts == [DUEL_TEMPLATE.format(query=dk.QUESTION, evidence=render_plain_evidence(shown))]
 
@@ -117,9 +119,9 @@ def test_counterfactual_rag_passes_its_templates_to_its_components_and_round_tri
     rag = CounterfactualRAG(chat_generator=PromptRecorder(), text_embedder=HashingTextEmbedder(), **templates)
     again = round_trip(rag)
     assert {key: again.to_dict()["init_parameters"][key] for key in templates} == templates
-    expander, drafter, ranker = (again.pipeline.get_component(n) for n in ("expander", "drafter", "ranker"))
+    expander, drafter, ranker, duel = (again.pipeline.get_component(n) for n in ("expander", "drafter", "ranker", "duel"))
     assert (expander.prompt_template, drafter.prompt_template) == (CF_TEMPLATE, DRAFT_TEMPLATE)
-    assert (ranker.prompt_template, ranker.duel_prompt_template) == (SYNTHESIS_TEMPLATE, DUEL_TEMPLATE)
+    assert (ranker.prompt_template, duel.prompt_template) == (SYNTHESIS_TEMPLATE, DUEL_TEMPLATE)
     cast = docs()["cast"]
     again.run(query=dk.QUESTION, documents=[cast])
     sent = again.chat_generator.prompts
@@ -142,9 +144,9 @@ def test_counterfactual_rag_passes_its_templates_to_its_components_and_round_tri
         (lambda t: ParallelDraftGenerator(chat_generator=PromptRecorder(), prompt_template=t),
          "Answer {query} in one word.", "evidence"),
         (lambda t: CausalArbitrationRanker(prompt_template=t), "Pick the best draft:\n{drafts}", "query"),
-        (lambda t: CausalArbitrationRanker(duel_prompt_template=t), "Read {evidence}", "query"),
+        (lambda t: ArbitrationDuel(chat_generator=PromptRecorder(), prompt_template=t), "Read {evidence}", "query"),
     ],
-    ids=["expander", "drafter", "ranker-synthesis", "ranker-duel"],
+    ids=["expander", "drafter", "ranker-synthesis", "duel"],
 )
 def test_a_missing_placeholder_is_rejected_in_one_line_naming_it_and_the_component(build, template, missing):
     with pytest.raises(ValueError) as err:
@@ -152,7 +154,7 @@ def test_a_missing_placeholder_is_rejected_in_one_line_naming_it_and_the_compone
     message = str(err.value)
     assert "\n" not in message and f"{{{missing}}}" in message
     assert message.split(":")[0] in ("CounterfactualQueryExpander", "ParallelDraftGenerator",
-                                     "CausalArbitrationRanker")
+                                     "CausalArbitrationRanker", "ArbitrationDuel")
 
 
 def test_unknown_placeholders_and_stray_braces_are_rejected():
@@ -207,17 +209,17 @@ def test_default_synthesis_and_duel_prompts_are_the_built_in_ones():
     assert reader.prompts == [SHORT_DRAFT_PROMPT.format(query=dk.QUESTION, evidence=render_plain_evidence(shown))]
 
 
-def duel_case(**ranker_kwargs: Any) -> tuple[dict[str, Any], KeywordReader]:
+def duel_case(**duel_kwargs: Any) -> tuple[dict[str, Any], KeywordReader]:
     """The Dark Knight duel of test_default_mechanisms: a trap baseline, a decisive challenger."""
     d = docs()
     reviews = [d[f"review-{i}"] for i in range(4)]
     reader = KeywordReader(candidates=dk.CANDIDATES)
-    ranker = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), evidence="mentions", override_margin=1.0,
-                                     duel=True, synthesizer=reader, **ranker_kwargs)
+    ranker = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), evidence="mentions", override_margin=1.0)
     drafts = [Draft(index=0, answer="Christian Bale", documents=[d["cast"]]),
               Draft(index=1, answer="Heath Ledger", documents=reviews)]
     base = GeneratedAnswer(data="Heath Ledger", query=dk.QUESTION, documents=reviews + [d["cast"]], meta={})
     queries = [dk.QUESTION, "Who played the villain in The Dark Knight?", "Who directed The Dark Knight?"]
-    out = ranker.run(query=dk.QUESTION, drafts=drafts, answers=[base], queries=queries)
+    ruling = ranker.run(query=dk.QUESTION, drafts=drafts, answers=[base], queries=queries)["ruling"]
+    out = ArbitrationDuel(chat_generator=reader, **duel_kwargs).run(ruling=ruling)
     assert out["trace"]["decision"] in ("override", "baseline") and "duel" in out["trace"]["override"]
     return out, reader

@@ -12,6 +12,7 @@ import pytest
 from haystack.dataclasses import GeneratedAnswer
 
 from haystack_cfrag.cfrag import trace as tr
+from haystack_cfrag.cfrag.components.arbitration_duel import ArbitrationDuel
 from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
 from haystack_cfrag.cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
 from haystack_cfrag.cfrag.dataclasses import NO_EVIDENCE, Draft
@@ -36,8 +37,9 @@ def counterfactuals() -> list[dict[str, Any]]:
     return expander.run(query=dk.QUESTION)["counterfactuals"]
 
 
-def arbitrated(**ranker_kwargs: Any) -> dict[str, Any]:
-    """A ranker trace over the Dark Knight case: a trap baseline, the cast challenger and a failed draft."""
+def arbitrated(*, duel: bool = False, duel_confirm: bool = False, duel_reading: str = "generate",
+               **ranker_kwargs: Any) -> dict[str, Any]:
+    """A ranker (then duel) trace over the Dark Knight case: a trap baseline, the cast challenger and a failed draft."""
     docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
     reviews = [docs[f"review-{i}"] for i in range(4)]
     drafts = [Draft(index=0, answer="Christian Bale", documents=[docs["cast"]]),
@@ -46,6 +48,9 @@ def arbitrated(**ranker_kwargs: Any) -> dict[str, Any]:
     baseline = GeneratedAnswer(data="Heath Ledger", query=dk.QUESTION, documents=reviews + [docs["cast"]], meta={})
     ranker = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), evidence="mentions", **ranker_kwargs)
     out = ranker.run(query=dk.QUESTION, drafts=drafts, answers=[baseline], counterfactuals=counterfactuals())
+    if duel:
+        out = ArbitrationDuel(chat_generator=ranker_kwargs.get("synthesizer"), confirm=duel_confirm,
+                              reading=duel_reading).run(ruling=out["ruling"])
     return out["trace"]
 
 

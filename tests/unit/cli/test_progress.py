@@ -14,14 +14,14 @@ def test_progress_hears_every_stage_and_llm_call_in_order():
     heard: list[str] = []
     with timed_stages(progress=heard.append) as timer:
         out = pipe.run(data)
-    assert out["ranker"]["answer"]
+    assert out["duel"]["answer"]
     components = [m for m in heard if ":" not in m]
-    assert set(components) == {"expander", "drafter", "ranker"} and components[-1] == "ranker"
+    assert set(components) == {"expander", "drafter", "ranker", "duel"} and components[-1] == "duel"
     assert "expander: counterfactuals" in heard
     # the baseline (index 4, drafted first) and the four subsets' drafts, each named while the drafter runs
     drafts = [m for m in heard if m.startswith("drafter: draft ")]
     assert sorted(drafts) == [f"drafter: draft {i}" for i in range(5)]
-    assert heard.index("drafter") < min(heard.index(m) for m in drafts) < heard.index("ranker")
+    assert heard.index("drafter") < min(heard.index(m) for m in drafts) < heard.index("ranker") < heard.index("duel")
     assert len(timer.llm_calls) == len([m for m in heard if ": " in m])
 
 
@@ -31,7 +31,7 @@ def test_a_failing_progress_callback_never_breaks_the_run():
 
     pipe, data = build(timeout_s=None)
     with timed_stages(progress=broken):
-        assert pipe.run(data)["ranker"]["answer"]
+        assert pipe.run(data)["duel"]["answer"]
 
 
 def test_status_line_rewrites_one_terminal_line_and_is_silent_elsewhere():

@@ -65,6 +65,7 @@ COMPONENTS = {
     "stratifier": (cfrag.SpectralStratifier, ("text_embedder", "document_embedder")),
     "retriever": (cfrag.MultiQueryRetriever, ("retriever", "query_embedder")),
     "ranker": (cfrag.CausalArbitrationRanker, ("text_embedder", "scorer", "synthesizer")),
+    "duel": (cfrag.ArbitrationDuel, ("chat_generator",)),
 }
 
 

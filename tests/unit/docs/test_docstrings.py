@@ -13,6 +13,7 @@ CLASSES = [
     pkg.SpectralStratifier,
     pkg.ParallelDraftGenerator,
     pkg.CausalArbitrationRanker,
+    pkg.ArbitrationDuel,
     pkg.CounterfactualRAG,
 ]
 

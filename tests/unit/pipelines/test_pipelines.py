@@ -62,7 +62,7 @@ def test_dark_knight_standard_rag_is_outvoted_by_volume():
 
 
 def test_dark_knight_cf_rag_escapes_the_trap():
-    out = ask(cf_rag(), CF_RAG)["ranker"]
+    out = ask(cf_rag(), CF_RAG)["duel"]
     trace = out["trace"]
     assert out["answer"] == "Christian Bale"
     assert [c for c in trace["counterfactuals"]] and "Who played the villain in The Dark Knight?" in trace[
@@ -93,7 +93,7 @@ def test_dark_knight_over_seeds_and_evidence_readings():
     wins = {}
     for evidence in ("cited", "subset"):
         wins[evidence] = sum(
-            ask(cf_rag(**{"stratifier.random_state": seed, "ranker.evidence": evidence}), CF_RAG)["ranker"]["answer"]
+            ask(cf_rag(**{"stratifier.random_state": seed, "ranker.evidence": evidence}), CF_RAG)["duel"]["answer"]
             == "Christian Bale"
             for seed in range(10)
         )
@@ -113,14 +113,14 @@ def test_dark_knight_over_seeds_and_evidence_readings():
     ids=["N=0 w/o counterfactual", "K=1 w/o division", "lambda=0 w/o causal", "M=1"],
 )
 def test_ablations_run_through_the_pipeline(override, check):
-    out = ask(cf_rag(**override), CF_RAG)["ranker"]
+    out = ask(cf_rag(**override), CF_RAG)["duel"]
     assert out["answer"]
     assert check(out["trace"])
 
 
 def test_same_seed_same_answer_and_trace():
-    a = ask(cf_rag(), CF_RAG)["ranker"]
-    b = ask(cf_rag(), CF_RAG)["ranker"]
+    a = ask(cf_rag(), CF_RAG)["duel"]
+    b = ask(cf_rag(), CF_RAG)["duel"]
     assert a["trace"] == b["trace"]
 
 

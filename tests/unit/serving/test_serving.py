@@ -129,7 +129,7 @@ def test_deployable_yaml_keeps_inputs_outputs_and_uses_the_mock_and_the_shared_i
     config = ServingConfig(generator="mock", embedder="my-org/my-embedder", store_index="shared")
     text = deployable_yaml("cf_rag_fast", config)
     data = yaml.safe_load(text)
-    assert data["inputs"]["query"] and data["outputs"]["answer"] == "ranker.answer"
+    assert data["inputs"]["query"] and data["outputs"]["answer"] == "duel.answer"
     assert "embedded:" not in text and "LlamaCpp" not in text
     assert data["components"]["drafter"]["init_parameters"]["chat_generator"]["type"].endswith("MockChatGenerator")
     store = data["components"]["retriever"]["init_parameters"]["retriever"]["init_parameters"]["document_store"]
