@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 from haystack import Pipeline
+from haystack.core.serialization import DeserializationCallbacks
 
 from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.models import resolve_embedded_models
@@ -65,8 +66,12 @@ def pipeline_from_dict(
     allowed_modules: list[str] | None = None,
     overrides: dict[str, Any] | None = None,
     share_models: bool = True,
+    callbacks: DeserializationCallbacks | None = None,
 ) -> Pipeline:
-    """`load_pipeline` for an already parsed dict (the input is not changed)."""
+    """`load_pipeline` for an already parsed dict (the input is not changed).
+
+    :param callbacks: Haystack's deserialisation callbacks (`Runtime` hands in its models and store with them).
+    """
     if not isinstance(data, dict) or "components" not in data:
         raise ValueError("A pipeline file must be a mapping with a 'components' section.")
     data = renamed_types(data)
@@ -76,9 +81,9 @@ def pipeline_from_dict(
     check_classes(data, TRUSTED_PREFIXES + tuple(allowed_modules or ()))
     data = resolve_embedded_models(data)
     if "allowed_modules" in inspect.signature(Pipeline.from_dict).parameters:
-        pipe = Pipeline.from_dict(data, allowed_modules=patterns)
+        pipe = Pipeline.from_dict(data, callbacks=callbacks, allowed_modules=patterns)
     else:
-        pipe = Pipeline.from_dict(data)  # Haystack 2.x: the check above is the gate
+        pipe = Pipeline.from_dict(data, callbacks=callbacks)  # Haystack 2.x: the check above is the gate
     if share_models:
         share_injected_components(pipe)
     return pipe

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from haystack import Pipeline, logging
-from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag import models
@@ -27,9 +26,10 @@ from haystack_cfrag.adapters import factories
 from haystack_cfrag.cascade.math import GATE_KEY
 from haystack_cfrag.registry import FAMILIES, Resolved, preparation_of, resolve
 from haystack_cfrag.common import interrupts
-from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.stores.keyword import keyword_retriever
-from haystack_cfrag.loading import component_key, pipeline_from_dict, share_injected_components, share_node_models
+from haystack_cfrag.loading import (TRUSTED_PREFIXES, component_key, pipeline_from_dict, share_injected_components,
+                                    share_node_models)
+from haystack_cfrag.runtime_parts import RuntimeParts
 from haystack_cfrag.timing import count_llm_usage, timed_on, timed_stages
 
 
@@ -152,10 +152,14 @@ class Runtime:
             self._warm = True
 
     def pipeline(self, path: str | Path | Resolved, params: dict[str, Any] | None = None) -> Pipeline:
-        """Build a pipeline file around this runtime's models and store."""
+        """Build a pipeline file around this runtime's models and store (handed in by `runtime_parts.RuntimeParts`)."""
         resolved = resolve(path)
-        data = self._with_models(resolved.data)  # a copy: the resolved YAML is never changed
-        overrides: dict[str, Any] = self._retriever_overrides(data)
+        parts = RuntimeParts(generator=self.generator, text_embedder=self.text_embedder, scorer=self.scorer,
+                             retriever=self.retriever, keyword=keyword_retriever(self.store), store=self.store,
+                             keyword_store=self.keyword_store,
+                             allowed=TRUSTED_PREFIXES + tuple(self.allowed_modules or ()))
+        data = parts.plan(resolved.data)  # a copy: the resolved YAML is never changed
+        overrides: dict[str, Any] = {}
         table = resolved.parameters
         for key, value in (params or {}).items():  # a parameter applies where the file has its component
             target = table.get(key)
@@ -165,20 +169,28 @@ class Runtime:
             for name, comp in data["components"].items():
                 if "max_workers" in comp.get("init_parameters", {}):
                     overrides[f"{name}.max_workers"] = 1
-        pipe = pipeline_from_dict(data, overrides=overrides, share_models=False, allowed_modules=self.allowed_modules)
-        # injected models are shared; a pipeline *node* (standard_rag's generator and embedder)
-        # is its own instance of the same configuration (Haystack wires sockets per instance):
-        # llama.cpp maps the GGUF, so a second instance costs a load (~2 s), not a second copy.
-        # An injected part configured as one of the pipeline's nodes is that node (loading.py).
+        pipe = pipeline_from_dict(data, overrides=overrides, share_models=False, allowed_modules=self.allowed_modules,
+                                  callbacks=parts.callbacks())
+        # a pipeline *node* (standard_rag's generator and embedder) is its own instance of the runtime's
+        # configuration (Haystack wires sockets per instance; `built` lends it the loaded model). An
+        # injected part configured as one of the pipeline's nodes is that node (loading.py).
         share_injected_components(pipe, self.pool)
-        self._point_at_store(pipe, resolved)
+        preparation = resolved.preparation()
+        if preparation is not None:  # the family's index-time parts, built when a component of the file needs them
+            preparation.attach(pipe, lambda: self.prepared(preparation))
         return pipe
 
     def use_store(self, store: Any) -> None:
-        """Read `store` from now on, in every pipeline built so far and later (the evaluation's per-question stores)."""
+        """Read `store` from now on (the evaluation's per-question stores): the pipelines built so far are
+        dropped and rebuild around it on their next use (deserialisation only: the models stay loaded);
+        what they need over it (CausalRAG's graph) is prepared now, as `prepare_stores` does."""
+        if store is self.store:
+            return
         self.store = store
-        for (file, _), pipe in self._built.items():
-            self._point_at_store(pipe, resolve(Path(file)))
+        with self._build_lock:
+            files = list(dict.fromkeys(file for file, _ in self._built))
+            self._built.clear()
+        self.prepare_stores([Path(file) for file in files])
 
     def prepared(self, preparation: Any) -> Any:
         """What a family's `StorePreparation` built over the current store (CausalRAG's graph), built once per store."""
@@ -244,60 +256,6 @@ class Runtime:
 
             self._keyword = (self.store, keyword_store(self.store))
         return self._keyword[1]
-
-    def _point_at_store(self, pipe: Pipeline, resolved: Resolved) -> None:
-        preparation = resolved.preparation()
-        if preparation is not None:  # the family's index-time parts, built when a component of the file needs them
-            preparation.attach(pipe, lambda: self.prepared(preparation))
-        for _, comp in pipe.walk():
-            if isinstance(comp, InMemoryBM25Retriever):  # hybrid_rag's keyword side
-                comp.document_store = self.keyword_store()
-                continue
-            for holder in (comp, getattr(comp, "retriever", None)):
-                for attr in ("document_store", "_document_store"):  # qdrant-haystack keeps `_document_store`
-                    if attr in getattr(holder, "__dict__", {}):
-                        setattr(holder, attr, self.store)
-
-    def _retriever_overrides(self, data: dict[str, Any]) -> dict[str, Any]:
-        """Put this runtime's retriever where the file has an embedding retriever (its top_k kept).
-
-        The store inside the serialised retriever is only a placeholder: `pipeline` points every
-        retriever at the runtime's own store instance once built (a store is never opened twice).
-        """
-        if self.retriever is None:
-            return {}
-        overrides: dict[str, Any] = {}
-        keyword = keyword_retriever(self.store)  # the store's own keyword retriever (pgvector), if it has one
-        for name, comp in data["components"].items():
-            if keyword is not None and str(comp.get("type", "")).endswith("BM25Retriever"):
-                new = serialize_component(keyword)
-                new["init_parameters"]["top_k"] = comp.get("init_parameters", {}).get("top_k", 5)
-                overrides[name] = new
-            for key, node in ((name, comp), (f"{name}.retriever", comp.get("init_parameters", {}).get("retriever"))):
-                if isinstance(node, dict) and str(node.get("type", "")).endswith("EmbeddingRetriever"):
-                    new = _placeholder_store(serialize_component(self.retriever))
-                    kept = node.get("init_parameters", {})
-                    if "top_k" in kept:
-                        new["init_parameters"]["top_k"] = kept["top_k"]
-                    if "return_embedding" in kept and "return_embedding" in new["init_parameters"]:
-                        new["init_parameters"]["return_embedding"] = kept["return_embedding"]  # a cascade's
-                    overrides[key] = new
-        return overrides
-
-    def _with_models(self, data: Any) -> Any:
-        """The pipeline dict with every chat generator / text embedder / ranker config replaced by ours."""
-        swaps = [("ChatGenerator", self.generator), ("TextEmbedder", self.text_embedder)]
-        if self.scorer is not None:
-            swaps.append(("SimilarityRanker", self.scorer))
-        if isinstance(data, dict):
-            if isinstance(data.get("type"), str) and "init_parameters" in data:
-                for suffix, instance in swaps:
-                    if data["type"].endswith(suffix):
-                        return serialize_component(instance)
-            return {k: self._with_models(v) for k, v in data.items()}
-        if isinstance(data, list):
-            return [self._with_models(v) for v in data]
-        return data
 
     def ask(
         self,
@@ -380,16 +338,6 @@ class Runtime:
                     self._built.popitem(last=False)
             self._built.move_to_end(key)
             return self._built[key]
-
-
-def _placeholder_store(retriever: dict[str, Any]) -> dict[str, Any]:
-    """A serialised retriever whose store opens nothing when deserialised: a FAISS store's `index_path` cleared
-    (deserialising it read the whole store again, 4 s per pipeline at 10,000 passages; `_point_at_store` then
-    gives every retriever the runtime's own store)."""
-    store = retriever.get("init_parameters", {}).get("document_store")
-    if isinstance(store, dict) and "index_path" in store.get("init_parameters", {}):
-        store["init_parameters"]["index_path"] = None
-    return retriever
 
 
 def _release_freed_memory() -> None:

@@ -8,6 +8,7 @@ import logging
 
 import pytest
 from click.testing import CliRunner
+from haystack import component
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 
 from haystack_cfrag import stores
@@ -86,12 +87,22 @@ class FakeOpenedStore:
         return getattr(self.documents, name)
 
 
+@component
+class FakeStoreRetriever(InMemoryEmbeddingRetriever):
+    """What FAISS's, pgvector's and Qdrant's retrievers are to their stores, for `FakeOpenedStore`: the runtime
+    hands its store in at construction, and this retriever reads the documents the fake holds."""
+
+    def __init__(self, document_store, **kwargs):
+        documents = getattr(document_store, "documents", document_store)
+        InMemoryEmbeddingRetriever.__init__(self, document_store=documents, **kwargs)
+
+
 @pytest.mark.parametrize("spec", ["faiss:stores/demo", f"pgvector:{PG_URL}#docs", "qdrant:http://localhost:6333"])
 def test_the_service_opens_a_non_json_spec_through_the_stores_package(monkeypatch, caplog, spec):
     opened, fake = [], FakeOpenedStore()
     monkeypatch.setattr(stores.demo, "open_document_store", lambda s: opened.append(s) or fake)
     monkeypatch.setattr(stores, "embedding_retriever",
-                        lambda store: InMemoryEmbeddingRetriever(document_store=store.documents, top_k=5))
+                        lambda store: FakeStoreRetriever(document_store=store, top_k=5))
     with caplog.at_level(logging.DEBUG):
         svc = CFRAGService(ServingConfig(generator="mock", store=spec), chat_generator=MockChatGenerator(),
                            text_embedder=HashingTextEmbedder(), allowed_modules=["tests"])

@@ -1,0 +1,265 @@
+"""How a `Runtime` hands its models and its store to the pipelines it builds: Haystack's deserialisation callback.
+
+`RuntimeParts.plan(data)` reads a pipeline dict once, before Haystack builds anything, and decides
+where the runtime's parts go:
+
+| role | a pipeline node (its class may change) | a part injected into a component |
+|---|---|---|
+| chat generator | receives `messages`, sends `replies` | typed `ChatGenerator` |
+| text embedder | receives `text`, sends `embedding` | typed `TextEmbedder` |
+| embedding retriever | receives `query_embedding`, sends `documents` only, has a `document_store` | typed `Retriever` |
+| keyword retriever (pgvector's own) | receives `query`, sends `documents` only, has a `document_store` | — |
+| ranker (a `scorer` spec given) | receives `query` and `documents`, sends `documents` only | ranks `query`, `documents` |
+
+A node's role is read from the sockets the file wires (its `connections`, `inputs` and `outputs`),
+a part's from the type its parent declares for it: neither needs the file's own model class to be
+importable (llama.cpp may not be installed where the runtime reads with OpenAI). `Retriever` is what
+a component runs per query (`MultiQueryRetriever`'s); a graph's `node_retriever` (an `EmbeddingRetriever`)
+is not: the family's `StorePreparation.attach` points it at the graph.
+
+A node with a role becomes the runtime's configuration (a node of the runtime's class: Haystack wires
+sockets per instance, and `loading.share_node_models` lends it the runtime's loaded model). A part with
+a role is taken out of the dict, and the callback hands in the runtime's own instance when its parent is
+constructed (a retriever part: built on the runtime's store). Every node constructed with a
+`document_store` is handed the runtime's store (BM25 in memory: what `Runtime.keyword_store` gives).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+from haystack.core.serialization import DeserializationCallbacks, component_from_dict, import_class_by_name
+
+from haystack_cfrag.common.protocols import ChatGenerator, Retriever, TextEmbedder
+from haystack_cfrag.common.serialization import serialize_component
+from haystack_cfrag.loading import TRUSTED_PREFIXES, check_classes, renamed_types
+
+GENERATOR, EMBEDDER, RETRIEVER, KEYWORD, SCORER = "chat generator", "text embedder", "retriever", "keyword", "scorer"
+
+
+def node_role(node: dict[str, Any], sends: set[str], receives: set[str]) -> str | None:
+    """The role of a pipeline node, from the sockets the file wires to it.
+
+    >>> node_role({"init_parameters": {}}, {"replies"}, {"messages"})
+    'chat generator'
+    >>> node_role({"init_parameters": {"document_store": {}}}, {"documents"}, {"query_embedding"})
+    'retriever'
+    >>> node_role({"init_parameters": {}}, {"documents", "causal_edges"}, {"query_embedding"}) is None
+    True
+    """
+    holds_store = "document_store" in (node.get("init_parameters") or {})
+    if "messages" in receives and "replies" in sends:
+        return GENERATOR
+    if "text" in receives and "embedding" in sends:
+        return EMBEDDER
+    if sends == {"documents"} and holds_store:
+        if "query_embedding" in receives:
+            return RETRIEVER
+        if "query" in receives and "documents" not in receives:
+            return KEYWORD
+    if sends == {"documents"} and {"query", "documents"} <= receives and not holds_store:
+        return SCORER
+    return None
+
+
+def wired_sockets(data: dict[str, Any]) -> dict[str, tuple[set[str], set[str]]]:
+    """node -> (the sockets it sends, the sockets it receives), from `connections`, `inputs` and `outputs`.
+
+    >>> wired_sockets({"connections": [{"sender": "a.x", "receiver": "b.y"}], "inputs": {"q": ["a.q"]}})
+    {'a': ({'x'}, {'q'}), 'b': (set(), {'y'})}
+    """
+    wired: dict[str, tuple[set[str], set[str]]] = {}
+
+    def add(target: Any, side: int) -> None:
+        name, _, socket = str(target).partition(".")
+        if socket:
+            wired.setdefault(name, (set(), set()))[side].add(socket)
+
+    for link in data.get("connections") or []:
+        add(link.get("sender"), 0)
+        add(link.get("receiver"), 1)
+    for targets in (data.get("inputs") or {}).values():
+        for target in targets if isinstance(targets, list) else [targets]:
+            add(target, 1)
+    for targets in (data.get("outputs") or {}).values():
+        for target in targets if isinstance(targets, list) else [targets]:
+            add(target, 0)
+    return wired
+
+
+def part_role(hint: Any) -> str | None:
+    """The role of an injected part, from the type its parent declares for it (`common.protocols`).
+
+    >>> part_role(ChatGenerator | None), part_role(TextEmbedder), part_role(int) is None
+    ('chat generator', 'text embedder', True)
+    """
+    kinds = set(typing.get_args(hint)) - {type(None)} if typing.get_args(hint) else {hint}
+    if ChatGenerator in kinds:
+        return GENERATOR
+    if TextEmbedder in kinds:
+        return EMBEDDER
+    if kinds and kinds == set(typing.get_args(Retriever) or ()):
+        return RETRIEVER
+    return None
+
+
+def ranks(cls: type | None) -> bool:
+    """Whether a class's `run` ranks documents for a query (a cross-encoder: `query`, `documents`, `top_k`)."""
+    run = getattr(cls, "run", None)
+    params = set(inspect.signature(run).parameters) if callable(run) else set()
+    return {"query", "documents", "top_k"} <= params and "query_embedding" not in params
+
+
+def qualified_name(cls: type) -> str:
+    """The `type:` Haystack writes for a class."""
+    return f"{cls.__module__}.{cls.__name__}"
+
+
+@dataclass
+class RuntimeParts:
+    """A runtime's parts for one build: `plan` rewrites the dict, `callbacks()` goes to `Pipeline.from_dict`.
+
+    :param generator, text_embedder, scorer: the runtime's model instances (handed in as they are).
+    :param retriever: the runtime's embedding retriever (None: the file's own, on the store).
+    :param keyword: the store's own keyword retriever (pgvector), or None.
+    :param store: the store every node and retriever part reads.
+    :param keyword_store: gives the store BM25 in memory reads (built on first need).
+    :param allowed: trusted module prefixes: a class is imported only after `loading.check_classes`.
+    """
+
+    generator: Any
+    text_embedder: Any
+    scorer: Any | None
+    retriever: Any | None
+    keyword: Any | None
+    store: Any
+    keyword_store: Any
+    allowed: tuple[str, ...] = TRUSTED_PREFIXES
+    nodes: dict[str, str] = field(default_factory=dict)  # node -> the `type:` it is built as
+    slots: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    """(node, the parent's `type:`, parameter) -> (role, the file's part) for every part taken out of the dict."""
+
+    def plan(self, data: dict[str, Any]) -> dict[str, Any]:
+        """A copy of `data` with nodes that have a role made the runtime's, and parts with a role taken out."""
+        data = renamed_types(data)
+        wired = wired_sockets(data)
+        for name, node in data["components"].items():
+            role = node_role(node, *wired.get(name, (set(), set())))
+            new = self._node(role, node)
+            if new is not None:
+                data["components"][name] = node = new
+            self.nodes[name] = node.get("type", "")
+            self._take_parts(name, node)
+        return data
+
+    def callbacks(self) -> DeserializationCallbacks:
+        """What `Pipeline.from_dict(data, callbacks=…)` takes, for the dict `plan` gave."""
+        return DeserializationCallbacks(component_pre_init=self.hand_in)
+
+    def hand_in(self, name: str, cls: type, init_params: dict[str, Any]) -> None:
+        """Haystack's pre-init callback: the runtime's parts into the parent being built, its store into a node."""
+        for (node, parent, key), (role, part) in self.slots.items():
+            if node == name and self._names(parent, cls) and init_params.get(key) is None:
+                init_params[key] = self._part(role, part)
+        if self._names(self.nodes.get(name), cls) and "document_store" in init_params:
+            init_params["document_store"] = self._store_for(cls)
+
+    def _names(self, type_name: str | None, cls: type) -> bool:
+        """Whether a `type:` names `cls` (its own path, or a path it is imported by)."""
+        return type_name == qualified_name(cls) or (type_name is not None and self._class(type_name) is cls)
+
+    def _node(self, role: str | None, node: dict[str, Any]) -> dict[str, Any] | None:
+        kept = node.get("init_parameters") or {}
+        if role == GENERATOR:
+            return serialize_component(self.generator)
+        if role == EMBEDDER:
+            return serialize_component(self.text_embedder)
+        if role == SCORER and self.scorer is not None:
+            return serialize_component(self.scorer)
+        if role == RETRIEVER and self.retriever is not None:
+            return _retriever_like(self.retriever, kept)
+        if role == KEYWORD and self.keyword is not None:
+            new = serialize_component(self.keyword)
+            new["init_parameters"]["top_k"] = kept.get("top_k", 5)
+            return new
+        return None
+
+    def _take_parts(self, name: str, node: dict[str, Any]) -> None:
+        """Record and take out the parts with a role, at any depth (a support scorer's chat generator)."""
+        params = node.get("init_parameters") or {}
+        hints = self._init_hints(node.get("type"))
+        for key, part in params.items():
+            if not (isinstance(part, dict) and isinstance(part.get("type"), str) and "init_parameters" in part):
+                continue
+            role = part_role(hints.get(key))
+            if role is None and self.scorer is not None and ranks(self._class(part["type"])):
+                role = SCORER
+            if role is not None:
+                self.slots[(name, node["type"], key)] = (role, part)
+                params[key] = None
+            else:
+                self._take_parts(name, part)
+
+    def _part(self, role: str, part: dict[str, Any]) -> Any:
+        if role == GENERATOR:
+            return self.generator
+        if role == EMBEDDER:
+            return self.text_embedder
+        if role == SCORER:
+            return self.scorer
+        # a retriever: the runtime's (the file's top_k kept), or the file's own, on the runtime's store
+        kept = part.get("init_parameters") or {}
+        own = self._class(part["type"])
+        embeds = own is not None and "query_embedding" in inspect.signature(own.run).parameters
+        data = _retriever_like(self.retriever, kept) if self.retriever is not None and embeds else part
+        cls = import_class_by_name(data["type"])
+        handed = DeserializationCallbacks(lambda _n, c, p: p.update(document_store=self._store_for(c)))
+        return component_from_dict(cls, data, cls.__name__, callbacks=handed)
+
+    def _store_for(self, cls: type) -> Any:
+        return self.keyword_store() if issubclass(cls, InMemoryBM25Retriever) else self.store
+
+    def _class(self, type_name: str | None) -> type | None:
+        """The class a `type:` names, imported only when on the allowlist; None when it does not import."""
+        if not type_name or "." not in type_name:
+            return None
+        check_classes({"type": type_name}, self.allowed)
+        module, _, name = type_name.rpartition(".")
+        try:
+            return getattr(importlib.import_module(module), name, None)
+        except ImportError:
+            return None
+
+    def _init_hints(self, type_name: str | None) -> dict[str, Any]:
+        cls = self._class(type_name)
+        try:
+            return typing.get_type_hints(cls.__init__) if cls is not None else {}
+        except Exception:  # noqa: BLE001  (an annotation that does not resolve: no declared roles)
+            return {}
+
+
+def _retriever_like(retriever: Any, kept: dict[str, Any]) -> dict[str, Any]:
+    """`retriever` serialised with the file's `top_k` (and `return_embedding`, a cascade's), its store a placeholder.
+
+    The placeholder opens nothing when deserialised (a FAISS store's `index_path` cleared: deserialising
+    it read the whole store, 4 s per pipeline at 10,000 passages); the callback then hands in the
+    runtime's own store at construction, and the placeholder is dropped.
+    """
+    new = serialize_component(retriever)
+    params = new["init_parameters"]
+    if "top_k" in kept:
+        params["top_k"] = kept["top_k"]
+    if "return_embedding" in kept and "return_embedding" in params:
+        params["return_embedding"] = kept["return_embedding"]
+    store = params.get("document_store")
+    if isinstance(store, dict) and "index_path" in store.get("init_parameters", {}):
+        store["init_parameters"]["index_path"] = None
+    return new
+
+
+__all__ = ["RuntimeParts", "node_role", "part_role", "wired_sockets"]

@@ -1,0 +1,135 @@
+"""How a Runtime hands its models and store to what it builds: Haystack's pre-init callback (`runtime_parts`)."""
+
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+from haystack.dataclasses import ChatMessage
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+from haystack_cfrag.common.protocols import ChatGenerator, Retriever
+from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.loading import TRUSTED_PREFIXES, pipeline_from_dict
+from haystack_cfrag.runtime import Runtime
+from haystack_cfrag.runtime_parts import RuntimeParts
+from tests import dark_knight as dk
+from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
+
+
+@component
+class Unbuildable:
+    """A chat generator whose class cannot be built here (llama.cpp not installed, an API key not set)."""
+
+    def __init__(self, model: str = "x") -> None:
+        raise RuntimeError("never built: the runtime's generator takes its place")
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, messages: list[ChatMessage]) -> dict[str, Any]:
+        return {"replies": messages}
+
+
+@component
+class Asker:
+    """Holds a chat generator and a retriever run per query, as our components do."""
+
+    def __init__(self, chat_generator: ChatGenerator, retriever: Retriever) -> None:
+        self.chat_generator, self.retriever = chat_generator, retriever
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, chat_generator=serialize_component(self.chat_generator),
+                               retriever=serialize_component(self.retriever))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Asker":
+        return default_from_dict(cls, deserialize_init_components(data, ("chat_generator", "retriever")))
+
+    @component.output_types(documents=list[Document])
+    def run(self, query: str) -> dict[str, Any]:
+        return {"documents": []}
+
+
+@component
+class PrivateStoreRetriever:
+    """Keeps its store in `_document_store`, as qdrant-haystack's retrievers do."""
+
+    def __init__(self, document_store: InMemoryDocumentStore, top_k: int = 10) -> None:
+        self._document_store, self._top_k = document_store, top_k
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, document_store=self._document_store.to_dict(), top_k=self._top_k)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PrivateStoreRetriever":
+        init = data["init_parameters"]
+        init["document_store"] = InMemoryDocumentStore.from_dict(init["document_store"])
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(self, query_embedding: list[float], top_k: int | None = None) -> dict[str, Any]:
+        return {"documents": self._document_store.embedding_retrieval(query_embedding, top_k=top_k or self._top_k)}
+
+
+def dark_knight_store() -> InMemoryDocumentStore:
+    store = InMemoryDocumentStore(embedding_similarity_function="cosine")
+    store.write_documents(HashingDocumentEmbedder().run(dk.documents())["documents"])
+    return store
+
+
+def parts(store: Any, retriever: Any = None) -> RuntimeParts:
+    reader = KeywordReader(candidates=dk.CANDIDATES, counterfactual_reply=dk.COUNTERFACTUAL_REPLY)
+    return RuntimeParts(generator=reader, text_embedder=HashingTextEmbedder(), scorer=None, retriever=retriever,
+                        keyword=None, store=store, keyword_store=lambda: store, allowed=(*TRUSTED_PREFIXES, "tests"))
+
+
+def unbuildable() -> dict[str, Any]:
+    return {"type": f"{__name__}.Unbuildable", "init_parameters": {"model": "x"}}
+
+
+def test_a_components_injected_parts_are_the_runtimes_instances_and_the_files_are_never_built():
+    store = dark_knight_store()
+    rp = parts(store)
+    file_retriever = serialize_component(InMemoryEmbeddingRetriever(document_store=InMemoryDocumentStore(), top_k=3))
+    data = {"components": {"asker": {"type": f"{__name__}.Asker", "init_parameters": {
+        "chat_generator": unbuildable(), "retriever": file_retriever}}}, "connections": []}
+    pipe = pipeline_from_dict(rp.plan(data), share_models=False, allowed_modules=["tests"], callbacks=rp.callbacks())
+    asker = pipe.get_component("asker")
+    assert asker.chat_generator is rp.generator
+    assert type(asker.retriever) is InMemoryEmbeddingRetriever and asker.retriever.document_store is store
+    assert asker.retriever.top_k == 3  # the file's
+    assert data["components"]["asker"]["init_parameters"]["chat_generator"] == unbuildable()  # the input is not changed
+
+
+def test_a_node_wired_as_a_generator_becomes_the_runtimes_configuration():
+    rp = parts(dark_knight_store())
+    data = {"components": {"llm": unbuildable()}, "connections": [],
+            "inputs": {"messages": ["llm.messages"]}, "outputs": {"replies": "llm.replies"}}
+    pipe = pipeline_from_dict(rp.plan(data), share_models=False, allowed_modules=["tests"], callbacks=rp.callbacks())
+    llm = pipe.get_component("llm")
+    assert type(llm) is KeywordReader and llm is not rp.generator  # its own node, of the runtime's configuration
+    assert llm.to_dict() == rp.generator.to_dict()
+
+
+def test_a_retriever_that_keeps_its_store_private_is_handed_the_runtimes_store_at_construction():
+    store = dark_knight_store()
+    rt = Runtime(store=store, retriever=PrivateStoreRetriever(document_store=InMemoryDocumentStore(), top_k=1),
+                 chat_generator=KeywordReader(candidates=dk.CANDIDATES), text_embedder=HashingTextEmbedder(),
+                 allowed_modules=["tests"])
+    node = rt.pipeline("standard_rag").get_component("retriever")
+    part = rt.pipeline("cf_rag").get_component("retriever").retriever
+    for retriever in (node, part):
+        assert type(retriever) is PrivateStoreRetriever and retriever._document_store is store  # noqa: SLF001
+    assert (node._top_k, part._top_k) == (5, 1)  # noqa: SLF001  (the file's top_k, where it sets one)
+    assert rt.ask("standard_rag", dk.QUESTION).answer == "Heath Ledger"
+
+
+def test_a_new_store_rebuilds_the_pipelines_around_it():
+    rt = Runtime(store=dark_knight_store(), chat_generator=KeywordReader(candidates=dk.CANDIDATES),
+                 text_embedder=HashingTextEmbedder(), allowed_modules=["tests"])
+    before = rt.built("standard_rag")
+    rt.use_store(rt.store)  # the same store: nothing rebuilt
+    assert rt.built("standard_rag") is before
+    other = dark_knight_store()
+    rt.use_store(other)
+    after = rt.built("standard_rag")
+    assert after is not before and after.get_component("retriever").document_store is other
+    assert after.get_component("generator") is not rt.generator and rt.ask("standard_rag", dk.QUESTION).answer
