@@ -16,14 +16,9 @@ from haystack_cfrag.common.tracing import LLMCall
 
 PACKAGE = Path(asking.__file__).resolve().parents[1]
 CALLS = {"call_with_timeout", "call_async_with_timeout"}
-OWN_CALL = {
-    # component file (relative to haystack_cfrag/) -> why it may send chat messages itself
-    "causal_rag/components/llm_graph_extractor.py": (
-        "a graph extractor, not an asker: it spreads a batch of chunks over a pool of generators on worker threads, "
-        "passes its JSON-schema generation arguments unconditionally, and raises every failure to the builder "
-        "(which records it); its public generation_kwargs() method would shadow the base's attribute"
-    ),
-}
+OWN_CALL: dict[str, str] = {}
+"""Component file (relative to haystack_cfrag/) -> why it may send chat messages itself: none since the graph
+extractor asks through the base too (its pool of generators is the `generator=` of each call)."""
 CALL = LLMCall(stage="answer", component="Asker")
 
 
