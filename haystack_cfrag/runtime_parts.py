@@ -37,7 +37,8 @@ from haystack.core.serialization import DeserializationCallbacks, component_from
 
 from haystack_cfrag.common.protocols import ChatGenerator, Retriever, TextEmbedder
 from haystack_cfrag.common.serialization import serialize_component
-from haystack_cfrag.loading import TRUSTED_PREFIXES, check_classes, renamed_types
+from haystack_cfrag.loading import TRUSTED_PREFIXES, check_classes
+from haystack_cfrag.pipelines import renamed_types
 
 GENERATOR, EMBEDDER, RETRIEVER, KEYWORD, SCORER = "chat generator", "text embedder", "retriever", "keyword", "scorer"
 
