@@ -96,7 +96,7 @@ def test_a_pipeline_file_is_parsed_once_whoever_reads_it(tmp_path, monkeypatch):
     parsed = []
     real = pipelines.read_pipeline
     monkeypatch.setattr("haystack_cfrag.registry.read_pipeline", lambda p: parsed.append(p) or real(p))
-    check_pipeline_file(path)
+    check_pipeline_file(path, build=False)  # (building needs the embedder installed: not on the 2.x test venv)
     check_system(parse_system(str(path)))
     load_pipeline(path)
     assert resolve(path) is resolve(str(path))
