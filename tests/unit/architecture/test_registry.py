@@ -96,9 +96,10 @@ def test_a_pipeline_file_is_parsed_once_whoever_reads_it(tmp_path, monkeypatch):
     parsed = []
     real = pipelines.read_pipeline
     monkeypatch.setattr("haystack_cfrag.registry.read_pipeline", lambda p: parsed.append(p) or real(p))
-    check_pipeline_file(path, build=False)  # (building needs the embedder installed: not on the 2.x test venv)
+    check_pipeline_file(path, build=False)
     check_system(parse_system(str(path)))
-    load_pipeline(path)
+    if importlib.util.find_spec("sentence_transformers") is not None:  # building needs the embedder (not on 2.x's venv)
+        load_pipeline(path)
     assert resolve(path) is resolve(str(path))
     assert parsed == [path]
     path.write_text(path.read_text() + "\n# changed\n")  # a new version is read again
