@@ -2,6 +2,7 @@
 
 import doctest
 import importlib
+import importlib.util
 from pathlib import Path
 
 import pytest
