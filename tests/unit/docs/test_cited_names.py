@@ -2,7 +2,7 @@
 
 Read: README.md and the top-level docs/*.md. Not read: the archive folders' own reports
 (docs/results/<run>/) and docs/results/HISTORY.md — historical records, which name what existed
-when they were written — nor the files in `BEING_REWRITTEN` (being rewritten elsewhere now).
+when they were written.
 
 The forms read, and only these (prose is never guessed at):
 
@@ -40,8 +40,6 @@ import haystack_cfrag
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "haystack_cfrag"
-BEING_REWRITTEN = ("README.md", "docs/results.md")
-"""Being rewritten by someone else right now: not read until the rewrite lands (then remove them here)."""
 FORMER_MODULES = ("core",)
 """Top-level modules the package had (core/ became cfrag/math/ and common/): a citation under them is read."""
 ROOTS = ("haystack_cfrag", "benchmarks", "pipelines", "tests", "examples")
@@ -210,15 +208,9 @@ def missing_in(paths: list[Path]) -> tuple[list[Citation], list[Citation]]:
 
 
 def test_every_cited_name_and_path_exists():
-    read = [p for p in docs() if p.relative_to(ROOT).as_posix() not in BEING_REWRITTEN]
-    cited, missing = missing_in(read)
+    cited, missing = missing_in(docs())
     assert len(cited) > 300, f"the matcher read only {len(cited)} citations: has its reading broken?"
     assert not missing, "the docs cite names and paths that do not exist:\n" + "\n".join(map(str, missing))
-
-
-def test_the_files_being_rewritten_still_exist():
-    for name in BEING_REWRITTEN:
-        assert (ROOT / name).is_file(), f"{name} is gone: remove it from BEING_REWRITTEN"
 
 
 SAMPLE = """\
@@ -259,10 +251,3 @@ def test_matcher_reads_only_its_forms():
         "core.text.clean_query", "tests/unit/docs/test_cited_names.py::no_such_test", "benchmarks/no_such.py",
         "haystack_cfrag.support.NoSuchScorer",
     ])
-
-
-@pytest.mark.parametrize("name", BEING_REWRITTEN)
-def test_what_the_files_being_rewritten_cite_is_reported(name):
-    """Not a check: prints what the rewrite should fix (`pytest -s` shows it)."""
-    _, missing = missing_in([ROOT / name])
-    print(f"\n{name}: {len(missing)} missing" + "".join(f"\n  {c}" for c in missing))
