@@ -34,8 +34,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 import haystack_cfrag
 
 ROOT = Path(__file__).resolve().parents[3]
