@@ -27,7 +27,8 @@ from haystack_cfrag.causal_rag.math.extraction import (
     parse_extraction,
     passage_hash,
 )
-from haystack_cfrag.causal_rag.math.graph import MAX_EDGES, MAX_NODES, NODE_FLAG, Graph, node_document_id
+from haystack_cfrag.causal_rag.math.graph import MAX_EDGES, MAX_NODES, Graph
+from haystack_cfrag.causal_rag.math.names import NODE_FLAG, node_document_id
 from haystack_cfrag.causal_rag.prompts import EXTRACTION_FIELDS, EXTRACTION_PROMPT, check_template
 from haystack_cfrag.common.asking import AsksChatGenerator
 from haystack_cfrag.common.plumbing import (

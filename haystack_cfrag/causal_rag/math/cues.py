@@ -39,7 +39,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from haystack_cfrag.causal_rag.math.graph import Triple, clean_name, clean_relation, node_key
+from haystack_cfrag.causal_rag.math.graph import Triple
+from haystack_cfrag.causal_rag.math.names import clean_name, clean_relation, node_key
 
 CAUSAL_RELATION = "CAUSES"
 """The relation of every causal edge (the cue that fired is kept beside it, `Triple.cue`)."""
