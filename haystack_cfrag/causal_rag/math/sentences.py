@@ -73,6 +73,8 @@ class Phrase:
 
 @dataclass(frozen=True)
 class Sentence:
+    """A sentence's tokens and the phrases naming things in it."""
+
     tokens: tuple[Token, ...]
     phrases: tuple[Phrase, ...] = ()
 
