@@ -34,15 +34,8 @@ from typing import Any
 
 from haystack import Document
 
-from haystack_cfrag.causal_rag.math.graph import (
-    MAX_PASSAGES_PER_EDGE,
-    MAX_PASSAGES_PER_NODE,
-    NODE_FLAG,
-    Graph,
-    node_document_id,
-    node_key,
-    relation_key,
-)
+from haystack_cfrag.causal_rag.math.graph import MAX_PASSAGES_PER_EDGE, MAX_PASSAGES_PER_NODE, Graph
+from haystack_cfrag.causal_rag.math.names import NODE_FLAG, node_document_id, node_key, relation_key
 
 FORMAT = "haystack-cfrag causal graph"
 VERSION = "1"

@@ -1,7 +1,7 @@
 """The tunable parameters of the `causal_rag` pipeline: k seed nodes and s hops (the paper sweeps both over
 1–5), and the summary's recipe: one call (the default) or the official code's two.
 
-The ranges of k and s come from `haystack_cfrag.causal_rag.math.graph` (their one home); those of
+The ranges of k and s come from `haystack_cfrag.causal_rag.math.expansion` (their one home); those of
 the summary's settings are here (`RANGES`, read by `CausalSummarizer`). k, s and `summary_calls`
 are run-time inputs of their components, so they change per request without rebuilding the
 pipeline; `summary_max_tokens` builds the pipeline with it (the CLI's `--param`, eval systems).
@@ -21,7 +21,7 @@ pipeline; `summary_max_tokens` builds the pipeline with it (the CLI's `--param`,
 
 from __future__ import annotations
 
-from haystack_cfrag.causal_rag.math.graph import MAX_HOPS, MAX_TOP_K, MIN_HOPS, MIN_TOP_K
+from haystack_cfrag.causal_rag.math.expansion import MAX_HOPS, MAX_TOP_K, MIN_HOPS, MIN_TOP_K
 from haystack_cfrag.common.parameters import Parameter, Range
 
 RANGES: dict[str, Range] = {

@@ -31,7 +31,7 @@ from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_cfrag.causal_rag.graph_tables import GraphTables
 from haystack_cfrag.causal_rag.math.extraction import passage_hash
-from haystack_cfrag.causal_rag.math.graph import NODE_FLAG, node_document_id, node_key
+from haystack_cfrag.causal_rag.math.names import NODE_FLAG, node_document_id, node_key
 from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec
 
 logger = logging.getLogger(__name__)

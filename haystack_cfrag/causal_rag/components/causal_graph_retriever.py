@@ -10,19 +10,18 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from haystack_cfrag.causal_rag.math.graph import (
+from haystack_cfrag.causal_rag.math.expansion import (
     DEFAULT_HOPS,
     DEFAULT_MAX_SUBGRAPH_EDGES,
     DEFAULT_TOP_K,
     MAX_SUBGRAPH_EDGES,
-    NODE_FLAG,
-    Graph,
     check_hops,
     check_top_k,
     expand_hops,
-    node_key,
     rank_passages,
 )
+from haystack_cfrag.causal_rag.math.graph import Graph
+from haystack_cfrag.causal_rag.math.names import NODE_FLAG, node_key
 from haystack_cfrag.common.plumbing import InjectedParts, accepts, degradation, run_async_or_thread, with_meta
 from haystack_cfrag.common.protocols import EmbeddingRetriever
 from haystack_cfrag.common.serialization import deserialize_component, deserialize_init_components, serialize_component

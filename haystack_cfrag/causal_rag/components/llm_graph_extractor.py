@@ -12,7 +12,7 @@ from haystack import component, default_from_dict, default_to_dict
 
 from haystack_cfrag.causal_rag.math.extraction import result
 from haystack_cfrag.causal_rag.math.extraction import Extraction, parse_extraction
-from haystack_cfrag.causal_rag.math.graph import MAX_NAME_CHARS, MAX_RELATION_CHARS
+from haystack_cfrag.causal_rag.math.names import MAX_NAME_CHARS, MAX_RELATION_CHARS
 from haystack_cfrag.causal_rag.prompts import EXTRACTION_FIELDS, EXTRACTION_PROMPT, check_template
 from haystack_cfrag.common.asking import AsksChatGenerator
 from haystack_cfrag.common.plumbing import InjectedParts
@@ -23,7 +23,7 @@ from haystack_cfrag.common.validation import check_bool, check_int, check_option
 
 COMPONENT = "LLMGraphExtractor"
 NAME_CHARS = 48
-"""Characters a node name may have in the constrained reply (graph.MAX_NAME_CHARS is the hard limit)."""
+"""Characters a node name may have in the constrained reply (names.MAX_NAME_CHARS is the hard limit)."""
 TYPE_CHARS = 16
 RELATION_CHARS = 32
 SPACE_TOKENS = 2

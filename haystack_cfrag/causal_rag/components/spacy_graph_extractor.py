@@ -11,9 +11,10 @@ from haystack.lazy_imports import LazyImport
 
 from haystack_cfrag import models
 from haystack_cfrag.causal_rag.math.extraction import result
-from haystack_cfrag.causal_rag.math.cues import Phrase, Sentence, Token, extract_sentences
+from haystack_cfrag.causal_rag.math.cues import extract_sentences
 from haystack_cfrag.causal_rag.math.extraction import DEFAULT_MAX_TRIPLES, Extraction, check_max_triples
 from haystack_cfrag.causal_rag.math.graph import Triple
+from haystack_cfrag.causal_rag.math.sentences import Phrase, Sentence, Token
 from haystack_cfrag.common.plumbing import InjectedParts
 from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
@@ -220,7 +221,8 @@ class SpacyGraphExtractor(InjectedParts):
 
 
 _PATTERNS_VERSION = 1
-"""Bumped when `causal_rag.math.cues` changes what it extracts (cached extractions then miss)."""
+"""Bumped when `causal_rag.math.cues` (or `sentences`, `relations`) changes what it extracts (cached extractions
+then miss)."""
 
 
 def _sentence(sent: Any) -> Sentence:

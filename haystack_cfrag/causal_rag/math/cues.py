@@ -1,17 +1,11 @@
 """A non-generative extractor's pattern logic, pure: parsed sentences -> nodes, relations, causal edges.
 
-Input is a parsed sentence in a library-neutral form (`Token`: text, lemma, part of speech,
-fine tag, dependency label, head index; `Phrase`: an entity or a noun chunk). The spaCy
-component (`SpacyGraphExtractor`) converts its `Doc` into this form; any other parser can.
+Input is a parsed sentence in a library-neutral form (`math.sentences`: `Token`, `Phrase`,
+`Sentence`). The spaCy component (`SpacyGraphExtractor`) converts its `Doc` into this form; any
+other parser can. `extract_sentences` puts the three kinds of findings together:
 
-- **Nodes**: entities (typed by their label) and noun chunks (type "Concept"); pronouns and
-  relative pronouns are no nodes (no coreference here), leading articles and possessives are
-  dropped from the name.
-- **Relations** from the dependency tree: subject -verb-> object ("Nolan DIRECT The Dark
-  Knight"), subject -verb_prep-> prepositional object ("Scott REACH_AT pole"), the passive
-  read actively ("X was directed by Nolan": "Nolan DIRECT X"), participles on a noun ("a film
-  starring Bale": "film STAR Bale"), a noun's prepositional phrase ("flood IN Paris") and
-  apposition ("Nolan IS director").
+- **Nodes**: entities and noun chunks (`math.sentences`).
+- **Relations** from the dependency tree (`math.relations`).
 - **Causal edges** (relation `CAUSES`, `Triple.cue` = the words that fired), from cue patterns
   (Khoo et al. 1998-style): causal verbs with their subject as the cause ("caused", "led to",
   "resulted in", "triggered", the passive "caused by" and the reversed "resulted from");
@@ -26,6 +20,7 @@ Known limits (what a trained tagger such as UniCausal would do better): no coref
 "it" end no edge), "since" and "as" are not read as causal (mostly temporal), implicit
 causation without a cue is missed, and negation ("did not cause") is not detected.
 
+>>> from haystack_cfrag.causal_rag.math.sentences import Phrase, Sentence, Token
 >>> toks = [Token("Heavy", "heavy", "ADJ", "JJ", "amod", 1), Token("rain", "rain", "NOUN", "NN", "nsubj", 2),
 ...         Token("caused", "cause", "VERB", "VBD", "ROOT", 2), Token("the", "the", "DET", "DT", "det", 4),
 ...         Token("flood", "flood", "NOUN", "NN", "dobj", 2), Token(".", ".", "PUNCT", ".", "punct", 2)]
@@ -36,15 +31,16 @@ causation without a cue is missed, and negation ("did not cause") is not detecte
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from haystack_cfrag.causal_rag.math.graph import Triple, clean_name, clean_relation, node_key
+from haystack_cfrag.causal_rag.math.graph import Triple
+from haystack_cfrag.causal_rag.math.names import node_key
+from haystack_cfrag.causal_rag.math.relations import sentence_relations
+from haystack_cfrag.causal_rag.math.sentences import ParsedSentence, Sentence
 
 CAUSAL_RELATION = "CAUSES"
 """The relation of every causal edge (the cue that fired is kept beside it, `Triple.cue`)."""
-CONCEPT = "Concept"
-"""The node type of a noun chunk that is not an entity."""
 MAX_TRIPLES_PER_SENTENCE = 40
 """Relations kept from one sentence at most (a run-on list sentence could otherwise make hundreds)."""
 
@@ -83,58 +79,6 @@ EFFECT_CUES: tuple[tuple[str, ...], ...] = (
     ("consequently",),
     ("so",),
 )
-_PRONOUN_TAGS = {"PRP", "PRP$", "WP", "WP$", "WDT", "EX"}
-_DROP_FIRST = {
-    "the",
-    "a",
-    "an",
-    "this",
-    "that",
-    "these",
-    "those",
-    "his",
-    "her",
-    "its",
-    "their",
-    "our",
-    "my",
-    "your",
-    "whose",
-    "which",
-    "some",
-    "any",
-    "every",
-    "each",
-}
-_SUBJECTS = {"nsubj", "nsubjpass", "csubj"}
-_OBJECTS = {"dobj", "attr", "oprd", "dative", "acomp"}
-
-
-@dataclass(frozen=True)
-class Token:
-    """A parsed token: `head` is the index of its head in the sentence (itself for the root)."""
-
-    text: str
-    lemma: str
-    pos: str
-    tag: str
-    dep: str
-    head: int
-
-
-@dataclass(frozen=True)
-class Phrase:
-    """Tokens [start, end) of the sentence naming one thing; `label`: an entity's type ("" = a noun chunk)."""
-
-    start: int
-    end: int
-    label: str = ""
-
-
-@dataclass(frozen=True)
-class Sentence:
-    tokens: tuple[Token, ...]
-    phrases: tuple[Phrase, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -149,180 +93,9 @@ class SentenceGraph:
         return tuple(t for t in self.triples if t.cue)
 
 
-class _Parse:
-    """One sentence with the lookups the patterns need."""
-
-    def __init__(self, sentence: Sentence) -> None:
-        self.toks = sentence.tokens
-        n = len(self.toks)
-        self.children: list[list[int]] = [[] for _ in range(n)]
-        for i, tok in enumerate(self.toks):
-            if 0 <= tok.head < n and tok.head != i:
-                self.children[tok.head].append(i)
-        self.lower = [t.text.lower() for t in self.toks]
-        self.phrase_of: dict[int, tuple[str, str]] = {}  # token index -> (name, type) of its phrase
-        self.phrase_start: dict[int, int] = {}  # token index -> first token of its phrase
-        self.cue_tokens: set[int] = set()  # tokens of the cues that fired ("as a result": no node "result")
-        for ph in sorted(sentence.phrases, key=lambda p: p.label != ""):  # entities last: they win
-            named = self._name(ph)
-            if named is None:
-                continue
-            for i in range(max(ph.start, 0), min(ph.end, n)):
-                self.phrase_of[i] = named
-                self.phrase_start[i] = ph.start
-
-    def _name(self, ph: Phrase) -> tuple[str, str] | None:
-        idx = list(range(max(ph.start, 0), min(ph.end, len(self.toks))))
-        if not ph.label:
-            while idx and (self.lower[idx[0]] in _DROP_FIRST or self.toks[idx[0]].tag in _PRONOUN_TAGS):
-                idx.pop(0)
-        while idx and (self.toks[idx[-1]].tag == "POS" or self.toks[idx[-1]].pos == "PUNCT"):
-            idx.pop()
-        if not idx or all(self.toks[i].tag in _PRONOUN_TAGS for i in idx):
-            return None
-        text = "".join(self.toks[i].text + ("" if i + 1 in idx and self._glued(i) else " ") for i in idx)
-        name = clean_name(text)
-        return (name, ph.label or CONCEPT) if node_key(name) else None
-
-    def _glued(self, i: int) -> bool:
-        nxt = self.toks[i + 1].text if i + 1 < len(self.toks) else ""
-        return nxt in ("'s", "’s", "-", "'", "%") or self.toks[i].text == "-"
-
-    # ---------------------------------------------------------- lookups
-    def node(self, i: int | None) -> str | None:
-        """The node a token stands for: its phrase, a relative pronoun's antecedent; None for other tokens."""
-        if i is None:
-            return None
-        tok = self.toks[i]
-        if tok.tag in ("WP", "WDT", "WP$") and tok.dep in _SUBJECTS | {"dobj"}:  # "…, which led to …"
-            verb = self.toks[i].head
-            if self.toks[verb].dep == "relcl":
-                return self.node(self.toks[verb].head)
-            return None
-        named = self.phrase_of.get(i)
-        return named[0] if named else None
-
-    def kids(self, i: int, *deps: str) -> list[int]:
-        return [c for c in self.children[i] if self.toks[c].dep in deps]
-
-    def with_conj(self, idx: Iterable[int]) -> list[int]:
-        out: list[int] = []
-        todo = list(idx)
-        while todo:
-            i = todo.pop(0)
-            out.append(i)
-            todo.extend(self.kids(i, "conj"))
-        return out
-
-    def subjects(self, v: int) -> list[int]:
-        subj = self.kids(v, "nsubj", "csubj")
-        if not subj and self.toks[v].dep in ("conj", "xcomp") and self.toks[v].head != v:
-            return self.subjects(self.toks[v].head)  # "X rose and flooded the town": X is the subject
-        if not subj and self.toks[v].dep == "relcl":
-            return [self.toks[v].head]
-        if not subj and self.toks[v].dep == "acl" and self.toks[v].tag == "VBG":
-            return [self.toks[v].head]  # "a film starring Bale"
-        return self.with_conj(subj)
-
-    def passive_subjects(self, v: int) -> list[int]:
-        subj = self.kids(v, "nsubjpass")
-        if not subj and self.toks[v].dep == "acl" and self.toks[v].tag == "VBN":
-            return [self.toks[v].head]  # "a film directed by Nolan"
-        return self.with_conj(subj)
-
-    def agents(self, v: int) -> list[int]:
-        return self.with_conj(p for a in self.kids(v, "agent") for p in self.kids(a, "pobj"))
-
-    def pobjs(self, prep: int) -> list[int]:
-        return self.with_conj(self.kids(prep, "pobj"))
-
-    def clause(self, i: int) -> int:
-        """The verb of the clause token `i` is in (walking up the heads)."""
-        seen = 0
-        while self.toks[i].pos not in ("VERB", "AUX") and self.toks[i].head != i and seen < 50:
-            i, seen = self.toks[i].head, seen + 1
-        return i
-
-    def focus(self, v: int, effect: bool) -> str | None:
-        """The node standing for a clause: an effect clause's patient first, a cause clause's agent first."""
-        order = (("nsubjpass", "dobj", "attr", "nsubj"), ("nsubj", "nsubjpass", "dobj", "attr"))[not effect]
-        for dep in order:
-            for c in self.kids(v, dep) or (self.subjects(v) if dep == "nsubj" else []):
-                if (name := self.node(c)) is not None:
-                    return name
-        for prep in self.kids(v, "prep", "agent"):
-            for p in self.pobjs(prep):
-                if (name := self.node(p)) is not None:
-                    return name
-        return None
-
-    def node_after(self, j: int, span: int = 8) -> int | None:
-        """The head token of the first node in tokens [j, j + span) (None if a verb or a stop comes first)."""
-        for i in range(j, min(j + span, len(self.toks))):
-            if self.toks[i].pos in ("VERB", "AUX") or self.lower[i] in (".", ";", ","):
-                return None
-            if self.node(i) is not None:
-                while self.toks[i].head != i and self.phrase_of.get(self.toks[i].head) == self.phrase_of.get(
-                    i
-                ):
-                    i = self.toks[i].head
-                return i
-        return None
-
-    def verb(self, order: Iterable[int]) -> int | None:
-        """The first verb (else auxiliary) met in `order`."""
-        aux = None
-        for i in order:
-            if self.toks[i].pos == "VERB":
-                return i
-            if aux is None and self.toks[i].pos == "AUX":
-                aux = i
-        return aux
-
-    def match(self, i: int, words: Sequence[str]) -> bool:
-        return tuple(self.lower[i : i + len(words)]) == tuple(words)
-
-
-# ------------------------------------------------------------------ relations
-def _verb_relation(p: _Parse, v: int, prep: int | None = None) -> str:
-    lemma = p.toks[v].lemma.lower() or p.lower[v]
-    parts = ["IS" if lemma == "be" else lemma.upper()]
-    parts += [p.lower[c].upper() for c in p.kids(v, "prt")]
-    if prep is not None:
-        parts.append(p.lower[prep].upper())
-    return clean_relation("_".join(parts))
-
-
-def _relations(p: _Parse) -> list[Triple]:
-    out: list[Triple] = []
-    for v, tok in enumerate(p.toks):
-        if tok.pos in ("VERB", "AUX"):
-            subj = [s for s in p.subjects(v) if p.node(s)]
-            patients = [s for s in p.passive_subjects(v) if p.node(s)]
-            objs = [o for o in p.with_conj(p.kids(v, *_OBJECTS)) if p.node(o)]
-            agents = [a for a in p.agents(v) if p.node(a)]
-            for s in subj:
-                out += [Triple(p.node(s), _verb_relation(p, v), p.node(o)) for o in objs]  # type: ignore[arg-type]
-            for a in agents:
-                out += [Triple(p.node(a), _verb_relation(p, v), p.node(s)) for s in patients]  # type: ignore[arg-type]
-            for prep in p.kids(v, "prep"):
-                for o in p.pobjs(prep):
-                    if p.node(o) and prep not in p.cue_tokens and o not in p.cue_tokens:
-                        rel = _verb_relation(p, v, prep)
-                        out += [Triple(p.node(s), rel, p.node(o)) for s in subj + patients]  # type: ignore[arg-type]
-        elif (head := p.node(v)) is not None and p.phrase_start.get(v) is not None:
-            for prep in p.kids(v, "prep"):
-                out += [
-                    Triple(head, clean_relation(p.lower[prep].upper()), p.node(o))  # type: ignore[arg-type]
-                    for o in p.pobjs(prep)
-                    if p.node(o)
-                ]
-            out += [Triple(head, "IS", p.node(a)) for a in p.kids(v, "appos") if p.node(a)]  # type: ignore[arg-type]
-    return out
-
 
 # ------------------------------------------------------------------ causal cues
-def _causal(p: _Parse, previous: _Parse | None) -> list[Triple]:
+def _causal(p: ParsedSentence, previous: ParsedSentence | None) -> list[Triple]:
     out: list[Triple] = []
 
     def edge(cause: str | None, effect: str | None, cue: str) -> None:
@@ -417,9 +190,9 @@ def extract_sentences(sentences: Sequence[Sentence], *, max_triples: int = 500) 
     """The nodes, relations and causal edges of consecutive sentences of one text (bounded, never raises)."""
     nodes: dict[str, tuple[str, str]] = {}
     triples: dict[tuple[str, str, str], Triple] = {}
-    previous: _Parse | None = None
+    previous: ParsedSentence | None = None
     for sentence in sentences:
-        p = _Parse(sentence)
+        p = ParsedSentence(sentence)
         causal = _causal(p, previous)  # first: it marks the cues' tokens, which make no node or relation
         for i, (name, kind) in p.phrase_of.items():
             if i not in p.cue_tokens:
@@ -427,7 +200,7 @@ def extract_sentences(sentences: Sequence[Sentence], *, max_triples: int = 500) 
         pairs = {(node_key(t.head), node_key(t.tail)) for t in causal}
         found = causal + [
             t
-            for t in _relations(p)
+            for t in sentence_relations(p)
             if (node_key(t.head), node_key(t.tail)) not in pairs
             and (node_key(t.tail), node_key(t.head)) not in pairs
         ]
@@ -449,13 +222,9 @@ __all__ = [
     "CAUSAL_RELATION",
     "CAUSAL_VERBS",
     "CAUSE_PREPOSITIONS",
-    "CONCEPT",
     "EFFECT_CUES",
     "MAX_TRIPLES_PER_SENTENCE",
     "REVERSED_VERBS",
-    "Phrase",
-    "Sentence",
     "SentenceGraph",
-    "Token",
     "extract_sentences",
 ]

@@ -32,14 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from haystack_cfrag.causal_rag.math.graph import (
-    DEFAULT_RELATION,
-    Triple,
-    clean_name,
-    clean_relation,
-    clean_type,
-    node_key,
-)
+from haystack_cfrag.causal_rag.math.graph import DEFAULT_RELATION, Triple
+from haystack_cfrag.causal_rag.math.names import clean_name, clean_relation, clean_type, node_key
 from haystack_cfrag.common.validation import check_int
 
 DEFAULT_CHUNK_CHARS = 1000

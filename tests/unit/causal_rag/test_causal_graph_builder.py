@@ -9,7 +9,7 @@ import pytest
 from haystack import Document
 
 from haystack_cfrag.causal_rag import CausalGraphBuilder
-from haystack_cfrag.causal_rag.math.graph import node_document_id
+from haystack_cfrag.causal_rag.math.names import node_document_id
 from haystack_cfrag.causal_rag.prompts import EXTRACTION_PROMPT
 from haystack_cfrag.evaluation.llm_cache import CachingChatGenerator
 from haystack_cfrag import timing

@@ -8,9 +8,11 @@ import pytest
 
 import haystack_cfrag.causal_rag as causal_rag
 
-MODULES = ["haystack_cfrag.causal_rag.math.graph", "haystack_cfrag.causal_rag.math.extraction",
+MODULES = ["haystack_cfrag.causal_rag.math.graph", "haystack_cfrag.causal_rag.math.names",
+           "haystack_cfrag.causal_rag.math.expansion", "haystack_cfrag.causal_rag.math.extraction",
            "haystack_cfrag.causal_rag.prompts", "haystack_cfrag.causal_rag.components.causal_graph_retriever",
-           "haystack_cfrag.causal_rag.math.cues", "haystack_cfrag.causal_rag.extractors",
+           "haystack_cfrag.causal_rag.math.cues",
+           "haystack_cfrag.causal_rag.math.sentences", "haystack_cfrag.causal_rag.math.relations", "haystack_cfrag.causal_rag.extractors",
            "haystack_cfrag.causal_rag.extraction_run",
            "haystack_cfrag.causal_rag.components.llm_graph_extractor",
            "haystack_cfrag.causal_rag.components.causal_summarizer", "haystack_cfrag.causal_rag.parameters",

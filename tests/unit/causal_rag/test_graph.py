@@ -2,23 +2,20 @@
 
 import pytest
 
-from haystack_cfrag.causal_rag.math.graph import (
+from haystack_cfrag.causal_rag.math.expansion import (
     DEFAULT_HOPS,
     DEFAULT_TOP_K,
     MAX_HOPS,
     MAX_TOP_K,
     MIN_HOPS,
     MIN_TOP_K,
-    Graph,
-    Triple,
     check_hops,
     check_top_k,
-    clean_name,
     expand_hops,
-    node_document_id,
-    node_key,
     rank_passages,
 )
+from haystack_cfrag.causal_rag.math.graph import Graph, Triple
+from haystack_cfrag.causal_rag.math.names import clean_name, node_document_id, node_key
 
 
 def chain():

@@ -20,9 +20,10 @@ from haystack_cfrag.causal_rag.components.llm_graph_extractor import (
 )
 from haystack_cfrag.causal_rag.extraction_run import extract_passages, summary_line
 from haystack_cfrag.causal_rag.extractors import check_extractor_name, make_extractor
-from haystack_cfrag.causal_rag.math.cues import Phrase, Sentence, Token, extract_sentences
+from haystack_cfrag.causal_rag.math.cues import extract_sentences
 from haystack_cfrag.causal_rag.math.extraction import Extraction
 from haystack_cfrag.causal_rag.math.graph import Triple
+from haystack_cfrag.causal_rag.math.sentences import Phrase, Sentence, Token
 
 from .fakes import ScriptedExtractor, TableEmbedder
 
