@@ -1,4 +1,4 @@
-"""How `cfrag ask` and `cfrag compare` show the evidence-set selector's trace (its shape: `EvidenceSetSelector._trace`).
+"""The evidence-set selector's trace: how it is built (`selection_trace`) and how `cfrag ask` and `cfrag compare` show it.
 
     >>> trace = {"pool": ["a", "b", "c"], "kept": ["b"], "pruned": ["a"], "quality": 0.81, "reached": True,
     ...          "stop": "delta", "necessity": {"b": 1.0}, "scorer_calls": 7, "answer": "Bale"}
@@ -10,7 +10,59 @@ from __future__ import annotations
 
 from typing import Any
 
+from haystack_cfrag.cer.math.search import Effects, SearchResult
 from haystack_cfrag.common.text import clean_query
+
+
+def selection_trace(
+    ids: list[str],
+    answer: str,
+    result: SearchResult,
+    effects: Effects,
+    replacements: dict[int, int],
+    *,
+    quality_calls: int,
+    scorer_calls: int,
+    seconds: float,
+) -> dict[str, Any]:
+    """The trace of one selection: the search's steps and outcome and the kept passages' effects, by passage id.
+
+    `ids` are the pool's document ids (the search's indices point into it); `replacements` maps a
+    kept passage to its hard negative; `quality_calls` counts the sets scored, `scorer_calls` the
+    support scorer's calls.
+    """
+    kept = [ids[i] for i in result.kept]
+    return {
+        "answer": answer,
+        "pool": ids,
+        "steps": [
+            {
+                "chosen": ids[s.chosen],
+                "utilities": {ids[d]: u for d, u in s.utilities.items()},
+                "quality": s.quality,
+                "gain": s.gain,
+            }
+            for s in result.steps
+        ],
+        "qualities": result.qualities,
+        "initial_quality": result.initial_quality,
+        "forward": [ids[i] for i in result.forward],
+        "pruned": [ids[i] for i in result.pruned],
+        "cut": [ids[i] for i in result.cut],
+        "kept": kept,
+        "quality": result.quality,
+        "reached": result.reached,
+        "stop": result.stop,
+        "necessity": dict(zip(kept, effects.necessity, strict=True)),
+        "deletion_effects": dict(zip(kept, effects.deletion, strict=True)),
+        "replacement_effects": dict(zip(kept, effects.replacement, strict=True)),
+        "fused_effects": dict(zip(kept, effects.fused, strict=True)),
+        "replacements": {ids[d]: ids[r] for d, r in replacements.items()},
+        "quality_calls": quality_calls,
+        "scorer_calls": scorer_calls,
+        "seconds": seconds,
+        "fallback": False,
+    }
 
 
 def decision_lines(trace: dict[str, Any]) -> list[str]:
@@ -56,4 +108,4 @@ def why_no_answer(trace: dict[str, Any] | None) -> str:
     return "the model's reply held no answer"
 
 
-__all__ = ["RECORDED", "decision_lines", "format_trace", "record", "why_no_answer"]
+__all__ = ["RECORDED", "decision_lines", "format_trace", "record", "selection_trace", "why_no_answer"]

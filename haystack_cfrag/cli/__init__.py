@@ -1,7 +1,10 @@
 """The `cfrag` command, one module per concern.
 
-- `app`: the command group and the question commands (`ask`, `compare`, `index`, `bench`, `models`);
+- `app`: the command group and the question commands (`ask`, `compare`);
 - `checks`: argument checks that run before any model loads (one-line errors);
+- `index`: `cfrag index`;
+- `bench`: `cfrag bench`;
+- `models`: `cfrag models requirements` and `cfrag models check`;
 - `evaluate`: `cfrag eval`;
 - `serve`: `cfrag serve` (Hayhooks with the fixed pipeline set, see docs/serving.md).
 

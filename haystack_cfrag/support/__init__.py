@@ -6,7 +6,9 @@ generator's token log-probabilities for a *given* answer (`docs/support.md`):
 - `math`: pure equations (token alignment, normalisation, counterfactual margin, PMI,
   option reading over orders, calibration);
 - `backends`: reading log P(answer | prompt) from llama-cpp-python in process, transformers,
-  or an OpenAI-compatible server that returns prompt log-probabilities (vLLM);
+  or an OpenAI-compatible server that returns prompt log-probabilities (vLLM): `backend_for` picks
+  one, and re-exports what the backends are made of: `backend_common` (the prompt type, the
+  result, the protocol, the errors), `llama_cpp_backend`, `transformers_backend`, `openai_backend`;
 - `scorer`: the `ReaderSupportScorer` component.
 
 Importing this package imports no model library; the component is exported lazily.

@@ -7,17 +7,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from haystack_cfrag.cer.math.quality import coverage, pmi_probability, quality_score, support_probability
-from haystack_cfrag.cer.math.search import (
-    Effects,
-    MemoisedQuality,
-    SearchResult,
-    minimal_sufficient_set,
-    set_effects,
-)
+from haystack_cfrag.cer.components.set_scoring import VERIFY_QUESTION  # noqa: F401  (importable from here too)
+from haystack_cfrag.cer.components.set_scoring import SetScoring
+from haystack_cfrag.cer.math.hard_negatives import hard_negatives
+from haystack_cfrag.cer.math.search import MemoisedQuality, minimal_sufficient_set, set_effects
 from haystack_cfrag.cer.math.settings import (
     ALPHA,
     DELTA,
@@ -29,6 +24,7 @@ from haystack_cfrag.cer.math.settings import (
     WEIGHTS,
     CerSettings,
 )
+from haystack_cfrag.cer.trace import selection_trace
 from haystack_cfrag.common.asking import AsksChatGenerator
 from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
@@ -40,7 +36,6 @@ from haystack_cfrag.common.plumbing import (
 )
 from haystack_cfrag.common.protocols import ChatGenerator, SupportScorer
 from haystack_cfrag.common.replies import parse_draft_reply
-from haystack_cfrag.common.text import bag_of_words_matrix
 from haystack_cfrag.common.tracing import LLMCall, current_span
 from haystack_cfrag.common.prompting import SHORT_DRAFT_PROMPT, render_plain_evidence
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
@@ -57,8 +52,6 @@ logger = logging.getLogger(__name__)
 COMPONENT = "EvidenceSetSelector"
 ENTAILMENT = ("support", "pmi")
 CONTRADICTION = ("off", "yes_no")
-VERIFY_QUESTION = '{query}\nIs "{answer}" the answer the evidence gives? Reply yes or no.'
-"""The question whose "no" / "yes" support gives p_contra with `contradiction="yes_no"`."""
 
 NECESSITY_KEY = "cer_necessity"
 DELETION_KEY = "cer_deletion_effect"
@@ -306,7 +299,10 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
         self, query: str, pool: list[Document], answer: str, degradations: list[dict[str, Any]]
     ) -> dict[str, Any]:
         started = time.monotonic()
-        scoring = _Scoring(self, query, answer, pool)
+        scoring = SetScoring(
+            self.support_scorer, query, answer, pool, settings=self.settings, entailment=self.entailment,
+            pmi_scale=self.pmi_scale, contradiction=self.contradiction,
+        )
         quality = MemoisedQuality(scoring.quality)
         try:
             result = minimal_sufficient_set(
@@ -319,7 +315,8 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
                 best_prefix=self.best_prefix,
                 bound=scoring.bound if self.skip_decided else None,
             )
-            replacements = _hard_negatives(pool, result.kept) if self.replacement else {}
+            texts = [d.content or "" for d in pool]
+            replacements = hard_negatives(texts, result.kept) if self.replacement else {}
             effects = set_effects(result.kept, quality, replacements=replacements, alpha=self.settings.alpha)
         except Exception as exc:
             if self.raise_on_failure:
@@ -342,7 +339,10 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
                     theta=self.settings.theta,
                 )
             )
-        trace = self._trace(pool, answer, result, effects, replacements, scoring, time.monotonic() - started)
+        trace = selection_trace(
+            [d.id for d in pool], answer, result, effects, replacements,
+            quality_calls=scoring.sets, scorer_calls=scoring.calls, seconds=time.monotonic() - started,
+        )
         kept = [
             with_meta(pool[i], **{NECESSITY_KEY: nec, DELETION_KEY: dele, RANK_KEY: rank})
             for rank, (i, nec, dele) in enumerate(
@@ -373,102 +373,6 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
             "trace": {**trace, "degradations": list(degradations)},
             "degradations": degradations,
         }
-
-    def _trace(
-        self,
-        pool: list[Document],
-        answer: str,
-        result: SearchResult,
-        effects: Effects,
-        replacements: dict[int, int],
-        scoring: _Scoring,
-        seconds: float,
-    ) -> dict[str, Any]:
-        ids = [d.id for d in pool]
-        kept = [ids[i] for i in result.kept]
-        return {
-            "answer": answer,
-            "pool": ids,
-            "steps": [
-                {
-                    "chosen": ids[s.chosen],
-                    "utilities": {ids[d]: u for d, u in s.utilities.items()},
-                    "quality": s.quality,
-                    "gain": s.gain,
-                }
-                for s in result.steps
-            ],
-            "qualities": result.qualities,
-            "initial_quality": result.initial_quality,
-            "forward": [ids[i] for i in result.forward],
-            "pruned": [ids[i] for i in result.pruned],
-            "cut": [ids[i] for i in result.cut],
-            "kept": kept,
-            "quality": result.quality,
-            "reached": result.reached,
-            "stop": result.stop,
-            "necessity": dict(zip(kept, effects.necessity, strict=True)),
-            "deletion_effects": dict(zip(kept, effects.deletion, strict=True)),
-            "replacement_effects": dict(zip(kept, effects.replacement, strict=True)),
-            "fused_effects": dict(zip(kept, effects.fused, strict=True)),
-            "replacements": {ids[d]: ids[r] for d, r in replacements.items()},
-            "quality_calls": scoring.sets,
-            "scorer_calls": scoring.calls,
-            "seconds": seconds,
-            "fallback": False,
-        }
-
-
-class _Scoring:
-    """F̂ over tuples of pool indices, from the support scorer (one run's answer and pool)."""
-
-    def __init__(self, selector: EvidenceSetSelector, query: str, answer: str, pool: list[Document]) -> None:
-        self.s = selector
-        self.query, self.answer, self.pool = query, answer, pool
-        self.calls = 0
-        self.sets = 0
-        self._support: dict[tuple[int, ...], float] = {}
-
-    def _score(self, query: str, answer: str, docs: list[Document]) -> float:
-        self.calls += 1
-        return float(self.s.support_scorer.score(query, answer, docs))
-
-    def support(self, idx: tuple[int, ...]) -> float:
-        if idx not in self._support:
-            self._support[idx] = self._score(self.query, self.answer, [self.pool[i] for i in idx])
-        return self._support[idx]
-
-    def quality(self, idx: tuple[int, ...]) -> float:
-        self.sets += 1
-        docs = [self.pool[i] for i in idx]
-        if self.s.entailment == "pmi":
-            p_entail = pmi_probability(self.support(idx) - self.support(()), self.s.pmi_scale)
-        else:
-            p_entail = support_probability(self.support(idx))
-        p_cov = coverage(self.answer, [d.content or "" for d in docs])
-        p_contra = self._contradiction(docs) if self.s.contradiction == "yes_no" else 0.0
-        return quality_score(p_entail, p_cov, p_contra, len(idx), self.s.settings)
-
-    def bound(self, idx: tuple[int, ...]) -> float:
-        """F̂'s upper bound without a scoring: p_entail = 1, p_contra = 0 (p_cov and |S| are free)."""
-        p_cov = coverage(self.answer, [self.pool[i].content or "" for i in idx])
-        return quality_score(1.0, p_cov, 0.0, len(idx), self.s.settings)
-
-    def _contradiction(self, docs: list[Document]) -> float:
-        question = VERIFY_QUESTION.format(query=self.query, answer=self.answer)
-        p_yes = support_probability(self._score(question, "yes", docs))
-        p_no = support_probability(self._score(question, "no", docs))
-        return p_no / (p_yes + p_no) if p_yes + p_no > 0 else 0.0
-
-
-def _hard_negatives(pool: list[Document], kept: tuple[int, ...]) -> dict[int, int]:
-    """For each kept passage, the most similar pool passage outside the set (lexical cosine); none if the pool has none."""
-    outside = [i for i in range(len(pool)) if i not in kept]
-    if not outside:
-        return {}
-    vectors = bag_of_words_matrix([d.content or "" for d in pool])
-    sims = vectors @ vectors.T
-    return {d: outside[int(np.argmax(sims[d, outside]))] for d in kept}
 
 
 def _llm_call() -> LLMCall:

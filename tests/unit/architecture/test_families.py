@@ -285,7 +285,7 @@ def test_index_graph_and_bench_reach_the_families_through_their_declarations(tmp
 
     from haystack_cfrag import registry
     from haystack_cfrag.adapters import factories
-    from haystack_cfrag.cli import app
+    from haystack_cfrag.cli import app, bench, index
     from tests.fakes import HashingDocumentEmbedder
     from haystack_cfrag.family import Family, StorePreparation
 
@@ -298,8 +298,8 @@ def test_index_graph_and_bench_reach_the_families_through_their_declarations(tmp
     monkeypatch.setattr(factories, "document_embedder", lambda *_a, **_k: embedder)
     query_embedder = object()  # what embeds the graph's node names: the query's model
     monkeypatch.setattr(factories, "text_embedder", lambda *_a, **_k: query_embedder)
-    monkeypatch.setattr(app, "GRAPH", prep)
-    monkeypatch.setattr(app, "benchmarks", lambda: {"toy": lambda counts, seconds, llm: f"toy {counts} {seconds}"})
+    monkeypatch.setattr(index, "GRAPH", prep)
+    monkeypatch.setattr(bench, "benchmarks", lambda: {"toy": lambda counts, seconds, llm: f"toy {counts} {seconds}"})
     monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "notes.txt").write_text("Rain causes floods in the valley.")
     out = CliRunner().invoke(app.main, ["index", str(tmp_path / "notes.txt"), "--store", str(tmp_path / "s.json"),

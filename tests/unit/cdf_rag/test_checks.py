@@ -247,3 +247,12 @@ def test_the_loop_never_exceeds_its_bounds_and_always_ends(
     assert len(actions) <= max_rounds + 1
     if len(actions) < len(scores):
         assert actions[-1] in (ACCEPT, STOP)
+
+
+@pytest.mark.parametrize("module", ["claims", "causal_check", "feedback_loop"])
+def test_module_examples_run(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(f"haystack_cfrag.cdf_rag.math.{module}"))
+    assert result.attempted > 0 and result.failed == 0

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from haystack_cfrag.cer.math import hard_negatives as cer_hard_negatives
 from haystack_cfrag.cer.math import quality as cq
 from haystack_cfrag.cer.math import settings as cer_settings
 from haystack_cfrag.cer.math.settings import DEFAULTS, CerSettings
@@ -19,6 +20,8 @@ def test_doctests_pass():
     assert result.attempted >= 25 and result.failed == 0
     result = doctest.testmod(cer_settings)
     assert result.attempted >= 4 and result.failed == 0
+    result = doctest.testmod(cer_hard_negatives)
+    assert result.attempted >= 2 and result.failed == 0
 
 
 def test_paper_defaults():

@@ -6,6 +6,7 @@ import socket
 import pytest
 from click.testing import CliRunner
 
+from haystack_cfrag.adapters import factories
 from haystack_cfrag.cli import app, main
 from haystack_cfrag.cfrag.trace import format_trace
 from haystack_cfrag.common.parameters import clip, parse_integer, parse_value
@@ -50,7 +51,7 @@ def no_models(monkeypatch):
         raise RuntimeError("a model would load")
 
     monkeypatch.setattr(app, "_runtime", loading)
-    monkeypatch.setattr(app.factories, "document_embedder", loading)
+    monkeypatch.setattr(factories, "document_embedder", loading)
 
 
 def refused(args, *parts):
