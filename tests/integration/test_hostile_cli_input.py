@@ -70,7 +70,7 @@ ARGUMENT_CASES = [
     ("eval --systems /etc/passwd", ["eval", str(HOTPOT), "--out", "runs/d", "--systems", "/etc/passwd"], 2,
      "/etc/passwd is not a pipeline file (.yml or .yaml)"),
     ("eval --systems a YAML that is no pipeline", ["eval", str(HOTPOT), "--out", "runs/e", "--systems", "list.yml"], 2,
-     "list.yml is not a Haystack pipeline file"),
+     "list.yml: not a Haystack pipeline file (no 'components' mapping)"),
     ("eval --systems cf_rag[K=0]", ["eval", str(HOTPOT), "--out", "runs/f", "--systems", "cf_rag[K=0]"], 2,
      "'n_clusters' must be an integer in [1, 20], got 0"),
     ("eval --inject-systems nope", ["eval", str(HOTPOT), "--out", "runs/g", "--inject", "2", "--inject-systems",
