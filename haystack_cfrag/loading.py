@@ -92,7 +92,8 @@ def pipeline_from_dict(
 def check_pipeline_file(
     name_or_path: str | Path, *, allowed_modules: list[str] | None = None, build: bool | None = None
 ) -> dict[str, Any]:
-    """The one check of a pipeline YAML before any model loads (`ask`, `eval`, `serve`): its parsed dict.
+    """The one check of a pipeline YAML before any model loads (`ask`, `eval`, `serve`): its parsed dict (the one
+    `registry.resolve` holds: shared, never to be changed).
 
     Checked, each failure one line naming the file: it is readable YAML, a mapping with a
     `components` mapping; every class and callable it names is on the allowlist

@@ -26,6 +26,7 @@ constructed (a retriever part: built on the runtime's store). Every node constru
 
 from __future__ import annotations
 
+import copy
 import importlib
 import inspect
 import typing
@@ -38,7 +39,6 @@ from haystack.core.serialization import DeserializationCallbacks, component_from
 from haystack_cfrag.common.protocols import ChatGenerator, Retriever, TextEmbedder
 from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.loading import TRUSTED_PREFIXES, check_classes
-from haystack_cfrag.pipelines import renamed_types
 
 GENERATOR, EMBEDDER, RETRIEVER, KEYWORD, SCORER = "chat generator", "text embedder", "retriever", "keyword", "scorer"
 
@@ -147,7 +147,7 @@ class RuntimeParts:
 
     def plan(self, data: dict[str, Any]) -> dict[str, Any]:
         """A copy of `data` with nodes that have a role made the runtime's, and parts with a role taken out."""
-        data = renamed_types(data)
+        data = copy.deepcopy(data)  # the resolved YAML is shared (`registry.resolve`): never changed
         wired = wired_sockets(data)
         for name, node in data["components"].items():
             role = node_role(node, *wired.get(name, (set(), set())))

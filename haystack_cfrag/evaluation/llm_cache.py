@@ -62,16 +62,18 @@ without `model_id`, and the older key looked up with it): left out of that key, 
 found (`use_mmap`: 2026-11-28, since the reader reads its GGUF instead of mapping it)."""
 
 
+def _without(params: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """`params` without `keys`, at any depth."""
+    return {k: _without(v, keys) if isinstance(v, dict) else v for k, v in params.items() if k not in keys}
+
+
 def without_newer(described: dict[str, Any]) -> dict[str, Any]:
     """A serialised generator without `NEWER_SETTINGS`, at any depth of its init parameters.
 
     >>> without_newer({"type": "Gen", "init_parameters": {"model_kwargs": {"use_mmap": False, "seed": 0}}})
     {'type': 'Gen', 'init_parameters': {'model_kwargs': {'seed': 0}}}
     """
-    def drop(params: dict[str, Any]) -> dict[str, Any]:
-        return {k: drop(v) if isinstance(v, dict) else v for k, v in params.items() if k not in NEWER_SETTINGS}
-
-    return {**described, "init_parameters": drop(dict(described.get("init_parameters") or {}))}
+    return {**described, "init_parameters": _without(described.get("init_parameters") or {}, NEWER_SETTINGS)}
 
 
 def portable(described: dict[str, Any] | None, model_id: str) -> dict[str, Any]:
@@ -84,12 +86,8 @@ def portable(described: dict[str, Any] | None, model_id: str) -> dict[str, Any]:
 'generation_kwargs': {'temperature': 0.0}}}
     """
     described = described or {}
-
-    def drop(params: dict[str, Any]) -> dict[str, Any]:
-        return {k: drop(v) if isinstance(v, dict) else v for k, v in params.items() if k not in MACHINE_LOCAL}
-
     return {"type": str(described.get("type", "")).rsplit(".", 1)[-1], "model_id": model_id,
-            "init_parameters": drop(dict(described.get("init_parameters") or {}))}
+            "init_parameters": _without(described.get("init_parameters") or {}, MACHINE_LOCAL)}
 
 
 def stored_reply(message: ChatMessage) -> dict[str, Any]:
