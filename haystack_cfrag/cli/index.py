@@ -74,11 +74,16 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
     files of other types or without a suffix, and links leading out of FOLDER (or nowhere); links
     to folders are not followed. Files larger than --max-file-mb are skipped and passages longer
     than --max-passage-chars are cut, both counted in the summary. No passage at all is an error.
+
+    Indexing again is incremental: a passage the store already holds (the same text from the same
+    source, by its id) is kept as it is, neither embedded nor written again; to change the embedder,
+    index into a new store.
     """
     from haystack.document_stores.types import DuplicatePolicy  # noqa: PLC0415
 
     from haystack_cfrag.indexing import convert_files, cut_passages, select_files, split_documents  # noqa: PLC0415
     from haystack_cfrag.stores import close_document_store, open_document_store, redact, save_document_store  # noqa: PLC0415
+    from haystack_cfrag.stores.existing import stored_dim, stored_ids  # noqa: PLC0415
 
     if overlap >= words:
         raise click.BadParameter(f"must be smaller than --words ({words}), got {overlap}", param_hint="--overlap")
@@ -112,24 +117,41 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
     if not passages:  # each file without text, or too large, was logged as a warning
         raise click.ClickException(f"no passage to index: {len(files)} file(s) gave no text"
                                    + (f" ({skipped})" if skipped else "") + "; the store is unchanged.")
-    doc_embedder = factories.document_embedder(embedder, device=device, progress_bar=True)
-    doc_embedder.warm_up()
-    embedded = doc_embedder.run(documents=passages)["documents"]
-    dim = len(embedded[0].embedding) if embedded and embedded[0].embedding is not None else None
-    try:
-        store = open_document_store(spec, embedding_dim=dim, create=True)
-    except ValueError as exc:  # e.g. a table of another dimension
+    try:  # an existing store: the passages it holds (same text, same source) are neither embedded nor written
+        store = open_document_store(spec)
+    except FileNotFoundError:
+        store = None
+    except ValueError as exc:  # a corrupt or foreign store
         raise click.ClickException(one_line(exc, typed=False)) from exc
     try:
-        written = store.write_documents(embedded, policy=DuplicatePolicy.OVERWRITE)
-        save_document_store(store, spec)
+        held = stored_ids(store, [p.id for p in passages]) if store is not None else set()
+        new = [p for p in passages if p.id not in held]
+        embedded = []
+        if new:
+            doc_embedder = factories.document_embedder(embedder, device=device, progress_bar=True)
+            doc_embedder.warm_up()
+            embedded = doc_embedder.run(documents=new)["documents"]
+        dim = len(embedded[0].embedding) if embedded and embedded[0].embedding is not None else None
+        if store is None:
+            try:
+                store = open_document_store(spec, embedding_dim=dim, create=True)
+            except ValueError as exc:
+                raise click.ClickException(one_line(exc, typed=False)) from exc
+        elif dim is not None and stored_dim(store) not in (None, dim):
+            raise click.ClickException(f"{redact(str(spec))} holds {stored_dim(store)}-dimensional embeddings, "
+                                       f"not {dim} ({embedder}); the store is unchanged.")
+        written = store.write_documents(embedded, policy=DuplicatePolicy.OVERWRITE) if embedded else 0
+        if written:
+            save_document_store(store, spec)
         count = store.count_documents()
         # the graph is the store's: all its passages (new or changed ones are extracted, the others are cached)
         stored = [d for d in store.filter_documents() if d.content] if graph else []
     finally:
-        close_document_store(store)
+        if store is not None:
+            close_document_store(store)
     where = spec.location if spec.kind == "memory" else redact(str(spec))
-    click.echo(f"{len(files)} files → {len(passages)} passages, {written} written; store has "
+    click.echo(f"{len(files)} files → {len(passages)} passages, {written} written"
+               + (f" ({len(held)} already in the store, kept)" if held else "") + "; store has "
                f"{count} in {time.perf_counter() - start:.1f} s → {where}" + (f"; {skipped}" if skipped else ""))
     if graph:
         status = StatusLine(label="index")

@@ -1,0 +1,59 @@
+"""Which passages a store already holds: `cfrag index` embeds and writes only the others.
+
+A passage's id is Haystack's hash of its text and metadata (its source file, its place in it), so a
+passage found by id is the same passage: re-indexing a folder after adding one file embeds that
+file's passages only, and a FAISS HNSW index (which cannot replace a vector) is never asked to.
+
+>>> from haystack import Document
+>>> from haystack.document_stores.in_memory import InMemoryDocumentStore
+>>> store = InMemoryDocumentStore()
+>>> _ = store.write_documents([Document(content="kept")])
+>>> sorted(stored_ids(store, [Document(content="kept").id, Document(content="new").id])) == [Document(content="kept").id]
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+BATCH = 1000
+"""Ids asked per query of a database store."""
+
+
+def stored_ids(store: Any, ids: Sequence[str], *, batch: int = BATCH) -> set[str]:
+    """The ids among `ids` that `store` holds.
+
+    File stores answer from their dict (faiss-haystack's `documents`, InMemory's `storage`); Qdrant by
+    `get_documents_by_id`; any other store by a filter on `id`, `batch` ids a query.
+    """
+    for attribute in ("documents", "storage"):  # faiss-haystack, InMemoryDocumentStore
+        held = getattr(store, attribute, None)
+        if isinstance(held, dict):
+            return {i for i in ids if i in held}
+    found: set[str] = set()
+    for start in range(0, len(ids), batch):
+        part = list(ids[start:start + batch])
+        asked = set(part)
+        if hasattr(store, "get_documents_by_id"):  # qdrant-haystack (its ids are UUIDs made from these)
+            docs = store.get_documents_by_id(part)
+        else:
+            docs = store.filter_documents(filters={"field": "id", "operator": "in", "value": part})
+        found.update(d.id for d in docs if d.id in asked)
+    return found
+
+
+def stored_dim(store: Any) -> int | None:
+    """The dimension of the vectors `store` holds: a FAISS index's, a pgvector table's, a Qdrant
+    collection's; None for a store that takes any (InMemory)."""
+    index = getattr(store, "index", None)
+    if index is not None and isinstance(getattr(index, "d", None), int):  # faiss-haystack, once loaded
+        return index.d
+    for attribute in ("embedding_dimension", "embedding_dim"):  # pgvector-haystack, qdrant-haystack
+        dim = getattr(store, attribute, None)
+        if isinstance(dim, int):
+            return dim
+    return None
+
+
+__all__ = ["stored_dim", "stored_ids"]
