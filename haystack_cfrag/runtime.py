@@ -26,6 +26,7 @@ from haystack_cfrag.adapters import factories
 from haystack_cfrag.cascade.math import GATE_KEY
 from haystack_cfrag.registry import FAMILIES, Resolved, preparation_of, resolve
 from haystack_cfrag.common import interrupts
+from haystack_cfrag.common.validation import check_bool
 from haystack_cfrag.stores.keyword import keyword_retriever
 from haystack_cfrag.loading import (TRUSTED_PREFIXES, component_key, pipeline_from_dict, share_injected_components,
                                     share_node_models)
@@ -99,6 +100,7 @@ class Runtime:
         graph_cache: str | Path | None = GRAPH_CACHE,
         graph_extractor: str | None = None,
         store_spec: str | None = None,
+        keep_graph: bool = False,
     ) -> None:
         """
         :param store: the store every pipeline reads: in memory, FAISS, pgvector, Qdrant (see
@@ -117,6 +119,9 @@ class Runtime:
             family's default (its `StorePreparation.default_extractor`).
         :param store_spec: the spec `store` was opened from (`haystack_cfrag.stores`): a graph `cfrag index
             --graph` stored beside it is opened, not built (`causal_rag.stored_graph`); None: built in memory.
+        :param keep_graph: when no graph is stored beside `store_spec`, write the one built there (what `cfrag index
+            --graph` writes) and open it, instead of holding it in memory: for a store this package owns (the demo's,
+            in the cache), so that later runs open it. A write that fails is a logged warning and an in-memory build.
         """
         self.allowed_modules = allowed_modules
         self.store = store
@@ -139,6 +144,8 @@ class Runtime:
         self.graph_extractor = graph_extractor  # checked by the family's preparation (an unknown name: ValueError)
         self.store_spec = store_spec
         self._spec_store = store  # the store `store_spec` names (the evaluation's per-question stores are others)
+        check_bool("keep_graph", keep_graph)
+        self.keep_graph = keep_graph
         self._prepared: dict[int, tuple[Any, Any, Any]] = {}  # id(preparation) -> (it, the store, its handle)
         self._keyword: tuple[Any, Any] | None = None  # (the store, what BM25 reads for it)
         self.graph_stats: list[dict[str, Any]] = []  # one entry per index-time build (CausalRAG's graph: its cost)
@@ -209,6 +216,12 @@ class Runtime:
                            extractor=extractor, cache=self.graph_cache or "no cache")
             if extractor not in preparation.parse_only:  # an LLM extracts: the reader loads first
                 self.warm_up()
+            stored = self._keep(preparation, passages, extractor)
+            if stored is not None:
+                if held is not None:
+                    preparation.release(held[2])
+                self._prepared[id(preparation)] = (preparation, self.store, stored)
+                return stored
             handle, stats = preparation.build(passages, chat_generator=self.generator,
                                               text_embedder=self.text_embedder, cache_dir=self.graph_cache,
                                               graph_extractor=extractor)
@@ -236,12 +249,41 @@ class Runtime:
         """What `cfrag index --graph` stored beside the runtime's store for `preparation`, opened; None: none stored."""
         if preparation.load is None or self.store_spec is None or self.store is not self._spec_store:
             return None
+        if self.keep_graph and not self._keeps(preparation):  # the demo keeps its default extractor's graph only
+            return None
         start = time.perf_counter()
         handle = preparation.load(self.store_spec)
         if handle is not None:
             logger.info("Opened the stored {what} in {s:.2f} s", what=preparation.what, s=time.perf_counter() - start)
             self.graph_stats.append({"stored": True, "seconds": round(time.perf_counter() - start, 3),
                                      "built_on": timed_on()})
+        return handle
+
+    def _keeps(self, preparation: Any) -> bool:
+        """Whether this runtime's graph is the one kept beside its store: the default extractor's."""
+        return (self.graph_extractor or preparation.default_extractor) == preparation.default_extractor
+
+    def _keep(self, preparation: Any, passages: list[Any], extractor: str) -> Any | None:
+        """With `keep_graph`: write what `preparation` builds beside the spec's store, batch by batch (as `cfrag
+        index --graph` does), and open it; None when not kept (then it is built in memory)."""
+        if (not self.keep_graph or not self._keeps(preparation) or preparation.index is None
+                or self.store_spec is None or self.store is not self._spec_store or not passages):
+            return None
+        start = time.perf_counter()
+        try:
+            stats = preparation.index(passages, chat_generator=self.generator, cache_dir=self.graph_cache,
+                                      progress=None, extractor=extractor, engine="local", ray_address=None,
+                                      store_spec=self.store_spec, text_embedder=self.text_embedder)
+            handle = self._stored(preparation)
+        except (OSError, ValueError, RuntimeError) as exc:  # a full disk, another process writing it: kept in memory
+            logger.warning("Could not store {what} beside {spec} ({error}); it is built in memory this time",
+                           what=preparation.what, spec=str(self.store_spec), error=" ".join(str(exc).split())[:160])
+            return None
+        if handle is not None:
+            logger.info("Stored {what} beside {spec} in {s:.1f} s; later runs open it", what=preparation.what,
+                        spec=str(self.store_spec), s=time.perf_counter() - start)
+            self.graph_stats.append({**{k: v for k, v in stats.items() if isinstance(v, (int, float, str, bool))},
+                                     "kept": True, "built_on": timed_on()})
         return handle
 
     def graph_store(self) -> Any:

@@ -22,6 +22,7 @@ import json
 import os
 import resource
 import time
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
@@ -66,8 +67,7 @@ def main() -> None:
     close_document_store(target)
     graph = store_preparation()
     t2 = time.perf_counter()
-    for d in passages:  # the graph reads the passages' text and ids only
-        d.embedding = None
+    passages = [replace(d, embedding=None) for d in passages]  # the graph reads the passages' text and ids only
     stats = graph.index(passages, chat_generator=None, cache_dir=models.graph_cache_dir(), progress=None,
                         extractor="spacy", engine="local", ray_address=None, store_spec=parse_store_spec(args.target),
                         text_embedder=factories.text_embedder())

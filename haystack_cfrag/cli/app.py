@@ -147,6 +147,7 @@ def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None
              max_tokens: int, logprobs: bool, pipelines: list[str] | None = None) -> Any:
     from haystack_cfrag.runtime import Runtime  # noqa: PLC0415  (heavy imports only when needed)
     from haystack_cfrag.stores import open_query_store  # noqa: PLC0415
+    from haystack_cfrag.stores.demo import demo_spec  # noqa: PLC0415
 
     start = time.perf_counter()
     status = StatusLine(label="setup")
@@ -155,7 +156,8 @@ def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None
         store = open_query_store(store_path, embedder, device=device, progress_bar=True)
         status("loading the models")
         runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device,
-                          max_tokens=max_tokens, logprobs=logprobs, store_spec=store_path)
+                          max_tokens=max_tokens, logprobs=logprobs, store_spec=store_path or demo_spec(embedder),
+                          keep_graph=store_path is None)  # the demo's graph is kept beside it, in the cache
         if pipelines:
             status("preparing the store (the causal graph)")
             runtime.prepare_stores(pipelines)  # before the reader loads: the two peaks never meet

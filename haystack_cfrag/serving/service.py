@@ -127,6 +127,11 @@ class CFRAGService:
         self.config = config
         start = time.perf_counter()
         store_spec = config.store if store is None else None  # a graph `cfrag index --graph` stored beside it is opened
+        keep_graph = store is None and not config.store  # the demo's: its graph is kept beside it, in the cache
+        if keep_graph:
+            from haystack_cfrag.stores.demo import demo_spec  # noqa: PLC0415
+
+            store_spec = demo_spec(config.embedder)
         if store is None:
             # any spec `cfrag ask` reads (haystack_cfrag.stores); FAISS, pgvector, Qdrant are used as they are
             store = open_query_store(config.store, config.embedder, device=config.device)
@@ -148,6 +153,7 @@ class CFRAGService:
             text_embedder=text_embedder,
             allowed_modules=allowed_modules,
             store_spec=store_spec or None,
+            keep_graph=keep_graph,
         )
         self.runtime.prepare_stores(list(config.pipelines))  # the graph before the reader: their peaks never meet
         self.runtime.warm_up()

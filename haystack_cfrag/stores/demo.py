@@ -36,6 +36,11 @@ def default_store_path(embedder: str = EMBEDDED_EMBEDDER) -> Path:
     return cache_dir() / "stores" / f"demo_{key}.json"
 
 
+def demo_spec(embedder: str = EMBEDDED_EMBEDDER) -> str:
+    """The demo store's spec (``memory:`` its cached JSON): what the runtime keeps the demo's graph beside."""
+    return f"memory:{default_store_path(embedder)}"
+
+
 def open_store(
     path: Path | None,
     embed_documents: Callable[[list[Document]], list[Document]],
