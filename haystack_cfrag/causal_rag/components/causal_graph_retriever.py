@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import threading
 from collections.abc import Generator
 from typing import Any
 
@@ -103,8 +104,9 @@ class CausalGraphRetriever(InjectedParts):
     def __init__(
         self,
         *,
-        node_retriever: EmbeddingRetriever,
+        node_retriever: EmbeddingRetriever | None = None,
         document_store: Any | None = None,
+        graph: str | None = None,
         top_k: int = DEFAULT_TOP_K,
         hops: int = DEFAULT_HOPS,
         max_edges: int = DEFAULT_MAX_SUBGRAPH_EDGES,
@@ -119,6 +121,12 @@ class CausalGraphRetriever(InjectedParts):
         :param document_store: where the source passages are fetched by id; None = the node
             retriever's store (nodes and passages in one store). A separate passage store keeps
             node Documents out of every other retriever's results (what `cfrag` does).
+        :param graph: the spec of a store whose graph `cfrag index --graph` stored beside it
+            (``faiss:PATH#INDEX``, ``pgvector:URL#TABLE``, ``PATH.json``, ``qdrant:…``): opened (checked, never
+            built) in `warm_up` or on the first run; its node vectors then answer the seeds (a retriever of
+            their kind, `top_k` of `node_retriever` or 10), its tables the hops, and that store the passages
+            (unless `document_store` is given). For a pipeline run without `cfrag` (Hayhooks, your own code);
+            `node_retriever` is then optional, and given, replaced.
         :param top_k: k, the number of seed nodes, in [1, 10] (paper and official code: 3).
         :param hops: s, the number of expansion hops, in [1, 10] (paper and official code: 3).
         :param max_edges: edges kept at most, in [1, 2000] (the official code keeps all).
@@ -126,8 +134,15 @@ class CausalGraphRetriever(InjectedParts):
         :param filters: more filters for node retrieval, ANDed with the node flag (Haystack filter syntax).
         :param raise_on_failure: raise when the retriever or the store fails instead of degrading.
         """
-        if node_retriever is None:
-            raise ValueError(f"{COMPONENT}: 'node_retriever' is required (an embedding retriever over the node Documents).")
+        if graph is not None:
+            from haystack_cfrag.stores.specs import parse_store_spec  # noqa: PLC0415
+
+            if not isinstance(graph, str):
+                raise ValueError(f"{COMPONENT}: 'graph' must be a store spec string, got {type(graph).__name__}.")
+            parse_store_spec(graph)  # a spec that does not parse: one line naming what is wrong
+        elif node_retriever is None:
+            raise ValueError(f"{COMPONENT}: 'node_retriever' is required (an embedding retriever over the node "
+                             "Documents), or 'graph' (a store whose graph `cfrag index --graph` stored).")
         if document_store is not None and not hasattr(document_store, "filter_documents"):
             raise ValueError(f"{COMPONENT}: 'document_store' must be a Haystack document store (with filter_documents).")
         check_top_k(top_k)
@@ -138,7 +153,12 @@ class CausalGraphRetriever(InjectedParts):
             raise ValueError(f"{COMPONENT}: 'filters' must be a Haystack filter dict or None.")
         check_bool("raise_on_failure", raise_on_failure)
         self.node_retriever = node_retriever
+        self._declared_node_retriever = node_retriever  # what to_dict writes: `graph`'s retriever is opened, not declared
         self.document_store = document_store
+        self.graph = graph
+        self._stored: Any | None = None  # the opened `stored_graph.StoredGraph` of `graph`
+        self._opening = threading.Lock()  # concurrent first runs open it once
+        self._passages: Any | None = None  # the store `graph` names, opened when `document_store` is None
         self.top_k = top_k
         self.hops = hops
         self.max_edges = max_edges
@@ -154,8 +174,10 @@ class CausalGraphRetriever(InjectedParts):
         """Serialise, including the injected retriever and store."""
         return default_to_dict(
             self,
-            node_retriever=serialize_component(self.node_retriever),
+            node_retriever=serialize_component(self.node_retriever if self.graph is None
+                                               else self._declared_node_retriever),
             document_store=serialize_component(self.document_store),
+            graph=self.graph,
             top_k=self.top_k,
             hops=self.hops,
             max_edges=self.max_edges,
@@ -172,6 +194,53 @@ class CausalGraphRetriever(InjectedParts):
         data["init_parameters"]["document_store"] = deserialize_component(store) if isinstance(store, dict) else store
         return default_from_dict(cls, data)
 
+    def warm_up(self) -> None:
+        """Open `graph` (when given, once), then warm the node retriever."""
+        if self.graph is not None:
+            with self._opening:
+                if self._stored is None:
+                    self._open_graph()
+        InjectedParts.warm_up(self)  # (the @component class is a copy: no zero-argument super())
+
+    def _open_graph(self) -> None:
+        from haystack_cfrag.causal_rag.stored_graph import open_stored_graph  # noqa: PLC0415
+        from haystack_cfrag.stores import embedding_retriever, redact  # noqa: PLC0415
+
+        stored = open_stored_graph(self.graph)  # a foreign, corrupt or unfinished graph: one-line ValueError
+        if stored is None:
+            raise ValueError(f"{COMPONENT}: no graph is stored beside {redact(self.graph)}; write it with "
+                             f"`cfrag index FILES --store {redact(self.graph)} --graph`.")
+        if self.document_store is None:  # the passages: the store the spec names (read only)
+            from haystack_cfrag.stores import open_document_store  # noqa: PLC0415
+
+            try:
+                self._passages = open_document_store(self.graph)
+            except Exception:
+                stored.close()
+                raise
+        self.node_retriever = embedding_retriever(stored.nodes, top_k=getattr(self.node_retriever, "top_k", 10))
+        self.graph_tables = stored.tables
+        self._stored = stored
+
+    def close(self) -> None:
+        """Close the opened `graph` (its tables and node store) and what the injected parts hold."""
+        self._close_graph()
+        InjectedParts.close(self)
+
+    async def close_async(self) -> None:
+        """Async twin of `close`."""
+        self._close_graph()
+        await InjectedParts.close_async(self)
+
+    def _close_graph(self) -> None:
+        if self._stored is not None:
+            from haystack_cfrag.stores import close_document_store  # noqa: PLC0415
+
+            self._stored.close()
+            if self._passages is not None:
+                close_document_store(self._passages)
+            self._stored = self._passages = self.graph_tables = None
+
     @property
     def node_store(self) -> Any | None:
         """The store the nodes reached by each hop are fetched from: the node retriever's."""
@@ -184,7 +253,9 @@ class CausalGraphRetriever(InjectedParts):
     @property
     def store(self) -> Any | None:
         """The store the source passages are fetched from."""
-        return self.document_store if self.document_store is not None else self.node_store
+        if self.document_store is not None:
+            return self.document_store
+        return self._passages if self._passages is not None else self.node_store
 
     # ------------------------------------------------------------------ run
     @component.output_types(nodes=list[Document], causal_edges=list[dict[str, Any]], documents=list[Document],
@@ -196,6 +267,8 @@ class CausalGraphRetriever(InjectedParts):
         :param hops: overrides `hops` for this call, in [1, 10].
         :returns: `nodes`, `causal_edges`, `documents`, `trace` and `degradations`.
         """
+        if self.graph is not None and self._stored is None:
+            self.warm_up()
         steps = self._steps(query_embedding, top_k, hops)
         request = next(steps)
         while True:
@@ -213,6 +286,8 @@ class CausalGraphRetriever(InjectedParts):
     async def run_async(self, query_embedding: list[float], top_k: int | None = None,
                         hops: int | None = None) -> dict[str, Any]:
         """Async twin of `run`, with the same sockets."""
+        if self.graph is not None and self._stored is None:
+            await asyncio.to_thread(self.warm_up)
         steps = self._steps(query_embedding, top_k, hops)
         request = next(steps)
         while True:

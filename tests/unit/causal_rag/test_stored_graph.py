@@ -242,3 +242,58 @@ def _stamped(path, fmt, version):
     conn.executemany('INSERT INTO "cfrag_graph_meta" VALUES (?, ?)', [("format", fmt), ("version", version)])
     conn.commit()
     conn.close()
+
+
+def test_a_retriever_given_only_the_store_spec_opens_its_stored_graph_and_passages(tmp_path, monkeypatch):
+    """`CausalGraphRetriever(graph=SPEC)`: what a YAML run without cfrag's runtime (Hayhooks) writes."""
+    from haystack_cfrag.stores import save_memory_store
+
+    path = tmp_path / "s.json"
+    passages = InMemoryDocumentStore()
+    passages.write_documents(DOCS)
+    save_memory_store(passages, path)
+    embedder = TableEmbedder(VECTORS, dimension=5)
+    embedder.warm_up = lambda: None
+    import haystack_cfrag.causal_rag.node_store as node_store
+    monkeypatch.setattr(node_store, "TextEmbedderForDocuments", lambda _: embedder)
+    extract_passages(DOCS, chat_generator=ScriptedExtractor(), cache_dir=tmp_path / "cache",
+                     store_spec=StoreSpec("memory", str(path)), text_embedder=None)
+    stored = open_stored_graph(StoreSpec("memory", str(path)))
+    explicit = CausalGraphRetriever(node_retriever=InMemoryEmbeddingRetriever(document_store=stored.nodes),
+                                    document_store=passages, top_k=2, hops=2)
+    explicit.graph_tables = stored.tables
+    spec = f"memory:{path}"
+    data = CausalGraphRetriever(graph=spec, top_k=2, hops=2).to_dict()
+    assert data["init_parameters"]["graph"] == spec and data["init_parameters"]["node_retriever"] is None
+    by_spec = CausalGraphRetriever.from_dict(data)
+    for query in VECTORS.values():  # opened on the first run, no warm_up called
+        want, got = explicit.run(query_embedding=query), by_spec.run(query_embedding=query)
+        assert got["causal_edges"] == want["causal_edges"] and got["degradations"] == []
+        assert [d.id for d in got["documents"]] == [d.id for d in want["documents"]]
+    assert by_spec.to_dict() == data  # the opened parts are not serialised
+    by_spec.close()
+    assert by_spec.graph_tables is None
+    stored.close()
+
+
+@pytest.mark.parametrize("graph, match", [
+    (7, "'graph' must be a store spec string"),
+    ("ftp://host/x", "ftp"),
+])
+def test_a_graph_spec_that_is_not_one_is_refused_at_construction(graph, match):
+    with pytest.raises(ValueError, match=match):
+        CausalGraphRetriever(graph=graph)
+
+
+def test_a_store_without_a_stored_graph_is_one_line_naming_the_command(tmp_path):
+    from haystack_cfrag.stores import save_memory_store
+
+    save_memory_store(InMemoryDocumentStore(), tmp_path / "s.json")
+    retriever = CausalGraphRetriever(graph=str(tmp_path / "s.json"))
+    with pytest.raises(ValueError, match="no graph is stored beside .*cfrag index FILES --store .* --graph"):
+        retriever.run(query_embedding=[1.0, 0, 0, 0, 0])
+
+
+def test_without_node_retriever_or_graph_the_retriever_is_refused():
+    with pytest.raises(ValueError, match="'node_retriever' is required .* or 'graph'"):
+        CausalGraphRetriever()
