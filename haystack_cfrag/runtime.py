@@ -120,8 +120,9 @@ class Runtime:
         :param store_spec: the spec `store` was opened from (`haystack_cfrag.stores`): a graph `cfrag index
             --graph` stored beside it is opened, not built (`causal_rag.stored_graph`); None: built in memory.
         :param keep_graph: when no graph is stored beside `store_spec`, write the one built there (what `cfrag index
-            --graph` writes) and open it, instead of holding it in memory: for a store this package owns (the demo's,
-            in the cache), so that later runs open it. A write that fails is a logged warning and an in-memory build.
+            --graph` writes, in a child process: `runtime_keep`) and open it, instead of holding it in memory: for a
+            store this package owns (the demo's, in the cache), so that later runs open it. A parse-only extractor
+            only; a write that fails is a logged warning and an in-memory build.
         """
         self.allowed_modules = allowed_modules
         self.store = store
@@ -267,13 +268,16 @@ class Runtime:
         """With `keep_graph`: write what `preparation` builds beside the spec's store, batch by batch (as `cfrag
         index --graph` does), and open it; None when not kept (then it is built in memory)."""
         if (not self.keep_graph or not self._keeps(preparation) or preparation.index is None
-                or self.store_spec is None or self.store is not self._spec_store or not passages):
+                or extractor not in preparation.parse_only or self.store_spec is None
+                or self.store is not self._spec_store or not passages):
             return None
+        from haystack_cfrag.runtime_keep import index_apart  # noqa: PLC0415
+
         start = time.perf_counter()
-        try:
-            stats = preparation.index(passages, chat_generator=self.generator, cache_dir=self.graph_cache,
-                                      progress=None, extractor=extractor, engine="local", ray_address=None,
-                                      store_spec=self.store_spec, text_embedder=self.text_embedder)
+        try:  # in a child process: the build's heap (spaCy, its batches) never stays under the reader
+            stats = index_apart(preparation, passages, text_embedder=self.text_embedder, cache_dir=self.graph_cache,
+                                progress=None, extractor=extractor, engine="local", ray_address=None,
+                                store_spec=self.store_spec)
             handle = self._stored(preparation)
         except (OSError, ValueError, RuntimeError) as exc:  # a full disk, another process writing it: kept in memory
             logger.warning("Could not store {what} beside {spec} ({error}); it is built in memory this time",
