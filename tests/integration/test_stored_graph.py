@@ -91,3 +91,47 @@ def test_a_users_own_table_of_a_graph_name_is_never_written_into(pg_url, tmp_pat
         index(f"pgvector:{pg_url}#docs", tmp_path)
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT note FROM docs_graph_edges").fetchall() == [("mine",)]
+
+
+YAML = """
+components:
+  embedder:
+    type: haystack_cfrag.testing.fakes.HashingTextEmbedder
+    init_parameters: {{}}
+  graph_retriever:
+    type: haystack_cfrag.causal_rag.components.causal_graph_retriever.CausalGraphRetriever
+    init_parameters: {{top_k: 3, hops: 3, max_documents: 3, graph: "{spec}"}}
+connections:
+  - {{sender: embedder.embedding, receiver: graph_retriever.query_embedding}}
+"""
+
+
+def check_yaml_reads_the_stored_graph(spec):
+    """A YAML pipeline loaded by Haystack's own Pipeline.loads (the allowlist widened for the call only) opens the
+    stored graph from the spec alone, and retrieves what the runtime's stored-graph path retrieves."""
+    from haystack import Pipeline
+
+    pipe = Pipeline.loads(YAML.format(spec=spec), allowed_modules=["haystack_cfrag"])
+    store = open_document_store(spec)
+    rt = Runtime(store=store, chat_generator=reader(), text_embedder=HashingTextEmbedder(), allowed_modules=["tests"],
+                 store_spec=spec, graph_cache=None)
+    for question in QUESTIONS:
+        got = pipe.run({"embedder": {"text": question}})["graph_retriever"]
+        want = rt.ask("causal_rag", question, timed=False).trace
+        assert got["degradations"] == [] and got["documents"]
+        assert got["trace"]["seeds"] == want["seeds"]
+        assert [d.id for d in got["documents"]] == want["passage_ids"][:3]
+    pipe.get_component("graph_retriever").close()
+    close_document_store(store)
+
+
+def test_a_yaml_pipeline_reads_a_faiss_stores_graph_from_its_spec(tmp_path):
+    spec = f"faiss:{tmp_path / 'store'}#HNSW32"
+    index(spec, tmp_path)
+    check_yaml_reads_the_stored_graph(spec)
+
+
+def test_a_yaml_pipeline_reads_a_pgvector_tables_graph_from_its_spec(pg_url, tmp_path):
+    spec = f"pgvector:{pg_url}#docs"
+    index(spec, tmp_path)
+    check_yaml_reads_the_stored_graph(spec)
