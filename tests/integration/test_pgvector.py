@@ -134,3 +134,27 @@ def test_hybrid_rag_reads_pgvector_with_its_own_keyword_retriever_and_leaves_it_
     assert asked
     assert {d["id"] for d in out.documents} >= {d.id for d in asked[:2]}  # its first two survive the fusion
     close_document_store(store)
+
+
+def test_cfrag_index_again_writes_only_the_passages_the_table_lacks(pg_url, tmp_path, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from haystack_cfrag.adapters import factories
+    from haystack_cfrag.cli import main
+
+    embedder = HashingDocumentEmbedder()
+    embedder.warm_up = lambda: None
+    seen, run = [], embedder.run
+    embedder.run = lambda documents: (seen.append([d.content for d in documents]), run(documents=documents))[1]
+    monkeypatch.setattr(factories, "document_embedder", lambda *_a, **_k: embedder)
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("".join(json.dumps({"content": t}) + "\n" for t in ("Rain causes floods.", "Floods close roads.")))
+    b.write_text(json.dumps({"content": "Closed roads delay buses."}) + "\n")
+    spec = f"pgvector:{pg_url}#docs"
+    first = CliRunner().invoke(main, ["index", str(a), "--store", spec])
+    again = CliRunner().invoke(main, ["index", str(a), str(b), "--store", spec])
+    assert first.exit_code == again.exit_code == 0, first.output + again.output
+    assert "1 written (2 already in the store, kept); store has 3" in again.output, again.output
+    assert seen[1] == ["Closed roads delay buses."]  # the second run embedded b's passage only
