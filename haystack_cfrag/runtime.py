@@ -204,32 +204,24 @@ class Runtime:
         """What a family's `StorePreparation` built over the current store (CausalRAG's graph), built once per store."""
         held = self._prepared.get(id(preparation))
         if held is None or held[1] is not self.store:  # the store itself, not its id: ids are reused
-            stored = self._stored(preparation)
-            if stored is not None:
-                if held is not None:
-                    preparation.release(held[2])
-                self._prepared[id(preparation)] = (preparation, self.store, stored)
-                return stored
-            passages = [d for d in self.store.filter_documents() if d.content]
-            extractor = self.graph_extractor or preparation.default_extractor
-            logger.warning("Building {what} over {n} passages with the '{extractor}' extractor: passages not yet in "
-                           "the cache are extracted ({cache})", what=preparation.what, n=len(passages),
-                           extractor=extractor, cache=self.graph_cache or "no cache")
-            if extractor not in preparation.parse_only:  # an LLM extracts: the reader loads first
-                self.warm_up()
-            stored = self._keep(preparation, passages, extractor)
-            if stored is not None:
-                if held is not None:
-                    preparation.release(held[2])
-                self._prepared[id(preparation)] = (preparation, self.store, stored)
-                return stored
-            handle, stats = preparation.build(passages, chat_generator=self.generator,
-                                              text_embedder=self.text_embedder, cache_dir=self.graph_cache,
-                                              graph_extractor=extractor)
+            handle = self._stored(preparation)
+            if handle is None:
+                passages = [d for d in self.store.filter_documents() if d.content]
+                extractor = self.graph_extractor or preparation.default_extractor
+                logger.warning("Building {what} over {n} passages with the '{extractor}' extractor: passages not yet "
+                               "in the cache are extracted ({cache})", what=preparation.what, n=len(passages),
+                               extractor=extractor, cache=self.graph_cache or "no cache")
+                if extractor not in preparation.parse_only:  # an LLM extracts: the reader loads first
+                    self.warm_up()
+                handle = self._keep(preparation, passages, extractor)
+            if handle is None:
+                handle, stats = preparation.build(passages, chat_generator=self.generator,
+                                                  text_embedder=self.text_embedder, cache_dir=self.graph_cache,
+                                                  graph_extractor=extractor)
+                self.graph_stats.append({**stats, "built_on": timed_on()})
             if held is not None:  # one build per preparation at a time: the evaluation moves from store to store
                 preparation.release(held[2])
             self._prepared[id(preparation)] = (preparation, self.store, handle)
-            self.graph_stats.append({**stats, "built_on": timed_on()})
         return self._prepared[id(preparation)][2]
 
     def prepare_stores(self, paths: list[str | Path | Resolved]) -> None:
@@ -268,7 +260,7 @@ class Runtime:
         """With `keep_graph`: write what `preparation` builds beside the spec's store, batch by batch (as `cfrag
         index --graph` does), and open it; None when not kept (then it is built in memory)."""
         if (not self.keep_graph or not self._keeps(preparation) or preparation.index is None
-                or extractor not in preparation.parse_only or self.store_spec is None
+                or extractor not in preparation.parse_only or self.store_spec is None or self.graph_cache is None
                 or self.store is not self._spec_store or not passages):
             return None
         from haystack_cfrag.runtime_keep import index_apart  # noqa: PLC0415
