@@ -30,6 +30,7 @@ from haystack_cfrag.common.validation import check_bool
 from haystack_cfrag.stores.keyword import keyword_retriever
 from haystack_cfrag.loading import (TRUSTED_PREFIXES, component_key, pipeline_from_dict, share_injected_components,
                                     share_node_models)
+from haystack_cfrag.runtime_keep import keep, keeps
 from haystack_cfrag.runtime_parts import RuntimeParts
 from haystack_cfrag.timing import count_llm_usage, timed_on, timed_stages
 
@@ -213,7 +214,7 @@ class Runtime:
                                extractor=extractor, cache=self.graph_cache or "no cache")
                 if extractor not in preparation.parse_only:  # an LLM extracts: the reader loads first
                     self.warm_up()
-                handle = self._keep(preparation, passages, extractor)
+                handle = keep(self, preparation, passages, extractor)
             if handle is None:
                 handle, stats = preparation.build(passages, chat_generator=self.generator,
                                                   text_embedder=self.text_embedder, cache_dir=self.graph_cache,
@@ -242,7 +243,7 @@ class Runtime:
         """What `cfrag index --graph` stored beside the runtime's store for `preparation`, opened; None: none stored."""
         if preparation.load is None or self.store_spec is None or self.store is not self._spec_store:
             return None
-        if self.keep_graph and not self._keeps(preparation):  # the demo keeps its default extractor's graph only
+        if self.keep_graph and not keeps(self, preparation):  # the demo keeps its default extractor's graph only
             return None
         start = time.perf_counter()
         handle = preparation.load(self.store_spec)
@@ -250,36 +251,6 @@ class Runtime:
             logger.info("Opened the stored {what} in {s:.2f} s", what=preparation.what, s=time.perf_counter() - start)
             self.graph_stats.append({"stored": True, "seconds": round(time.perf_counter() - start, 3),
                                      "built_on": timed_on()})
-        return handle
-
-    def _keeps(self, preparation: Any) -> bool:
-        """Whether this runtime's graph is the one kept beside its store: the default extractor's."""
-        return (self.graph_extractor or preparation.default_extractor) == preparation.default_extractor
-
-    def _keep(self, preparation: Any, passages: list[Any], extractor: str) -> Any | None:
-        """With `keep_graph`: write what `preparation` builds beside the spec's store, batch by batch (as `cfrag
-        index --graph` does), and open it; None when not kept (then it is built in memory)."""
-        if (not self.keep_graph or not self._keeps(preparation) or preparation.index is None
-                or extractor not in preparation.parse_only or self.store_spec is None or self.graph_cache is None
-                or self.store is not self._spec_store or not passages):
-            return None
-        from haystack_cfrag.runtime_keep import index_apart  # noqa: PLC0415
-
-        start = time.perf_counter()
-        try:  # in a child process: the build's heap (spaCy, its batches) never stays under the reader
-            stats = index_apart(preparation, passages, text_embedder=self.text_embedder, cache_dir=self.graph_cache,
-                                progress=None, extractor=extractor, engine="local", ray_address=None,
-                                store_spec=self.store_spec)
-            handle = self._stored(preparation)
-        except (OSError, ValueError, RuntimeError) as exc:  # a full disk, another process writing it: kept in memory
-            logger.warning("Could not store {what} beside {spec} ({error}); it is built in memory this time",
-                           what=preparation.what, spec=str(self.store_spec), error=" ".join(str(exc).split())[:160])
-            return None
-        if handle is not None:
-            logger.info("Stored {what} beside {spec} in {s:.1f} s; later runs open it", what=preparation.what,
-                        spec=str(self.store_spec), s=time.perf_counter() - start)
-            self.graph_stats.append({**{k: v for k, v in stats.items() if isinstance(v, (int, float, str, bool))},
-                                     "kept": True, "built_on": timed_on()})
         return handle
 
     def graph_store(self) -> Any:

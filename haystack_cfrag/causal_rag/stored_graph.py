@@ -167,6 +167,27 @@ def open_stored_graph(spec: str | StoreSpec) -> StoredGraph | None:
     return StoredGraph(nodes, tables, home)
 
 
+def open_for_retrieval(spec: str, *, node_top_k: int = 10, passages: bool = True) -> tuple[StoredGraph, Any, Any]:
+    """What `CausalGraphRetriever(graph=spec)` reads: the stored graph, a retriever of its node store's kind and,
+    when `passages`, the store `spec` names (read only; else None).
+
+    :raises ValueError: one line, when no graph is stored there, or it is foreign, corrupt or unfinished.
+    """
+    from haystack_cfrag.stores.opening import embedding_retriever, open_document_store  # noqa: PLC0415
+    from haystack_cfrag.stores.specs import redact  # noqa: PLC0415
+
+    stored = open_stored_graph(spec)
+    if stored is None:
+        raise ValueError(f"CausalGraphRetriever: no graph is stored beside {redact(spec)}; write it with "
+                         f"`cfrag index FILES --store {redact(spec)} --graph`.")
+    try:
+        store = open_document_store(spec) if passages else None
+    except Exception:
+        stored.close()
+        raise
+    return stored, embedding_retriever(stored.nodes, top_k=node_top_k), store
+
+
 def index_stored_graph(
     passages: list[Document],
     spec: str | StoreSpec,
@@ -270,4 +291,4 @@ def _names_only(node_store: Any) -> None:
                                 for k, d in docs.items()}
 
 
-__all__ = ["GraphHome", "StoredGraph", "graph_home", "index_stored_graph", "open_stored_graph"]
+__all__ = ["GraphHome", "StoredGraph", "graph_home", "index_stored_graph", "open_for_retrieval", "open_stored_graph"]

@@ -203,24 +203,11 @@ class CausalGraphRetriever(InjectedParts):
         InjectedParts.warm_up(self)  # (the @component class is a copy: no zero-argument super())
 
     def _open_graph(self) -> None:
-        from haystack_cfrag.causal_rag.stored_graph import open_stored_graph  # noqa: PLC0415
-        from haystack_cfrag.stores import embedding_retriever, redact  # noqa: PLC0415
+        from haystack_cfrag.causal_rag.stored_graph import open_for_retrieval  # noqa: PLC0415
 
-        stored = open_stored_graph(self.graph)  # a foreign, corrupt or unfinished graph: one-line ValueError
-        if stored is None:
-            raise ValueError(f"{COMPONENT}: no graph is stored beside {redact(self.graph)}; write it with "
-                             f"`cfrag index FILES --store {redact(self.graph)} --graph`.")
-        if self.document_store is None:  # the passages: the store the spec names (read only)
-            from haystack_cfrag.stores import open_document_store  # noqa: PLC0415
-
-            try:
-                self._passages = open_document_store(self.graph)
-            except Exception:
-                stored.close()
-                raise
-        self.node_retriever = embedding_retriever(stored.nodes, top_k=getattr(self.node_retriever, "top_k", 10))
-        self.graph_tables = stored.tables
-        self._stored = stored
+        self._stored, self.node_retriever, self._passages = open_for_retrieval(
+            self.graph, node_top_k=getattr(self.node_retriever, "top_k", 10), passages=self.document_store is None)
+        self.graph_tables = self._stored.tables
 
     def close(self) -> None:
         """Close the opened `graph` (its tables and node store) and what the injected parts hold."""
