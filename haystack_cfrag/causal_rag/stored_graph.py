@@ -272,6 +272,10 @@ def index_stored_graph(
             save_document_store(node_store, home.nodes)
             stats["node_save_seconds"] = time.perf_counter() - t3
             close_document_store(node_store)
+            if home.postgres is not None:
+                t4 = time.perf_counter()
+                _index_node_vectors(home)
+                stats["node_index_seconds"] = time.perf_counter() - t4
         counts = tables.counts()
         tables.set_meta(nodes=str(counts["nodes"]), edges=str(counts["edges"]), passages=str(counts["passages"]))
         stats.update(counts)
@@ -279,6 +283,22 @@ def index_stored_graph(
     finally:
         tables.close()
     return stats
+
+
+def _index_node_vectors(home: GraphHome) -> None:
+    """pgvector: an HNSW index on the node vectors (cosine, the store's similarity), so that a query's seeds are
+    found without scanning every node: 100 ms → 8 ms a seed query, graph retrieval median 407 → 226 ms at
+    132,355 nodes (the scale run). Built once (66 s there), kept up to date by later inserts; names quoted."""
+    import psycopg  # noqa: PLC0415
+    from psycopg import sql  # noqa: PLC0415
+
+    from haystack_cfrag.stores.opening import pg_secret  # noqa: PLC0415
+
+    url, _ = home.postgres  # type: ignore[misc]
+    table = home.nodes.name
+    with psycopg.connect(pg_secret(url).resolve_value(), autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding vector_cosine_ops)").format(
+            sql.Identifier(f"{table}_hnsw"), sql.Identifier(table)))
 
 
 def _names_only(node_store: Any) -> None:

@@ -73,6 +73,9 @@ def test_a_pgvector_store_keeps_its_graph_in_tables_beside_its_table(pg_url, tmp
         tables = sorted(r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'"))
     assert tables == ["docs", "docs_graph_edges", "docs_graph_meta", "docs_graph_nodes", "docs_graph_passages",
                       "docs_graph_vectors"]
+    with psycopg.connect(pg_url) as conn:  # the seeds are found through an HNSW index, not a scan of every node
+        indexes = [r[0] for r in conn.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'docs_graph_vectors'")]
+    assert any("USING hnsw (embedding vector_cosine_ops)" in i for i in indexes), indexes
     home = graph_home(spec)
     assert home.sqlite is None and home.nodes.name == "docs_graph_vectors"
     stored = open_stored_graph(spec)
