@@ -9,7 +9,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_cfrag.causal_rag import CausalGraphBuilder, CausalGraphRetriever
-from haystack_cfrag.causal_rag.extraction_run import extract_passages
+from haystack_cfrag.causal_rag.extraction_run import extract_passages, summary_line
 from haystack_cfrag.causal_rag.graph_tables import GraphTables
 from haystack_cfrag.causal_rag.math.graph import Graph
 from haystack_cfrag.causal_rag.node_store import TextEmbedderForDocuments, document_twin
@@ -102,8 +102,10 @@ def test_index_writes_the_graph_beside_the_store_incrementally(tmp_path, monkeyp
 
     first = index(DOCS[:2])
     assert (first["nodes_embedded"], first["nodes"], first["rebuilt"]) == (4, 4, False)
-    again = index(DOCS[:2])  # nothing new: no node embedded, nothing merged
+    again = index(DOCS[:2])  # nothing new: no node embedded, nothing merged, no cached extraction read
     assert (again["nodes_embedded"], again["merged_passages"], again["nodes"]) == (0, 0, 4)
+    assert (again["in_graph"], again["cached"], again["extracted"]) == (2, 0, 0)
+    assert "2 passages (2 already in the graph, 0 cached)" in summary_line(again)
     more = index(DOCS)  # Drought is new
     assert (more["nodes_embedded"], more["merged_passages"], more["nodes"]) == (1, 2, 5)
     fewer = index([DOCS[0], DOCS[2]])  # p2 deleted: rebuilt from the cache, Roads gone from both parts
