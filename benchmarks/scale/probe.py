@@ -19,6 +19,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from output import emit  # noqa: E402  (benchmarks/scale/output.py, beside this script)
+
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 
@@ -80,10 +82,7 @@ def main() -> None:
             "store_calls_mean": round(statistics.mean(calls), 1), "nodes_mean": round(statistics.mean(nodes), 1),
             "passages_mean": round(statistics.mean(passages), 1),
             "peak_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024, 3), **disk}
-    print(json.dumps(line))
-    if args.out:
-        with args.out.open("a") as fh:
-            fh.write(json.dumps(line) + "\n")
+    emit(line, args.out)
 
 
 if __name__ == "__main__":

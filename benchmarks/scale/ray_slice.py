@@ -14,10 +14,11 @@ every node (name, type, passages) and every edge (relation, cue, passages) is th
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from pathlib import Path
+
+from output import emit  # noqa: E402  (benchmarks/scale/output.py, beside this script)
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
@@ -54,10 +55,7 @@ def main() -> None:
             "ray_extracted": stats.get("extracted"), "ray_cached": stats.get("cached"),
             "ray": {"nodes": len(remote), "edges": remote.n_edges}, "local": {"nodes": len(local), "edges": local.n_edges},
             "same_nodes": remote._nodes == local._nodes, "same_edges": remote._edges == local._edges}  # noqa: SLF001
-    print(json.dumps(line))
-    if args.out:
-        with args.out.open("a") as fh:
-            fh.write(json.dumps(line) + "\n")
+    emit(line, args.out)
 
 
 if __name__ == "__main__":

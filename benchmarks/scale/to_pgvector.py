@@ -18,12 +18,13 @@ Incremental like `cfrag index`: passages the table holds are skipped, the graph 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import time
 from dataclasses import replace
 from pathlib import Path
+
+from output import emit  # noqa: E402  (benchmarks/scale/output.py, beside this script)
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 BATCH = 1000
@@ -78,10 +79,7 @@ def main() -> None:
             "graph": {k: (round(v, 1) if isinstance(v, float) else v) for k, v in stats.items()
                       if isinstance(v, (int, float, str, bool))},
             "peak_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024, 3)}
-    print(json.dumps(line))
-    if args.out:
-        with args.out.open("a") as fh:
-            fh.write(json.dumps(line) + "\n")
+    emit(line, args.out)
 
 
 if __name__ == "__main__":

@@ -137,8 +137,8 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
                 store = open_document_store(spec, embedding_dim=dim, create=True)
             except ValueError as exc:
                 raise click.ClickException(one_line(exc, typed=False)) from exc
-        elif dim is not None and stored_dim(store) not in (None, dim):
-            raise click.ClickException(f"{redact(str(spec))} holds {stored_dim(store)}-dimensional embeddings, "
+        elif dim is not None and (held_dim := stored_dim(store)) not in (None, dim):
+            raise click.ClickException(f"{redact(str(spec))} holds {held_dim}-dimensional embeddings, "
                                        f"not {dim} ({embedder}); the store is unchanged.")
         written = store.write_documents(embedded, policy=DuplicatePolicy.OVERWRITE) if embedded else 0
         if written:
