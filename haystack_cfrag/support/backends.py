@@ -42,10 +42,11 @@ def _class_names(obj: Any) -> set[str]:
     return {cls.__name__ for cls in type(obj).__mro__}
 
 
-def backend_for(generator: Any, *, chat_template: str | None = None) -> SupportBackend:
+def backend_for(generator: Any, *, chat_template: str | None = None, prefix_states: int = 4) -> SupportBackend:
     """The backend that reads answer log-probabilities from `generator` (see the module's table).
 
-    `chat_template` (Jinja) renders prompts for the OpenAI-compatible backend (default ChatML).
+    `chat_template` (Jinja) renders prompts for the OpenAI-compatible backend (default ChatML);
+    `prefix_states`, the earlier prompts' KV states an in-process llama.cpp model keeps (`LlamaCppBackend`).
     Raises UnsupportedGeneratorError (one line) for any other generator.
     """
     own = getattr(generator, "support_backend", None)
@@ -53,7 +54,7 @@ def backend_for(generator: Any, *, chat_template: str | None = None) -> SupportB
         return own()
     names = _class_names(generator)
     if "LlamaCppChatGenerator" in names:
-        return LlamaCppBackend(generator=generator)
+        return LlamaCppBackend(generator=generator, prefix_states=prefix_states)
     if names & {"HuggingFaceLocalChatGenerator", "TransformersChatGenerator"}:
         return TransformersBackend(generator=generator)
     if "OpenAIChatGenerator" in names:

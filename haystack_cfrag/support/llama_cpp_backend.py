@@ -23,6 +23,7 @@ from haystack_cfrag.support.backend_common import (
 )
 from haystack_cfrag.support.math import prefix_reuse, token_logprob
 
+MAX_PREFIX_STATES = 32  # kept KV states: ~28 KB a token each for the embedded model, so up to ~1.8 GB at 2,000 tokens
 _LOCKS: dict[int, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
@@ -67,11 +68,17 @@ class LlamaCppBackend:
     ) -> None:
         """:param generator: a LlamaCppChatGenerator (its `_model` after warm_up); or
         :param model: a loaded `llama_cpp.Llama`.
-        :param prefix_states: prompts whose KV state is kept for a later call to start from, ≥ 0."""
+        :param prefix_states: prompts whose KV state is kept for a later call to start from, 0 to MAX_PREFIX_STATES."""
         if generator is None and model is None:
             raise ValueError(f"{COMPONENT}: LlamaCppBackend needs a generator or a model.")
-        if isinstance(prefix_states, bool) or not isinstance(prefix_states, int) or prefix_states < 0:
-            raise ValueError(f"{COMPONENT}: 'prefix_states' must be an integer >= 0, got {prefix_states!r}.")
+        if (
+            isinstance(prefix_states, bool)
+            or not isinstance(prefix_states, int)
+            or not 0 <= prefix_states <= MAX_PREFIX_STATES
+        ):
+            raise ValueError(
+                f"{COMPONENT}: 'prefix_states' must be an integer in [0, {MAX_PREFIX_STATES}], got {prefix_states!r}."
+            )
         self.generator = generator
         self._llm = model
         self._template: Any = None

@@ -15,6 +15,7 @@ from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.prompting import check_template, render_evidence
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.support.backends import AnswerLogprobs, Prompt, SupportBackend, backend_for
+from haystack_cfrag.support.llama_cpp_backend import MAX_PREFIX_STATES
 from haystack_cfrag.support.math import (
     OPTION_LETTERS,
     counterfactual_margin,
@@ -23,7 +24,7 @@ from haystack_cfrag.support.math import (
     option_orders,
     option_scores,
 )
-from haystack_cfrag.common.validation import check_bool, check_optional_int
+from haystack_cfrag.common.validation import check_bool, check_int, check_optional_int
 from haystack_cfrag.timing import count_scoring
 
 logger = logging.getLogger(__name__)
@@ -126,6 +127,7 @@ class ReaderSupportScorer(InjectedParts):
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
         prompt_template: str | None = None,
         chat_template: str | None = None,
+        prefix_states: int = 4,
     ) -> None:
         """
         :param chat_generator: the reader (a Haystack ChatGenerator whose log-probabilities can be read).
@@ -135,10 +137,14 @@ class ReaderSupportScorer(InjectedParts):
         :param prompt_template: replaces the built-in user turn: a `str.format` string with {query} and {evidence}.
         :param chat_template: Jinja chat template for OpenAI-compatible servers (None = ChatML);
             in-process models use their own.
+        :param prefix_states: the KV states of this many earlier prompts kept for a later call to start from
+            (in-process llama.cpp only; about 28 KB a token each for the embedded model): CER's rounds read their
+            shared passages from them. 0 where one prompt is scored a question (a cascade's gate).
         """
         check_bool("erased_contrast", erased_contrast, component=COMPONENT)
         check_optional_int("max_evidence_chars", max_evidence_chars, 1)
         check_optional_int("max_query_chars", max_query_chars, 1)
+        check_int("prefix_states", prefix_states, 0, MAX_PREFIX_STATES)
         check_template(prompt_template, SUPPORT_FIELDS, component=COMPONENT)
         if chat_template is not None and (not isinstance(chat_template, str) or not chat_template.strip()):
             raise ValueError(f"{COMPONENT}: 'chat_template' must be a non-empty Jinja string or None.")
@@ -148,6 +154,7 @@ class ReaderSupportScorer(InjectedParts):
         self.max_query_chars = max_query_chars
         self.prompt_template = prompt_template
         self.chat_template = chat_template
+        self.prefix_states = prefix_states
         self._backend: SupportBackend | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -157,7 +164,7 @@ class ReaderSupportScorer(InjectedParts):
 
     def _ensure_backend(self) -> SupportBackend:
         if self._backend is None:
-            backend = backend_for(self.chat_generator, chat_template=self.chat_template)
+            backend = backend_for(self.chat_generator, chat_template=self.chat_template, prefix_states=self.prefix_states)
             backend.warm_up()
             self._backend = backend
         return self._backend
@@ -187,6 +194,7 @@ class ReaderSupportScorer(InjectedParts):
             max_query_chars=self.max_query_chars,
             prompt_template=self.prompt_template,
             chat_template=self.chat_template,
+            prefix_states=self.prefix_states,
         )
 
     @classmethod

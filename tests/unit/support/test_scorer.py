@@ -249,13 +249,21 @@ def test_to_dict_from_dict_round_trip():
         max_evidence_chars=500,
         prompt_template="{evidence}|{query}",
         chat_template="{{x}}",
+        prefix_states=0,
     )
     data = s.to_dict()
     json.dumps(data)
     again = ReaderSupportScorer.from_dict(copy.deepcopy(data))
     assert again.to_dict() == data
     assert isinstance(again.chat_generator, FakeReader) and again.erased_contrast is True
+    assert again.prefix_states == 0 and scorer().prefix_states == 4
     assert data["init_parameters"]["chat_generator"]["type"].endswith("FakeReader")
+
+
+@pytest.mark.parametrize("bad", [-1, 33, True, 1.0, "0"])
+def test_prefix_states_out_of_range_is_refused_in_one_line(bad):
+    with pytest.raises(ValueError, match="'prefix_states' must be an integer in \\[0, 32\\]"):
+        scorer(prefix_states=bad)
 
 
 def test_run_and_run_async_agree():
@@ -356,6 +364,22 @@ def test_the_llama_cpp_generator_maps_to_the_llama_backend():
     from haystack_cfrag.support.backends import LlamaCppBackend
 
     assert isinstance(backend_for(LlamaCppLogprobsChatGenerator(model="x.gguf")), LlamaCppBackend)
+    gen = LlamaCppLogprobsChatGenerator(model="x.gguf")
+    assert backend_for(gen).prefix_states == 4 and backend_for(gen, prefix_states=0).prefix_states == 0
+
+
+def test_the_scorer_hands_its_prefix_states_to_the_backend(monkeypatch):
+    from haystack_cfrag.support import scorer as scorer_module
+
+    asked = {}
+
+    def fake_backend_for(generator, **kwargs):
+        asked.update(kwargs)
+        return FakeReader().backend
+
+    monkeypatch.setattr(scorer_module, "backend_for", fake_backend_for)
+    scorer(prefix_states=0).warm_up()  # a cascade's gate: one prompt a question, no earlier state kept
+    assert asked["prefix_states"] == 0
 
 
 # ------------------------------------------------------------------ OpenAI-compatible servers
