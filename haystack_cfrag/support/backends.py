@@ -33,7 +33,7 @@ from haystack_cfrag.support.backend_common import (
     UnsupportedGeneratorError,
     chat_messages,
 )
-from haystack_cfrag.support.llama_cpp_backend import LlamaCppBackend
+from haystack_cfrag.support.llama_cpp_backend import DEFAULT_PREFIX_STATES, LlamaCppBackend
 from haystack_cfrag.support.openai_backend import CHATML_TEMPLATE, OpenAICompatibleBackend
 from haystack_cfrag.support.transformers_backend import TransformersBackend
 
@@ -42,7 +42,7 @@ def _class_names(obj: Any) -> set[str]:
     return {cls.__name__ for cls in type(obj).__mro__}
 
 
-def backend_for(generator: Any, *, chat_template: str | None = None, prefix_states: int = 4) -> SupportBackend:
+def backend_for(generator: Any, *, chat_template: str | None = None, prefix_states: int = DEFAULT_PREFIX_STATES) -> SupportBackend:
     """The backend that reads answer log-probabilities from `generator` (see the module's table).
 
     `chat_template` (Jinja) renders prompts for the OpenAI-compatible backend (default ChatML);

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from haystack_cfrag.common.validation import check_int
 from haystack_cfrag.support.backend_common import (
     COMPONENT,
     AnswerLogprobs,
@@ -23,6 +24,7 @@ from haystack_cfrag.support.backend_common import (
 )
 from haystack_cfrag.support.math import prefix_reuse, token_logprob
 
+DEFAULT_PREFIX_STATES = 4  # enough for CER's rounds over the top 5 passages
 MAX_PREFIX_STATES = 32  # kept KV states: ~28 KB a token each for the embedded model, so up to ~1.8 GB at 2,000 tokens
 _LOCKS: dict[int, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
@@ -64,21 +66,14 @@ class LlamaCppBackend:
     name = "llama_cpp"
 
     def __init__(
-        self, *, generator: Any | None = None, model: Any | None = None, prefix_states: int = 4
+        self, *, generator: Any | None = None, model: Any | None = None, prefix_states: int = DEFAULT_PREFIX_STATES
     ) -> None:
         """:param generator: a LlamaCppChatGenerator (its `_model` after warm_up); or
         :param model: a loaded `llama_cpp.Llama`.
         :param prefix_states: prompts whose KV state is kept for a later call to start from, 0 to MAX_PREFIX_STATES."""
         if generator is None and model is None:
             raise ValueError(f"{COMPONENT}: LlamaCppBackend needs a generator or a model.")
-        if (
-            isinstance(prefix_states, bool)
-            or not isinstance(prefix_states, int)
-            or not 0 <= prefix_states <= MAX_PREFIX_STATES
-        ):
-            raise ValueError(
-                f"{COMPONENT}: 'prefix_states' must be an integer in [0, {MAX_PREFIX_STATES}], got {prefix_states!r}."
-            )
+        check_int("prefix_states", prefix_states, 0, MAX_PREFIX_STATES)
         self.generator = generator
         self._llm = model
         self._template: Any = None

@@ -15,7 +15,7 @@ from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.prompting import check_template, render_evidence
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.support.backends import AnswerLogprobs, Prompt, SupportBackend, backend_for
-from haystack_cfrag.support.llama_cpp_backend import MAX_PREFIX_STATES
+from haystack_cfrag.support.llama_cpp_backend import DEFAULT_PREFIX_STATES, MAX_PREFIX_STATES
 from haystack_cfrag.support.math import (
     OPTION_LETTERS,
     counterfactual_margin,
@@ -127,7 +127,7 @@ class ReaderSupportScorer(InjectedParts):
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
         prompt_template: str | None = None,
         chat_template: str | None = None,
-        prefix_states: int = 4,
+        prefix_states: int = DEFAULT_PREFIX_STATES,
     ) -> None:
         """
         :param chat_generator: the reader (a Haystack ChatGenerator whose log-probabilities can be read).

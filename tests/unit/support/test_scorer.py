@@ -363,8 +363,8 @@ def test_the_llama_cpp_generator_maps_to_the_llama_backend():
     from haystack_cfrag.adapters.llama_cpp_logprobs import LlamaCppLogprobsChatGenerator
     from haystack_cfrag.support.backends import LlamaCppBackend
 
-    assert isinstance(backend_for(LlamaCppLogprobsChatGenerator(model="x.gguf")), LlamaCppBackend)
     gen = LlamaCppLogprobsChatGenerator(model="x.gguf")
+    assert isinstance(backend_for(gen), LlamaCppBackend)
     assert backend_for(gen).prefix_states == 4 and backend_for(gen, prefix_states=0).prefix_states == 0
 
 
