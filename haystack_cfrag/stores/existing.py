@@ -1,4 +1,5 @@
-"""Which passages a store already holds: `cfrag index` embeds and writes only the others.
+"""Which passages a store already holds: `cfrag index` embeds and writes only the others, and replaces or
+removes the ones a file no longer gives (`stored_documents`, `documents_from`).
 
 A passage's id is Haystack's hash of its text and metadata (its source file, its place in it), so a
 passage found by id is the same passage: re-indexing a folder after adding one file embeds that
@@ -27,11 +28,16 @@ def stored_ids(store: Any, ids: Sequence[str], *, batch: int = BATCH) -> set[str
     File stores answer from their dict (faiss-haystack's `documents`, InMemory's `storage`); Qdrant by
     `get_documents_by_id`; any other store by a filter on `id`, `batch` ids a query.
     """
-    for attribute in ("documents", "storage"):  # faiss-haystack, InMemoryDocumentStore
+    return set(stored_documents(store, ids, batch=batch))
+
+
+def stored_documents(store: Any, ids: Sequence[str], *, batch: int = BATCH) -> dict[str, Any]:
+    """id -> the stored Document, of the ids among `ids` that `store` holds (asked as `stored_ids` says)."""
+    for attribute in ("documents", "storage"):
         held = getattr(store, attribute, None)
         if isinstance(held, dict):
-            return {i for i in ids if i in held}
-    found: set[str] = set()
+            return {i: held[i] for i in ids if i in held}
+    found: dict[str, Any] = {}
     for start in range(0, len(ids), batch):
         part = list(ids[start:start + batch])
         asked = set(part)
@@ -39,8 +45,29 @@ def stored_ids(store: Any, ids: Sequence[str], *, batch: int = BATCH) -> set[str
             docs = store.get_documents_by_id(part)
         else:
             docs = store.filter_documents(filters={"field": "id", "operator": "in", "value": part})
-        found.update(d.id for d in docs if d.id in asked)
+        found.update((d.id, d) for d in docs if d.id in asked)
     return found
+
+
+def documents_from(store: Any, key: str, values: Sequence[str] | None = None, *, batch: int = BATCH) -> list[Any]:
+    """The stored Documents whose `meta[key]` is one of `values` (None: any value, every document that has the key).
+
+    File stores are read from their dict; other stores by a filter on `meta.KEY`, `batch` values a query
+    (None: every document is read, then kept when it has the key).
+    """
+    for attribute in ("documents", "storage"):
+        held = getattr(store, attribute, None)
+        if isinstance(held, dict):
+            wanted = None if values is None else set(values)
+            return [d for d in held.values() if key in d.meta and (wanted is None or d.meta[key] in wanted)]
+    if values is None:
+        return [d for d in store.filter_documents() if key in d.meta]
+    out: list[Any] = []
+    values = list(values)
+    for start in range(0, len(values), batch):
+        part = values[start:start + batch]
+        out += store.filter_documents(filters={"field": f"meta.{key}", "operator": "in", "value": part})
+    return out
 
 
 def stored_dim(store: Any) -> int | None:
@@ -56,4 +83,4 @@ def stored_dim(store: Any) -> int | None:
     return None
 
 
-__all__ = ["stored_dim", "stored_ids"]
+__all__ = ["documents_from", "stored_dim", "stored_documents", "stored_ids"]
