@@ -84,8 +84,9 @@ def extract_passages(
     :param batch_size: passages per extractor call (and per progress line); the LLM recipe goes one by one.
     :param engine: "local" or "ray" (then `ray_address`: None = a local Ray, or a cluster's address).
     :param store_spec: the store the passages are in: the graph is then written beside it
-        (`stored_graph.index_stored_graph`: node vectors embedded by `text_embedder`'s model in batches, edges
-        in tables), and its size read there; None: the graph is only put together in memory to count it.
+        (`stores.graph_write.write_graph`: node vectors embedded by `text_embedder`'s model in batches, edges
+        in tables; a run killed before is finished), and its size read there; None: the graph is only put
+        together in memory to count it.
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r:.40}; choose one of {', '.join(ENGINES)}.")
@@ -136,11 +137,11 @@ def extract_passages(
     total["passages"] = len(every)
     if store_spec is not None:  # the graph as data beside the passages, batch by batch
         from haystack_cfrag.causal_rag.node_store import TextEmbedderForDocuments  # noqa: PLC0415
-        from haystack_cfrag.causal_rag.stored_graph import index_stored_graph  # noqa: PLC0415
+        from haystack_cfrag.stores.graph_write import write_graph  # noqa: PLC0415
 
         embedder = TextEmbedderForDocuments(text_embedder)
         embedder.warm_up()
-        stored = index_stored_graph(every, store_spec, builder=builder, embedder=embedder, progress=progress)
+        stored = write_graph(every, store_spec, builder=builder, embedder=embedder, progress=progress)
         total.update(stored, stored_graph=True)
         return total
     # the graph itself, put together from the cache (no extraction: every passage is in it now)
@@ -331,6 +332,8 @@ def summary_line(stats: dict[str, Any]) -> str:
            f"{float(stats.get('node_embedding_seconds', 0.0)):.1f} s, tables written in "
            f"{float(stats.get('edge_seconds', 0.0)):.1f} s" + (" (rebuilt: passages deleted or changed)"
                                                             if stats.get("rebuilt") else "")
+           + (f" (an unfinished run completed: {stats.get('nodes_deleted', 0)} stale node vectors removed)"
+              if stats.get("recovered") else "")
            if stats.get("stored_graph") else "")
     )
 

@@ -286,6 +286,10 @@ class GraphTables:
         """node key -> name, of every node (index time: which node vectors are stale, which can stay)."""
         return dict(self._rows(f"SELECT key, node_id FROM {self.t['nodes']}"))
 
+    def node_rows(self) -> dict[str, tuple[str, str]]:
+        """node key -> (name, type), of every node (a run that recovers: which node vectors are missing)."""
+        return {r[0]: (r[1], r[2]) for r in self._rows(f"SELECT key, node_id, node_type FROM {self.t['nodes']}")}
+
     def node_documents(self, names: Sequence[str]) -> list[Document]:
         """The node Documents of `names` (any spelling of a node), as `CausalGraphBuilder` makes them in memory:
         meta node_id, node_type, passage_ids, edges_out (by target key, relation key) and edges_in (by source
