@@ -10,6 +10,11 @@ through Haystack's converters; JSONL lines are passages already (`read_jsonl`).
 `DocumentSplitter`). `cfrag index` embeds them and writes them to a store
 (`haystack_cfrag.stores`); the demo store is built from `read_jsonl` of the shipped corpus.
 
+Every passage carries the file it came from (`SOURCE_KEY`, an absolute path, added
+after its id is made, so ids are those of earlier versions): `cfrag index` replaces the passages
+of a file read again and prunes those of files gone. Duplicate ids keep the last
+(`last_wins`, counted in the summary).
+
 Sizes are bounded (`cfrag index --max-file-mb`, `--max-passage-chars`): a file larger than
 `MAX_FILE_BYTES` is skipped and counted, its size read first (never the file whole); a passage
 longer than `MAX_PASSAGE_CHARS` (a JSONL line, or a run of text without spaces, which the
@@ -30,10 +35,17 @@ from haystack import Document, logging
 
 logger = logging.getLogger(__name__)
 
+SOURCE_KEY = "cfrag_source"
+"""The meta key holding a passage's source file (`source_of`: its absolute path), written by `cfrag index`."""
 MAX_FILE_BYTES = 16 * 1024 * 1024
 """The largest file `cfrag index` reads (16 MiB; `--max-file-mb`): larger ones are skipped and counted."""
 MAX_PASSAGE_CHARS = 20_000
 """The longest passage written (`--max-passage-chars`); 190 words of text are about 1,200 characters."""
+
+
+def source_of(path: Any) -> str:
+    """The source key of a file: its absolute path (not resolved: a link inside a folder keeps its own name)."""
+    return os.path.abspath(os.fspath(path))
 
 
 def read_jsonl(path: Path, data: bytes | None = None) -> list[Document]:
@@ -177,6 +189,8 @@ class Converted:
     documents: list[Document] = field(default_factory=list)
     no_text: list[Path] = field(default_factory=list)
     too_large: list[Path] = field(default_factory=list)
+    read: list[Path] = field(default_factory=list)
+    """The files read (with text or without): their stored passages are replaced by what they give now."""
 
 
 def convert_files(paths: Iterable[Path], *, max_file_bytes: int = MAX_FILE_BYTES) -> Converted:
@@ -214,6 +228,9 @@ def convert_files(paths: Iterable[Path], *, max_file_bytes: int = MAX_FILE_BYTES
         if not found:
             logger.warning("{path}: no text found; skipped", path=str(path))
             result.no_text.append(path)
+        for doc in found:  # after the id is made: the ids stay those of earlier versions
+            doc.meta[SOURCE_KEY] = source_of(path)
+        result.read.append(path)
         result.documents += found
     return result
 
@@ -257,7 +274,8 @@ def _check_utf8(path: Path, data: bytes) -> None:
 def split_documents(docs: list[Document], *, words: int = 190, overlap: int = 30) -> list[Document]:
     """~250-token passages (≈ 190 words) with overlap, through Haystack's DocumentSplitter.
 
-    JSONL passages (already passage-sized, carrying an id) are kept as they are.
+    JSONL passages (already passage-sized, carrying an id) are kept as they are. The source key is left out
+    of what the splitter sees (a passage's id is made from its meta) and put back on each passage.
     """
     from haystack.components.preprocessors import DocumentSplitter  # noqa: PLC0415
 
@@ -267,7 +285,29 @@ def split_documents(docs: list[Document], *, words: int = 190, overlap: int = 30
     small = [("source" in d.meta and len((d.content or "").split()) <= words) for d in docs]
     keep = [d for d, s in zip(docs, small, strict=True) if s]
     to_split = [d for d, s in zip(docs, small, strict=True) if not s]
-    return keep + (splitter.run(documents=to_split)["documents"] if to_split else [])
+    sources = {d.id: d.meta.get(SOURCE_KEY) for d in to_split}
+    bare = [replace(d, meta={k: v for k, v in d.meta.items() if k != SOURCE_KEY}) for d in to_split]
+    split = splitter.run(documents=bare)["documents"] if bare else []
+    for doc in split:
+        source = sources.get(doc.meta.get("source_id"))
+        if source is not None:
+            doc.meta[SOURCE_KEY] = source
+    return keep + split
+
+
+def last_wins(passages: list[Document]) -> tuple[list[Document], int]:
+    """(passages with unique ids, how many were dropped): of passages sharing an id, the last one read is kept, in
+    the place of the first.
+
+    >>> from haystack import Document
+    >>> kept, dropped = last_wins([Document(id="a", content="old"), Document(id="b", content="b"),
+    ...                            Document(id="a", content="new")])
+    >>> [d.content for d in kept], dropped
+    (['new', 'b'], 1)
+    """
+    last = {d.id: d for d in passages}
+    out = [last[i] for i in dict.fromkeys(d.id for d in passages)]
+    return out, len(passages) - len(out)
 
 
 def cut_passages(passages: list[Document], max_chars: int = MAX_PASSAGE_CHARS) -> tuple[list[Document], int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -26,7 +27,7 @@ GRAPH = store_preparation()
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--store", "store_path", required=True,
               help="Store to create or extend: PATH.json | faiss:PATH[#INDEX] | pgvector:postgresql://…[#TABLE] | "
                    "qdrant:PATH|URL[#COLLECTION].")
@@ -39,6 +40,12 @@ GRAPH = store_preparation()
 @click.option("--include-hidden", is_flag=True,
               help="Also read hidden files and folders (names starting with '.') inside a FOLDER, "
                    "e.g. .env or .git: secrets often live there. Their type must still be one of those read.")
+@click.option("--prune", is_flag=True,
+              help="Also remove the passages (and their part of the graph) whose source file is gone; PATHS may "
+                   "then be left out.")
+@click.option("--wait", "wait", default=None, type=FloatRange(min=0, max=86_400),
+              help="Seconds to wait for another cfrag index writing the same store before refusing (0: refuse at once; "
+                   "default: 60).")
 @click.option("--graph", is_flag=True,
               help="Also build the index-time parts a method needs (CausalRAG's and CDF-RAG's causal graph) now, "
                    "cached and resumable, so that their pipelines start without it.")
@@ -58,8 +65,8 @@ GRAPH = store_preparation()
 @click.option("--max-passage-chars", default=20_000, show_default=True, type=IntRange(min=100),
               help="Cut (and count) passages longer than this: a long JSONL line, or text without spaces.")
 def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str | None, words: int,
-          overlap: int, include_hidden: bool, graph: bool, llm: str, graph_extractor: str, engine: str,
-          ray_address: str | None, max_file_mb: float, max_passage_chars: int) -> None:
+          overlap: int, include_hidden: bool, prune: bool, wait: float | None, graph: bool, llm: str, graph_extractor: str,
+          engine: str, ray_address: str | None, max_file_mb: float, max_passage_chars: int) -> None:
     """Split files into passages, embed them and write them to a store.
 
     \b
@@ -75,18 +82,25 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
     to folders are not followed. Files larger than --max-file-mb are skipped and passages longer
     than --max-passage-chars are cut, both counted in the summary. No passage at all is an error.
 
-    Indexing again is incremental: a passage the store already holds (the same text from the same
-    source, by its id) is kept as it is, neither embedded nor written again; to change the embedder,
-    index into a new store.
+    Indexing again updates the store: a passage it holds as it is (by its id) is kept, neither
+    embedded nor written again; one whose id it holds with other text is replaced; a file read
+    again replaces the passages it gave before (an edited or shortened file leaves none behind),
+    and --prune removes those of files that are gone. Of passages sharing an id, the last read
+    is kept. The summary says what was added, replaced, removed and kept. One cfrag index
+    writes a store at a time (a second waits up to --wait seconds, then refuses); a run killed
+    at any moment is finished by the next. To change the embedder, index into a new store.
     """
-    from haystack.document_stores.types import DuplicatePolicy  # noqa: PLC0415
-
-    from haystack_cfrag.indexing import convert_files, cut_passages, select_files, split_documents  # noqa: PLC0415
-    from haystack_cfrag.stores import close_document_store, open_document_store, redact, save_document_store  # noqa: PLC0415
-    from haystack_cfrag.stores.existing import stored_dim, stored_ids  # noqa: PLC0415
+    from haystack_cfrag.indexing import (  # noqa: PLC0415
+        convert_files, cut_passages, last_wins, select_files, source_of, split_documents)
+    from haystack_cfrag.stores.graph_write import forget_marks  # noqa: PLC0415
+    from haystack_cfrag.stores.lock import DEFAULT_WAIT, StoreBusy, store_lock  # noqa: PLC0415
+    from haystack_cfrag.stores.specs import redact  # noqa: PLC0415
 
     if overlap >= words:
         raise click.BadParameter(f"must be smaller than --words ({words}), got {overlap}", param_hint="--overlap")
+    if not paths and not prune:
+        raise click.BadParameter("name the files or folders to index (or pass --prune alone to remove the passages "
+                                 "of files that are gone)", param_hint="PATHS")
     spec = check_store_spec(store_path, create=True)
     check_model_spec(embedder, "--embedder")
     if graph and GRAPH is None:
@@ -100,7 +114,7 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
         raise click.ClickException(one_line(exc, typed=False)) from exc
     files = selection.files
     skipped = selection.skipped()
-    if not files:
+    if paths and not files:
         raise click.BadParameter(f"{', '.join(map(str, paths))} holds no .txt, .md, .pdf or .jsonl file"
                                  + (f" ({skipped})" if skipped else ""), param_hint="PATHS")
     start = time.perf_counter()
@@ -110,66 +124,112 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
                                      max_passage_chars)
     except ValueError as exc:  # names the file (and line)
         raise click.ClickException(one_line(exc, typed=False)) from exc
+    passages, duplicates = last_wins(passages)
     large = len(converted.too_large)
     skipped = "; ".join(part for part in (
         skipped, f"skipped {large} file(s) larger than {max_file_mb:g} MiB" if large else "",
-        f"cut {cut} passage(s) to {max_passage_chars} characters" if cut else "") if part)
-    if not passages:  # each file without text, or too large, was logged as a warning
+        f"cut {cut} passage(s) to {max_passage_chars} characters" if cut else "",
+        f"{duplicates} passage(s) shared an id with a later one: the last of each kept" if duplicates else "")
+        if part)
+    if paths and not passages:  # each file without text, or too large, was logged as a warning
         raise click.ClickException(f"no passage to index: {len(files)} file(s) gave no text"
                                    + (f" ({skipped})" if skipped else "") + "; the store is unchanged.")
-    try:  # an existing store: the passages it holds (same text, same source) are neither embedded nor written
+    sources = {source_of(p) for p in converted.read}
+    try:
+        with store_lock(spec, wait=DEFAULT_WAIT if wait is None else wait,
+                        notify=lambda line: click.echo(line, err=True)):
+            plan, written, count = _write(spec, passages, sources, prune=prune, graph=graph, embedder=embedder,
+                                          device=device)
+            where = spec.location if spec.kind == "memory" else redact(str(spec))
+            click.echo(f"{len(files)} files → {len(passages)} passages, {written} written"
+                       + (f" ({len(plan.kept)} already in the store, kept)" if plan.kept else "") + "; store has "
+                       f"{count} in {time.perf_counter() - start:.1f} s → {where}; {plan.summary()}"
+                       + (f"; {skipped}" if skipped else ""))
+            if graph:
+                _graph(spec, embedder, device, llm, graph_extractor, engine, ray_address)
+    except (StoreBusy, ValueError) as exc:  # another writer, or a store or graph that cannot be written: one line
+        raise click.ClickException(one_line(exc, typed=False)) from exc
+    finally:
+        forget_marks()
+
+
+def _write(spec: Any, passages: list[Any], sources: set[str], *, prune: bool, graph: bool, embedder: str,
+           device: str | None) -> tuple[Any, int, int]:
+    """The passages written into the store (under its lock): (the plan, how many were written, the store's count)."""
+    from haystack_cfrag.stores import (  # noqa: PLC0415
+        checkpoints, close_document_store, open_document_store, redact, save_document_store)
+    from haystack_cfrag.stores.changes import apply_changes, plan_changes  # noqa: PLC0415
+    from haystack_cfrag.stores.existing import stored_dim  # noqa: PLC0415
+    from haystack_cfrag.stores.graph_write import check_graph_writable, mark_stale, prepare_graph  # noqa: PLC0415
+
+    if graph:
+        check_graph_writable(spec)  # before any model loads: a read-only graph is refused, nothing written
+    try:  # an existing store: the passages it holds as they are are neither embedded nor written
         store = open_document_store(spec)
     except FileNotFoundError:
         store = None
     except ValueError as exc:  # a corrupt or foreign store
         raise click.ClickException(one_line(exc, typed=False)) from exc
     try:
-        held = stored_ids(store, [p.id for p in passages]) if store is not None else set()
-        new = [p for p in passages if p.id not in held]
+        plan = plan_changes(store, passages, sources=sources, prune=prune)
         embedded = []
-        if new:
+        if plan.to_embed:
             doc_embedder = factories.document_embedder(embedder, device=device, progress_bar=True)
             doc_embedder.warm_up()
-            embedded = doc_embedder.run(documents=new)["documents"]
+            embedded = doc_embedder.run(documents=plan.to_embed)["documents"]
+        checkpoints.reached("passages embedded")
         dim = len(embedded[0].embedding) if embedded and embedded[0].embedding is not None else None
-        if store is None:
-            try:
-                store = open_document_store(spec, embedding_dim=dim, create=True)
-            except ValueError as exc:
-                raise click.ClickException(one_line(exc, typed=False)) from exc
-        elif dim is not None and (held_dim := stored_dim(store)) not in (None, dim):
+        if store is None and embedded:
+            store = open_document_store(spec, embedding_dim=dim, create=True)
+        elif store is not None and dim is not None and (held_dim := stored_dim(store)) not in (None, dim):
             raise click.ClickException(f"{redact(str(spec))} holds {held_dim}-dimensional embeddings, "
                                        f"not {dim} ({embedder}); the store is unchanged.")
-        written = store.write_documents(embedded, policy=DuplicatePolicy.OVERWRITE) if embedded else 0
-        if written:
+        # the graph learns first that its passages change: a kill from here on leaves it marked, never silently stale
+        if graph:
+            prepare_graph(spec)
+        elif plan.changes_store() and store is not None:
+            mark_stale(spec)
+        written = 0
+        if store is not None and (plan.changes_store() or plan.retag):
+            written = apply_changes(store, plan, embedded)
             save_document_store(store, spec)
-        count = store.count_documents()
-        # the graph is the store's: all its passages (new or changed ones are extracted, the others are cached)
-        stored = [d for d in store.filter_documents() if d.content] if graph else []
+            checkpoints.reached("passages saved")
+        count = store.count_documents() if store is not None else 0
     finally:
         if store is not None:
             close_document_store(store)
-    where = spec.location if spec.kind == "memory" else redact(str(spec))
-    click.echo(f"{len(files)} files → {len(passages)} passages, {written} written"
-               + (f" ({len(held)} already in the store, kept)" if held else "") + "; store has "
-               f"{count} in {time.perf_counter() - start:.1f} s → {where}" + (f"; {skipped}" if skipped else ""))
-    if graph:
-        status = StatusLine(label="index")
+    return plan, written, count
+
+
+def _graph(spec: Any, embedder: str, device: str | None, llm: str, graph_extractor: str, engine: str,
+           ray_address: str | None) -> None:
+    """The graph of the store's passages, written beside it (new or changed passages extracted, others cached)."""
+    from haystack_cfrag.stores import close_document_store, open_document_store  # noqa: PLC0415
+
+    try:
+        store = open_document_store(spec)
+    except FileNotFoundError as exc:  # --prune alone, into no store
+        raise click.ClickException(one_line(exc, typed=False)) from exc
+    try:
+        stored = [d for d in store.filter_documents() if d.content]
+    finally:
+        close_document_store(store)
+    status = StatusLine(label="index")
+    try:
+        generator = None
+        if graph_extractor not in GRAPH.parse_only:
+            generator = factories.chat_generator(llm, device=device)
+            interrupts.warm_up(generator)  # loaded before the extraction, with Ctrl-C held
         try:
-            generator = None
-            if graph_extractor not in GRAPH.parse_only:
-                generator = factories.chat_generator(llm, device=device)
-                interrupts.warm_up(generator)  # loaded before the extraction, with Ctrl-C held
-            try:
-                stats = GRAPH.index(stored, chat_generator=generator, cache_dir=models.graph_cache_dir(),
-                                    progress=status, extractor=graph_extractor, engine=engine,
-                                    ray_address=ray_address, store_spec=spec,
-                                    text_embedder=factories.text_embedder(embedder, device=device))
-            except (ImportError, RuntimeError, ValueError) as exc:  # spaCy or Ray missing, a model not the pinned one
-                raise click.ClickException(one_line(exc, typed=False)) from exc
-        finally:
-            status.done()
-        click.echo(GRAPH.summarize(stats))
+            stats = GRAPH.index(stored, chat_generator=generator, cache_dir=models.graph_cache_dir(),
+                                progress=status, extractor=graph_extractor, engine=engine,
+                                ray_address=ray_address, store_spec=spec,
+                                text_embedder=factories.text_embedder(embedder, device=device))
+        except (ImportError, RuntimeError, ValueError) as exc:  # spaCy or Ray missing, a model not the pinned one
+            raise click.ClickException(one_line(exc, typed=False)) from exc
+    finally:
+        status.done()
+    click.echo(GRAPH.summarize(stats))
 
 
 __all__ = ["GRAPH", "index"]
