@@ -164,6 +164,11 @@ def open_stored_graph(spec: str | StoreSpec) -> StoredGraph | None:
         tables.close()
         raise ValueError(f"graph of {spec}: an index run did not finish ({counts['nodes']} nodes, "
                          f"{meta.get('nodes', 'none')} recorded); run `cfrag index --graph` again.")
+    from haystack_cfrag.stores.graph_write import graph_notice  # noqa: PLC0415  (issue 62: a stale graph is said)
+    from haystack_cfrag.stores.specs import redact  # noqa: PLC0415
+
+    if (notice := graph_notice(meta, redact(str(spec)))) is not None:
+        logger.warning("{notice}", notice=notice)
     return StoredGraph(nodes, tables, home)
 
 
