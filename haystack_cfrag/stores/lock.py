@@ -1,8 +1,10 @@
 """One writer per store: `cfrag index` holds the store's lock from before it reads the store until its graph is written.
 
 File stores (a JSON store, FAISS, a local Qdrant folder) and the graph beside them are locked
-by `fcntl.flock` on a lock file next to the store (`.NAME.cfrag-lock`, never removed: removing
-a lock file lets two writers hold two locks); the file records the holder's pid. A pgvector
+by `fcntl.flock` on a lock file next to the store (`.NAME.cfrag-lock`), which records the
+holder's pid. The holder removes it before it lets go, and a writer that locked a file no
+longer at that name (removed meanwhile) tries again, so two writers never hold two files; a
+killed holder's file stays, unlocked, until the next writer removes it. A pgvector
 table is locked by a Postgres advisory lock keyed by its name, held on a connection of its own
 whose `application_name` names the holder's pid. A Qdrant server's collection is locked by a
 file in the cache (it excludes writers on this machine only); `qdrant::memory:` is the process's own.
@@ -147,42 +149,60 @@ def _busy(s: StoreSpec, holder: str, wait: float) -> StoreBusy:
 
 
 def _acquire_file(s: StoreSpec, path: Path, wait: float, notify: Callable[[str], None] | None) -> Callable[[], None]:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o644)
-    except OSError as exc:
-        raise ValueError(f"cannot lock {redact(str(s))} for writing: {path} ({exc.strerror or exc}); "
-                         "nothing written.") from exc
     deadline = time.monotonic() + wait
     told = False
     while True:
+        fd = _open_lock_file(s, path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
         except BlockingIOError:
             holder = _holder_of(fd)
+            os.close(fd)
             left = deadline - time.monotonic()
             if left <= 0:
-                os.close(fd)
                 raise _busy(s, holder, wait) from None
             if not told and notify is not None:
                 notify(f"waiting for another cfrag index ({holder}) to finish writing {redact(str(s))} "
                        f"(at most {wait:g} s)")
                 told = True
             time.sleep(min(POLL, left))
+            continue
         except OSError as exc:
             os.close(fd)
             raise ValueError(f"cannot lock {redact(str(s))} for writing: {path} ({exc.strerror or exc}); "
                              "nothing written.") from exc
+        if _same_file(fd, path):
+            break
+        os.close(fd)  # the holder before removed the file after we opened it: lock the one at the name now
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
 
     def release() -> None:
         with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
+            os.unlink(path)  # still held: a writer waiting on this file finds it gone and opens the next one
         os.close(fd)  # closing the descriptor releases the lock
 
     return release
+
+
+def _open_lock_file(s: StoreSpec, path: Path) -> int:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
+                       0o644)
+    except OSError as exc:
+        raise ValueError(f"cannot lock {redact(str(s))} for writing: {path} ({exc.strerror or exc}); "
+                         "nothing written.") from exc
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether the locked descriptor is still the file at `path` (not one a releasing holder removed)."""
+    try:
+        named = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
 def _holder_of(fd: int) -> str:
