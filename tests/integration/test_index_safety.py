@@ -174,9 +174,11 @@ def test_d14_concurrent_index_runs_into_one_store_keep_every_passage_once(tmp_pa
     shared = _corpus(corpus, "shared", 3, 40)
     own = [_corpus(corpus, f"w{i}", 4, 10 * i) for i in range(writers)]
     spec = f"faiss:{tmp_path / 'store'}"
-    # each child holds its store open for a second while it embeds: without a lock, every run reads the store
-    # before any has saved, and the last save wins
-    env = _env(tmp_path, CHILD_EMBED_SLEEP="1")
+    seed = _corpus(corpus, "seed", 2, 60)
+    assert child(tmp_path, "never", seed, "--store", spec).returncode == 0  # a store each run opens, as in D14
+    # each child waits after its embedding until all are there (at most 10 s): without a lock, every run has
+    # read the store before any saves, and the last save wins; with it, each waits for the one before
+    env = _env(tmp_path, CHILD_BARRIER=f"{tmp_path / 'barrier'}:{writers}:10")
     procs = [subprocess.Popen([sys.executable, "-m", "tests.unit.indexing.child", "never", "--", "index", str(shared),
                                str(mine), "--store", spec, "--wait", "300"] + (["--graph"] if i % 2 == 0 else []),
                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -187,11 +189,34 @@ def test_d14_concurrent_index_runs_into_one_store_keep_every_passage_once(tmp_pa
 
     store = open_document_store(spec, faiss_device=-1)
     ids = [d.id for d in store.filter_documents()]
-    expected = {f"shared-{i}" for i in range(3)} | {f"w{w}-{i}" for w in range(writers) for i in range(4)}
+    expected = ({f"seed-{i}" for i in range(2)} | {f"shared-{i}" for i in range(3)}
+                | {f"w{w}-{i}" for w in range(writers) for i in range(4)})
     assert sorted(ids) == sorted(expected) and store.index.ntotal == len(expected)
-    final = child(tmp_path, "never", shared, *own, "--store", spec, "--graph")  # the graph of everything, kept
+    final = child(tmp_path, "never", seed, shared, *own, "--store", spec, "--graph")  # the graph of everything, kept
     assert final.returncode == 0 and f"0 added, 0 replaced, 0 removed, {len(expected)} kept" in final.stdout, final
     graph = state(spec)
     assert {r[0] for r in graph["tables"]["passages"]} == expected and graph["meta"]["state"] == "complete"
     assert set(graph["node_docs"]) == set(graph["node_vectors"]) and len(graph["node_docs"]) == len(
         graph["tables"]["nodes"])
+
+
+def test_d14_a_pgvector_table_has_one_writer_by_an_advisory_lock(pg_url, tmp_path):
+    from haystack_cfrag.stores.lock import StoreBusy, store_lock
+
+    spec = f"pgvector:{pg_url}#docs"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom haystack_cfrag.stores.lock import "
+                               "store_lock\nwith store_lock(sys.argv[1]):\n    print('held', flush=True)\n"
+                               "    time.sleep(120)\n", spec], cwd=ROOT, env=_env(tmp_path), stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(StoreBusy, match=rf"#docs is being written by another cfrag index \(pid {holder.pid}\)"):
+            with store_lock(spec, wait=0.5):
+                pass
+        with store_lock(f"pgvector:{pg_url}#other", wait=0):  # another table: its own lock
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with store_lock(spec, wait=10):  # the holder's session ended: its lock with it
+        pass

@@ -7,7 +7,8 @@ embedder), optionally `@N` for its N-th time (`graph batch merged@2`). The child
 `HashingDocumentEmbedder`/`HashingTextEmbedder` (32 dimensions) and extracts the graph with
 `WordGraphExtractor` in place of spaCy (no model loads), two passages per graph batch
 (`CHILD_GRAPH_BATCH`): a kill lands between batches, deterministically, never by a sleep.
-`CHILD_EMBED_SLEEP` seconds make the passage embedder slow, so that concurrent runs overlap.
+`CHILD_BARRIER` (FOLDER:N:SECONDS) holds each child after its passage embedding until N children are
+there (or SECONDS passed), so that concurrent runs overlap.
 """
 
 from __future__ import annotations
@@ -41,6 +42,19 @@ class WordGraphExtractor:
 
     def fingerprint(self) -> str:
         return "word-graph-1"
+
+
+def _barrier(spec: str) -> None:
+    """`FOLDER:N:SECONDS`: wait (at most SECONDS) until N children have embedded their passages, so that runs into
+    one store overlap whatever their start-up times: without a lock, each has read the store before any saves."""
+    if not spec:
+        return
+    folder, n, seconds = spec.rsplit(":", 2)
+    os.makedirs(folder, exist_ok=True)
+    open(os.path.join(folder, str(os.getpid())), "w").close()  # noqa: SIM115
+    deadline = time.monotonic() + float(seconds)
+    while len(os.listdir(folder)) < int(n) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _stopper(stop: str) -> Any:
@@ -79,7 +93,7 @@ def main(argv: list[str]) -> None:
 
         def run(self, documents):  # noqa: ANN001, ANN201
             out = super().run(documents=documents)
-            time.sleep(float(os.environ.get("CHILD_EMBED_SLEEP", "0")))  # a slow embedder: runs overlap
+            _barrier(os.environ.get("CHILD_BARRIER", ""))
             reached("embedding")
             return out
 

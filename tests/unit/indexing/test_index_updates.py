@@ -151,6 +151,8 @@ def test_the_graph_holds_exactly_the_current_files(fakes, tmp_path):
     index(a, "--store", spec, "--graph", "--prune")
     nodes, passages, vectors, meta = graph_state(spec)
     assert passages == {"x"} and meta["state"] == "complete"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "cache", "store.faiss", "store.graph",
+                                                          "store.json"]  # no lock file left behind
     assert nodes == vectors == {"Storms", "damaged", "fishing", "boats"}  # no node (or vector) of a text gone
     from haystack_cfrag.causal_rag.stored_graph import open_stored_graph
 
@@ -238,3 +240,4 @@ def test_d14_a_second_writer_waits_bounded_then_refuses_naming_the_store_and_hol
     assert ("waiting for another cfrag index (pid 4242)" in result.stderr) == (wait != "0")
     assert not (tmp_path / "store.faiss").exists() and fakes.calls == 0
     assert "1 added" in summary(index(a, "--store", spec))  # released: the next run writes
+    assert not (tmp_path / ".store.cfrag-lock").exists()  # and removes the lock file it held
