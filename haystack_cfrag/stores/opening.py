@@ -14,6 +14,11 @@ finished when the store is next opened or saved (the complete new pair moved in)
 killed before its commit record leaves the old pair as it was. Temporary files a killed save
 left beside a store are removed by the next save. pgvector writes in one transaction; Qdrant
 keeps each vector with its document, so neither can hold documents without their vectors.
+
+Opening never trusts what it opens: every file is read through `stores.safe_files` (a regular
+file of bounded size, no FIFO, device or link out of its folder), a FAISS index is checked
+against its size before faiss reads it (`stores.faiss_header`), and every network store has a
+connect and a statement or request timeout (`stores.timeouts`).
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ from typing import Any
 from haystack import logging
 
 from haystack_cfrag.common.files import replace_text
+from haystack_cfrag.stores.safe_files import check_file, open_checked, read_json
 from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec, redact
+from haystack_cfrag.stores.timeouts import QDRANT_SECONDS, pg_with_timeouts
 
 logger = logging.getLogger(__name__)
 
@@ -155,7 +162,7 @@ def finish_interrupted_save(base: Path) -> bool:
     """
     commit = _commit_record(base)
     try:
-        name = json.loads(commit.read_text(encoding="utf-8"))["folder"]
+        name = read_json(commit, "meta")["folder"]  # a regular file of a few bytes: never a FIFO's endless wait
     except FileNotFoundError:
         return False
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -238,10 +245,17 @@ def open_memory_store(path: Path, *, create: bool = False) -> Any:
     """
     from haystack.document_stores.in_memory import InMemoryDocumentStore  # noqa: PLC0415
 
-    if path.exists():
+    if path.exists() or path.is_symlink():
         check_memory_store_file(path)
-        try:
-            return InMemoryDocumentStore.load_from_disk(str(path))
+        data = read_json(path, "json")
+        try:  # what `InMemoryDocumentStore.load_from_disk` does, from the checked file
+            from haystack import Document  # noqa: PLC0415
+            from haystack.document_stores.types import DuplicatePolicy  # noqa: PLC0415
+
+            documents = data.pop("documents")
+            store = InMemoryDocumentStore.from_dict(data)
+            store.write_documents([Document.from_dict(d) for d in documents], policy=DuplicatePolicy.OVERWRITE)
+            return store
         except Exception as exc:  # noqa: BLE001  (Haystack raises KeyError, DocumentStoreError, TypeError …)
             raise ValueError(f"{path} is not a store cfrag index wrote (it does not load: {type(exc).__name__}); "
                              "name another file.") from exc
@@ -263,7 +277,7 @@ def check_memory_store_file(path: Path) -> None:
     if path.is_dir():
         raise ValueError(f"{path} is a folder, not a store file: name the .json file cfrag index wrote.")
     try:
-        with path.open("rb") as fh:
+        with open_checked(path, "json") as fh:  # a FIFO, a device, a link out or a huge file: refused unread
             head = fh.read(512)
     except OSError as exc:
         raise ValueError(f"{path} cannot be read ({exc.strerror or type(exc).__name__}).") from exc
@@ -314,10 +328,16 @@ def _open_faiss(s: StoreSpec, embedding_dim: int | None, create: bool, device: i
         raise ValueError("A new FAISS store needs embedding_dim.")
     kwargs = {"index_path": str(base), "index_string": s.name, "embedding_dim": embedding_dim or 768}
     if device is not None or gpu_device(None, faiss.get_num_gpus()) is not None:
-        return GpuFAISSDocumentStore(**kwargs, device=device)
+        return GpuFAISSDocumentStore(**kwargs, device=device)  # loads through `faiss_files.load_store`
     from haystack_integrations.document_stores.faiss import FAISSDocumentStore  # noqa: PLC0415
 
-    return FAISSDocumentStore(**kwargs)
+    from haystack_cfrag.stores.faiss_files import load_store  # noqa: PLC0415
+
+    store = FAISSDocumentStore(**{**kwargs, "index_path": None})  # an empty index: the files are read below
+    store.index_path = str(base)
+    if exists:
+        load_store(store, base)
+    return store
 
 
 def pg_secret(url: str) -> Any:
@@ -325,22 +345,23 @@ def pg_secret(url: str) -> Any:
 
     An empty URL is Haystack's default, ``PG_CONN_STR``. A given URL is put in this process's
     environment under a name derived from it, so a pipeline's YAML holds the variable's name
-    and never the password.
+    and never the password. Either gets a connect and a statement timeout where it sets none
+    (`timeouts.pg_with_timeouts`): a host that never answers is an error, not a wait.
     """
     from haystack.utils import Secret  # noqa: PLC0415
 
     if not url:
+        if os.environ.get("PG_CONN_STR"):  # this process's connections get the timeouts too
+            os.environ["PG_CONN_STR"] = pg_with_timeouts(os.environ["PG_CONN_STR"])
         return Secret.from_env_var("PG_CONN_STR")
     var = "CFRAG_PG_CONN_STR_" + hashlib.sha256(url.encode()).hexdigest()[:10].upper()
-    os.environ[var] = url
+    os.environ[var] = pg_with_timeouts(url)
     return Secret.from_env_var(var)
 
 
 def _pg_table_dim(url: str, table: str) -> int | None:
     """The `embedding` column's dimension of an existing table; None when the table does not exist."""
-    import psycopg  # noqa: PLC0415
-
-    with psycopg.connect(url) as conn:
+    with pg_connect(url) as conn:
         row = conn.execute("SELECT to_regclass(%s)::text", (f"public.{table}",)).fetchone()
         if row is None or row[0] is None:
             return None
@@ -349,6 +370,20 @@ def _pg_table_dim(url: str, table: str) -> int | None:
             (f"public.{table}",),
         ).fetchone()
     return int(dim[0]) if dim and dim[0] and dim[0] > 0 else 0
+
+
+def pg_connect(url: str, **kwargs: Any) -> Any:
+    """A psycopg connection to `url` (`pg_secret`'s value: with its timeouts); a failure to connect is one
+    ValueError line naming the server (redacted), e.g. a host that accepts and never answers, after
+    `timeouts.PG_CONNECT_SECONDS`."""
+    import psycopg  # noqa: PLC0415
+
+    try:
+        return psycopg.connect(url, **kwargs)
+    except psycopg.OperationalError as exc:
+        where = redact(url.partition("?")[0]) if "://" in url else "the PG_CONN_STR database"
+        why = redact(" ".join(str(exc).split()))[:160]
+        raise ValueError(f"Postgres at {where} cannot be reached ({why}).") from None
 
 
 def _open_pgvector(s: StoreSpec, embedding_dim: int | None, create: bool) -> Any:
@@ -384,6 +419,9 @@ def _open_qdrant(s: StoreSpec, embedding_dim: int | None, create: bool) -> Any:
         where = {"url": s.location}
     else:
         where = {"path": s.location}
+        check_qdrant_folder(Path(s.location))
+    if "url" in where:
+        where["timeout"] = int(QDRANT_SECONDS)
     if not create:
         if not _qdrant_collection_exists(where, s.name):
             raise FileNotFoundError(f"No Qdrant collection '{s.name}' at {s.location}: create it with "
@@ -403,7 +441,7 @@ def _qdrant_collection_exists(where: dict[str, Any], name: str) -> bool:
         return False
     from qdrant_client import QdrantClient  # noqa: PLC0415
 
-    client = QdrantClient(url=where["url"])
+    client = QdrantClient(url=where["url"], timeout=int(QDRANT_SECONDS))
     try:
         return bool(client.collection_exists(name))
     finally:
@@ -412,17 +450,34 @@ def _qdrant_collection_exists(where: dict[str, Any], name: str) -> bool:
 
 def _qdrant_dim(where: dict[str, Any], name: str) -> int | None:
     if "path" in where:  # local mode keeps the collections' configuration in meta.json
-        import json  # noqa: PLC0415
-
-        meta = json.loads((Path(where["path"]) / "meta.json").read_text(encoding="utf-8"))
+        meta = read_json(Path(where["path"]) / "meta.json", "meta")
         return meta["collections"][name]["vectors"]["size"]
     if "url" not in where:
         return None
     from qdrant_client import QdrantClient  # noqa: PLC0415
 
-    client = QdrantClient(url=where["url"])
+    client = QdrantClient(url=where["url"], timeout=int(QDRANT_SECONDS))
     try:
         vectors = client.get_collection(name).config.params.vectors
         return getattr(vectors, "size", None)
     finally:
         client.close()
+
+
+def check_qdrant_folder(folder: Path) -> None:
+    """The files a local Qdrant client reads when it opens `folder` (its meta.json, each collection's storage):
+    regular files of bounded size, before the client opens any (`safe_files`)."""
+    if not folder.is_dir():
+        return
+    try:
+        check_file(folder / "meta.json", "meta", folder=folder)
+    except FileNotFoundError:
+        return
+    collections = folder / "collection"
+    if not collections.is_dir() or collections.is_symlink():
+        return
+    for sub in list(collections.iterdir())[:1000]:
+        if sub.is_symlink() or not sub.is_dir():
+            raise ValueError(f"{sub} is not a folder of a local Qdrant store; nothing read.")
+        for path in list(sub.iterdir())[:100]:
+            check_file(path, "sqlite", folder=sub)
