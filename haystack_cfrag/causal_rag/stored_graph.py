@@ -15,6 +15,11 @@ the nodes new to them, in batches, into the node store. Incremental: passages ad
 run are merged; when a passage was deleted or its text changed, the tables are rebuilt from the
 cache (no extraction) and only nodes never seen are embedded. `open_stored_graph` opens both parts
 (checked, never rebuilt); `CausalGraphRetriever` reads the edges from the tables.
+
+Opening never trusts the graph: its folder is the package's (`stores.graph_folder`: created with a
+marker, never a link or a user's folder), its SQLite file holds exactly the graph's tables and
+every statement has a deadline (`stores.sqlite_guard`; read-only when only reading), its node
+store's files are checked as the store's are, and Postgres connections carry timeouts.
 """
 
 from __future__ import annotations
@@ -32,12 +37,14 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack_cfrag.causal_rag.graph_tables import GraphTables
 from haystack_cfrag.causal_rag.math.extraction import passage_hash
 from haystack_cfrag.causal_rag.math.names import NODE_FLAG, node_document_id, node_key
-from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec
+from haystack_cfrag.stores.graph_folder import check_folder, make_folder
+from haystack_cfrag.stores.specs import NODE_SUFFIX, StoreSpec, parse_store_spec
+from haystack_cfrag.stores.sqlite_guard import open_tables
 
 logger = logging.getLogger(__name__)
 
-NODE_SUFFIX = "_graph_vectors"
-"""The node vectors' table or collection: TABLE_graph_vectors (the tables are TABLE_graph_meta, _nodes, _edges, _passages)."""
+INDEX_SECONDS = 3600
+"""The statement timeout of the HNSW index build on a pgvector graph's node vectors (66 s at 132,355 nodes)."""
 PASSAGE_BATCH = 1000
 """Passages assembled and merged per transaction."""
 
@@ -49,26 +56,34 @@ class GraphHome:
     nodes: StoreSpec
     sqlite: Path | None = None
     postgres: tuple[str, str] | None = None  # (the URL, the table prefix)
+    folder: Path | None = None  # the package's own folder the files live in (`stores.graph_folder`)
 
     def exists(self) -> bool:
-        """Whether a graph was written here (its tables; the node store is checked when opened)."""
+        """Whether a graph was written here (its tables; the node store is checked when opened).
+
+        :raises ValueError: its folder is a link or not a folder.
+        """
         if self.sqlite is not None:
-            return self.sqlite.exists()
-        from haystack_cfrag.stores.opening import pg_secret  # noqa: PLC0415
+            if self.folder is not None and not check_folder(self.folder, writing=False):
+                return False
+            return self.sqlite.exists() or self.sqlite.is_symlink()
+        from haystack_cfrag.stores.opening import pg_connect, pg_secret  # noqa: PLC0415
 
         url, prefix = self.postgres  # type: ignore[misc]
-        import psycopg  # noqa: PLC0415
-
-        with psycopg.connect(pg_secret(url).resolve_value()) as conn:
+        with pg_connect(pg_secret(url).resolve_value()) as conn:
             row = conn.execute("SELECT to_regclass(%s)::text", (f"public.{prefix}_meta",)).fetchone()
         return row is not None and row[0] is not None
 
-    def tables(self, *, create: bool = False) -> GraphTables:
-        """The graph's tables, checked (created when `create`)."""
+    def tables(self, *, create: bool = False, readonly: bool = False) -> GraphTables:
+        """The graph's tables, checked (created when `create`; an SQLite file opened read-only when `readonly`)."""
         if self.sqlite is not None:
-            if create:
+            if create and self.folder is not None:
+                make_folder(self.folder)
+            elif create:
                 self.sqlite.parent.mkdir(parents=True, exist_ok=True)
-            return GraphTables.open_sqlite(self.sqlite, create=create)
+            elif self.folder is not None:
+                check_folder(self.folder, writing=not readonly)
+            return open_tables(self.sqlite, create=create, readonly=readonly and not create)
         from haystack_cfrag.stores.opening import pg_secret  # noqa: PLC0415
 
         url, prefix = self.postgres  # type: ignore[misc]
@@ -88,10 +103,12 @@ def graph_home(spec: str | StoreSpec, cache_dir: Path | None = None) -> GraphHom
     if s.kind == "memory":
         base = Path(s.location)
         folder = Path(f"{base.with_suffix('') if base.suffix == '.json' else base}.graph")
-        return GraphHome(StoreSpec("memory", str(folder / "nodes.json")), sqlite=folder / "graph.sqlite")
+        return GraphHome(StoreSpec("memory", str(folder / "nodes.json")), sqlite=folder / "graph.sqlite",
+                         folder=folder)
     if s.kind == "faiss":  # a folder of its own: `PATH.graph-nodes` would be saved as PATH.faiss, over the passages
         folder = Path(f"{s.location}.graph")
-        return GraphHome(StoreSpec("faiss", str(folder / "nodes"), s.name), sqlite=folder / "graph.sqlite")
+        return GraphHome(StoreSpec("faiss", str(folder / "nodes"), s.name), sqlite=folder / "graph.sqlite",
+                         folder=folder)
     if s.kind == "pgvector":
         return GraphHome(StoreSpec("pgvector", s.location, s.name + NODE_SUFFIX), postgres=(s.location, f"{s.name}_graph"))
     nodes = StoreSpec("qdrant", s.location, s.name + NODE_SUFFIX)
@@ -100,7 +117,8 @@ def graph_home(spec: str | StoreSpec, cache_dir: Path | None = None) -> GraphHom
 
         digest = hashlib.sha256(f"{s.location}#{s.name}".encode()).hexdigest()[:16]
         return GraphHome(nodes, sqlite=(cache_dir or models.graph_cache_dir()) / f"qdrant-{digest}.graph.sqlite")
-    return GraphHome(nodes, sqlite=Path(f"{s.location}.{s.name}.graph") / "graph.sqlite")
+    folder = Path(f"{s.location}.{s.name}.graph")
+    return GraphHome(nodes, sqlite=folder / "graph.sqlite", folder=folder)
 
 
 def store_files(spec: StoreSpec) -> set[Path]:
@@ -114,8 +132,11 @@ def store_files(spec: StoreSpec) -> set[Path]:
 
 
 def check_home(spec: str | StoreSpec, home: GraphHome) -> None:
-    """Refuse a graph home whose files would be the passages' own (a node store saved over the store)."""
+    """Refuse a graph home whose files would be the passages' own (a node store saved over the store), or whose
+    folder the package did not create (a user's folder, a link: `stores.graph_folder`)."""
     s = spec if isinstance(spec, StoreSpec) else parse_store_spec(spec)
+    if home.folder is not None:
+        check_folder(home.folder, writing=True)
     mine = store_files(home.nodes) | ({home.sqlite.resolve()} if home.sqlite is not None else set())
     if mine & store_files(s) or (s.kind == home.nodes.kind and s.location == home.nodes.location
                                  and s.name == home.nodes.name):
@@ -143,23 +164,33 @@ def open_stored_graph(spec: str | StoreSpec) -> StoredGraph | None:
 
     :raises ValueError: one line, when its tables are foreign, corrupt or of another version.
     """
-    from haystack_cfrag.stores.opening import open_document_store  # noqa: PLC0415
+    from haystack_cfrag.stores.opening import close_document_store, open_document_store  # noqa: PLC0415
+    from haystack_cfrag.stores.specs import redact  # noqa: PLC0415
 
     home = graph_home(spec)
     if not home.exists():
         return None
-    tables = home.tables()
+    tables = home.tables(readonly=True)
     try:
         nodes = open_document_store(home.nodes)
     except FileNotFoundError as exc:
         tables.close()
         raise ValueError(f"graph of {spec}: its tables exist but not its node store ({exc}); run "
                          "`cfrag index --graph` again.") from exc
+    except ValueError as exc:  # the checks of `stores.safe_files` & co: one line that names the file and why
+        tables.close()
+        raise ValueError(f"graph of {redact(str(spec))}: {' '.join(str(exc).split())[:300]}") from exc
     except Exception as exc:  # a corrupt or foreign node store file: one line, nothing half-read
         tables.close()
         raise ValueError(f"graph of {spec}: its node store {home.nodes} does not open "
                          f"({type(exc).__name__}: {' '.join(str(exc).split())[:120]}); nothing read.") from exc
-    meta, counts = tables.meta(), tables.counts()
+    try:
+        meta, counts = tables.meta(), tables.counts()
+    except Exception as exc:  # a statement past its deadline, a corrupt page: one line, nothing half-read
+        tables.close()
+        close_document_store(nodes)
+        raise ValueError(f"graph of {redact(str(spec))}: its tables {tables.where} do not read "
+                         f"({type(exc).__name__}: {' '.join(str(exc).split())[:100]}); nothing read.") from exc
     if meta.get("nodes") != str(counts["nodes"]):
         tables.close()
         raise ValueError(f"graph of {spec}: an index run did not finish ({counts['nodes']} nodes, "
@@ -302,6 +333,7 @@ def _index_node_vectors(home: GraphHome) -> None:
     url, _ = home.postgres  # type: ignore[misc]
     table = home.nodes.name
     with psycopg.connect(pg_secret(url).resolve_value(), autocommit=True) as conn:
+        conn.execute(f"SET statement_timeout = {int(INDEX_SECONDS * 1000)}")  # the one statement that runs long
         conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding vector_cosine_ops)").format(
             sql.Identifier(f"{table}_hnsw"), sql.Identifier(table)))
 
