@@ -17,6 +17,7 @@ import yaml
 from haystack import Pipeline
 from haystack.core.serialization import DeserializationCallbacks
 
+from haystack_cfrag.common.errors import one_line
 from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.models import resolve_embedded_models
 from haystack_cfrag.pipelines import renamed_types, shipped_pipelines
@@ -128,8 +129,7 @@ def _dry_build(path: Path, data: dict[str, Any], patterns: list[str]) -> None:
         else:
             pipe = Pipeline.from_dict(data)  # Haystack 2.x: `check_classes` was the gate
     except Exception as exc:  # noqa: BLE001  (DeserializationError, PipelineError, TypeError …)
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise ValueError(f"{path}: Haystack cannot build this pipeline: {first}") from exc
+        raise ValueError(f"{path}: Haystack cannot build this pipeline: {one_line(exc, typed=False)}") from exc
     for section, kind in (("inputs", "input_sockets"), ("outputs", "output_sockets")):
         declared = data.get(section) or {}
         if not isinstance(declared, dict):

@@ -27,7 +27,8 @@ import click
 
 from haystack_cfrag import models
 from haystack_cfrag.cascade.math import gate_line
-from haystack_cfrag.common.errors import one_line
+from haystack_cfrag.common.errors import OPEN_ERRORS, error_line, one_line
+from haystack_cfrag.common.redaction import install_log_redaction, redact
 from haystack_cfrag.cli.checks import (
     IntRange,
     ParameterText,
@@ -77,10 +78,12 @@ def _param_options(func: Any) -> Any:
 
 
 class _Main(click.Group):
-    """The `cfrag` group: every error is one line; `--debug` shows the traceback of an unexpected one;
-    Ctrl-C anywhere in a command is "Interrupted." and exit 130 (128 + SIGINT, as a shell reports it)."""
+    """The `cfrag` group: every error is one line, redacted (`common.redaction`: no password), as is every log
+    line; `--debug` shows the traceback of an unexpected one; Ctrl-C anywhere in a command is "Interrupted."
+    and exit 130 (128 + SIGINT, as a shell reports it)."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        install_log_redaction("haystack_cfrag", "haystack")
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
@@ -88,15 +91,17 @@ class _Main(click.Group):
                 raise
             click.echo("Interrupted.", err=True)
             ctx.exit(INTERRUPTED)
-        except click.UsageError as exc:
-            exc.ctx = None  # the message names the option: no usage block around it
+        except click.ClickException as exc:
+            if isinstance(exc, click.UsageError):
+                exc.ctx = None  # the message names the option: no usage block around it
+            exc.message = redact(exc.message)  # the one error printer: no password of a store spec
             raise
-        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        except (click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as exc:
             if ctx.params.get("debug"):
                 raise
-            raise click.ClickException(f"{one_line(exc)} (`cfrag --debug …` shows the traceback)") from exc
+            raise click.ClickException(error_line(exc)) from exc
 
 
 @click.group(cls=_Main)
@@ -163,8 +168,8 @@ def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None
             runtime.prepare_stores(pipelines)  # before the reader loads: the two peaks never meet
         status("loading the models")
         runtime.warm_up()
-    except (FileNotFoundError, ValueError, RuntimeError, OSError) as exc:  # a store or model that cannot open
-        raise click.ClickException(one_line(exc, typed=False)) from exc
+    except OPEN_ERRORS as exc:  # a store or model that cannot open
+        raise click.ClickException(error_line(exc)) from exc
     finally:
         status.done()
     click.echo(f"[setup] {store.count_documents()} passages, models loaded in {time.perf_counter() - start:.1f} s",

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from haystack_cfrag import models
+from haystack_cfrag.common.redaction import check_postgres_url, redact
 from haystack_cfrag.common.parameters import INTEGER, NUMBER, ParameterError, clip, parse_value
 from haystack_cfrag.registry import cli_options, resolve
 
@@ -181,10 +182,15 @@ def check_store_spec(text: str, *, create: bool, option: str = "--store") -> Any
     try:
         spec = parse_store_spec(text)
     except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint=option) from exc
+        raise click.BadParameter(redact(str(exc)), param_hint=option) from exc
     if spec.kind == "pgvector" and not spec.location and not os.environ.get("PG_CONN_STR"):
         raise click.BadParameter(f"'{text}' names no database and PG_CONN_STR is not set: use "
                                  "pgvector:postgresql://USER:PASSWORD@HOST:PORT/DB[#TABLE]", param_hint=option)
+    if spec.kind == "pgvector" and spec.location:
+        try:
+            check_postgres_url(spec.location)  # before anything connects: libpq's errors may quote the password
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint=option) from None
     local = {"memory": Path(spec.location), "faiss": Path(spec.location).with_suffix(".faiss"),
              "qdrant": Path(spec.location)}.get(spec.kind)
     if spec.kind == "qdrant" and (spec.location == ":memory:" or spec.location.startswith(("http://", "https://"))):

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from haystack import Document, logging
 
+from haystack_cfrag.common.errors import squash
 from haystack_cfrag.common.text import clean_query, truncate_text
 from haystack_cfrag.common.vectors import as_matrix, valid_embedding_mask
 from haystack_cfrag.common.tracing import LLMCall, llm_span
@@ -187,8 +188,19 @@ def first_reply_text(result: dict[str, Any] | None) -> str:
 
 
 def degradation(stage: str, reason: str, **details: Any) -> dict[str, Any]:
-    """One entry of `trace["degradations"]`: what stage gave less than asked, and why."""
-    return {"stage": stage, "reason": reason, **details}
+    """One entry of `trace["degradations"]`: what stage gave less than asked, and why.
+
+    The reason and an `error` detail (a `repr(exc)`) are each one line of at most
+    `errors.MAX_CHARS` characters, redacted: a failing model's whole error (a traceback, a
+    connection string) never reaches a trace, a served answer or its `escalation`.
+
+    >>> entry = degradation("gate", "support scorer failed: " + "x" * 1000 + "\\n  at line 3", error="a\\nb")
+    >>> len(entry["reason"]) <= 300, "\\n" in entry["reason"], entry["error"]
+    (True, False, 'a b')
+    """
+    if isinstance(details.get("error"), str):
+        details["error"] = squash(details["error"])
+    return {"stage": stage, "reason": squash(str(reason)), **details}
 
 
 # ---------------------------------------------------------------- injected components

@@ -1,0 +1,194 @@
+"""Passwords kept out of every message, log line and serialisation: `redact`, and the secrets that hold them.
+
+`redact` is the one redaction of the package: the CLI's error printer, `errors.one_line`, the
+degradations of a trace, the server's log and the components' error messages pass text through
+it. It hides the password of a URI's userinfo (``postgresql://USER:***@HOST``, also with an
+empty user or a raw ``@`` in the password: everything up to the token's last ``@`` is hidden)
+and the value of ``password=``, ``passwd=`` or ``pwd=`` (a URI's query, a libpq keyword DSN, a
+dict's ``'password': …``). A spec that holds a password is serialised by name, never by value
+(`env_secret`: a Haystack `Secret` of an environment variable set in this process).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+from typing import Any
+
+HIDDEN = "***"
+PLACEHOLDER = "USER:PASSWORD"
+"""The userinfo of the help texts' ``postgresql://USER:PASSWORD@HOST…``: shown as it is."""
+
+_PARAMETER = re.compile(
+    r"""(?ix)
+    (?P<key>[A-Za-z_]*(?:password|passwd|pwd)\s*=\s*)    # password=, PGPASSWORD=, db_pwd = (a query, a DSN)
+    (?P<value>'(?:[^'\\]|\\.)*'?|"(?:[^"\\]|\\.)*"?|[^\s&]*)
+    """
+)
+_QUOTED_KEY = re.compile(r"""(?i)(['"])[A-Za-z_]*(?:password|passwd|pwd)\1\s*:\s*""")
+"""A dict's or JSON's password key: `'password': ` (its quoted value is hidden)."""
+_SPACED = re.compile(r"""([A-Za-z][\w+.-]*://[^\s/@:]*:)(?!\d*(?:[/?#"'\s]|$))[^@\n]{0,100}@""")
+"""scheme://USER:PASSWORD@ where the password holds white space (libpq quotes such a URI in its error)."""
+_LIBPQ_PART = re.compile(r'((?:unexpected spaces found in|invalid percent-encoded token:) ")[^"]*"')
+"""libpq's errors that quote one part of a URI, which may be its password."""
+
+
+def redact(text: str) -> str:
+    """`text` with every password it holds replaced by ***.
+
+    >>> redact("pgvector:postgresql://me:s3cret@db:5432/x#t")
+    'pgvector:postgresql://me:***@db:5432/x#t'
+    >>> redact("postgresql://:s3cret@db/x"), redact("postgresql://me:p@ss@db/x")
+    ('postgresql://:***@db/x', 'postgresql://me:***@db/x')
+    >>> redact("postgresql://db/x?sslmode=require&password=s3cret"), redact("host=db password='a b' user=me")
+    ('postgresql://db/x?sslmode=require&password=***', 'host=db password=*** user=me')
+    >>> redact('no store at "postgresql://me:a b@db/x"')  # a password with a space
+    'no store at "postgresql://me:***@db/x"'
+    >>> redact("use pgvector:postgresql://USER:PASSWORD@HOST:PORT/DB")  # the help texts' placeholder
+    'use pgvector:postgresql://USER:PASSWORD@HOST:PORT/DB'
+    >>> redact('unexpected spaces found in "s3c ret", use percent-encoded spaces (%20) instead')  # libpq's
+    'unexpected spaces found in "***", use percent-encoded spaces (%20) instead'
+    >>> redact("no table 'docs' in postgresql://me@db/x")  # no password: unchanged
+    "no table 'docs' in postgresql://me@db/x"
+    """
+    if not isinstance(text, str):
+        text = str(text)
+    text = _LIBPQ_PART.sub(lambda m: f'{m.group(1)}{HIDDEN}"', text)
+    text = _SPACED.sub(lambda m: m.group(0) if m.group(0).endswith(f"//{PLACEHOLDER}@") else m.group(1) + HIDDEN + "@",
+                       text)
+    text = re.sub(r"\S+", _redact_token, text)
+    return _redact_parameters(text)
+
+
+def _redact_token(match: re.Match[str]) -> str:
+    """One white-space-free token: the userinfo of a URI (or of a malformed one) hidden up to its last '@'."""
+    token = match.group(0)
+    at = token.rfind("@")
+    if at < 0:
+        return token
+    head, tail = token[:at], token[at:]
+    scheme = head.find("://")
+    if scheme >= 0:  # scheme://USER:PASSWORD@HOST: the user stays, the password goes
+        start = scheme + 3
+        colon = head.find(":", start)
+        if head[start:] == PLACEHOLDER:
+            return token
+        return token if colon < 0 else head[:colon + 1] + HIDDEN + tail
+    colon = head.find(":")  # a malformed URI (postgresql:/u:pw@h, u:pw@h): everything after its first ':'
+    return token if colon < 0 else head[:colon + 1] + HIDDEN + tail
+
+
+def _redact_parameters(text: str) -> str:
+    return _hide_quoted_values(_PARAMETER.sub(lambda m: m.group("key") + HIDDEN, text))
+
+
+def _hide_quoted_values(text: str) -> str:
+    """`'password': 'value'` (a dict's repr, JSON): the value, up to its closing quote."""
+    out, pos = [], 0
+    for match in _QUOTED_KEY.finditer(text):
+        if match.start() < pos:
+            continue
+        end = match.end()
+        value_quote = text[end:end + 1]
+        if value_quote not in ("'", '"'):
+            continue
+        close = end + 1
+        while close < len(text) and text[close] != value_quote:
+            close += 2 if text[close] == "\\" else 1
+        out += [text[pos:end], value_quote, HIDDEN, value_quote]
+        pos = min(close + 1, len(text))
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def check_postgres_url(url: str) -> None:
+    """ValueError, in one redacted line, for a Postgres URL libpq cannot read, or reads with part of the
+    password as the host or the port (a raw '@' or '/' in it: the error of connecting would then show it).
+
+    No connection is made (libpq's own parser, through psycopg; without psycopg, nothing is checked).
+
+    >>> check_postgres_url("postgresql://me:s3cret@db:5432/x")
+    >>> check_postgres_url("postgresql://me:s3@cret@db/x")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'postgresql://me:***@db/x': libpq reads part of its password as the host or port: percent-encode '@' as %40, '/' as %2F
+    """
+    from urllib.parse import unquote  # noqa: PLC0415
+
+    try:
+        from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415
+    except ImportError:
+        return
+    shown = redact(url)
+    try:
+        parsed = conninfo_to_dict(url)
+    except Exception as exc:  # noqa: BLE001  (psycopg.ProgrammingError: libpq's message, which may quote a part)
+        message = " ".join(redact(str(exc)).split())[:160]
+        raise ValueError(f"'{shown}' is not a Postgres URL libpq reads ({message}): use "
+                         "postgresql://USER:PASSWORD@HOST:PORT/DB, the password percent-encoded") from None
+    rest = url.partition("://")[2]
+    userinfo = rest[:rest.rfind("@")] if "@" in rest else ""
+    if ":" in userinfo:
+        user, _, password = userinfo.partition(":")
+        if (parsed.get("user") or "", parsed.get("password") or "") != (unquote(user), unquote(password)):
+            raise ValueError(f"'{shown}': libpq reads part of its password as the host or port: percent-encode "
+                             "'@' as %40, '/' as %2F")
+
+
+def has_password(text: str) -> bool:
+    """Whether `text` holds a password `redact` would hide.
+
+    >>> has_password("faiss:stores/demo"), has_password("pgvector:postgresql://me:pw@db/x")
+    (False, True)
+    """
+    return redact(text) != text
+
+
+def env_secret(value: str, prefix: str) -> Any:
+    """A Haystack `Secret` of an environment variable holding `value`, set in this process under a name
+    derived from it (`prefix` + a hash): it serialises by that name, never by value.
+
+    >>> secret = env_secret("pgvector:postgresql://me:pw@db/x", "CFRAG_DOCTEST")
+    >>> secret.to_dict()["env_vars"][0].startswith("CFRAG_DOCTEST_"), secret.resolve_value().endswith("@db/x")
+    (True, True)
+    """
+    from haystack.utils import Secret  # noqa: PLC0415
+
+    var = f"{prefix}_" + hashlib.sha256(value.encode()).hexdigest()[:10].upper()
+    os.environ[var] = value
+    return Secret.from_env_var(var)
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that passes every record with its message (and traceback text) redacted."""
+
+    def filter(self, record: logging.LogRecord) -> bool:  # noqa: A003  (logging's name)
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001  (a record whose arguments do not format: left to the handler)
+            return True
+        shown = redact(message)
+        if shown != message:
+            record.msg, record.args = shown, ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+        elif record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True
+
+
+_FILTER = RedactingFilter()
+
+
+def install_log_redaction(*loggers: str) -> None:
+    """Redact every record the root logger's handlers (and Python's last-resort handler) write, and every
+    record of the named loggers (a second line of defence: messages are redacted where they are made)."""
+    handlers = [*logging.getLogger().handlers, *([logging.lastResort] if logging.lastResort else [])]
+    for target in [*handlers, *(logging.getLogger(name) for name in loggers)]:
+        if _FILTER not in target.filters:
+            target.addFilter(_FILTER)
+
+
+__all__ = ["HIDDEN", "RedactingFilter", "check_postgres_url", "env_secret", "has_password", "install_log_redaction", "redact"]
