@@ -12,8 +12,10 @@ Also removed: `/draw/{name}` (it asks mermaid.ink over the network) and the Open
 Hayhooks' trace and monitoring APIs are off. CORS allows only the `--cors-origin` origins (none
 by default). `middleware.Guard` checks hosts, the token, bodies; every request-validation error
 body is JSON (FastAPI's own handler fails on a non-finite input and answers 500). Log lines are
-cut to `MAX_LOGGED_CHARS` (Hayhooks logs each `/run` request's fields), and MCP's `/sse` lets a
-client leave without an "Exception in ASGI application".
+cut to `MAX_LOGGED_CHARS` (Hayhooks logs each `/run` request's fields) and redacted (no password
+of a store spec), and MCP's `/sse` lets a client leave without an "Exception in ASGI application".
+The store, graph and models are opened before Hayhooks starts (`open_service`): one that fails
+is the one line `cfrag ask` prints, and exit code 1.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from haystack_cfrag.common.errors import error_line
+from haystack_cfrag.common.redaction import install_log_redaction, redact
 from haystack_cfrag.serving.middleware import LOOPBACK_HOSTS, BodyCheck, Guard
 from haystack_cfrag.serving.requests import (
     RequestError,
@@ -240,6 +244,18 @@ def allowed_hosts(host: str) -> tuple[str, ...] | None:
     return LOOPBACK_HOSTS if host in LOOPBACK_HOSTS else None
 
 
+class _Shown:
+    """A logged value shown as this text (its repr, redacted)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    __str__ = __repr__
+
+
 class _Shortened:
     """A logged value cut to MAX_LOGGED_CHARS characters (what the log shows as its repr)."""
 
@@ -253,7 +269,8 @@ class _Shortened:
 
 
 def shorten_log_record(record: dict[str, Any]) -> None:
-    """Loguru patcher: a message or bound value longer than MAX_LOGGED_CHARS is cut, its length shown.
+    """Loguru patcher: a message or bound value is redacted (no password of a store spec), and one longer than
+    MAX_LOGGED_CHARS is cut, its length shown; so is a logged exception's message.
 
     Hayhooks logs the fields of every `/run` request (`params=…`); no request can write more than
     a few hundred characters into the log.
@@ -261,10 +278,18 @@ def shorten_log_record(record: dict[str, Any]) -> None:
     for key, value in list(record["extra"].items()):
         if isinstance(value, (str, dict, list, tuple)):
             text = repr(value)
-            if len(text) > MAX_LOGGED_CHARS:
-                record["extra"][key] = _Shortened(text)
+            shown = redact(text)
+            if len(shown) > MAX_LOGGED_CHARS:
+                record["extra"][key] = _Shortened(shown)
+            elif shown != text:
+                record["extra"][key] = _Shown(shown)
+    record["message"] = redact(record["message"])
     if len(record["message"]) > MAX_LOGGED_CHARS:
         record["message"] = _Shortened(record["message"]).text
+    exception = record.get("exception")
+    if exception is not None and exception.value is not None and redact(str(exception.value)) != str(exception.value):
+        shown = RuntimeError(f"{exception.type.__name__}: {redact(str(exception.value))}")
+        record["exception"] = type(exception)(RuntimeError, shown, None)  # its frames may hold it too: left out
 
 
 async def json_safe_validation_error(_request: Any, exc: Any) -> Any:
@@ -291,6 +316,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--allow-deploy needs {API_KEY_ENV}: deploying runs code sent over HTTP.", file=sys.stderr)
         return 2
 
+    from hayhooks.server.logger import log  # noqa: PLC0415  (loguru's logger, which Hayhooks logs to)
+
+    log.configure(patcher=shorten_log_record)
+    install_log_redaction("haystack_cfrag", "haystack")
+    failed = open_service()
+    if failed is not None:
+        print(f"Error: {failed}", file=sys.stderr)
+        return 1
+
     import uvicorn  # noqa: PLC0415
     from hayhooks.server.logger import intercept_stdlib_logging  # noqa: PLC0415
     from hayhooks.settings import settings  # noqa: PLC0415
@@ -302,12 +336,28 @@ def main(argv: list[str] | None = None) -> int:
         app = mcp_app(args.pipelines_dir, host=args.host, allow_deploy=args.allow_deploy, api_key=api_key)
     intercept_stdlib_logging(settings.intercepted_loggers,
                              access_log_excluded_path_prefixes=settings.access_log_excluded_path_prefixes)
-    from hayhooks.server.logger import log  # noqa: PLC0415  (loguru's logger, which Hayhooks logs to)
-
-    log.configure(patcher=shorten_log_record)
     uvicorn.run(app, host=args.host, port=args.port, log_config=None,
                 timeout_graceful_shutdown=settings.graceful_shutdown_timeout)
     return 0
+
+
+def open_service() -> str | None:
+    """Open the store, the graph and the models now, before Hayhooks loads a wrapper; the one line `cfrag ask`
+    prints when that fails (None when it does not).
+
+    Left to the wrappers' set-up, the failure was logged by Hayhooks for each pipeline, three
+    tracebacks in about 80 lines, and the server started without the pipeline. `CFRAG_DEBUG`
+    (what `cfrag --debug` sets) raises it instead, with its traceback.
+    """
+    from haystack_cfrag.serving.service import get_service  # noqa: PLC0415
+
+    try:
+        get_service()
+    except Exception as exc:  # noqa: BLE001  (said in one line, as `cfrag ask` says it)
+        if os.environ.get("CFRAG_DEBUG"):
+            raise
+        return error_line(exc)
+    return None
 
 
 if __name__ == "__main__":

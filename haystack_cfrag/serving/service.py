@@ -15,6 +15,7 @@ at a time (a lock). The mock generator and OpenAI-compatible servers run request
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -24,7 +25,9 @@ from typing import Any
 from haystack import logging
 
 from haystack_cfrag import models
+from haystack_cfrag.cascade.math import GATE_KEY
 from haystack_cfrag.common.errors import one_line
+from haystack_cfrag.common.redaction import redact
 from haystack_cfrag.family import Reading
 from haystack_cfrag.registry import Resolved, resolve, served_pipelines
 from haystack_cfrag.serving.requests import RequestError, check_params, check_question
@@ -90,6 +93,11 @@ class ServingConfig:
             store_index=env.get("CFRAG_STORE_INDEX") or "cfrag",
             pipelines=tuple(n for n in (env.get("CFRAG_PIPELINES") or "").split(",") if n in served_pipelines()),
         )
+
+    def __repr__(self) -> str:
+        """The fields, the store spec's password hidden (`common.redaction`)."""
+        fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
+        return redact(f"ServingConfig({fields})")
 
     def mock_generator(self) -> Any:
         """The MockChatGenerator this configuration asks for."""
@@ -184,7 +192,7 @@ class CFRAGService:
         try:
             result = self.runtime.ask(pipeline, question, checked, timed=False)
         except Exception as exc:  # a model or component failure the components did not absorb
-            logger.warning("CF-RAG service: pipeline {pipeline} failed: {error}", pipeline=name, error=repr(exc))
+            logger.warning("CF-RAG service: pipeline {pipeline} failed: {error}", pipeline=name, error=one_line(exc))
             raise PipelineFailedError(f"The pipeline '{name}' failed: {one_line(exc)}") from exc
         reading = pipeline.family.read(result.trace, result.outputs, result.answer, pipeline.values(checked))
         if reading.failure is not None:
@@ -232,7 +240,7 @@ def build_response(
         "documents": documents,
         "seconds": round(seconds, 3),
         "trace": trace,
-        **({"escalation": gate} if gate is not None else {}),
+        **({GATE_KEY: gate} if gate is not None else {}),
     }
 
 

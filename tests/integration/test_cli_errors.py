@@ -137,3 +137,19 @@ def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(tmp_path)
     assert "--debug" in errors[0] and "Traceback" not in output
     code, output = cfrag("--debug", "ask", QUESTION, "--pipeline", "standard_rag", "--llm", llm, cwd=tmp_path)
     assert code == 1 and "Traceback (most recent call last)" in output
+
+
+DEAD_PG = "pgvector:postgresql://cfrag:s3cr3t-P4ss@127.0.0.1:{port}/rag"  # nothing listens: refused at once
+
+
+def test_serve_on_a_store_that_fails_to_open_prints_asks_one_line_and_exits_as_ask(tmp_path):
+    """Issue 62, D4: the server process left the failure to Hayhooks (73-82 lines, three tracebacks, the
+    password three times, and a server still running). Now: the line `cfrag ask` prints, and its exit code."""
+    store = DEAD_PG.format(port=free_port())
+    llm = f"openai:http://127.0.0.1:{free_port()}/v1"
+    ask_code, ask_output = cfrag("ask", QUESTION, "--store", store, "--llm", llm, cwd=tmp_path)
+    code, output = cfrag("serve", "--mock", "--store", store, "--port", str(free_port()), cwd=tmp_path, timeout=180)
+    lines = [line for line in output.splitlines() if not line.startswith("[serve] ")]
+    assert ask_code == code == 1, output
+    assert lines == ask_output.strip().splitlines()[-1:] and lines[0].startswith("Error: "), (output, ask_output)
+    assert "Traceback" not in output and "s3cr3t" not in output + ask_output
