@@ -10,6 +10,7 @@ from collections.abc import Generator
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.utils import Secret
 
 from haystack_cfrag.causal_rag.math.expansion import (
     DEFAULT_HOPS,
@@ -25,6 +26,7 @@ from haystack_cfrag.causal_rag.math.graph import Graph
 from haystack_cfrag.causal_rag.math.names import NODE_FLAG, node_key
 from haystack_cfrag.common.plumbing import InjectedParts, accepts, degradation, run_async_or_thread, with_meta
 from haystack_cfrag.common.protocols import EmbeddingRetriever
+from haystack_cfrag.common.redaction import check_postgres_url, env_secret, has_password, redact
 from haystack_cfrag.common.serialization import deserialize_component, deserialize_init_components, serialize_component
 from haystack_cfrag.common.validation import check_bool, check_int
 
@@ -35,6 +37,8 @@ STORE_BATCH = 500
 """Ids per `filter_documents` call (an "in" filter over many ids is slow or refused by some stores)."""
 MAX_FLAT_META_CHARS = 5_000_000
 """A node's JSON-string meta (`flat_meta=True`) longer than this is not read."""
+GRAPH_ENV_PREFIX = "CFRAG_GRAPH_SPEC"
+"""A `graph` spec holding a password is kept in an environment variable of this prefix (`env_secret`)."""
 HOP_META = "cfrag_hop"
 """Node Documents come out with meta[HOP_META] = the hop they were reached at (0 = a seed)."""
 
@@ -106,7 +110,7 @@ class CausalGraphRetriever(InjectedParts):
         *,
         node_retriever: EmbeddingRetriever | None = None,
         document_store: Any | None = None,
-        graph: str | None = None,
+        graph: str | Secret | None = None,
         top_k: int = DEFAULT_TOP_K,
         hops: int = DEFAULT_HOPS,
         max_edges: int = DEFAULT_MAX_SUBGRAPH_EDGES,
@@ -126,7 +130,10 @@ class CausalGraphRetriever(InjectedParts):
             built) in `warm_up` or on the first run; its node vectors then answer the seeds (a retriever of
             their kind, `top_k` of `node_retriever` or 10), its tables the hops, and that store the passages
             (unless `document_store` is given). For a pipeline run without `cfrag` (Hayhooks, your own code);
-            `node_retriever` is then optional, and given, replaced.
+            `node_retriever` is then optional, and given, replaced. A Haystack `Secret` (``graph: {type: env_var,
+            env_vars: [NAME]}`` in YAML) reads the spec from the environment when opened; a spec that holds a
+            password is moved into an environment variable of this process (`redaction.env_secret`), so that
+            `to_dict`, `dumps()` and every error show the variable's name, never the password.
         :param top_k: k, the number of seed nodes, in [1, 10] (paper and official code: 3).
         :param hops: s, the number of expansion hops, in [1, 10] (paper and official code: 3).
         :param max_edges: edges kept at most, in [1, 2000] (the official code keeps all).
@@ -134,13 +141,13 @@ class CausalGraphRetriever(InjectedParts):
         :param filters: more filters for node retrieval, ANDed with the node flag (Haystack filter syntax).
         :param raise_on_failure: raise when the retriever or the store fails instead of degrading.
         """
-        if graph is not None:
-            from haystack_cfrag.stores.specs import parse_store_spec  # noqa: PLC0415
-
-            if not isinstance(graph, str):
-                raise ValueError(f"{COMPONENT}: 'graph' must be a store spec string, got {type(graph).__name__}.")
-            parse_store_spec(graph)  # a spec that does not parse: one line naming what is wrong
-        elif node_retriever is None:
+        if isinstance(graph, str):
+            _check_graph_spec(graph)  # a spec that does not parse: one line naming what is wrong
+            if has_password(graph):
+                graph = env_secret(graph, GRAPH_ENV_PREFIX)
+        elif graph is not None and not isinstance(graph, Secret):
+            raise ValueError(f"{COMPONENT}: 'graph' must be a store spec string or a Secret, got {type(graph).__name__}.")
+        elif graph is None and node_retriever is None:
             raise ValueError(f"{COMPONENT}: 'node_retriever' is required (an embedding retriever over the node "
                              "Documents), or 'graph' (a store whose graph `cfrag index --graph` stored).")
         if document_store is not None and not hasattr(document_store, "filter_documents"):
@@ -177,7 +184,7 @@ class CausalGraphRetriever(InjectedParts):
             node_retriever=serialize_component(self.node_retriever if self.graph is None
                                                else self._declared_node_retriever),
             document_store=serialize_component(self.document_store),
-            graph=self.graph,
+            graph=self.graph.to_dict() if isinstance(self.graph, Secret) else self.graph,
             top_k=self.top_k,
             hops=self.hops,
             max_edges=self.max_edges,
@@ -188,8 +195,18 @@ class CausalGraphRetriever(InjectedParts):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CausalGraphRetriever:
-        """Deserialise, including the injected retriever and store."""
+        """Deserialise, including the injected retriever and store; `graph` as a spec or a Secret.
+
+        A spec holding a password is replaced by its Secret in `data` itself, before anything can fail:
+        Haystack's DeserializationError quotes `data`.
+        """
+        params = data.get("init_parameters")
+        if isinstance(params, dict) and isinstance(params.get("graph"), str) and has_password(params["graph"]):
+            spec, params["graph"] = params["graph"], env_secret(params["graph"], GRAPH_ENV_PREFIX).to_dict()
+            _check_graph_spec(spec)  # refused as the constructor refuses it, the data already without it
         data = deserialize_init_components(data, cls._INJECTED)
+        if isinstance(data["init_parameters"].get("graph"), dict):
+            data["init_parameters"]["graph"] = Secret.from_dict(data["init_parameters"]["graph"])
         store = data["init_parameters"].get("document_store")
         data["init_parameters"]["document_store"] = deserialize_component(store) if isinstance(store, dict) else store
         return default_from_dict(cls, data)
@@ -205,8 +222,17 @@ class CausalGraphRetriever(InjectedParts):
     def _open_graph(self) -> None:
         from haystack_cfrag.causal_rag.stored_graph import open_for_retrieval  # noqa: PLC0415
 
-        self._stored, self.node_retriever, self._passages = open_for_retrieval(
-            self.graph, node_top_k=getattr(self.node_retriever, "top_k", 10), passages=self.document_store is None)
+        spec = self.graph.resolve_value() if isinstance(self.graph, Secret) else self.graph
+        if not isinstance(spec, str) or not spec.strip():
+            raise ValueError(f"{COMPONENT}: 'graph' reads its spec from {_secret_name(self.graph)}, which is not set.")
+        _check_graph_spec(spec)
+        try:
+            self._stored, self.node_retriever, self._passages = open_for_retrieval(
+                spec, node_top_k=getattr(self.node_retriever, "top_k", 10), passages=self.document_store is None)
+        except Exception as exc:
+            if redact(str(exc)) == str(exc):
+                raise
+            raise ValueError(redact(str(exc))) from None  # the spec's password stays out of the error and its chain
         self.graph_tables = self._stored.tables
 
     def close(self) -> None:
@@ -424,6 +450,23 @@ class CausalGraphRetriever(InjectedParts):
         if self.raise_on_failure:
             raise RuntimeError(f"{COMPONENT}: {what}: {exc}") from exc
         logger.warning("{component}: {what}: {error}", component=COMPONENT, what=what, error=repr(exc))
+
+
+def _check_graph_spec(spec: str) -> None:
+    """ValueError, redacted, when `spec` is not a store spec (or names a Postgres URL libpq would misread)."""
+    from haystack_cfrag.stores.specs import parse_store_spec  # noqa: PLC0415
+
+    try:
+        parsed = parse_store_spec(spec)
+        if parsed.kind == "pgvector" and parsed.location:
+            check_postgres_url(parsed.location)  # libpq's errors of a URL it misreads may quote the password
+    except ValueError as exc:
+        raise ValueError(f"{COMPONENT}: 'graph': {redact(str(exc))}") from None
+
+
+def _secret_name(secret: Any) -> str:
+    names = getattr(secret, "_env_vars", None) or ()
+    return ", ".join(names) or "a token"
 
 
 def _held_documents(store: Any) -> dict[str, Document] | None:
