@@ -137,9 +137,13 @@ class StageTimer(Tracer):
         span: Span = _TagSpan(tags) if operation_name == lt.OPERATION else _NullSpan()
         if self.progress is not None:
             self._report(operation_name, tags or {})
+        component = (_COMPONENT.set(str(tags.get("haystack.component.name")))
+                     if operation_name == "haystack.component.run" and tags else None)
         try:
             yield span
         finally:
+            if component is not None:
+                _COMPONENT.reset(component)
             elapsed = time.perf_counter() - start
             if operation_name == "haystack.component.run" and tags:
                 self.seconds[str(tags.get("haystack.component.name"))] += elapsed
@@ -232,7 +236,19 @@ class LLMUsage:
     scorings: int = 0  # the reader's support scorings (a forward pass over prompt + answer, no generation)
     scoring_tokens: int = 0  # tokens those scorings evaluated (the reused prefix not counted)
     scoring_seconds: float = 0.0
+    cached_tokens: int = 0  # prompt tokens the model did not evaluate again (a shared prefix), as its replies say
+    by_component: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per pipeline component (as a `timed_stages` block names it; "" outside one): calls, prompt, cached and
+    completion tokens, scorings and scoring tokens, and the model of its calls: what a token model prices."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def _entry(self, model: str | None = None) -> dict[str, Any]:
+        entry = self.by_component.setdefault(_COMPONENT.get() or "", {
+            "calls": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0,
+            "scorings": 0, "scoring_tokens": 0, "model": None})
+        if model and not entry["model"]:
+            entry["model"] = model
+        return entry
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict for printing and JSON."""
@@ -245,19 +261,30 @@ class LLMUsage:
             "scorings": self.scorings,
             "scoring_tokens": self.scoring_tokens,
             "scoring_seconds": round(self.scoring_seconds, 3),
+            "cached_tokens": self.cached_tokens,
+            "by_component": {k: dict(v) for k, v in self.by_component.items()},
         }
 
-    def add_call(self, seconds: float, replies: list[Any]) -> None:
+    def add_call(self, seconds: float, replies: list[Any], model: str | None = None) -> None:
         """One finished call: its time and the tokens its replies report (read as its span reads them)."""
         metas = [getattr(reply, "meta", None) or {} for reply in replies]
         prompt, completion = lt.token_counts(metas)
+        cached = lt.cached_token_count(metas)
         with self._lock:
             self.seconds += seconds
             self.reported += sum(1 for meta in metas if meta.get("usage"))
             self.prompt_tokens += prompt or 0
             self.completion_tokens += completion or 0
+            self.cached_tokens += cached
+            entry = self._entry(model)
+            entry["calls"] += 1
+            entry["prompt_tokens"] += prompt or 0
+            entry["cached_tokens"] += cached
+            entry["completion_tokens"] += completion or 0
 
 
+# the pipeline component running in this context (a `StageTimer` sets it): what a call is counted under
+_COMPONENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("cfrag_component", default=None)
 # the usage of the question running in this context; worker threads of the drafter and the
 # timed calls run in a copy of the context, so their calls land in the same LLMUsage
 _CURRENT_USAGE: contextvars.ContextVar[LLMUsage | None] = contextvars.ContextVar("cfrag_llm_usage", default=None)
@@ -272,11 +299,24 @@ def watch_generators(*generators: Any) -> None:
     for generator in {id(g): g for g in generators}.values():
         if getattr(generator, "_cfrag_usage_watched", False):
             continue
-        generator.run = _counted(generator.run)
+        generator.run = _counted(generator.run, model_name(generator))
         generator._cfrag_usage_watched = True
 
 
-def _counted(original: Any) -> Any:
+def model_name(generator: Any) -> str | None:
+    """A generator's model as a record names it: the file name of a local model, the model id of a server's.
+
+    >>> class G: model = "/cache/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    >>> model_name(G())
+    'qwen2.5-coder-0.5b-instruct-q4_k_m.gguf'
+    """
+    inner = getattr(generator, "generator", None)  # a wrapper (the evaluation's reply cache): its generator's model
+    model = (getattr(generator, "model", None) or getattr(generator, "model_path", None)
+             or (model_name(inner) if inner is not None and inner is not generator else None))
+    return Path(str(model)).name if model else None
+
+
+def _counted(original: Any, model: str | None = None) -> Any:
     @functools.wraps(original)
     def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
         usage = _CURRENT_USAGE.get()
@@ -286,13 +326,13 @@ def _counted(original: Any) -> Any:
             usage.calls += 1
         start = time.perf_counter()
         result = original(*args, **kwargs)
-        usage.add_call(time.perf_counter() - start, (result or {}).get("replies") or [])
+        usage.add_call(time.perf_counter() - start, (result or {}).get("replies") or [], model)
         return result
 
     return counted
 
 
-def count_scoring(tokens_evaluated: int, seconds: float) -> None:
+def count_scoring(tokens_evaluated: int, seconds: float, answer_tokens: int | None = None) -> None:
     """One support scoring (`haystack_cfrag.support`) made in this context: counted into the current
     `count_llm_usage` block beside the chat calls (outside such a block: nothing)."""
     usage = _CURRENT_USAGE.get()
@@ -302,6 +342,10 @@ def count_scoring(tokens_evaluated: int, seconds: float) -> None:
         usage.scorings += 1
         usage.scoring_tokens += max(0, int(tokens_evaluated or 0))
         usage.scoring_seconds += max(0.0, float(seconds or 0.0))
+        entry = usage._entry()
+        entry["scorings"] += 1
+        entry["scoring_tokens"] += max(0, int(tokens_evaluated or 0))
+        entry["scoring_answer_tokens"] = entry.get("scoring_answer_tokens", 0) + max(0, int(answer_tokens or 0))
 
 
 @contextlib.contextmanager

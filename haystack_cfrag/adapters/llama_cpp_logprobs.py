@@ -13,12 +13,45 @@ from __future__ import annotations
 from typing import Any
 
 from haystack import component
+from haystack.dataclasses import ChatMessage
 from haystack.lazy_imports import LazyImport
 
 from haystack_cfrag.models import resolve_model
 
 with LazyImport("Run 'pip install llama-cpp-haystack' (and see the Makefile for llama-cpp-python).") as llama_import:
     from haystack_integrations.components.generators.llama_cpp import LlamaCppChatGenerator
+
+def _evaluated(model: Any) -> list[int]:
+    """The tokens a loaded `llama_cpp.Llama` holds evaluated now ([] before it loads)."""
+    if model is None:
+        return []
+    return [int(t) for t in model.input_ids[: model.n_tokens]]
+
+
+def note_cached_tokens(before: list[int], after: list[int], replies: list[Any]) -> None:
+    """Write into each reply's usage how many prompt tokens were reused from the previous evaluation.
+
+    llama-cpp-python reuses the longest common prefix of the new prompt and what the model held
+    (and evaluates at least the prompt's last token again).
+
+    >>> class R:
+    ...     meta = {"usage": {"prompt_tokens": 4, "completion_tokens": 1}}
+    >>> reply = R(); note_cached_tokens([1, 2, 3, 9], [1, 2, 3, 4, 7], [reply])
+    >>> reply.meta["usage"]["prompt_tokens_details"]
+    {'cached_tokens': 3}
+    """
+    for reply in replies:
+        usage = (getattr(reply, "meta", None) or {}).get("usage")
+        prompt = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        if not isinstance(prompt, int) or prompt <= 0:
+            continue
+        shared = 0
+        for a, b in zip(before, after[:prompt], strict=False):
+            if a != b:
+                break
+            shared += 1
+        usage["prompt_tokens_details"] = {"cached_tokens": min(shared, prompt - 1)}
+
 
 if llama_import.is_successful():
 
@@ -50,6 +83,40 @@ if llama_import.is_successful():
                 LlamaCppChatGenerator.warm_up(self)
             finally:
                 self.model_kwargs = kwargs
+
+        @component.output_types(replies=list[ChatMessage])
+        def run(
+            self,
+            messages: list[ChatMessage] | str,
+            generation_kwargs: dict[str, Any] | None = None,
+            *,
+            tools: Any | None = None,
+            streaming_callback: Any | None = None,
+        ) -> dict[str, list[ChatMessage]]:
+            """`LlamaCppChatGenerator.run`, and each reply's `meta["usage"]["prompt_tokens_details"]["cached_tokens"]`:
+            the prompt's tokens llama.cpp did not evaluate again (the prefix it shared with the model's previous
+            evaluation; OpenAI's name for the same count)."""
+            before = _evaluated(self._model)
+            out = LlamaCppChatGenerator.run(self, messages, generation_kwargs, tools=tools,
+                                            streaming_callback=streaming_callback)
+            note_cached_tokens(before, _evaluated(self._model), out.get("replies") or [])
+            return out
+
+        @component.output_types(replies=list[ChatMessage])
+        async def run_async(
+            self,
+            messages: list[ChatMessage] | str,
+            generation_kwargs: dict[str, Any] | None = None,
+            *,
+            tools: Any | None = None,
+            streaming_callback: Any | None = None,
+        ) -> dict[str, list[ChatMessage]]:
+            """`LlamaCppChatGenerator.run_async`, with the reused prompt tokens as `run` reports them."""
+            before = _evaluated(self._model)
+            out = await LlamaCppChatGenerator.run_async(self, messages, generation_kwargs, tools=tools,
+                                                        streaming_callback=streaming_callback)
+            note_cached_tokens(before, _evaluated(self._model), out.get("replies") or [])
+            return out
 
         @staticmethod
         def _convert_chat_completion_choice_to_chat_message(choice: Any, response: Any) -> Any:

@@ -164,6 +164,22 @@ def _find_model(params: Any, depth: int) -> str | None:
     return None
 
 
+def cached_token_count(metas: list[dict[str, Any]]) -> int:
+    """Prompt tokens the replies' servers or llama.cpp did not evaluate again (OpenAI's
+    `usage.prompt_tokens_details.cached_tokens`), summed; 0 where none says.
+
+    >>> cached_token_count([{"usage": {"prompt_tokens": 9, "prompt_tokens_details": {"cached_tokens": 4}}}, {}])
+    4
+    """
+    total = 0
+    for meta in metas:
+        details = (meta.get("usage") or {}).get("prompt_tokens_details") if isinstance(meta.get("usage"), dict) else None
+        value = details.get("cached_tokens") if isinstance(details, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            total += value
+    return total
+
+
 def token_counts(metas: list[dict[str, Any]]) -> tuple[int | None, int | None]:
     """(prompt, completion) tokens summed over the replies' meta["usage"]; None where none reports them."""
     totals: list[int | None] = [None, None]

@@ -9,7 +9,7 @@ and an overhead ratio is taken on those uncached-equivalent seconds.
     >>> base["latency"]["mean"], base["latency"]["mean_equivalent"], base["llm"]["calls"], base["llm"]["scorings"]
     (1.0, 2.0, 1.0, None)
     >>> overhead({"latency": {"mean_equivalent": 5.0}, "timed_on": {"a1": 1.0}}, {**base, "timed_on": {"a1": 1.0}})
-    {'overhead_vs_baseline': 2.5, 'overhead_across_machines': False}
+    {'overhead_vs_baseline': 2.5, 'overhead_across_machines': False, 'token_overhead_vs_baseline': {}}
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from haystack_cfrag.evaluation.statistics import mean_or_none
+from haystack_cfrag.evaluation.token_model import by_component, token_seconds
 from haystack_cfrag.timing import UNKNOWN_MACHINE
 
 LLM_COUNTS = ("calls", "prompt_tokens", "completion_tokens")
@@ -47,6 +48,8 @@ def cost_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
         "llm": {**{k: mean_or_none([(r.get("llm") or {}).get(k, 0) for r in recs]) for k in LLM_COUNTS},
                 **{k: mean_or_none([(r.get("llm") or {}).get(k) for r in recs]) for k in SCORING_COUNTS}},
         "cache_hits": mean_or_none([r.get("cache_hits", 0) for r in recs]),
+        "token_model": {k: float(np.mean([token_seconds(r.get("llm"))[k] for r in recs])) for k in ("all", "evaluated")},
+        "by_component": by_component(recs),
     }
 
 
@@ -56,8 +59,11 @@ def overhead(system: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]
     base_latency = baseline["latency"]["mean_equivalent"]
     if not base_latency:
         return {}
+    tokens, base_tokens = system.get("token_model") or {}, baseline.get("token_model") or {}
     return {"overhead_vs_baseline": system["latency"]["mean_equivalent"] / base_latency,
-            "overhead_across_machines": machines_differ(system["timed_on"], baseline["timed_on"])}
+            "overhead_across_machines": machines_differ(system["timed_on"], baseline["timed_on"]),
+            "token_overhead_vs_baseline": {k: tokens[k] / base_tokens[k] for k in ("all", "evaluated")
+                                           if tokens.get(k) and base_tokens.get(k)}}
 
 
 def read_graph_stats(out: Path) -> list[dict[str, Any]]:
