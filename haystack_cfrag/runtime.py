@@ -68,6 +68,10 @@ class Answer:
 logger = logging.getLogger(__name__)
 
 MAX_BUILT = 16
+AUTO = "auto"
+"""`Runtime(aux_llm=AUTO)`: the small embedded model beside a local reader, else the reader (see `Runtime`)."""
+AUX_N_CTX = 1024
+"""The auxiliary model's context: its prompts are a question and a few lines (a small KV cache)."""
 """Built pipelines a runtime keeps (per file and build-time parameters); the least recently used goes first."""
 
 GRAPH_CACHE = "auto"
@@ -102,6 +106,7 @@ class Runtime:
         graph_extractor: str | None = None,
         store_spec: str | None = None,
         keep_graph: bool = False,
+        aux_llm: str | None = AUTO,
     ) -> None:
         """
         :param store: the store every pipeline reads: in memory, FAISS, pgvector, Qdrant (see
@@ -124,6 +129,10 @@ class Runtime:
             --graph` writes, in a child process: `runtime_keep`) and open it, instead of holding it in memory: for a
             store this package owns (the demo's, in the cache), so that later runs open it. A parse-only extractor
             only; a write that fails is a logged warning and an in-memory build.
+        :param aux_llm: the model of a file's auxiliary calls (a generator naming `models.EMBEDDED_SMALL_LLM`: CF-RAG's
+            counterfactual questions), loaded when a pipeline first needs it; None: the reader makes them too.
+            Default: the small embedded model beside a local llama.cpp reader, the reader itself beside a server's
+            (`openai:`), a transformers model or a `chat_generator` handed in.
         """
         self.allowed_modules = allowed_modules
         self.store = store
@@ -134,6 +143,10 @@ class Runtime:
         self.scorer = factories.scorer(scorer, device=device) if scorer else None
         # llama.cpp and local transformers models are not thread-safe: drafts run in turn
         self.sequential = chat_generator is None and not llm.startswith("openai:")
+        local = chat_generator is None and not llm.startswith(("openai:", "hf:"))
+        self.aux_llm = (models.EMBEDDED_SMALL_LLM if local else None) if aux_llm == AUTO else aux_llm
+        self._aux: Any | None = None  # built on first need (`auxiliary`)
+        self._aux_lock = threading.Lock()
         self.pool: dict[str, Any] = {
             component_key(c): c for c in (self.generator, self.text_embedder, self.scorer) if c is not None
         }
@@ -152,6 +165,21 @@ class Runtime:
         self._keyword: tuple[Any, Any] | None = None  # (the store, what BM25 reads for it)
         self.graph_stats: list[dict[str, Any]] = []  # one entry per index-time build (CausalRAG's graph: its cost)
 
+    def auxiliary(self) -> Any:
+        """The generator of a file's auxiliary calls (`aux_llm`), one instance for every pipeline (loaded on first run)."""
+        with self._aux_lock:
+            if self._aux is None:
+                self._aux = factories.chat_generator(self.aux_llm, n_ctx=AUX_N_CTX)
+            return self._aux
+
+    def forget_prompts(self) -> None:
+        """Empty the loaded llama.cpp models' prompt caches: the next call evaluates its whole prompt (a timing of
+        one pipeline that starts where another left the reader would credit it with the other's prompt)."""
+        holders = [self.generator, self._aux, *self._models.values()]
+        for llm in {id(m): m for h in holders if (m := getattr(h, "_model", None)) is not None}.values():
+            if callable(getattr(llm, "reset", None)):
+                llm.reset()
+
     def warm_up(self) -> None:
         """Load the models once."""
         if not self._warm:
@@ -166,7 +194,8 @@ class Runtime:
         parts = RuntimeParts(generator=self.generator, text_embedder=self.text_embedder, scorer=self.scorer,
                              retriever=self.retriever, keyword=keyword_retriever(self.store), store=self.store,
                              keyword_store=self.keyword_store,
-                             allowed=TRUSTED_PREFIXES + tuple(self.allowed_modules or ()))
+                             allowed=TRUSTED_PREFIXES + tuple(self.allowed_modules or ()),
+                             auxiliary=self.auxiliary if self.aux_llm else None)
         data = parts.plan(resolved.data)  # a copy: the resolved YAML is never changed
         overrides: dict[str, Any] = {}
         table = resolved.parameters

@@ -17,6 +17,10 @@ importable (llama.cpp may not be installed where the runtime reads with OpenAI).
 a component runs per query (`MultiQueryRetriever`'s); a graph's `node_retriever` (an `EmbeddingRetriever`)
 is not: the family's `StorePreparation.attach` points it at the graph.
 
+A chat generator (node or part) whose file names the small embedded model (`models.EMBEDDED_SMALL_LLM`: the
+auxiliary calls a method keeps off the reader, such as CF-RAG's counterfactual questions) becomes the runtime's
+auxiliary generator instead (`auxiliary`: the small model by default, the reader where a runtime says so).
+
 A node with a role becomes the runtime's configuration (a node of the runtime's class: Haystack wires
 sockets per instance, and `loading.share_node_models` lends it the runtime's loaded model). A part with
 a role is taken out of the dict, and the callback hands in the runtime's own instance when its parent is
@@ -39,8 +43,19 @@ from haystack.core.serialization import DeserializationCallbacks, component_from
 from haystack_cfrag.common.protocols import ChatGenerator, Retriever, TextEmbedder
 from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.loading import TRUSTED_PREFIXES, check_classes
+from haystack_cfrag.models import EMBEDDED_SMALL_LLM
 
 GENERATOR, EMBEDDER, RETRIEVER, KEYWORD, SCORER = "chat generator", "text embedder", "retriever", "keyword", "scorer"
+AUXILIARY = "auxiliary chat generator"
+
+
+def names_small_model(part: dict[str, Any]) -> bool:
+    """Whether a generator's dict names the small embedded model (the auxiliary role).
+
+    >>> names_small_model({"init_parameters": {"model": "embedded:qwen2.5-coder-0.5b-instruct"}})
+    True
+    """
+    return (part.get("init_parameters") or {}).get("model") == EMBEDDED_SMALL_LLM
 
 
 def node_role(node: dict[str, Any], sends: set[str], receives: set[str]) -> str | None:
@@ -141,6 +156,9 @@ class RuntimeParts:
     store: Any
     keyword_store: Any
     allowed: tuple[str, ...] = TRUSTED_PREFIXES
+    auxiliary: Any | None = None
+    """What a generator naming the small model becomes (a callable giving the runtime's auxiliary generator,
+    called only when a file names one: the small model loads for the pipelines that use it); None: the reader."""
     nodes: dict[str, str] = field(default_factory=dict)  # node -> the `type:` it is built as
     slots: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = field(default_factory=dict)
     """(node, the parent's `type:`, parameter) -> (role, the file's part) for every part taken out of the dict."""
@@ -177,7 +195,7 @@ class RuntimeParts:
     def _node(self, role: str | None, node: dict[str, Any]) -> dict[str, Any] | None:
         kept = node.get("init_parameters") or {}
         if role == GENERATOR:
-            return serialize_component(self.generator)
+            return serialize_component(self._generator_for(node))
         if role == EMBEDDER:
             return serialize_component(self.text_embedder)
         if role == SCORER and self.scorer is not None:
@@ -200,15 +218,22 @@ class RuntimeParts:
             role = part_role(hints.get(key))
             if role is None and self.scorer is not None and ranks(self._class(part["type"])):
                 role = SCORER
+            if role == GENERATOR and self.auxiliary is not None and names_small_model(part):
+                role = AUXILIARY
             if role is not None:
                 self.slots[(name, node["type"], key)] = (role, part)
                 params[key] = None
             else:
                 self._take_parts(name, part)
 
+    def _generator_for(self, part: dict[str, Any]) -> Any:
+        return self.auxiliary() if self.auxiliary is not None and names_small_model(part) else self.generator
+
     def _part(self, role: str, part: dict[str, Any]) -> Any:
         if role == GENERATOR:
             return self.generator
+        if role == AUXILIARY:
+            return self.auxiliary()
         if role == EMBEDDER:
             return self.text_embedder
         if role == SCORER:

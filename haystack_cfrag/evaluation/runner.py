@@ -209,9 +209,12 @@ def run_eval(
     doc_embedder = document_embedder or factories.document_embedder(config.embedder, device=config.device)
 
     def new_runtime(generator: Any) -> Runtime:
+        # the reader comes through the reply cache; auxiliary calls go to the small model beside a local reader,
+        # as `cfrag ask` makes them (`Runtime(aux_llm=…)`), uncached: cheap, and their own model's
+        aux = None if chat_generator is not None or config.llm.startswith(("openai:", "hf:")) else models.EMBEDDED_SMALL_LLM
         runtime = Runtime(store=_empty_store(), chat_generator=generator, text_embedder=query_embedder,
                           scorer=config.scorer, device=config.device, allowed_modules=config.allowed_modules,
-                          graph_extractor=config.graph_extractor)
+                          graph_extractor=config.graph_extractor, aux_llm=aux)
         runtime.warm_up()
         return runtime
 

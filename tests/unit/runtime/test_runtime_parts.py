@@ -133,3 +133,64 @@ def test_a_new_store_rebuilds_the_pipelines_around_it():
     after = rt.built("standard_rag")
     assert after is not before and after.get_component("retriever").document_store is other
     assert after.get_component("generator") is not rt.generator and rt.ask("standard_rag", dk.QUESTION).answer
+
+
+def small(model: str = "embedded:qwen2.5-coder-0.5b-instruct") -> dict[str, Any]:
+    return {"type": f"{__name__}.Unbuildable", "init_parameters": {"model": model}}
+
+
+def test_a_generator_naming_the_small_model_becomes_the_runtimes_auxiliary_one():
+    store = dark_knight_store()
+    aux = KeywordReader(candidates=["aux"])
+    made = []
+    rp = RuntimeParts(generator=KeywordReader(candidates=dk.CANDIDATES), text_embedder=HashingTextEmbedder(), scorer=None,
+                      retriever=None, keyword=None, store=store, keyword_store=lambda: store,
+                      allowed=(*TRUSTED_PREFIXES, "tests"), auxiliary=lambda: made.append(1) or aux)
+    def file_retriever():
+        return serialize_component(InMemoryEmbeddingRetriever(document_store=InMemoryDocumentStore(), top_k=3))
+
+    data = {"components": {
+        "asks_small": {"type": f"{__name__}.Asker", "init_parameters": {"chat_generator": small(),
+                                                                         "retriever": file_retriever()}},
+        "asks_reader": {"type": f"{__name__}.Asker", "init_parameters": {"chat_generator": unbuildable(),
+                                                                          "retriever": file_retriever()}}},
+        "connections": []}
+    pipe = pipeline_from_dict(rp.plan(data), share_models=False, allowed_modules=["tests"], callbacks=rp.callbacks())
+    assert pipe.get_component("asks_small").chat_generator is aux
+    assert pipe.get_component("asks_reader").chat_generator is rp.generator
+    assert made  # built only because a file named the small model
+
+
+def test_without_an_auxiliary_model_the_reader_makes_every_call():
+    rp = parts(dark_knight_store())  # auxiliary=None: a runtime handed its generator (tests, a server's reader)
+    data = {"components": {"asker": {"type": f"{__name__}.Asker", "init_parameters": {
+        "chat_generator": small(), "retriever": serialize_component(
+            InMemoryEmbeddingRetriever(document_store=InMemoryDocumentStore()))}}}, "connections": []}
+    pipe = pipeline_from_dict(rp.plan(data), share_models=False, allowed_modules=["tests"], callbacks=rp.callbacks())
+    assert pipe.get_component("asker").chat_generator is rp.generator
+
+
+def test_the_runtime_chooses_its_auxiliary_model_by_its_reader():
+    store = dark_knight_store()
+    handed = Runtime(store=store, chat_generator=KeywordReader(candidates=dk.CANDIDATES), text_embedder=HashingTextEmbedder())
+    server = Runtime(store=store, llm="openai:http://127.0.0.1:9/v1#m", text_embedder=HashingTextEmbedder())
+    assert handed.aux_llm is None and server.aux_llm is None
+    assert Runtime(store=store, chat_generator=KeywordReader(candidates=["a"]), text_embedder=HashingTextEmbedder(),
+                   aux_llm="embedded:qwen2.5-coder-0.5b-instruct").aux_llm == "embedded:qwen2.5-coder-0.5b-instruct"
+
+
+def test_forget_prompts_empties_every_loaded_models_cache():
+    class Llama:
+        def __init__(self):
+            self.resets = 0
+
+        def reset(self):
+            self.resets += 1
+
+    store = dark_knight_store()
+    reader = KeywordReader(candidates=dk.CANDIDATES)
+    reader._model = Llama()  # noqa: SLF001
+    rt = Runtime(store=store, chat_generator=reader, text_embedder=HashingTextEmbedder())
+    rt.forget_prompts()
+    rt.forget_prompts()
+    assert reader._model.resets == 2  # noqa: SLF001
