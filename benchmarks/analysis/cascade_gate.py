@@ -1,4 +1,5 @@
-"""Choose the escalation gate offline: its signals on a sample against each method's archived answers.
+"""Explore a gate's operating points offline — a COMPOSED figure, not a measured cascade: the gate's reading on a
+sample set against each method's archived answers.
 
 A cascade answers as standard RAG where the gate stays closed and as the method where it opens (the
 method's calls are the always-on method's own, so its archived answer is the one it gives there). For each
@@ -7,11 +8,13 @@ gate is lost), its losses avoided (a loss behind a closed gate is saved), and th
 standard RAG and against the method (paired, 95 % bootstrap interval, ↑/↓).
 
     python benchmarks/analysis/cascade_gate.py runs/cascade/archived_answers.json \
-        trap_dev=runs/cascade/sig_trap_dev dev_a=runs/cascade/sig_dev_a --thresholds=-0.1,-0.2,-0.3,-0.5
+        trap_dev=runs/cascade/sig_trap_dev dev_a=runs/cascade/sig_dev_a --thresholds=0.2,0.4,0.6
 
 The signals come from `cfrag eval … --systems benchmarks/gate_signals.yml --no-cache` (standard RAG and the
 gate, nothing behind it): standard RAG's answer there is this run's, and a method's archived answer stands
-where the gate opens. The rule is the shipped one (`haystack_cfrag.cascade.math.decide`) at each threshold.
+where the gate opens. The decision is the shipped one (`haystack_cfrag.cascade.math.decide`) with each method's
+shipped gate model (its `*_auto.yml`) at each operating point (P(the method wins) ≥ threshold). What a cascade
+did end to end is in its own runs' records (docs/cascade.md); a figure from here says "composed" beside it.
 """
 
 from __future__ import annotations
@@ -26,17 +29,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run_folder import read_run_records  # noqa: E402
 
 from haystack_cfrag.cascade.math import decide  # noqa: E402
+from haystack_cfrag.cascade.model import GateModel  # noqa: E402
+from haystack_cfrag.registry import resolve  # noqa: E402
 from haystack_cfrag.evaluation.metrics import exact_match, paired_bootstrap  # noqa: E402
 
 METHODS = ("cf_rag", "cf_rag_fast", "cer", "cdf_rag", "causal_rag")
 
 
 def signals_of(folder: Path) -> dict[str, dict[str, Any]]:
-    """qid -> {"answer", "em", "gate"} of the gate-signals run in `folder`."""
+    """qid -> {"answer", "em", "gate", "gold", "question"} of the gate-signals run in `folder`."""
     out = {}
     for r in read_run_records(folder):
         if r.get("gate") and r["condition"] in ("pooled", "per_question", "per-question"):
-            out[r["qid"]] = {"answer": r["answer"], "em": float(r["em"]), "gate": r["gate"], "gold": r["answers"]}
+            out[r["qid"]] = {"answer": r["answer"], "em": float(r["em"]), "gate": r["gate"], "gold": r["answers"],
+                          "question": r.get("question", "")}
     return out
 
 
@@ -48,7 +54,10 @@ def table(sample: dict[str, Any], sig: dict[str, dict[str, Any]], method: str,
         return None
     std = [sig[q]["em"] for q in qids]
     meth = [float(sample["questions"][q][method]["em"]) for q in qids]
-    esc = [decide(sig[q]["gate"]["signals"], threshold=threshold).escalate for q in qids]
+    cascade_name = f"{method.removesuffix('_fast')}_auto"  # cf_rag_fast behind cf_rag_auto's gate
+    model = GateModel.from_dict(resolve(cascade_name).data["components"]["gate"]["init_parameters"]["model"])
+    esc = [decide(sig[q]["gate"]["signals"], sig[q].get("question") or "", model, threshold=threshold).escalate
+           for q in qids]
     cascade = [m if e else s for s, m, e in zip(std, meth, esc, strict=True)]
     wins = [q for q, s, m in zip(qids, std, meth, strict=True) if m > s]
     losses = [q for q, s, m in zip(qids, std, meth, strict=True) if m < s]
@@ -72,7 +81,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("answers", type=Path, help="archived_answers.json (benchmarks/analysis/archived_answers.py)")
     parser.add_argument("runs", nargs="+", help="SAMPLE=FOLDER of a gate-signals run")
-    parser.add_argument("--thresholds", default="-0.05,-0.1,-0.2,-0.3,-0.5,-1.0")
+    parser.add_argument("--thresholds", default="0.1,0.2,0.3,0.4,0.5,0.6,0.7")
     parser.add_argument("--methods", default=",".join(METHODS))
     args = parser.parse_args()
     archived = json.loads(args.answers.read_text(encoding="utf-8"))

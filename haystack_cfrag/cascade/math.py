@@ -1,29 +1,22 @@
-"""The escalation gate's signals and rule, pure (no Haystack).
+"""The escalation gate's reading of standard RAG's run, pure (no Haystack).
 
-Standard RAG has answered; would a causal method change the answer? The gate reads three things
-standard RAG already holds:
+Standard RAG has answered; would a causal method change the answer for the better? The gate reads
+what standard RAG already holds:
 
 - `support`: the reader's length-normalised log P(answer | its own prompt), read as its reply where
-  llama.cpp left the prompt (the grounded check's reading: a few tokens, not a second read);
+  llama.cpp left the prompt (a few tokens, not a second read), and what the same logits say besides:
+  `margin` (top-1 − top-2 at the answer's first token), `min_margin`, `rank`;
 - `holding`: how many of the retrieved passages hold the answer (normalised whole-phrase mention),
-  and whether the top-ranked one does;
-- `rivals`: passages that hold none of the answer's words — evidence that points elsewhere.
+  and whether the top-ranked one does (`top_holds`);
+- `rivals`: passages that hold none of the answer's words; `score_gap`: the retrieval score gap.
 
-The rule: escalate when the answer is empty, when the reader is unsure of its own answer
-(`support < threshold`), when no passage states it (an answer the evidence does not give), or when it
-has the Correlation Trap's shape: a pile of passages states it while the best-ranked passage does not
-(volume, not the best match, carried the answer). Otherwise standard RAG's answer stands.
+A fitted model (`cascade.model.GateModel`, its numbers in the cascade's YAML) turns these and the
+answer's and question's form (`cascade.features`) into P(the method wins here); `decide` escalates
+when that reaches the operating point, when there is no answer, or when the support could not be read.
 
     >>> s = signals("Mount Everest", ["Mount Everest is 8,849 m.", "Mauna Kea rises 10,210 m."], -0.05)
     >>> s["holding"], s["rivals"], s["top_holds"]
     (1, 1, True)
-    >>> decide(s, threshold=-0.3).escalate
-    False
-    >>> decide(signals("Mount Everest", ["Everest is high."], -0.9), threshold=-0.3).because
-    'the reader is unsure of its answer (support -0.90 < -0.30)'
-    >>> decide(signals("Sydney", ["Canberra is the capital.", "Sydney is big.", "The harbour of Sydney."], -0.01),
-    ...        threshold=-0.3).because
-    'a pile of 2 passages states the answer but the best-ranked passage does not'
 """
 
 from __future__ import annotations
@@ -33,16 +26,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from haystack_cfrag.cascade.features import features
+from haystack_cfrag.cascade.model import GateModel
 from haystack_cfrag.common.text import mention
 
 GATE_KEY = "gate"
 """Where a cascade's trace keeps the gate's reading (the trace of a run that did not escalate is only this)."""
 
-PILE = 2
-"""Passages that state the answer, the best-ranked not among them: the answer came from volume, not the best match."""
-
-THRESHOLD_RANGE = (-20.0, 0.0)
-"""The support threshold's range, in nats per token (0: escalate on anything short of certainty)."""
+READS = ("margin", "min_margin", "rank")
+"""What the scorer's `read_reply` gives besides the support (None where a backend cannot read them)."""
 
 
 @dataclass(frozen=True)
@@ -51,16 +43,18 @@ class GateDecision:
 
     escalate: bool
     because: str
+    probability: float | None = None
 
 
 def signals(answer: str, passages: Sequence[str], support: float | None,
-            scores: Sequence[float | None] | None = None) -> dict[str, Any]:
+            scores: Sequence[float | None] | None = None, reads: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the gate reads of standard RAG's run: its answer against its passages, and the reader's support.
 
     :param answer: standard RAG's answer ("" when it gave none).
     :param passages: the retrieved passages' texts, best first.
     :param support: the reader's support of the answer (None: not scored).
-    :param scores: the passages' retrieval scores, best first (optional: the gap is reported, not decided on).
+    :param scores: the passages' retrieval scores, best first (optional).
+    :param reads: what the scorer read off the same logits (`margin`, `min_margin`, `rank`; None: unread).
     """
     mentions = [mention(answer, text) for text in passages]
     gap = None
@@ -74,6 +68,7 @@ def signals(answer: str, passages: Sequence[str], support: float | None,
         "rivals": sum(m == 0.0 for m in mentions),
         "top_holds": bool(mentions) and mentions[0] == 1.0,
         "score_gap": gap,
+        **{k: (reads or {}).get(k) for k in READS},
     }
 
 
@@ -99,19 +94,23 @@ def gate_line(gate: dict[str, Any] | None) -> str:
     return f"Escalated: {'yes' if gate.get('escalated') else 'no'}, because {gate.get('because', '?')}"
 
 
-def decide(reading: dict[str, Any], *, threshold: float) -> GateDecision:
-    """The rule (module doc) over `signals`' reading."""
+def decide(reading: dict[str, Any], question: str, model: GateModel, *, threshold: float) -> GateDecision:
+    """Escalate when standard RAG gave no answer, when its support could not be read, or when the model's
+    P(the method wins) reaches `threshold`; the reason names the model's two largest terms.
+
+    >>> m = GateModel.from_dict({"features": ["pile"], "means": [0.0], "scales": [1.0], "weights": [3.0],
+    ...                          "intercept": -2.0, "threshold": 0.5})
+    >>> decide({"answer": "Sydney", "support": -0.1, "holding": 2, "top_holds": False}, "Capital?", m,
+    ...        threshold=0.5).because
+    'P(the method wins) 0.73 ≥ 0.50: pile 1 (+3.00)'
+    """
     if not (reading.get("answer") or "").strip():
         return GateDecision(True, "standard RAG gave no answer")
     support = reading.get("support")
     if support is None or not math.isfinite(support):
         return GateDecision(True, "the reader's support could not be read")
-    if support < threshold:
-        return GateDecision(True, f"the reader is unsure of its answer (support {support:.2f} < {threshold:.2f})")
-    if reading.get("passages") and not reading.get("holding"):
-        return GateDecision(True, "no passage states the answer")
-    if reading.get("holding", 0) >= PILE and not reading.get("top_holds"):
-        return GateDecision(True, f"a pile of {reading['holding']} passages states the answer but the best-ranked "
-                                  "passage does not")
-    return GateDecision(False, f"the reader is sure (support {support:.2f} ≥ {threshold:.2f}) and "
-                               f"{reading.get('holding')} of {reading.get('passages')} passages state the answer")
+    values = features(reading, question)
+    p = model.probability(values)
+    escalate = p >= threshold
+    return GateDecision(escalate, f"P(the method wins) {p:.2f} {'≥' if escalate else '<'} {threshold:.2f}: "
+                                  f"{model.reasons(values)}", round(p, 4))

@@ -51,16 +51,24 @@ def pipeline_path(name_or_path: str | Path) -> Path:
     raise FileNotFoundError(f"No pipeline file '{name_or_path}' (shipped: {shipped_pipelines()}).")
 
 
+def read_yaml(path: Path) -> Any:
+    """A YAML file's data, safely loaded (no Python objects): the package's one YAML parse (a pipeline, a gate).
+
+    :raises ValueError: one line naming the file when it is not readable YAML.
+    """
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: not a readable YAML file ({type(exc).__name__}).") from None
+
+
 def read_pipeline(path: Path) -> dict[str, Any]:
     """The one parse of a pipeline file (`haystack_cfrag.registry.resolve` calls it once per file version):
     readable YAML, a mapping with a `components` mapping, each moved class's `type:` rewritten.
 
     :raises ValueError: one line naming the file and what is wrong with it.
     """
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ValueError(f"{path}: not a readable YAML file ({type(exc).__name__}).") from exc
+    data = read_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get("components"), dict):
         raise ValueError(f"{path}: not a Haystack pipeline file (no 'components' mapping).")
     return renamed_types(data)

@@ -49,6 +49,11 @@ class AnswerLogprobs:
     tokens_evaluated: int
     tokens_reused: int
     seconds: float
+    token_margins: tuple[float, ...] = ()
+    """Per answer position, the reader's top-1 − top-2 log-probability gap (`support.math.token_read`);
+    empty where a backend cannot read whole logit rows (a server's top log-probabilities)."""
+    token_ranks: tuple[int, ...] = ()
+    """Per answer position, how many tokens the reader preferred to the answer's (0: its first choice)."""
 
 
 @runtime_checkable

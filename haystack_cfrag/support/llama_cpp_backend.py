@@ -22,7 +22,7 @@ from haystack_cfrag.support.backend_common import (
     UnsupportedGeneratorError,
     chat_messages,
 )
-from haystack_cfrag.support.math import prefix_reuse, token_logprob
+from haystack_cfrag.support.math import prefix_reuse, token_read
 
 DEFAULT_PREFIX_STATES = 4  # enough for CER's rounds over the top 5 passages
 MAX_PREFIX_STATES = 32  # kept KV states: ~28 KB a token each for the embedded model, so up to ~1.8 GB at 2,000 tokens
@@ -156,15 +156,17 @@ class LlamaCppBackend:
                 llm.eval(ids[reuse : p - 1])
             if not recurrent:
                 self._keep(llm, prompt_ids[: p - 1])
-            values = []
+            reads = []
             for k, token in enumerate([prompt_ids[-1]] + answer_ids[:-1]):
                 llm.eval([token])  # one token at a time: the same arithmetic whatever was reused
-                values.append(token_logprob(self._last_logits(llm), answer_ids[k]))
+                reads.append(token_read(self._last_logits(llm), answer_ids[k]))
         return AnswerLogprobs(
-            token_logprobs=tuple(float(v) for v in values),
+            token_logprobs=tuple(r[0] for r in reads),
             tokens_evaluated=len(ids) - 1 - reuse,
             tokens_reused=reuse,
             seconds=time.perf_counter() - start,
+            token_margins=tuple(r[1] for r in reads),
+            token_ranks=tuple(r[2] for r in reads),
         )
 
     def _keep(self, llm: Any, tokens: list[int]) -> None:

@@ -60,6 +60,23 @@ def token_logprob(logits_row: np.ndarray, token_id: int) -> float:
     return float(log_softmax(np.asarray(logits_row, dtype=np.float64)[None, :])[0, int(token_id)])
 
 
+def token_read(logits_row: np.ndarray, token_id: int) -> tuple[float, float, int]:
+    """One answer position read off the reader's logits: (log P(token), top-1 − top-2 margin, rank).
+
+    The margin is the gap between the reader's two most probable next tokens in nats, whatever the
+    answer's token is (TARG's reading of a reader's indecision); the rank counts the tokens the reader
+    found more probable than the answer's (0: the answer's token is its first choice).
+
+    >>> lp, margin, rank = token_read(np.log(np.array([0.2, 0.5, 0.3])), 2)
+    >>> round(math.exp(lp), 3), round(margin, 3), rank
+    (0.3, 0.511, 1)
+    """
+    row = log_softmax(np.asarray(logits_row, dtype=np.float64)[None, :])[0]
+    top2 = np.partition(row, -2)[-2:] if row.size > 1 else np.array([row[0], -np.inf])
+    value = row[int(token_id)]
+    return float(value), float(top2.max() - top2.min()), int((row > value).sum())
+
+
 def answer_token_span(
     offsets: Sequence[tuple[int, int]], answer_start: int, answer_end: int
 ) -> tuple[int, int]:

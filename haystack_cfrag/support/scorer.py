@@ -245,6 +245,16 @@ class ReaderSupportScorer(InjectedParts):
         ("Answer:" for a reply in that format; not scored). A reader that has just answered these
         messages re-reads nothing: llama.cpp keeps their state, and only the answer's tokens are evaluated.
         """
+        return self.read_reply(messages, answer, reply_prefix)["support"]
+
+    def read_reply(self, messages: list[ChatMessage], answer: str, reply_prefix: str = "") -> dict[str, Any]:
+        """`score_reply`'s scoring with what the same logits say besides (one reading, no second pass).
+
+        :returns: `support` (as `score_reply`), and where the backend reads whole logit rows (llama.cpp,
+            transformers) `margin` (the reader's top-1 − top-2 gap at the answer's first token, nats),
+            `min_margin` (the smallest gap over the answer's tokens) and `rank` (how many tokens the reader
+            preferred to the answer's first token: 0 when it is its first choice); else those are None.
+        """
         if not isinstance(messages, list) or not messages or not all(isinstance(m, ChatMessage) for m in messages):
             raise ValueError(f"{COMPONENT}: 'messages' must be a non-empty list of ChatMessage.")
         if not isinstance(answer, str) or not answer.strip():
@@ -253,7 +263,11 @@ class ReaderSupportScorer(InjectedParts):
             raise ValueError(f"{COMPONENT}: 'reply_prefix' must be a string.")
         prompt = [{"role": m.role.value, "content": m.text or ""} for m in messages]
         result = _scored(self._ensure_backend(), prompt, answer, reply_prefix)
-        return mean_logprob(result.token_logprobs)
+        margins, ranks = tuple(getattr(result, "token_margins", ()) or ()), tuple(getattr(result, "token_ranks", ()) or ())
+        return {"support": mean_logprob(result.token_logprobs),
+                "margin": margins[0] if margins else None,
+                "min_margin": min(margins) if margins else None,
+                "rank": ranks[0] if ranks else None}
 
     def scores(
         self,
@@ -364,7 +378,7 @@ def _scored(backend: SupportBackend, prompt: Prompt, answer: str, reply_prefix: 
         result = backend.answer_logprobs(prompt, answer, reply_prefix=reply_prefix)
     else:
         result = backend.answer_logprobs(prompt, answer)
-    count_scoring(result.tokens_evaluated, result.seconds)
+    count_scoring(result.tokens_evaluated, result.seconds, len(result.token_logprobs))
     return result
 
 

@@ -9,7 +9,8 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
-from haystack_cfrag.cascade.math import THRESHOLD_RANGE, answer_of, decide, signals
+from haystack_cfrag.cascade.math import READS, answer_of, decide, signals
+from haystack_cfrag.cascade.model import PROBABILITY_RANGE, GateModel
 from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedParts, degradation, prepare_query
 from haystack_cfrag.common.protocols import SupportScorer
 from haystack_cfrag.common.replies import reply_text
@@ -18,9 +19,6 @@ from haystack_cfrag.common.validation import check_range
 
 COMPONENT = "EscalationGate"
 MAX_ANSWER_PREFIX = 200
-DEFAULT_THRESHOLD = -0.2
-"""The component's default (nats per token): `cf_rag_auto`'s, which kept every CF-RAG win of the tuning sets;
-each cascade YAML sets its own (docs/cascade.md)."""
 
 logger = logging.getLogger(__name__)
 
@@ -30,12 +28,14 @@ class EscalationGate(InjectedParts):
     """
     Reads standard RAG's run and says whether to escalate to a causal method (`escalate`), and why.
 
-    The signals (`haystack_cfrag.cascade.math`): the reader's support of standard RAG's answer,
-    read as its reply to the prompt it answered (`support_scorer.score_reply`: llama.cpp still holds
-    that prompt, so only the answer's tokens are evaluated; without `prompt`, `score` reads the
-    passages afresh), how many passages state the answer, and the retrieval scores. It escalates
-    when the reader is unsure (support below `threshold`), when there is no answer, or when no
-    passage states it. It knows nothing of the method behind it: a cascade routes on `escalate`
+    The reading (`haystack_cfrag.cascade.math`): the reader's support of standard RAG's answer and the
+    margin and rank its logits give at the same positions, read as its reply to the prompt it answered
+    (`support_scorer.read_reply`: llama.cpp still holds that prompt, so only the answer's tokens are
+    evaluated; a scorer with only `score` reads the passages afresh), how many passages state the answer,
+    the retrieval scores, the answer's and the question's form. A fitted `model` (`cascade.model.GateModel`:
+    plain numbers, written by `cfrag gate fit`) turns them into P(the method wins here); the gate escalates
+    when that reaches `threshold` (default: the model's operating point), when there is no answer, or when
+    the support cannot be read. It knows nothing of the method behind it: a cascade routes on `escalate`
     (Haystack's `ConditionalRouter`). A scorer that fails escalates, with a degradation in the trace
     (the method runs, as it would without a gate).
 
@@ -49,11 +49,13 @@ class EscalationGate(InjectedParts):
         def score(self, query, answer, documents):
             return -1.2
 
-    gate = EscalationGate(support_scorer=UnsureScorer(), threshold=-0.3)
+    model = {"features": ["support"], "means": [-0.5], "scales": [0.5], "weights": [-2.0], "intercept": -1.0,
+             "threshold": 0.5}
+    gate = EscalationGate(support_scorer=UnsureScorer(), model=model)
     out = gate.run(query="Tallest mountain from base to summit?",
                    replies=[ChatMessage.from_assistant("Answer: Mount Everest")],
                    documents=[Document(content="Mount Everest is 8,849 m above sea level.")])
-    print(out["escalate"], out["trace"]["because"])  # True the reader is unsure of its answer (support -1.20 < -0.30)
+    print(out["escalate"], out["trace"]["because"])  # True P(the method wins) 0.86 ≥ 0.50: support -1.2 (+2.80)
     ```
     """
 
@@ -63,14 +65,16 @@ class EscalationGate(InjectedParts):
         self,
         *,
         support_scorer: SupportScorer,
-        threshold: float = DEFAULT_THRESHOLD,
+        model: dict[str, Any],
+        threshold: float | None = None,
         answer_prefix: str = "Answer:",
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
     ) -> None:
         """
         :param support_scorer: anything with `score(query, answer, documents) -> float` (a log-probability);
             with `score_reply(messages, answer, reply_prefix)` too, the answer is read under `prompt`.
-        :param threshold: escalate when the support is below this, in [-20, 0] nats per token.
+        :param model: the fitted gate (`GateModel.from_dict`'s mapping of numbers), checked here.
+        :param threshold: escalate when P(the method wins) is at least this, in [0, 1]; None: the model's own.
         :param answer_prefix: the reply's text before the answer ("Answer:" for standard RAG's prompt),
             at most 200 characters; the answer is the rest of that line (the whole first line without it).
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
@@ -79,10 +83,13 @@ class EscalationGate(InjectedParts):
             raise ValueError(
                 f"'support_scorer' must have a score(query, answer, documents) method, got {support_scorer!r}."
             )
-        check_range("threshold", threshold, *THRESHOLD_RANGE)
+        self._model = GateModel.from_dict(model)
+        if threshold is not None:
+            check_range("threshold", threshold, *PROBABILITY_RANGE)
         if not isinstance(answer_prefix, str) or len(answer_prefix) > MAX_ANSWER_PREFIX:
             raise ValueError(f"'answer_prefix' must be a string of at most {MAX_ANSWER_PREFIX} characters.")
         self.support_scorer = support_scorer
+        self.model = self._model.to_dict()
         self.threshold = threshold
         self.answer_prefix = answer_prefix
         self.max_query_chars = max_query_chars
@@ -90,7 +97,7 @@ class EscalationGate(InjectedParts):
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected scorer."""
         return default_to_dict(self, support_scorer=serialize_component(self.support_scorer),
-                               threshold=self.threshold, answer_prefix=self.answer_prefix,
+                               model=self.model, threshold=self.threshold, answer_prefix=self.answer_prefix,
                                max_query_chars=self.max_query_chars)
 
     @classmethod
@@ -112,7 +119,7 @@ class EscalationGate(InjectedParts):
         :param replies: standard RAG's generator replies (the first is read).
         :param documents: the passages standard RAG read, best first.
         :param prompt: the messages standard RAG's generator answered (the answer is scored as its reply).
-        :param threshold: this run's threshold (None: the component's).
+        :param threshold: this run's operating point, a probability in [0, 1] (None: the component's).
         :returns: `escalate`, `answer` (standard RAG's answer as the gate read it, when there is one: what a
             method that measures an answer's evidence, CER's selector, takes instead of drafting it again) and `trace` (escalated,
             because, the signals, the threshold, degradations).
@@ -133,22 +140,28 @@ class EscalationGate(InjectedParts):
         reading = _Reading(self, query, replies, documents, prompt, threshold)
         return reading.decided(*(await asyncio.to_thread(self._support, reading)))
 
-    def _support(self, reading: _Reading) -> tuple[float | None, Exception | None]:
+    def _support(self, reading: _Reading) -> tuple[dict[str, Any] | None, Exception | None]:
+        """The scorer's reading of the answer: {"support", and where it reads logit rows "margin", …}."""
         if not reading.answer:
             return None, None
         try:
-            if reading.prompt is not None and callable(getattr(self.support_scorer, "score_reply", None)):
-                value = self.support_scorer.score_reply(reading.prompt, reply_text(self.answer_prefix, reading.answer),
-                                                        self.answer_prefix)
+            scorer = self.support_scorer
+            if reading.prompt is not None and callable(getattr(scorer, "read_reply", None)):
+                read = dict(scorer.read_reply(reading.prompt, reply_text(self.answer_prefix, reading.answer),
+                                              self.answer_prefix))
+            elif reading.prompt is not None and callable(getattr(scorer, "score_reply", None)):
+                read = {"support": scorer.score_reply(reading.prompt, reply_text(self.answer_prefix, reading.answer),
+                                                      self.answer_prefix)}
             else:
-                value = self.support_scorer.score(reading.query, reading.answer, reading.documents)
+                read = {"support": scorer.score(reading.query, reading.answer, reading.documents)}
+            value = read.get("support")
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
                 raise TypeError(f"the scorer gave {value!r}, not a log-probability")
         except Exception as exc:  # noqa: BLE001  (a failing scorer escalates, see class doc)
             logger.warning("{component}: the support scorer failed, escalating: {error}", component=COMPONENT,
                            error=repr(exc))
             return None, exc
-        return float(value), None
+        return read, None
 
 
 class _Reading:
@@ -165,20 +178,24 @@ class _Reading:
                                    or not all(isinstance(m, ChatMessage) for m in prompt)):
             raise ValueError(f"{COMPONENT}: 'prompt' must be a non-empty list of chat messages.")
         if threshold is not None:
-            check_range("threshold", threshold, *THRESHOLD_RANGE)
-        self.threshold = gate.threshold if threshold is None else float(threshold)
+            check_range("threshold", threshold, *PROBABILITY_RANGE)
+        self.model = gate._model  # noqa: SLF001  (the checked model)
+        chosen = threshold if threshold is not None else gate.threshold
+        self.threshold = float(self.model.threshold if chosen is None else chosen)
         self.documents = list(documents)
         self.prompt = prompt
         first = replies[0] if replies else ""
         text = (first.text or "") if isinstance(first, ChatMessage) else first
         self.answer = answer_of(text, gate.answer_prefix)
 
-    def decided(self, support: float | None, error: Exception | None) -> dict[str, Any]:
-        reading = signals(self.answer, [d.content or "" for d in self.documents], support,
-                          [d.score for d in self.documents])
-        decision = decide(reading, threshold=self.threshold)
+    def decided(self, read: dict[str, Any] | None, error: Exception | None) -> dict[str, Any]:
+        read = read or {}
+        reading = signals(self.answer, [d.content or "" for d in self.documents], read.get("support"),
+                          [d.score for d in self.documents], {k: read.get(k) for k in READS})
+        decision = decide(reading, self.query, self.model, threshold=self.threshold)
         trace: dict[str, Any] = {"escalated": decision.escalate, "because": decision.because,
-                                 "threshold": self.threshold, "signals": reading, "degradations": []}
+                                 "probability": decision.probability, "threshold": self.threshold,
+                                 "signals": reading, "degradations": []}
         if error is not None:
             trace["degradations"].append(degradation("gate", f"support scorer failed: {error!r}"))
         out = {"escalate": decision.escalate, "trace": trace}

@@ -12,7 +12,7 @@ from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder
 
 CASCADES = {"cf_rag_auto": "cf_rag", "cer_auto": "cer", "causal_rag_auto": "causal_rag", "cdf_rag_auto": "cdf_rag"}
-CLOSED, OPEN = -20.0, 0.0  # the mock reader's support is -0.5 for an answer word in the prompt
+CLOSED, OPEN = 1.0, 0.0  # P(the method wins) never reaches 1 (a logistic model's output) and always reaches 0
 
 
 @pytest.fixture(scope="module")
@@ -28,14 +28,15 @@ def test_a_closed_gate_answers_as_standard_rag_with_one_call(runtime, name):
     standard = runtime.ask("standard_rag", dk.QUESTION)
     out = runtime.ask(name, dk.QUESTION, {"gate_threshold": CLOSED})
     assert out.answer == standard.answer and out.llm["calls"] == 1
-    assert out.gate["escalated"] is False and out.gate["because"].startswith("the reader is sure")
+    assert out.gate["escalated"] is False and out.gate["because"].startswith("P(the method wins)")
+    assert "< 1.00" in out.gate["because"]
     assert out.trace is None  # the method did not run
 
 
 @pytest.mark.parametrize("name", CASCADES)
 def test_an_open_gate_runs_the_method_after_standard_rag(runtime, name):
     out = runtime.ask(name, dk.QUESTION, {"gate_threshold": OPEN})
-    assert out.gate["escalated"] is True and "unsure" in out.gate["because"]
+    assert out.gate["escalated"] is True and "≥ 0.00" in out.gate["because"]
     assert out.trace and out.answer and out.llm["calls"] > 1
 
 
@@ -63,9 +64,9 @@ def test_the_registry_serves_each_cascade_with_the_gate_as_a_request_parameter(n
     assert entry.family == family and entry.served and name in registry.served_pipelines()
     assert "gate_threshold" in entry.request_parameters
     resolved = registry.resolve(name)
-    assert resolved.check({"gate_threshold": -0.5}, request=True) == {"gate_threshold": -0.5}
-    with pytest.raises(ParameterError, match="'gate_threshold' must be a number in \\[-20, 0\\]"):
-        resolved.check({"gate_threshold": 0.5}, request=True)
+    assert resolved.check({"gate_threshold": 0.5}, request=True) == {"gate_threshold": 0.5}
+    with pytest.raises(ParameterError, match="'gate_threshold' must be a number in \\[0, 1\\]"):
+        resolved.check({"gate_threshold": -0.5}, request=True)
     assert "gate_threshold" not in registry.REGISTRY[family].request_parameters  # only the cascades have a gate
     assert registry.sweep_names(registry.FAMILIES[family])["gate"] == "gate_threshold"
 

@@ -1,4 +1,4 @@
-"""The escalation gate: its rule (pure), the component (inputs, failures, serialisation), its sockets."""
+"""The escalation gate: its decision over a fitted model (pure), the component (inputs, failures, serialisation)."""
 
 import asyncio
 
@@ -8,6 +8,11 @@ from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cascade.components import EscalationGate
 from haystack_cfrag.cascade.math import decide, signals
+from haystack_cfrag.cascade.model import GateModel
+
+# P(win) rises as the support falls and with the pile shape: sigmoid(-1 - 2 (support + 0.3) / 0.3 + 3 pile)
+MODEL = {"features": ["support", "pile"], "means": [-0.3, 0.0], "scales": [0.3, 1.0], "weights": [-2.0, 3.0],
+         "intercept": -1.0, "threshold": 0.5, "fitted_on": "a unit test"}
 
 PASSAGES = ["Mount Everest is 8,849 m above sea level.", "Mauna Kea rises 10,210 m from its base.",
             "Everest base camp lies at 5,364 m."]
@@ -28,6 +33,18 @@ class FixedScorer:
         return self.value
 
 
+class ReadingScorer(FixedScorer):
+    """A scorer that also reads the margin and rank off the same logits (ReaderSupportScorer.read_reply)."""
+
+    def read_reply(self, messages, answer, reply_prefix=""):
+        self.calls.append(("read_reply", answer, reply_prefix))
+        return {"support": self.value, "margin": 2.5, "min_margin": 0.4, "rank": 0}
+
+
+def gate(scorer=None, **kwargs):
+    return EscalationGate(support_scorer=scorer or FixedScorer(), model=kwargs.pop("model", MODEL), **kwargs)
+
+
 def docs():
     return [Document(content=t, score=1.0 - i / 10) for i, t in enumerate(PASSAGES)]
 
@@ -38,16 +55,24 @@ def run(gate, reply="Answer: Mount Everest", prompt=True, **kwargs):
 
 
 @pytest.mark.parametrize(("answer", "support", "passages", "escalate", "because"), [
-    ("Mount Everest", -0.05, PASSAGES, False, "the reader is sure"),
-    ("Mount Everest", -0.9, PASSAGES, True, "unsure of its answer (support -0.90 < -0.30)"),
+    ("Mount Everest", -0.05, PASSAGES, False, "P(the method wins) 0.06 < 0.50: support -0.05 (-1.67)"),
+    ("Mount Everest", -0.9, PASSAGES, True, "P(the method wins) 0.95 ≥ 0.50: support -0.9 (+4.00)"),
     ("", -0.05, PASSAGES, True, "no answer"),
-    ("K2", -0.05, PASSAGES, True, "no passage states the answer"),
     ("Mount Everest", None, PASSAGES, True, "could not be read"),
     ("Mount Everest", float("nan"), PASSAGES, True, "could not be read"),
 ])
-def test_the_rule(answer, support, passages, escalate, because):
-    decision = decide(signals(answer, passages, support), threshold=-0.3)
+def test_the_decision(answer, support, passages, escalate, because):
+    decision = decide(signals(answer, passages, support), "Tallest mountain?", GateModel.from_dict(MODEL),
+                      threshold=0.5)
     assert decision.escalate is escalate and because in decision.because
+
+
+def test_the_pile_shape_raises_the_probability():
+    pile = ["Canberra is the capital.", "Sydney is big.", "The harbour of Sydney."]
+    model = GateModel.from_dict(MODEL)
+    alone = decide(signals("Sydney", pile[1:], -0.3), "Capital?", model, threshold=0.5)
+    piled = decide(signals("Sydney", pile, -0.3), "Capital?", model, threshold=0.5)
+    assert alone.escalate is False and piled.escalate is True and piled.probability > alone.probability
 
 
 def test_signals_count_the_passages_that_state_the_answer_and_the_score_gap():
@@ -57,24 +82,34 @@ def test_signals_count_the_passages_that_state_the_answer_and_the_score_gap():
 
 def test_the_answer_is_read_under_the_prompt_it_answered_and_handed_on():
     scorer = FixedScorer(-0.1)
-    out = run(EscalationGate(support_scorer=scorer))
+    out = run(gate(scorer))
     assert out["escalate"] is False and out["answer"] == "Mount Everest"
     assert scorer.calls == [("score_reply", " Mount Everest", "Answer:")]
     assert out["trace"]["signals"]["support"] == -0.1 and out["trace"]["escalated"] is False
+    assert out["trace"]["signals"]["margin"] is None  # this scorer reads no logit rows
+
+
+def test_a_scorer_that_reads_the_logits_gives_margin_and_rank_in_the_same_reading():
+    scorer = ReadingScorer(-0.1)
+    out = run(gate(scorer))
+    assert scorer.calls == [("read_reply", " Mount Everest", "Answer:")]
+    assert {k: out["trace"]["signals"][k] for k in ("support", "margin", "min_margin", "rank")} == {
+        "support": -0.1, "margin": 2.5, "min_margin": 0.4, "rank": 0}
+    assert 0.0 <= out["trace"]["probability"] <= 1.0
 
 
 def test_without_the_prompt_the_scorer_reads_the_passages():
     scorer = FixedScorer(-0.1)
-    run(EscalationGate(support_scorer=scorer), prompt=False)
+    run(gate(scorer), prompt=False)
     assert scorer.calls == [("score", "Mount Everest")]
 
 
-def test_a_request_threshold_overrides_the_component_and_is_checked():
-    gate = EscalationGate(support_scorer=FixedScorer(-0.1), threshold=-0.3)
-    assert run(gate)["escalate"] is False
-    assert run(gate, threshold=0.0)["escalate"] is True
+def test_a_request_threshold_overrides_the_models_operating_point_and_is_checked():
+    g = gate(FixedScorer(-0.1))
+    assert run(g)["escalate"] is False and run(g)["trace"]["threshold"] == 0.5
+    assert run(g, threshold=0.0)["escalate"] is True
     with pytest.raises(ValueError, match="'threshold' must be in"):
-        run(gate, threshold=0.5)
+        run(g, threshold=-0.2)  # the old support threshold's units: refused in one line
 
 
 def test_a_failing_scorer_escalates_and_says_so():
@@ -82,40 +117,46 @@ def test_a_failing_scorer_escalates_and_says_so():
         def score(self, *args):
             raise RuntimeError("backend gone")
 
-    out = run(EscalationGate(support_scorer=Broken()), prompt=False)
+    out = run(gate(Broken()), prompt=False)
     assert out["escalate"] is True and "could not be read" in out["trace"]["because"]
     assert "backend gone" in out["trace"]["degradations"][0]["reason"]
 
 
 def test_no_answer_escalates_without_scoring_and_hands_no_answer_on():
     scorer = FixedScorer()
-    out = run(EscalationGate(support_scorer=scorer), reply="")
+    out = run(gate(scorer), reply="")
     assert out["escalate"] is True and "answer" not in out and scorer.calls == []
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"threshold": 0.1}, "'threshold' must be in"),
+    ({"threshold": 1.1}, "'threshold' must be in"),
     ({"threshold": float("nan")}, "'threshold' must be in"),
     ({"answer_prefix": "x" * 201}, "'answer_prefix'"),
     ({"support_scorer": object()}, "'support_scorer' must have"),
+    ({"model": {**MODEL, "weights": [1.0]}}, "'weights' must be a list of 2"),
+    ({"model": {**MODEL, "features": ["support", "colour"]}}, "unknown feature"),
+    ({"model": {**MODEL, "intercept": float("inf")}}, "not a finite number"),
+    ({"model": {**MODEL, "scales": [0.0, 1.0]}}, "every scale must be > 0"),
+    ({"model": {**MODEL, "code": "import os"}}, "unknown \\['code'\\]"),
+    ({"model": "!!python/object:os.system"}, "must be a mapping"),
 ])
 def test_bad_settings_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        EscalationGate(**{"support_scorer": FixedScorer(), **kwargs})
+        EscalationGate(**{"support_scorer": FixedScorer(), "model": MODEL, **kwargs})
 
 
 def test_bad_inputs_are_refused_with_one_line():
-    gate = EscalationGate(support_scorer=FixedScorer())
+    g = gate()
     with pytest.raises(ValueError, match="'documents' must be a list of documents"):
-        gate.run(query="q", replies=[], documents=["not a document"])
+        g.run(query="q", replies=[], documents=["not a document"])
     with pytest.raises(ValueError, match="'prompt' must be a non-empty list"):
-        gate.run(query="q", replies=[], documents=[], prompt=[])
+        g.run(query="q", replies=[], documents=[], prompt=[])
 
 
 def test_run_async_reads_as_run_does():
-    gate = EscalationGate(support_scorer=FixedScorer(-0.9))
-    sync = run(gate)
-    out = asyncio.run(gate.run_async(query="Tallest mountain from base to summit?",
+    g = gate(FixedScorer(-0.9))
+    sync = run(g)
+    out = asyncio.run(g.run_async(query="Tallest mountain from base to summit?",
                                      replies=[ChatMessage.from_assistant("Answer: Mount Everest")],
                                      documents=docs(), prompt=[ChatMessage.from_user("the prompt")]))
     assert out == sync
@@ -129,12 +170,12 @@ def test_inputs_are_not_mutated_and_the_gate_round_trips():
 
     from haystack_cfrag.loading import pipeline_from_dict
 
-    gate = EscalationGate(support_scorer=ReaderSupportScorer(chat_generator=MockChatGenerator()), threshold=-0.7)
+    g = gate(ReaderSupportScorer(chat_generator=MockChatGenerator()), threshold=0.7)
     pipe = Pipeline()
-    pipe.add_component("gate", gate)
+    pipe.add_component("gate", g)
     again = pipeline_from_dict(pipe.to_dict()).get_component("gate")  # the package's allowlist, for this call only
-    assert again.to_dict() == gate.to_dict() and again.threshold == -0.7
+    assert again.to_dict() == g.to_dict() and again.threshold == 0.7 and again.model == GateModel.from_dict(MODEL).to_dict()
     documents = docs()
     before = [d.to_dict() for d in documents]
-    gate.run(query="q", replies=[ChatMessage.from_assistant("Answer: Mount Everest")], documents=documents)
+    g.run(query="q", replies=[ChatMessage.from_assistant("Answer: Mount Everest")], documents=documents)
     assert [d.to_dict() for d in documents] == before

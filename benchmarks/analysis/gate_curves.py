@@ -1,0 +1,96 @@
+"""Fit each cascade's gate on measured runs and write its tables and curve (what docs/cascade.md shows).
+
+    python benchmarks/analysis/gate_curves.py OUT --method cf_rag --runs runs/e1_trap_tune --runs runs/replay_trap_dev_family …
+    (repeat --method/--runs groups with ';' between them: see docs/cascade.md for the exact command)
+
+For one method: the labelled examples (`evaluation.gate_data`), the fit (`cascade.fit.fit_gate`:
+cross-validated by sample), then in OUT: `<method>.yml` (the model, as `cfrag gate fit` writes it),
+`<method>_curve.md` (escalation against wins kept and losses avoided at every held-out operating point,
+with the perfect gate and the always-on method at the ends), `<method>_curve.png`, and one JSON line in
+`fits.jsonl` (per-sample held-out table, the model's features and weights).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import yaml
+
+from haystack_cfrag.cascade.fit import fit_gate
+from haystack_cfrag.evaluation.gate_data import examples_from_runs
+
+
+def write(out: Path, method: str, folders: list[str], c: float | None = None, max_rate: float | None = None) -> dict:
+    examples, missing = examples_from_runs(folders, method)
+    result = fit_gate(examples, **({} if c is None else {"c": c}), **({} if max_rate is None else {"max_rate": max_rate}))
+    model = result.model.to_dict()
+    name = method.split("|")[0].split("[")[0]
+    (out / f"{name}.yml").write_text(yaml.safe_dump(model, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    rows = result.curve()
+    lines = [f"# {method}: the gate's curve over {len(examples)} held-out predictions ({model['fitted_on']})", "",
+             "| gate | escalated | rate | wins kept | losses avoided |", "|---|---:|---:|---:|---:|"]
+    for r in rows:
+        mark = " **(operating point)**" if r["gate"] == f"fitted ≥ {model['threshold']:.4f}" else ""
+        lines.append(f"| {r['gate']}{mark} | {r['escalated']} | {r['rate']:.0%} | {r['wins_kept']}/{r['wins']} | "
+                     f"{r['losses_avoided']}/{r['losses']} |")
+    lines += ["", "| sample (held out) | questions | escalated | wins kept | losses avoided |", "|---|---:|---:|---:|---:|"]
+    for r in result.by_sample:
+        lines.append(f"| {r['sample']} | {r['questions']} | {r['escalated']} ({r['rate']:.0%}) | {r['wins_kept']}/{r['wins']} | "
+                     f"{r['losses_avoided']}/{r['losses']} |")
+    (out / f"{name}_curve.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _plot(out / f"{name}_curve.png", method, rows, model["threshold"])
+    line = {"method": method, "runs": [Path(f).name for f in folders], "missing": missing, "threshold": model["threshold"],
+            "by_sample": result.by_sample, "features": model["features"], "weights": model["weights"]}
+    with (out / "fits.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps(line, default=int) + "\n")
+    return line
+
+
+def _plot(path: Path, method: str, rows: list[dict], threshold: float) -> None:
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    fitted = [r for r in rows if r["gate"].startswith("fitted")]
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    ax.plot([r["rate"] * 100 for r in fitted], [r["wins_kept"] for r in fitted], drawstyle="steps-post",
+            label="fitted gate (held out): wins kept")
+    if any(r["losses"] for r in rows):
+        ax.plot([r["rate"] * 100 for r in fitted], [r["losses"] - r["losses_avoided"] for r in fitted],
+                drawstyle="steps-post", linestyle="--", label="losses let through")
+    perfect, always = rows[0], rows[-1]
+    ax.scatter([perfect["rate"] * 100], [perfect["wins_kept"]], marker="*", s=120, label="perfect gate")
+    ax.scatter([always["rate"] * 100], [always["wins_kept"]], marker="s", label="always on")
+    point = next((r for r in fitted if r["gate"] == f"fitted ≥ {threshold:.4f}"), None)
+    if point:
+        ax.axvline(point["rate"] * 100, color="grey", linewidth=0.8, label=f"operating point ({point['rate']:.0%})")
+    ax.set_xlabel("questions escalated (%)")
+    ax.set_ylabel("questions")
+    ax.set_title(f"{method}: the gate's curve")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--method", action="append", required=True)
+    parser.add_argument("--runs", action="append", required=True, help="folders, ',' between them, one --runs per --method")
+    parser.add_argument("--c", type=float, default=None)
+    parser.add_argument("--max-rate", action="append", type=float, default=None,
+                        help="the escalation budget of each --method (default: the fit's)")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    budgets = args.max_rate or [None] * len(args.method)
+    for method, folders, budget in zip(args.method, args.runs, budgets, strict=True):
+        line = write(args.out, method, folders.split(","), args.c, budget)
+        print(json.dumps({k: line[k] for k in ("method", "threshold", "by_sample", "missing")}, default=int))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""What the fitted gate reads of one standard-RAG answer, as plain numbers (pure: no Haystack, no model).
+
+Every feature is something standard RAG has already computed or the answer's and question's own form:
+the reader's support of its answer and what the same logits say besides (the top-1/top-2 margin at
+the answer's first token, the smallest margin over its tokens, the answer's rank among the reader's
+alternatives), how many passages state the answer and whether the best-ranked one does, the pile
+shape (several passages state it, the best-ranked does not), the retrieval score gap, the answer's
+form (number, year, yes/no, words, a capitalised name) and the question's (its wh-word, its length).
+A value that could not be read is None: the model puts its training mean there (`model.GateModel`).
+
+    >>> f = features({"answer": "Mount Everest", "support": -0.25, "margin": 1.5, "min_margin": 0.2, "rank": 0,
+    ...               "passages": 5, "holding": 4, "rivals": 1, "top_holds": True, "score_gap": 0.02},
+    ...              "Which is the tallest mountain on Earth?")
+    >>> f["holding"], f["pile"], f["q_which"], f["a_name"], f["a_words"]
+    (4.0, 0.0, 1.0, 1.0, 2.0)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+FEATURES = (
+    "support", "margin", "min_margin", "rank",
+    "holding", "top_holds", "rivals", "pile", "unstated", "score_gap",
+    "a_number", "a_year", "a_yesno", "a_words", "a_name",
+    "q_who", "q_when", "q_where", "q_which", "q_what", "q_how", "q_yesno", "q_words",
+)
+"""Every feature a gate model may name, in one place (a model names a subset, in any order)."""
+
+_YEAR = re.compile(r"^(1[0-9]{3}|20[0-9]{2})$")
+_NUMBER = re.compile(r"[0-9]")
+_YES_NO = {"yes", "no"}
+_AUX = ("is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had", "will", "would")
+
+
+def features(reading: Mapping[str, Any], question: str) -> dict[str, float | None]:
+    """The gate's features of one reading (`cascade.math.signals`, with the logit reads) and its question."""
+    answer = str(reading.get("answer") or "").strip()
+    words = answer.split()
+    holding, top_holds = reading.get("holding"), reading.get("top_holds")
+    rank = reading.get("rank")
+    q = question.strip().lower()
+    first = q.split()[0] if q.split() else ""
+    return {
+        "support": _number(reading.get("support")),
+        "margin": _number(reading.get("margin")),
+        "min_margin": _number(reading.get("min_margin")),
+        "rank": None if rank is None else math.log1p(max(0, int(rank))),
+        "holding": _number(holding),
+        "top_holds": None if top_holds is None else float(bool(top_holds)),
+        "rivals": _number(reading.get("rivals")),
+        "pile": None if holding is None else float(holding >= 2 and not top_holds),
+        "unstated": None if holding is None or not reading.get("passages") else float(holding == 0),
+        "score_gap": _number(reading.get("score_gap")),
+        "a_number": float(bool(_NUMBER.search(answer))),
+        "a_year": float(bool(_YEAR.match(answer))),
+        "a_yesno": float(answer.lower().strip(".") in _YES_NO),
+        "a_words": float(len(words)),
+        "a_name": float(bool(words) and all(w[:1].isupper() for w in words if w[:1].isalpha())),
+        "q_who": float(first in ("who", "whom", "whose")),
+        "q_when": float(first == "when" or "what year" in q),
+        "q_where": float(first == "where"),
+        "q_which": float(first == "which"),
+        "q_what": float(first == "what"),
+        "q_how": float(first == "how"),
+        "q_yesno": float(first in _AUX),
+        "q_words": float(len(q.split())),
+    }
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return float(value)
+    return None

@@ -1,0 +1,196 @@
+"""Fitting a gate on measured outcomes: a calibrated logistic model of "the method wins here" (scikit-learn).
+
+Each example is one question of one sample: the gate's reading of standard RAG's answer (`math.signals`,
+from a run that computed it) and what the always-on method did to that answer in an end-to-end run —
+"won" (the method right, standard RAG wrong), "lost" (the reverse) or "same". The model is fitted on
+standardised features (`features.FEATURES`), L2-regularised, classes balanced; it is cross-validated by
+sample (fit on the other samples, predict the held-out one). Its operating point, read off the held-out
+predictions: the least escalation that keeps every win (the smallest held-out P(win) of a win) where that
+escalates at most `max_rate` of the questions; otherwise, within that budget, the point with the most wins
+kept net of losses let through (ties: the less escalation); and where no point within the budget keeps
+more wins than it lets losses through, 1.0 — the gate cannot tell the method's wins apart, so the cascade
+answers as standard RAG (and says so in every trace).
+
+    >>> ex = [Example("a", str(i), "Who?", {"answer": "X", "support": s, "holding": h, "top_holds": t,
+    ...                                      "passages": 5}, o)
+    ...       for i, (s, h, t, o) in enumerate([(-0.1, 3, False, "won"), (-0.05, 1, True, "same"),
+    ...                                         (-0.02, 2, True, "same"), (-0.2, 2, False, "won")])]
+    >>> ex += [Example("b", e.qid, e.question, e.signals, e.outcome) for e in ex]
+    >>> result = fit_gate(ex, feature_names=("support", "pile"), max_rate=1.0)  # half the questions are wins here
+    >>> result.model.features, [round(row["kept"], 2) for row in result.by_sample]
+    (('support', 'pile'), [1.0, 1.0])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from haystack_cfrag.cascade.features import FEATURES, features
+from haystack_cfrag.cascade.model import GateModel
+
+OUTCOMES = ("won", "lost", "same")
+DEFAULT_FEATURES = tuple(f for f in FEATURES if not f.startswith("q_"))
+"""What a fit reads unless told otherwise: the reader's reading, the passages and the answer's form. The question's
+form overfits few wins: cross-validated on trap_dev, trap_tune and dev_a (CF-RAG, 4 wins in 114 questions), adding
+it escalated 20 % held out against 10 % without (question length alone took the largest weight; docs/cascade.md)."""
+DEFAULT_MAX_RATE = 0.3
+"""The escalation budget of the operating point (held out): a third of the questions at most."""
+DEFAULT_C = 3.0
+"""Inverse L2 strength, chosen by cross-validation on the tuning samples (CF-RAG: held-out escalation with every win
+kept 30 % at 0.1 and 0.3, 27 % at 1, 22 % at 3; docs/cascade.md)."""
+
+
+@dataclass(frozen=True)
+class Example:
+    """One labelled question: its sample, id, text, the gate's reading and the method's outcome."""
+
+    sample: str
+    qid: str
+    question: str
+    signals: dict[str, Any]
+    outcome: str
+
+
+@dataclass
+class FitResult:
+    """The fitted model, the held-out probabilities it was chosen on, and the tables a person reads."""
+
+    model: GateModel
+    held_out: list[float]
+    examples: list[Example]
+    by_sample: list[dict[str, Any]] = field(default_factory=list)
+
+    def curve(self) -> list[dict[str, Any]]:
+        """`curve` over the held-out probabilities."""
+        return curve(self.examples, self.held_out)
+
+
+def matrix(examples: Sequence[Example], names: Sequence[str]) -> np.ndarray:
+    """The feature matrix (NaN where a value could not be read)."""
+    rows = []
+    for ex in examples:
+        values = features(ex.signals, ex.question)
+        rows.append([np.nan if values[n] is None else values[n] for n in names])
+    return np.asarray(rows, dtype=float).reshape(len(examples), len(names))
+
+
+def _fit(x: np.ndarray, y: np.ndarray, names: Sequence[str], c: float, fitted_on: str) -> GateModel:
+    from sklearn.linear_model import LogisticRegression  # noqa: PLC0415  (scikit-learn: only when fitting)
+
+    means = np.nanmean(np.where(np.isnan(x), np.nan, x), axis=0)
+    means = np.where(np.isnan(means), 0.0, means)
+    filled = np.where(np.isnan(x), means, x)
+    scales = filled.std(axis=0)
+    scales = np.where(scales > 1e-9, scales, 1.0)
+    z = (filled - means) / scales
+    if len(set(y.tolist())) < 2:  # nothing to tell apart: the base rate, no weights
+        rate = float(np.clip(y.mean() if len(y) else 0.0, 1e-4, 1 - 1e-4))
+        weights, intercept = np.zeros(len(names)), float(np.log(rate / (1 - rate)))
+    else:
+        clf = LogisticRegression(C=c, class_weight="balanced", max_iter=2000).fit(z, y)
+        weights, intercept = clf.coef_[0], float(clf.intercept_[0])
+    return GateModel.from_dict({
+        "features": list(names), "means": [round(float(v), 6) for v in means],
+        "scales": [round(float(v), 6) for v in scales], "weights": [round(float(v), 6) for v in weights],
+        "intercept": round(intercept, 6), "threshold": 0.5, "fitted_on": fitted_on[:500]})
+
+
+def fit_gate(examples: Iterable[Example], *, feature_names: Sequence[str] = DEFAULT_FEATURES,
+             c: float = DEFAULT_C, fitted_on: str | None = None, max_rate: float = DEFAULT_MAX_RATE) -> FitResult:
+    """Fit on every example, cross-validate by sample, set the operating point (module doc)."""
+    if not 0.0 < max_rate <= 1.0:
+        raise ValueError(f"gate fit: 'max_rate' must be in (0, 1], got {max_rate}.")
+    examples = [e for e in examples if e.outcome in OUTCOMES]
+    if not examples:
+        raise ValueError("gate fit: no labelled examples (each needs the gate's reading and both systems' answers).")
+    bad = [n for n in feature_names if n not in FEATURES]
+    if bad:
+        raise ValueError(f"gate fit: unknown feature(s) {bad} (known: {', '.join(FEATURES)}).")
+    names = list(feature_names)
+    x = matrix(examples, names)
+    y = np.array([e.outcome == "won" for e in examples], dtype=int)
+    samples = sorted({e.sample for e in examples})
+    held = np.zeros(len(examples))
+    for s in samples:
+        test = np.array([e.sample == s for e in examples])
+        train_model = _fit(x[~test], y[~test], names, c, "") if (~test).any() else None
+        for i in np.flatnonzero(test):
+            held[i] = train_model.probability(dict(zip(names, _row(x[i]), strict=True))) if train_model else float(y.mean())
+    threshold = operating_point(held, [e.outcome for e in examples], max_rate)
+    label = fitted_on if fitted_on is not None else ", ".join(
+        f"{s} {sum(e.sample == s for e in examples)}" for s in samples)
+    final = _fit(x, y, names, c, label)
+    model = GateModel.from_dict({**final.to_dict(), "threshold": threshold})
+    result = FitResult(model=model, held_out=held.tolist(), examples=examples)
+    result.by_sample = [_sample_row(s, examples, held, threshold) for s in samples]
+    return result
+
+
+def operating_point(held: Sequence[float], outcomes: Sequence[str], max_rate: float = 1.0) -> float:
+    """The operating point over held-out probabilities (module doc), rounded down to 4 decimals.
+
+    >>> operating_point([0.9, 0.2, 0.6, 0.1], ["won", "same", "won", "same"], max_rate=0.5)
+    0.6
+    >>> operating_point([0.9, 0.2, 0.15, 0.1], ["won", "same", "won", "same"], max_rate=0.5)   # 1 win kept, 0 lost
+    0.9
+    >>> operating_point([0.9, 0.2, 0.15, 0.1], ["lost", "same", "won", "same"], max_rate=0.5)  # nothing gains
+    1.0
+    """
+    held = np.asarray(held, dtype=float)
+    won = np.array([o == "won" for o in outcomes])
+    lost = np.array([o == "lost" for o in outcomes])
+    n = max(1, len(held))
+    if won.any() and (held >= held[won].min()).sum() / n <= max_rate:
+        return float(np.floor(held[won].min() * 1e4) / 1e4)
+    best, best_net = 1.0, 0
+    for t in sorted(set(held.tolist()), reverse=True):  # from the least escalation up
+        chosen = held >= t
+        if chosen.sum() / n > max_rate:
+            break
+        net = int((chosen & won).sum()) - int((chosen & lost).sum())
+        if net > best_net:
+            best, best_net = t, net
+    return float(np.floor(best * 1e4) / 1e4) if best < 1.0 else 1.0
+
+
+def _row(values: np.ndarray) -> list[float | None]:
+    return [None if np.isnan(v) else float(v) for v in values]
+
+
+def _sample_row(sample: str, examples: Sequence[Example], held: np.ndarray, threshold: float) -> dict[str, Any]:
+    idx = [i for i, e in enumerate(examples) if e.sample == sample]
+    esc = [i for i in idx if held[i] >= threshold]
+    wins = [i for i in idx if examples[i].outcome == "won"]
+    losses = [i for i in idx if examples[i].outcome == "lost"]
+    return {"sample": sample, "questions": len(idx), "escalated": len(esc), "rate": len(esc) / len(idx),
+            "wins": len(wins), "wins_kept": sum(held[i] >= threshold for i in wins),
+            "losses": len(losses), "losses_avoided": sum(held[i] < threshold for i in losses),
+            "kept": (sum(held[i] >= threshold for i in wins) / len(wins)) if wins else 1.0}
+
+
+def curve(examples: Sequence[Example], probabilities: Sequence[float]) -> list[dict[str, Any]]:
+    """Escalation against wins kept and losses avoided at every distinct operating point, with the two ends
+    a person compares it with: the perfect gate (escalates exactly the wins) and the always-on method.
+
+    >>> ex = [Example("s", str(i), "Q", {}, o) for i, o in enumerate(["won", "same", "lost", "same"])]
+    >>> [(r["gate"], r["escalated"], r["wins_kept"], r["losses_avoided"]) for r in curve(ex, [0.9, 0.5, 0.2, 0.1])]
+    [('perfect', 1, 1, 1), ('fitted ≥ 0.9000', 1, 1, 1), ('fitted ≥ 0.5000', 2, 1, 1), ('fitted ≥ 0.2000', 3, 1, 0), ('fitted ≥ 0.1000', 4, 1, 0), ('always on', 4, 1, 0)]
+    """
+    n = len(examples)
+    wins = [i for i, e in enumerate(examples) if e.outcome == "won"]
+    losses = [i for i, e in enumerate(examples) if e.outcome == "lost"]
+
+    def row(gate: str, escalated: set[int]) -> dict[str, Any]:
+        return {"gate": gate, "escalated": len(escalated), "rate": len(escalated) / n if n else 0.0,
+                "wins_kept": sum(i in escalated for i in wins), "wins": len(wins),
+                "losses_avoided": sum(i not in escalated for i in losses), "losses": len(losses)}
+
+    rows = [row("perfect", set(wins))]
+    for t in sorted(set(probabilities), reverse=True):
+        rows.append(row(f"fitted ≥ {t:.4f}", {i for i, p in enumerate(probabilities) if p >= t}))
+    rows.append(row("always on", set(range(n))))
+    return rows

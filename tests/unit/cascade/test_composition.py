@@ -1,0 +1,44 @@
+"""Each shipped cascade is standard RAG + the gate + the method, pinned to their files (`cascade.contract`): a change
+to `standard_rag.yml` or a method's YAML that its cascade does not follow fails here."""
+
+import pytest
+
+from haystack_cfrag import registry
+from haystack_cfrag.cascade.contract import (
+    CASCADES, GATE_INPUTS, GATE_NODE, JOINER_NODE, ROUTER_NODE, ROUTES, composed,
+)
+from haystack_cfrag.cascade.model import GateModel
+
+
+def components(name):
+    return registry.resolve(name).data["components"]
+
+
+@pytest.mark.parametrize(("cascade", "method", "prefix", "shared"), [(c, *v) for c, v in CASCADES.items()])
+def test_a_cascade_is_standard_rag_the_gate_and_its_method(cascade, method, prefix, shared):
+    got = dict(components(cascade))
+    gate, router, joiner = got.pop(GATE_NODE), got.pop(ROUTER_NODE), got.pop(JOINER_NODE)
+    assert got == composed(components("standard_rag"), components(method), prefix, shared)
+    assert gate["type"].endswith("EscalationGate") and GateModel.from_dict(gate["init_parameters"]["model"])
+    names = [r["output_name"] if isinstance(r["output_name"], list) else [r["output_name"]]
+             for r in router["init_parameters"]["routes"]]
+    assert [n[0] for n in names] == list(ROUTES)  # CausalRAG's escalated route also hands on the query's embedding
+    assert joiner["type"].endswith("AnswerJoiner")
+
+
+@pytest.mark.parametrize("cascade", CASCADES)
+def test_the_gate_reads_what_the_contract_says(cascade):
+    wires = {(c["sender"], c["receiver"]) for c in registry.resolve(cascade).data["connections"]}
+    for sender in GATE_INPUTS:  # generator.replies -> gate.replies, and so on
+        assert (sender, f"{GATE_NODE}.{sender.split('.')[1]}") in wires
+    assert (f"{GATE_NODE}.escalate", f"{ROUTER_NODE}.escalate") in wires
+
+
+def test_every_cascade_is_declared_once():
+    assert set(CASCADES) == {n for n in registry.REGISTRY if n.endswith("_auto")}
+
+
+def test_a_shared_node_that_differs_is_refused():
+    with pytest.raises(ValueError, match="declared shared but differs"):
+        composed({"retriever": {"type": "R", "init_parameters": {"top_k": 5}}},
+                 {"retriever": {"type": "R", "init_parameters": {"top_k": 9}}}, "m", shared=("retriever",))
