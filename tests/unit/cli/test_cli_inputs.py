@@ -1,7 +1,6 @@
 """`cfrag` refuses bad input before loading any model (exit code 2, one readable line)."""
 
 import importlib.util
-import socket
 
 import pytest
 from click.testing import CliRunner
@@ -92,10 +91,10 @@ def test_a_malformed_or_empty_ray_address_is_refused_up_front(tmp_path, no_model
 
 
 def test_a_listening_ray_address_passes_the_checks(tmp_path, no_models):
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        port = server.getsockname()[1]
+    from haystack_cfrag.stores.timeouts import RAY_METHODS
+    from tests.unit.stores.hostile_stores import grpc_server
+
+    with grpc_server(tuple(RAY_METHODS.values())) as port:  # answers Ray's question (issue 62, D19)
         args = index_args(tmp_path, *RAY, "--ray-address", f"ray://127.0.0.1:{port}")
         result = CliRunner().invoke(main, args)
     assert result.exit_code == 1 and "a model would load" in result.output  # past the checks, at the embedder
