@@ -30,10 +30,12 @@ def write(out: Path, method: str, folders: list[str], c: float | None = None, ma
     (out / f"{name}.yml").write_text(yaml.safe_dump(model, sort_keys=False, allow_unicode=True), encoding="utf-8")
     rows = result.curve()
     lines = [f"# {method}: the gate's curve over {len(examples)} held-out predictions ({model['fitted_on']})", "",
+             "Held out: each sample's questions predicted by a model fitted on the other samples. Rows: the perfect gate",
+             "(escalates exactly the method's wins), the fitted gate at the first operating point reaching each escalation",
+             "rate, the operating point the cascade ships, and the always-on method.", "",
              "| gate | escalated | rate | wins kept | losses avoided |", "|---|---:|---:|---:|---:|"]
-    for r in rows:
-        mark = " **(operating point)**" if r["gate"] == f"fitted ≥ {model['threshold']:.4f}" else ""
-        lines.append(f"| {r['gate']}{mark} | {r['escalated']} | {r['rate']:.0%} | {r['wins_kept']}/{r['wins']} | "
+    for r in _compact(rows, model["threshold"]):
+        lines.append(f"| {r['gate']} | {r['escalated']} | {r['rate']:.0%} | {r['wins_kept']}/{r['wins']} | "
                      f"{r['losses_avoided']}/{r['losses']} |")
     lines += ["", "| sample (held out) | questions | escalated | wins kept | losses avoided |", "|---|---:|---:|---:|---:|"]
     for r in result.by_sample:
@@ -46,6 +48,26 @@ def write(out: Path, method: str, folders: list[str], c: float | None = None, ma
     with (out / "fits.jsonl").open("a", encoding="utf-8") as f:
         f.write(json.dumps(line, default=int) + "\n")
     return line
+
+
+def _compact(rows: list[dict], threshold: float) -> list[dict]:
+    """The perfect gate, the first fitted point at or past each escalation rate, the operating point, always on."""
+    fitted = [r for r in rows if r["gate"].startswith("fitted")]
+    keep = [rows[0]]
+    for target in (0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75):
+        row = next((r for r in fitted if r["rate"] >= target), None)
+        if row is not None and row not in keep:
+            keep.append(row)
+    point = _point(fitted, threshold)
+    if point is not None:
+        keep = [r for r in keep if r is not point] + [{**point, "gate": f"**the shipped operating point, ≥ {threshold:.4f}**"}]
+    return [rows[0], *sorted(keep[1:], key=lambda r: r["rate"]), rows[-1]]
+
+
+def _point(fitted: list[dict], threshold: float) -> dict | None:
+    """The fitted row holding what the operating point escalates (the lowest listed probability at or above it)."""
+    above = [r for r in fitted if float(r["gate"].split("≥ ")[1]) >= threshold]
+    return above[-1] if above else None
 
 
 def _plot(path: Path, method: str, rows: list[dict], threshold: float) -> None:
@@ -64,7 +86,7 @@ def _plot(path: Path, method: str, rows: list[dict], threshold: float) -> None:
     perfect, always = rows[0], rows[-1]
     ax.scatter([perfect["rate"] * 100], [perfect["wins_kept"]], marker="*", s=120, label="perfect gate")
     ax.scatter([always["rate"] * 100], [always["wins_kept"]], marker="s", label="always on")
-    point = next((r for r in fitted if r["gate"] == f"fitted ≥ {threshold:.4f}"), None)
+    point = _point(fitted, threshold)
     if point:
         ax.axvline(point["rate"] * 100, color="grey", linewidth=0.8, label=f"operating point ({point['rate']:.0%})")
     ax.set_xlabel("questions escalated (%)")
