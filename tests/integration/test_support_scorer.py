@@ -189,3 +189,17 @@ def test_transformers_backend_on_a_tiny_gpt2(tmp_path):
     by_hand = [lp[len(ids) - 3, ids[-2]].item(), lp[len(ids) - 2, ids[-1]].item()]
     assert out["support"][0] == pytest.approx(sum(by_hand) / 2, abs=1e-5)
     assert out["margin"][0] == pytest.approx(out["support"][0] - out["counterfactual_support"][0][0])
+
+
+def test_the_gates_reading_of_the_readers_own_reply_gives_margin_and_rank_from_the_same_logits(scorer, generator):
+    """The gate's one scoring (issue 60): the answer the reader just wrote, read under its own prompt, is its first
+    choice at the first token (rank 0), its top-1/top-2 gap is that row's, and the support is score_reply's."""
+    from haystack.dataclasses import ChatMessage
+
+    messages = [ChatMessage.from_user(f"Answer with a name only.\n[1] {dk.CAST}\nQuestion: {dk.QUESTION}")]
+    reply = generator.run(messages)["replies"][0].text.strip()
+    reading = scorer.read_reply(messages, reply)
+    assert reading["rank"] == 0 and reading["margin"] > 0 and reading["min_margin"] <= reading["margin"]
+    assert reading["support"] == pytest.approx(scorer.score_reply(messages, reply), abs=1e-3)
+    usage = generator.run(messages)["replies"][0].meta["usage"]
+    assert usage["prompt_tokens_details"]["cached_tokens"] >= usage["prompt_tokens"] - 2  # the same prompt again: reused
