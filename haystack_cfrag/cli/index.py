@@ -65,8 +65,8 @@ GRAPH = store_preparation()
 @click.option("--max-passage-chars", default=20_000, show_default=True, type=IntRange(min=100),
               help="Cut (and count) passages longer than this: a long JSONL line, or text without spaces.")
 def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str | None, words: int,
-          overlap: int, include_hidden: bool, prune: bool, wait: float | None, graph: bool, llm: str, graph_extractor: str,
-          engine: str, ray_address: str | None, max_file_mb: float, max_passage_chars: int) -> None:
+          overlap: int, include_hidden: bool, prune: bool, wait: float | None, graph: bool, llm: str,
+          graph_extractor: str, engine: str, ray_address: str | None, max_file_mb: float, max_passage_chars: int) -> None:
     """Split files into passages, embed them and write them to a store.
 
     \b
@@ -138,13 +138,14 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
     try:
         with store_lock(spec, wait=DEFAULT_WAIT if wait is None else wait,
                         notify=lambda line: click.echo(line, err=True)):
-            plan, written, count = _write(spec, passages, sources, prune=prune, graph=graph, embedder=embedder,
-                                          device=device)
+            plan, written, count, stale = _write(spec, passages, sources, prune=prune, graph=graph,
+                                                 embedder=embedder, device=device)
             where = spec.location if spec.kind == "memory" else redact(str(spec))
             click.echo(f"{len(files)} files → {len(passages)} passages, {written} written"
                        + (f" ({len(plan.kept)} already in the store, kept)" if plan.kept else "") + "; store has "
                        f"{count} in {time.perf_counter() - start:.1f} s → {where}; {plan.summary()}"
-                       + (f"; {skipped}" if skipped else ""))
+                       + (f"; {skipped}" if skipped else "")
+                       + ("; its graph is now stale: index with --graph to bring it up to date" if stale else ""))
             if graph:
                 _graph(spec, embedder, device, llm, graph_extractor, engine, ray_address)
     except (StoreBusy, ValueError) as exc:  # another writer, or a store or graph that cannot be written: one line
@@ -154,8 +155,9 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
 
 
 def _write(spec: Any, passages: list[Any], sources: set[str], *, prune: bool, graph: bool, embedder: str,
-           device: str | None) -> tuple[Any, int, int]:
-    """The passages written into the store (under its lock): (the plan, how many were written, the store's count)."""
+           device: str | None) -> tuple[Any, int, int, bool]:
+    """The passages written into the store (under its lock): (the plan, how many were written, the store's count,
+    whether a graph beside it was marked stale)."""
     from haystack_cfrag.stores import (  # noqa: PLC0415
         checkpoints, close_document_store, open_document_store, redact, save_document_store)
     from haystack_cfrag.stores.changes import apply_changes, plan_changes  # noqa: PLC0415
@@ -185,10 +187,11 @@ def _write(spec: Any, passages: list[Any], sources: set[str], *, prune: bool, gr
             raise click.ClickException(f"{redact(str(spec))} holds {held_dim}-dimensional embeddings, "
                                        f"not {dim} ({embedder}); the store is unchanged.")
         # the graph learns first that its passages change: a kill from here on leaves it marked, never silently stale
+        stale = False
         if graph:
             prepare_graph(spec)
         elif plan.changes_store() and store is not None:
-            mark_stale(spec)
+            stale = mark_stale(spec)
         written = 0
         if store is not None and (plan.changes_store() or plan.retag):
             written = apply_changes(store, plan, embedded)
@@ -198,7 +201,7 @@ def _write(spec: Any, passages: list[Any], sources: set[str], *, prune: bool, gr
     finally:
         if store is not None:
             close_document_store(store)
-    return plan, written, count
+    return plan, written, count, stale
 
 
 def _graph(spec: Any, embedder: str, device: str | None, llm: str, graph_extractor: str, engine: str,

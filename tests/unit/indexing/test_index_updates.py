@@ -202,8 +202,8 @@ def test_d6_passages_written_without_graph_mark_it_stale_and_opening_it_warns(fa
 
     spec = f"faiss:{tmp_path / 'store'}"
     index(jsonl(tmp_path / "a.jsonl", [{"id": "a", "content": "Rain causes floods."}]), "--store", spec, "--graph")
-    index(jsonl(tmp_path / "b.jsonl", [{"id": "b", "content": "Floods close roads."}]), "--store", spec)
-    assert graph_state(spec)[3]["state"] == "stale"
+    line = summary(index(jsonl(tmp_path / "b.jsonl", [{"id": "b", "content": "Floods close roads."}]), "--store", spec))
+    assert graph_state(spec)[3]["state"] == "stale" and "its graph is now stale" in line, line
     with caplog.at_level("WARNING"):
         open_stored_graph(spec).close()
     assert "is stale" in caplog.text and "--graph" in caplog.text
