@@ -168,6 +168,12 @@ def check_ray_address(text: str, timeout: float = RAY_CONNECT_SECONDS) -> None:
         raise click.BadParameter(f"nothing answers at {clip(text)} ({reason}): start the cluster "
                                  "(ray start --head) or leave --ray-address out for a local Ray",
                                  param_hint=hint) from exc
+    from haystack_cfrag.stores.timeouts import ray_refusal  # noqa: PLC0415  (one bounded gRPC question)
+
+    why = ray_refusal(text)  # a port that accepts is not yet Ray: ray.init would retry it for minutes
+    if why:
+        raise click.BadParameter(f"{clip(text)} answers but is not a Ray cluster ({why}): name the cluster's "
+                                 "address (ray start --head prints it)", param_hint=hint)
 
 
 def check_store_spec(text: str, *, create: bool, option: str = "--store") -> Any:
