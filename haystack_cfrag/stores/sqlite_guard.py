@@ -17,7 +17,6 @@ grow to gigabytes. `open_tables` therefore, before `GraphTables` reads a row:
 from __future__ import annotations
 
 import sqlite3
-import threading
 import time
 import urllib.parse
 from functools import cache
@@ -46,7 +45,6 @@ class Deadline:
         self.seconds = seconds
         self.started = time.monotonic()
         self.expired = False
-        self._lock = threading.Lock()
         connection.set_trace_callback(self._start)
         connection.set_progress_handler(self._check, PROGRESS_STEPS)
 
