@@ -38,7 +38,7 @@ from haystack_cfrag.causal_rag.graph_tables import GraphTables
 from haystack_cfrag.causal_rag.math.extraction import passage_hash
 from haystack_cfrag.causal_rag.math.names import NODE_FLAG, node_document_id, node_key
 from haystack_cfrag.stores.graph_folder import check_folder, make_folder
-from haystack_cfrag.stores.specs import NODE_SUFFIX, StoreSpec, parse_store_spec
+from haystack_cfrag.stores.specs import NODE_SUFFIX, StoreSpec, parse_store_spec, redact
 from haystack_cfrag.stores.sqlite_guard import open_tables
 
 logger = logging.getLogger(__name__)
@@ -140,7 +140,7 @@ def check_home(spec: str | StoreSpec, home: GraphHome) -> None:
     mine = store_files(home.nodes) | ({home.sqlite.resolve()} if home.sqlite is not None else set())
     if mine & store_files(s) or (s.kind == home.nodes.kind and s.location == home.nodes.location
                                  and s.name == home.nodes.name):
-        raise ValueError(f"the graph of {s} would be written over the store itself; nothing written.")
+        raise ValueError(f"the graph of {redact(str(s))} would be written over the store itself; nothing written.")
 
 
 @dataclass
@@ -165,7 +165,6 @@ def open_stored_graph(spec: str | StoreSpec) -> StoredGraph | None:
     :raises ValueError: one line, when its tables are foreign, corrupt or of another version.
     """
     from haystack_cfrag.stores.opening import close_document_store, open_document_store  # noqa: PLC0415
-    from haystack_cfrag.stores.specs import redact  # noqa: PLC0415
 
     home = graph_home(spec)
     if not home.exists():
@@ -175,14 +174,14 @@ def open_stored_graph(spec: str | StoreSpec) -> StoredGraph | None:
         nodes = open_document_store(home.nodes)
     except FileNotFoundError as exc:
         tables.close()
-        raise ValueError(f"graph of {spec}: its tables exist but not its node store ({exc}); run "
+        raise ValueError(f"graph of {redact(str(spec))}: its tables exist but not its node store ({redact(str(exc))}); run "
                          "`cfrag index --graph` again.") from exc
     except ValueError as exc:  # the checks of `stores.safe_files` & co: one line that names the file and why
         tables.close()
         raise ValueError(f"graph of {redact(str(spec))}: {' '.join(str(exc).split())[:300]}") from exc
     except Exception as exc:  # a corrupt or foreign node store file: one line, nothing half-read
         tables.close()
-        raise ValueError(f"graph of {spec}: its node store {home.nodes} does not open "
+        raise ValueError(f"graph of {redact(str(spec))}: its node store {home.nodes} does not open "
                          f"({type(exc).__name__}: {' '.join(str(exc).split())[:120]}); nothing read.") from exc
     try:
         meta, counts = tables.meta(), tables.counts()
@@ -193,10 +192,9 @@ def open_stored_graph(spec: str | StoreSpec) -> StoredGraph | None:
                          f"({type(exc).__name__}: {' '.join(str(exc).split())[:100]}); nothing read.") from exc
     if meta.get("nodes") != str(counts["nodes"]):
         tables.close()
-        raise ValueError(f"graph of {spec}: an index run did not finish ({counts['nodes']} nodes, "
+        raise ValueError(f"graph of {redact(str(spec))}: an index run did not finish ({counts['nodes']} nodes, "
                          f"{meta.get('nodes', 'none')} recorded); run `cfrag index --graph` again.")
     from haystack_cfrag.stores.graph_write import graph_notice  # noqa: PLC0415  (issue 62: a stale graph is said)
-    from haystack_cfrag.stores.specs import redact  # noqa: PLC0415
 
     if (notice := graph_notice(meta, redact(str(spec)))) is not None:
         logger.warning("{notice}", notice=notice)
@@ -210,7 +208,6 @@ def open_for_retrieval(spec: str, *, node_top_k: int = 10, passages: bool = True
     :raises ValueError: one line, when no graph is stored there, or it is foreign, corrupt or unfinished.
     """
     from haystack_cfrag.stores.opening import embedding_retriever, open_document_store  # noqa: PLC0415
-    from haystack_cfrag.stores.specs import redact  # noqa: PLC0415
 
     stored = open_stored_graph(spec)
     if stored is None:

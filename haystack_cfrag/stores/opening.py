@@ -424,8 +424,8 @@ def _open_qdrant(s: StoreSpec, embedding_dim: int | None, create: bool) -> Any:
         where["timeout"] = int(QDRANT_SECONDS)
     if not create:
         if not _qdrant_collection_exists(where, s.name):
-            raise FileNotFoundError(f"No Qdrant collection '{s.name}' at {s.location}: create it with "
-                                    f"`cfrag index FILES --store {s}`.")
+            raise FileNotFoundError(f"No Qdrant collection '{s.name}' at {redact(s.location)}: create it with "
+                                    f"`cfrag index FILES --store {redact(str(s))}`.")
         if embedding_dim is None:
             embedding_dim = _qdrant_dim(where, s.name)
     elif embedding_dim is None:

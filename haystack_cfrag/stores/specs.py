@@ -118,5 +118,7 @@ def _file_path(location: str, shown: str, usage: str) -> None:
 
 
 def redact(text: str) -> str:
-    """A URL with its password replaced by ***."""
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", text)
+    """A URL with its password replaced by ***: the package's one redaction (`common.redaction.redact`)."""
+    from haystack_cfrag.common.redaction import redact as redacted  # noqa: PLC0415
+
+    return redacted(text)
