@@ -115,6 +115,9 @@ class StorePreparation:
     """Those of `extractors` that need no LLM."""
     scale_out: tuple[str, ...] = ()
     """Those of `extractors` that `--engine ray` can run."""
+    writes: Callable[[], Any] | None = None
+    """What `cfrag index` asks of what it stores beside a store, returned on first call (imported then): an object with
+    `check_graph_writable(spec)`, `prepare_graph(spec)`, `mark_stale(spec) -> bool` and `forget_marks()`."""
 
 
 def no_record(trace: Any) -> dict[str, Any]:

@@ -84,7 +84,7 @@ def extract_passages(
     :param batch_size: passages per extractor call (and per progress line); the LLM recipe goes one by one.
     :param engine: "local" or "ray" (then `ray_address`: None = a local Ray, or a cluster's address).
     :param store_spec: the store the passages are in: the graph is then written beside it
-        (`stores.graph_write.write_graph`: node vectors embedded by `text_embedder`'s model in batches, edges
+        (`causal_rag.graph_write.write_graph`: node vectors embedded by `text_embedder`'s model in batches, edges
         in tables; a run killed before is finished), and its size read there; None: the graph is only put
         together in memory to count it.
     """
@@ -137,7 +137,7 @@ def extract_passages(
     total["passages"] = len(every)
     if store_spec is not None:  # the graph as data beside the passages, batch by batch
         from haystack_cfrag.causal_rag.node_store import TextEmbedderForDocuments  # noqa: PLC0415
-        from haystack_cfrag.stores.graph_write import write_graph  # noqa: PLC0415
+        from haystack_cfrag.causal_rag.graph_write import write_graph  # noqa: PLC0415
 
         embedder = TextEmbedderForDocuments(text_embedder)
         embedder.warm_up()

@@ -15,6 +15,8 @@ a `node_retriever` is pointed at it.
 
 from __future__ import annotations
 
+import importlib
+
 from collections.abc import Callable
 from typing import Any
 
@@ -123,7 +125,8 @@ def record(trace: dict[str, Any]) -> dict[str, Any]:
 GRAPH = StorePreparation(build=build_graph, attach=attach_graph, release=release_graph, what="CausalRAG's causal graph",
                          load=load_graph, needed_by=reads_graph,
                          index=index_graph, summarize=index_summary, extractors=EXTRACTOR_NAMES,
-                         default_extractor=DEFAULT_EXTRACTOR, parse_only=PARSE_ONLY, scale_out=SCALE_OUT)
+                         default_extractor=DEFAULT_EXTRACTOR, parse_only=PARSE_ONLY, scale_out=SCALE_OUT,
+                         writes=lambda: importlib.import_module("haystack_cfrag.causal_rag.graph_write"))
 
 FAMILY = Family(
     name="causal_rag",

@@ -16,9 +16,9 @@ run are merged; when a passage was deleted or its text changed, the tables are r
 cache (no extraction) and only nodes never seen are embedded. `open_stored_graph` opens both parts
 (checked, never rebuilt); `CausalGraphRetriever` reads the edges from the tables.
 
-Opening never trusts the graph: its folder is the package's (`stores.graph_folder`: created with a
+Opening never trusts the graph: its folder is the package's (`causal_rag.graph_folder`: created with a
 marker, never a link or a user's folder), its SQLite file holds exactly the graph's tables and
-every statement has a deadline (`stores.sqlite_guard`; read-only when only reading), its node
+every statement has a deadline (`causal_rag.sqlite_guard`; read-only when only reading), its node
 store's files are checked as the store's are, and Postgres connections carry timeouts.
 """
 
@@ -37,9 +37,9 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack_cfrag.causal_rag.graph_tables import GraphTables
 from haystack_cfrag.causal_rag.math.extraction import passage_hash
 from haystack_cfrag.causal_rag.math.names import NODE_FLAG, node_document_id, node_key
-from haystack_cfrag.stores.graph_folder import check_folder, make_folder
+from haystack_cfrag.causal_rag.graph_folder import check_folder, make_folder
 from haystack_cfrag.stores.specs import NODE_SUFFIX, StoreSpec, parse_store_spec, redact
-from haystack_cfrag.stores.sqlite_guard import open_tables
+from haystack_cfrag.causal_rag.sqlite_guard import open_tables
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class GraphHome:
     nodes: StoreSpec
     sqlite: Path | None = None
     postgres: tuple[str, str] | None = None  # (the URL, the table prefix)
-    folder: Path | None = None  # the package's own folder the files live in (`stores.graph_folder`)
+    folder: Path | None = None  # the package's own folder the files live in (`causal_rag.graph_folder`)
 
     def exists(self) -> bool:
         """Whether a graph was written here (its tables; the node store is checked when opened).
@@ -133,7 +133,7 @@ def store_files(spec: StoreSpec) -> set[Path]:
 
 def check_home(spec: str | StoreSpec, home: GraphHome) -> None:
     """Refuse a graph home whose files would be the passages' own (a node store saved over the store), or whose
-    folder the package did not create (a user's folder, a link: `stores.graph_folder`)."""
+    folder the package did not create (a user's folder, a link: `causal_rag.graph_folder`)."""
     s = spec if isinstance(spec, StoreSpec) else parse_store_spec(spec)
     if home.folder is not None:
         check_folder(home.folder, writing=True)
@@ -194,7 +194,7 @@ def open_stored_graph(spec: str | StoreSpec) -> StoredGraph | None:
         tables.close()
         raise ValueError(f"graph of {redact(str(spec))}: an index run did not finish ({counts['nodes']} nodes, "
                          f"{meta.get('nodes', 'none')} recorded); run `cfrag index --graph` again.")
-    from haystack_cfrag.stores.graph_write import graph_notice  # noqa: PLC0415  (issue 62: a stale graph is said)
+    from haystack_cfrag.causal_rag.graph_state import graph_notice  # noqa: PLC0415  (issue 62: a stale graph is said)
 
     if (notice := graph_notice(meta, redact(str(spec)))) is not None:
         logger.warning("{notice}", notice=notice)

@@ -92,7 +92,6 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
     """
     from haystack_cfrag.indexing import (  # noqa: PLC0415
         convert_files, cut_passages, last_wins, select_files, source_of, split_documents)
-    from haystack_cfrag.stores.graph_write import forget_marks  # noqa: PLC0415
     from haystack_cfrag.stores.lock import DEFAULT_WAIT, StoreBusy, store_lock  # noqa: PLC0415
     from haystack_cfrag.stores.specs import redact  # noqa: PLC0415
 
@@ -151,7 +150,8 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
     except (StoreBusy, ValueError) as exc:  # another writer, or a store or graph that cannot be written: one line
         raise click.ClickException(one_line(exc, typed=False)) from exc
     finally:
-        forget_marks()
+        if GRAPH is not None and GRAPH.writes is not None:
+            GRAPH.writes().forget_marks()
 
 
 def _write(spec: Any, passages: list[Any], sources: set[str], *, prune: bool, graph: bool, embedder: str,
@@ -162,10 +162,9 @@ def _write(spec: Any, passages: list[Any], sources: set[str], *, prune: bool, gr
         checkpoints, close_document_store, open_document_store, redact, save_document_store)
     from haystack_cfrag.stores.changes import apply_changes, plan_changes  # noqa: PLC0415
     from haystack_cfrag.stores.existing import stored_dim  # noqa: PLC0415
-    from haystack_cfrag.stores.graph_write import check_graph_writable, mark_stale, prepare_graph  # noqa: PLC0415
-
-    if graph:
-        check_graph_writable(spec)  # before any model loads: a read-only graph is refused, nothing written
+    writes = GRAPH.writes() if GRAPH is not None and GRAPH.writes is not None else None  # the family's graph writer
+    if graph and writes is not None:
+        writes.check_graph_writable(spec)  # before any model loads: a read-only graph is refused, nothing written
     try:  # an existing store: the passages it holds as they are are neither embedded nor written
         store = open_document_store(spec)
     except FileNotFoundError:
@@ -188,10 +187,10 @@ def _write(spec: Any, passages: list[Any], sources: set[str], *, prune: bool, gr
                                        f"not {dim} ({embedder}); the store is unchanged.")
         # the graph learns first that its passages change: a kill from here on leaves it marked, never silently stale
         stale = False
-        if graph:
-            prepare_graph(spec)
-        elif plan.changes_store() and store is not None:
-            stale = mark_stale(spec)
+        if graph and writes is not None:
+            writes.prepare_graph(spec)
+        elif plan.changes_store() and store is not None and writes is not None:
+            stale = writes.mark_stale(spec)
         written = 0
         if store is not None and (plan.changes_store() or plan.retag):
             written = apply_changes(store, plan, embedded)

@@ -48,7 +48,7 @@ def test_d1_a_graph_file_holding_a_recursive_view_is_refused_before_it_runs(tmp_
 
 
 def test_d1_a_trigger_or_an_extra_table_is_refused_and_a_slow_statement_is_interrupted(tmp_path):
-    from haystack_cfrag.stores import sqlite_guard
+    from haystack_cfrag.causal_rag import sqlite_guard
 
     spec = graph_store(tmp_path)
     path = _graph_file(spec)
@@ -66,7 +66,7 @@ def test_d1_a_trigger_or_an_extra_table_is_refused_and_a_slow_statement_is_inter
 
 
 def test_d1_a_graph_opened_to_read_is_opened_read_only(tmp_path):
-    from haystack_cfrag.stores import sqlite_guard
+    from haystack_cfrag.causal_rag import sqlite_guard
 
     spec = graph_store(tmp_path)
     tables = sqlite_guard.open_tables(_graph_file(spec), readonly=True)
@@ -156,7 +156,7 @@ def test_d5_a_link_at_the_graph_folder_is_refused_and_nothing_written_through_it
 
 
 def test_d5_the_package_creates_and_marks_its_folder_and_keeps_a_graph_written_before_the_marker(tmp_path):
-    from haystack_cfrag.stores.graph_folder import MARKER
+    from haystack_cfrag.causal_rag.graph_folder import MARKER
 
     spec = graph_store(tmp_path, "faiss")
     folder = tmp_path / "s.graph"

@@ -53,7 +53,7 @@ def _marked(folder: Path) -> bool:
 
 def _legacy_graph(folder: Path) -> bool:
     """A graph folder from before the marker: it holds a graph file of this package's format."""
-    from haystack_cfrag.stores.sqlite_guard import open_tables  # noqa: PLC0415
+    from haystack_cfrag.causal_rag.sqlite_guard import open_tables  # noqa: PLC0415
 
     try:
         open_tables(folder / GRAPH_FILE, readonly=True).close()
