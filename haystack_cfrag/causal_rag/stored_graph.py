@@ -9,12 +9,10 @@ Where it lives, beside the passages (`graph_home`):
 | ``pgvector:URL#TABLE`` | table ``TABLE_graph_vectors`` | tables ``TABLE_graph_meta``, ``_nodes``, ``_edges``, ``_passages`` |
 | ``qdrant:PATH#COLL`` | collection ``COLL_graph_vectors`` | ``PATH.COLL.graph/graph.sqlite`` (a server: in the cache) |
 
-`index_stored_graph` assembles the graph from the extraction cache in batches of passages (no
-whole graph in memory), merges each batch into the tables in one transaction and embeds only
-the nodes new to them, in batches, into the node store. Incremental: passages added since the last
-run are merged; when a passage was deleted or its text changed, the tables are rebuilt from the
-cache (no extraction) and only nodes never seen are embedded. `open_stored_graph` opens both parts
-(checked, never rebuilt); `CausalGraphRetriever` reads the edges from the tables.
+`causal_rag.graph_write.write_graph` assembles the graph from the extraction cache in batches of passages (no
+whole graph in memory), merges each batch into the tables in one transaction, embeds the nodes without a vector
+into the node store and finishes what a killed run left. `open_stored_graph` opens both parts (checked, never
+rebuilt); `CausalGraphRetriever` reads the edges from the tables.
 
 Opening never trusts the graph: its folder is the package's (`causal_rag.graph_folder`: created with a
 marker, never a link or a user's folder), its SQLite file holds exactly the graph's tables and
@@ -25,18 +23,13 @@ store's files are checked as the store's are, and Postgres connections carry tim
 from __future__ import annotations
 
 import hashlib
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from haystack import Document, logging
-from haystack.document_stores.types import DuplicatePolicy
+from haystack import logging
 
 from haystack_cfrag.causal_rag.graph_tables import GraphTables
-from haystack_cfrag.causal_rag.math.extraction import passage_hash
-from haystack_cfrag.causal_rag.math.names import NODE_FLAG, node_document_id, node_key
 from haystack_cfrag.causal_rag.graph_folder import check_folder, make_folder
 from haystack_cfrag.stores.specs import NODE_SUFFIX, StoreSpec, parse_store_spec, redact
 from haystack_cfrag.causal_rag.sqlite_guard import open_tables
@@ -45,8 +38,6 @@ logger = logging.getLogger(__name__)
 
 INDEX_SECONDS = 3600
 """The statement timeout of the HNSW index build on a pgvector graph's node vectors (66 s at 132,355 nodes)."""
-PASSAGE_BATCH = 1000
-"""Passages assembled and merged per transaction."""
 
 
 @dataclass(frozen=True)
@@ -221,103 +212,6 @@ def open_for_retrieval(spec: str, *, node_top_k: int = 10, passages: bool = True
     return stored, embedding_retriever(stored.nodes, top_k=node_top_k), store
 
 
-def index_stored_graph(
-    passages: list[Document],
-    spec: str | StoreSpec,
-    *,
-    builder: Any,
-    embedder: Any,
-    progress: Callable[[str], None] | None = None,
-    batch: int = PASSAGE_BATCH,
-) -> dict[str, Any]:
-    """Write the graph of `passages` (every one already in the extraction cache) into the store's graph home.
-
-    :param builder: a `CausalGraphBuilder` of the extractor and cache the passages were extracted with
-        (its `assemble` reads the cache; no extraction here).
-    :param embedder: embeds node Documents in batches (`node_store.TextEmbedderForDocuments`).
-    :returns: seconds spent assembling, writing edges and embedding nodes, and the graph's size.
-    """
-    from haystack_cfrag.stores.opening import close_document_store, open_document_store, save_document_store  # noqa: PLC0415
-
-    home = graph_home(spec)
-    check_home(spec, home)
-    tables = home.tables(create=True)
-    stats: dict[str, Any] = {"assemble_seconds": 0.0, "edge_seconds": 0.0, "node_embedding_seconds": 0.0,
-                             "nodes_embedded": 0, "rebuilt": False}
-    try:
-        digests = [(d.id, passage_hash(d.content or "")) for d in passages]
-        recorded = tables.passages()
-        current = dict(digests)
-        stale = [pid for pid, h in recorded.items() if current.get(pid) != h]
-        keys_before = None
-        if stale:  # deleted or changed passages: rebuilt from the cache, no extraction
-            keys_before = tables.node_names()
-            tables.clear()
-            recorded = {}
-            stats["rebuilt"] = True
-        todo = [(d, h) for d, (_, h) in zip(passages, digests, strict=True) if recorded.get(d.id) != h]
-        node_store = None
-        for start in range(0, len(todo), batch):
-            part = todo[start:start + batch]
-            t0 = time.perf_counter()
-            graph = builder.assemble_graph([d for d, _ in part])
-            t1 = time.perf_counter()
-            new = tables.merge(graph, [(d.id, h) for d, h in part])
-            t2 = time.perf_counter()
-            stats["assemble_seconds"] += t1 - t0
-            stats["edge_seconds"] += t2 - t1
-            if keys_before:  # a rebuild: a node whose vector is stored under the same name keeps it
-                new = [(name, kind) for name, kind in new if keys_before.get(node_key(name)) != name]
-            if new:
-                docs = [Document(id=node_document_id(name), content=name,
-                                 meta={NODE_FLAG: True, "node_id": name, "node_type": kind}) for name, kind in new]
-                embedded = embedder.run(documents=docs)["documents"]
-                if node_store is None:
-                    dim = len(embedded[0].embedding)
-                    node_store = open_document_store(home.nodes, embedding_dim=dim, create=True)
-                node_store.write_documents(embedded, policy=DuplicatePolicy.OVERWRITE)
-                stats["nodes_embedded"] += len(embedded)
-            stats["node_embedding_seconds"] += time.perf_counter() - t2
-            if progress is not None:
-                progress(f"graph tables: passage {min(start + batch, len(todo))}/{len(todo)}, "
-                         f"{stats['nodes_embedded']} nodes embedded")
-        if node_store is None:
-            try:
-                node_store = open_document_store(home.nodes)
-            except FileNotFoundError:
-                node_store = None
-        if node_store is not None and keys_before is not None:
-            keep = tables.node_names()
-            gone = [node_document_id(k) for k in keys_before.keys() - keep.keys()]
-            stats["nodes_deleted"] = 0
-            if gone:
-                try:
-                    node_store.delete_documents(gone)
-                    stats["nodes_deleted"] = len(gone)
-                except Exception as exc:  # noqa: BLE001  (FAISS HNSW cannot remove ids)
-                    logger.warning("The node store cannot delete the vectors of {n} nodes no passage cites any more "
-                                   "({error}); they stay, and a query that finds one drops it as a seed",
-                                   n=len(gone), error=" ".join(str(exc).split())[:160])
-                    stats["stale_vectors_kept"] = len(gone)
-        if node_store is not None:
-            t3 = time.perf_counter()
-            _names_only(node_store)
-            save_document_store(node_store, home.nodes)
-            stats["node_save_seconds"] = time.perf_counter() - t3
-            close_document_store(node_store)
-            if home.postgres is not None:
-                t4 = time.perf_counter()
-                _index_node_vectors(home)
-                stats["node_index_seconds"] = time.perf_counter() - t4
-        counts = tables.counts()
-        tables.set_meta(nodes=str(counts["nodes"]), edges=str(counts["edges"]), passages=str(counts["passages"]))
-        stats.update(counts)
-        stats["merged_passages"] = len(todo)
-    finally:
-        tables.close()
-    return stats
-
-
 def _index_node_vectors(home: GraphHome) -> None:
     """pgvector: an HNSW index on the node vectors (cosine, the store's similarity), so that a query's seeds are
     found without scanning every node: 100 ms → 8 ms a seed query, graph retrieval median 407 → 226 ms at
@@ -345,4 +239,4 @@ def _names_only(node_store: Any) -> None:
                                 for k, d in docs.items()}
 
 
-__all__ = ["GraphHome", "StoredGraph", "graph_home", "index_stored_graph", "open_for_retrieval", "open_stored_graph"]
+__all__ = ["GraphHome", "StoredGraph", "graph_home", "open_for_retrieval", "open_stored_graph"]
