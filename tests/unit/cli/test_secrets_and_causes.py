@@ -42,6 +42,8 @@ def cli(tmp_path, monkeypatch):
 @pytest.mark.parametrize("command", ["ask", "serve"])
 @pytest.mark.parametrize(("form", "spec"), SPECS, ids=[s[0] for s in SPECS])
 def test_no_form_of_pgvector_password_is_printed(cli, command, form, spec):
+    if form in ("raw @ in the password", "URI libpq cannot read"):
+        pytest.importorskip("psycopg", reason="libpq's own parser reads these (haystack-cfrag[stores])")
     args = ["ask", "Who?"] if command == "ask" else ["serve", "--mock"]
     result = cli(*args, "--store", spec)
     assert result.exit_code == 2, result.output

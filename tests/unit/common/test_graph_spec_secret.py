@@ -6,6 +6,7 @@ when any other init parameter was wrong. The spec is now an environment variable
 store spec is (`stores.opening.pg_secret`); `graph` also takes a Secret, read when the graph is opened.
 """
 
+import inspect
 import os
 
 import pytest
@@ -28,7 +29,10 @@ connections: []
 
 
 def load(spec=SPEC, top_k=3):
-    return Pipeline.loads(YAML.format(spec=spec, top_k=top_k), allowed_modules=["haystack_cfrag"])
+    text = YAML.format(spec=spec, top_k=top_k)
+    if "allowed_modules" in inspect.signature(Pipeline.loads).parameters:  # Haystack 3's allowlist
+        return Pipeline.loads(text, allowed_modules=["haystack_cfrag"])
+    return Pipeline.loads(text)  # Haystack 2.x: no allowlist
 
 
 def test_a_spec_with_a_password_serialises_by_the_name_of_its_variable():
@@ -55,6 +59,7 @@ def test_haystacks_deserialization_error_does_not_show_the_password():
 @pytest.mark.parametrize("spec", [f"pgvector:postgresql://me:{PASSWORD}@[::1/rag", f"pgvector:postgresql:/me:{PASSWORD}@db",
                                   "pgvector:postgresql://me:s3cr@t-P4ss@127.0.0.1:1/rag"])
 def test_a_spec_that_does_not_parse_is_refused_redacted(spec):
+    pytest.importorskip("psycopg", reason="libpq's own parser refuses these (haystack-cfrag[stores])")
     with pytest.raises(ValueError) as caught:
         CausalGraphRetriever(graph=spec)
     assert "s3cr" not in str(caught.value) and "P4ss" not in str(caught.value)

@@ -8,7 +8,10 @@ on the same store; neither loads a model. `tests/integration/test_cli_errors.py`
 """
 
 import pytest
-from click.testing import CliRunner
+
+pytest.importorskip("hayhooks", reason="cfrag serve needs haystack-cfrag[serve]")
+
+from click.testing import CliRunner  # noqa: E402
 from haystack import Document
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
