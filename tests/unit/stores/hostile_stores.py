@@ -34,7 +34,8 @@ what, spec, limit = sys.argv[1], sys.argv[2], float(sys.argv[3])
 from haystack_cfrag.causal_rag.stored_graph import open_stored_graph
 from haystack_cfrag.stores import open_document_store
 import faiss  # imported before the clock starts, as by the runtime
-before, t0 = rss(), time.monotonic()
+# the baseline is the peak so far: an import's transient peak above today's resident size is not the opening's
+before, t0 = max(rss(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024), time.monotonic()
 faulthandler.dump_traceback_later(limit, exit=True)  # a hang ends the child (exit 1, no report)
 error = None
 try:
