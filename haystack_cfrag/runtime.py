@@ -68,11 +68,11 @@ class Answer:
 logger = logging.getLogger(__name__)
 
 MAX_BUILT = 16
+"""Built pipelines a runtime keeps (per file and build-time parameters); the least recently used goes first."""
 AUTO = "auto"
 """`Runtime(aux_llm=AUTO)`: the small embedded model beside a local reader, else the reader (see `Runtime`)."""
 AUX_N_CTX = 1024
 """The auxiliary model's context: its prompts are a question and a few lines (a small KV cache)."""
-"""Built pipelines a runtime keeps (per file and build-time parameters); the least recently used goes first."""
 
 GRAPH_CACHE = "auto"
 """CausalRAG's extraction cache (per passage hash, prompt, chunking and model): "auto" = `models.graph_cache_dir()`."""

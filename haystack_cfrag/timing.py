@@ -245,7 +245,7 @@ class LLMUsage:
     def _entry(self, model: str | None = None) -> dict[str, Any]:
         entry = self.by_component.setdefault(_COMPONENT.get() or "", {
             "calls": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0,
-            "scorings": 0, "scoring_tokens": 0, "model": None})
+            "scorings": 0, "scoring_tokens": 0, "scoring_answer_tokens": 0, "model": None})
         if model and not entry["model"]:
             entry["model"] = model
         return entry
@@ -345,7 +345,7 @@ def count_scoring(tokens_evaluated: int, seconds: float, answer_tokens: int | No
         entry = usage._entry()
         entry["scorings"] += 1
         entry["scoring_tokens"] += max(0, int(tokens_evaluated or 0))
-        entry["scoring_answer_tokens"] = entry.get("scoring_answer_tokens", 0) + max(0, int(answer_tokens or 0))
+        entry["scoring_answer_tokens"] += max(0, int(answer_tokens or 0))
 
 
 @contextlib.contextmanager

@@ -81,8 +81,8 @@ def matrix(examples: Sequence[Example], names: Sequence[str]) -> np.ndarray:
 def _fit(x: np.ndarray, y: np.ndarray, names: Sequence[str], c: float, fitted_on: str) -> GateModel:
     from sklearn.linear_model import LogisticRegression  # noqa: PLC0415  (scikit-learn: only when fitting)
 
-    means = np.nanmean(np.where(np.isnan(x), np.nan, x), axis=0)
-    means = np.where(np.isnan(means), 0.0, means)
+    unread = np.isnan(x).all(axis=0)  # a feature no example has (a backend without logit rows): mean 0
+    means = np.where(unread, 0.0, np.nanmean(np.where(unread, 0.0, x), axis=0))
     filled = np.where(np.isnan(x), means, x)
     scales = filled.std(axis=0)
     scales = np.where(scales > 1e-9, scales, 1.0)

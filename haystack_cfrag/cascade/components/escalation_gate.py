@@ -32,7 +32,7 @@ class EscalationGate(InjectedParts):
     margin and rank its logits give at the same positions, read as its reply to the prompt it answered
     (`support_scorer.read_reply`: llama.cpp still holds that prompt, so only the answer's tokens are
     evaluated; a scorer with only `score` reads the passages afresh), how many passages state the answer,
-    the retrieval scores, the answer's and the question's form. A fitted `model` (`cascade.model.GateModel`:
+    the retrieval scores, the answer's form (and the question's, where a model names it). A fitted `model` (`cascade.model.GateModel`:
     plain numbers, written by `cfrag gate fit`) turns them into P(the method wins here); the gate escalates
     when that reaches `threshold` (default: the model's operating point), when there is no answer, or when
     the support cannot be read. It knows nothing of the method behind it: a cascade routes on `escalate`
@@ -72,7 +72,8 @@ class EscalationGate(InjectedParts):
     ) -> None:
         """
         :param support_scorer: anything with `score(query, answer, documents) -> float` (a log-probability);
-            with `score_reply(messages, answer, reply_prefix)` too, the answer is read under `prompt`.
+            with `read_reply(messages, answer, reply_prefix)` (support, margin, rank) or `score_reply(…)` too,
+            the answer is read under `prompt`.
         :param model: the fitted gate (`GateModel.from_dict`'s mapping of numbers), checked here.
         :param threshold: escalate when P(the method wins) is at least this, in [0, 1]; None: the model's own.
         :param answer_prefix: the reply's text before the answer ("Answer:" for standard RAG's prompt),
@@ -145,13 +146,11 @@ class EscalationGate(InjectedParts):
         if not reading.answer:
             return None, None
         try:
-            scorer = self.support_scorer
+            scorer, reply = self.support_scorer, reply_text(self.answer_prefix, reading.answer)
             if reading.prompt is not None and callable(getattr(scorer, "read_reply", None)):
-                read = dict(scorer.read_reply(reading.prompt, reply_text(self.answer_prefix, reading.answer),
-                                              self.answer_prefix))
+                read = dict(scorer.read_reply(reading.prompt, reply, self.answer_prefix))
             elif reading.prompt is not None and callable(getattr(scorer, "score_reply", None)):
-                read = {"support": scorer.score_reply(reading.prompt, reply_text(self.answer_prefix, reading.answer),
-                                                      self.answer_prefix)}
+                read = {"support": scorer.score_reply(reading.prompt, reply, self.answer_prefix)}
             else:
                 read = {"support": scorer.score(reading.query, reading.answer, reading.documents)}
             value = read.get("support")
