@@ -18,16 +18,8 @@ from haystack_cfrag.common.plumbing import (
     prepare_query,
 )
 from haystack_cfrag.common.protocols import ChatGenerator, TextEmbedder
-from haystack_cfrag.cfrag.math.counterfactuals import (
-    answer_divergence,
-    domain_similarity,
-    info_scores,
-    select_top,
-    validate_counterfactuals,
-)
+from haystack_cfrag.cfrag.counterfactual_selection import output, select_counterfactuals
 from haystack_cfrag.cfrag.math.replies import parse_counterfactual_reply, parse_question_lines
-from haystack_cfrag.common.text import bag_of_words_matrix, normalize_answer
-from haystack_cfrag.common.vectors import cosine_matrix
 from haystack_cfrag.common.tracing import LLMCall
 from haystack_cfrag.cfrag.prompts import (
     COUNTERFACTUAL_FIELDS,
@@ -201,7 +193,7 @@ class CounterfactualQueryExpander(AsksChatGenerator, InjectedParts):
         """
         query, n = self._n(query, n_counterfactuals)
         if n == 0:
-            return _output(query, [], [])
+            return output(query, [], [])
         prompt, generation = self._request(query, n)
         text, exc = self.ask(prompt, _LLM_CALL, "counterfactuals", generation_kwargs=generation)
         if exc is not None:  # a failing model call degrades, see class doc
@@ -218,7 +210,7 @@ class CounterfactualQueryExpander(AsksChatGenerator, InjectedParts):
         """Async twin of `run`, with the same sockets."""
         query, n = self._n(query, n_counterfactuals)
         if n == 0:
-            return _output(query, [], [])
+            return output(query, [], [])
         prompt, generation = self._request(query, n)
         text, exc = await self.ask_async(prompt, _LLM_CALL, "counterfactuals", generation_kwargs=generation)
         if exc is not None:
@@ -255,64 +247,15 @@ class CounterfactualQueryExpander(AsksChatGenerator, InjectedParts):
             "CounterfactualQueryExpander: the chat generator failed ({error}); continuing without counterfactuals",
             error=repr(exc),
         )
-        return _output(query, [], [degradation("counterfactuals", "generator failed", error=repr(exc))])
+        return output(query, [], [degradation("counterfactuals", "generator failed", error=repr(exc))])
 
     def _select(
-        self,
-        query: str,
-        hint: str,
-        candidates: list[dict[str, str]],
-        embeddings: np.ndarray | None,
-        n: int,
+        self, query: str, hint: str, candidates: list[dict[str, str]], embeddings: np.ndarray | None, n: int
     ) -> dict[str, Any]:
-        if not candidates:
-            logger.warning(
-                "CounterfactualQueryExpander: the model's reply held no usable counterfactual; "
-                "continuing with the original query only"
-            )
-            return _output(query, [], [degradation("counterfactuals", "reply held no usable counterfactual")])
-        texts = [query] + [c["question"] for c in candidates]
-        if embeddings is None:
-            embeddings = bag_of_words_matrix(texts)
-        sims = cosine_matrix(embeddings[:1], embeddings[1:])[0]
-        same_text = np.array([normalize_answer(c["question"]) == normalize_answer(query) for c in candidates])
-        div = np.array([answer_divergence(hint, c["answer_hint"]) for c in candidates])
-        dom = np.array([domain_similarity(query, c["question"]) for c in candidates])
-        valid = validate_counterfactuals(
-            sims,
-            same_text,
-            div,
-            similarity_threshold=self.similarity_threshold,
-            paraphrase_threshold=self.paraphrase_threshold,
+        return select_counterfactuals(
+            query, hint, candidates, embeddings, n, similarity_threshold=self.similarity_threshold,
+            paraphrase_threshold=self.paraphrase_threshold, info_weights=self.info_weights, component=self.COMPONENT,
         )
-        info = info_scores(sims, div, dom, self.info_weights)
-        chosen = distinct(select_top(info, valid, len(candidates)), embeddings[1:], same_as_earlier(candidates),
-                          self.paraphrase_threshold)[:n]
-        degradations = []
-        if len(chosen) < n:
-            degradations.append(
-                degradation(
-                    "counterfactuals", "too few candidates passed validation", kept=len(chosen), asked=n,
-                    candidates=len(candidates),
-                )
-            )
-            logger.warning(
-                "CounterfactualQueryExpander: {kept} of {n} counterfactuals passed validation ({total} candidates)",
-                kept=len(chosen),
-                n=n,
-                total=len(candidates),
-            )
-        counterfactuals = [
-            {
-                "text": candidates[i]["question"],
-                "type": candidates[i]["type"],
-                "answer_hint": candidates[i]["answer_hint"],
-                "similarity": float(sims[i]),
-                "info": float(info[i]),
-            }
-            for i in chosen
-        ]
-        return _output(query, counterfactuals, degradations)
 
 
 def line_stops(n: int) -> list[str]:
@@ -322,32 +265,3 @@ def line_stops(n: int) -> list[str]:
     ['\\n4.', '\\n4)']
     """
     return [f"\n{n + 1}.", f"\n{n + 1})"]
-
-
-def same_as_earlier(candidates: list[dict[str, str]]) -> list[bool]:
-    """Per candidate: whether an earlier candidate has the same normalised text."""
-    seen: set[str] = set()
-    out = []
-    for c in candidates:
-        key = normalize_answer(c["question"])
-        out.append(key in seen)
-        seen.add(key)
-    return out
-
-
-def distinct(order: list[int], embeddings: np.ndarray, repeated: list[bool], threshold: float) -> list[int]:
-    """`order` without repeated texts and without candidates whose cosine to a kept one is ≥ `threshold`."""
-    sims = cosine_matrix(embeddings, embeddings)
-    kept: list[int] = []
-    for i in order:
-        if not repeated[i] and all(sims[i, j] < threshold for j in kept):
-            kept.append(i)
-    return kept
-
-
-def _output(query: str, counterfactuals: list[dict[str, Any]], degradations: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "queries": [query] + [c["text"] for c in counterfactuals],
-        "counterfactuals": counterfactuals,
-        "degradations": degradations,
-    }
