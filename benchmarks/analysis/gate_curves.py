@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from haystack_cfrag.cascade.fit import fit_gate
+from haystack_cfrag.cascade.model import NEVER
 from haystack_cfrag.evaluation.gate_data import examples_from_runs
 
 
@@ -58,9 +59,10 @@ def _compact(rows: list[dict], threshold: float) -> list[dict]:
         row = next((r for r in fitted if r["rate"] >= target), None)
         if row is not None and row not in keep:
             keep.append(row)
-    point = _point(fitted, threshold)
+    point = _point(fitted, threshold) if threshold < NEVER else {**rows[0], "escalated": 0, "rate": 0.0, "wins_kept": 0}
     if point is not None:
-        keep = [r for r in keep if r is not point] + [{**point, "gate": f"**the shipped operating point, ≥ {threshold:.4f}**"}]
+        shipped = f"≥ {threshold:.4f}" if threshold < NEVER else "1.0: never escalates"
+        keep = [r for r in keep if r is not point] + [{**point, "gate": f"**the shipped operating point, {shipped}**"}]
     return [rows[0], *sorted(keep[1:], key=lambda r: r["rate"]), rows[-1]]
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from haystack_cfrag.cascade.features import FEATURES, features
-from haystack_cfrag.cascade.model import GateModel
+from haystack_cfrag.cascade.model import GateModel, reaches
 
 OUTCOMES = ("won", "lost", "same")
 DEFAULT_FEATURES = tuple(f for f in FEATURES if not f.startswith("q_"))
@@ -163,13 +163,13 @@ def _row(values: np.ndarray) -> list[float | None]:
 
 def _sample_row(sample: str, examples: Sequence[Example], held: np.ndarray, threshold: float) -> dict[str, Any]:
     idx = [i for i, e in enumerate(examples) if e.sample == sample]
-    esc = [i for i in idx if held[i] >= threshold]
+    esc = [i for i in idx if reaches(held[i], threshold)]
     wins = [i for i in idx if examples[i].outcome == "won"]
     losses = [i for i in idx if examples[i].outcome == "lost"]
     return {"sample": sample, "questions": len(idx), "escalated": len(esc), "rate": len(esc) / len(idx),
-            "wins": len(wins), "wins_kept": sum(held[i] >= threshold for i in wins),
-            "losses": len(losses), "losses_avoided": sum(held[i] < threshold for i in losses),
-            "kept": (sum(held[i] >= threshold for i in wins) / len(wins)) if wins else 1.0}
+            "wins": len(wins), "wins_kept": sum(reaches(held[i], threshold) for i in wins),
+            "losses": len(losses), "losses_avoided": sum(not reaches(held[i], threshold) for i in losses),
+            "kept": (sum(reaches(held[i], threshold) for i in wins) / len(wins)) if wins else 1.0}
 
 
 def curve(examples: Sequence[Example], probabilities: Sequence[float]) -> list[dict[str, Any]]:

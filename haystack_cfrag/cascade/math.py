@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from haystack_cfrag.cascade.features import features
-from haystack_cfrag.cascade.model import GateModel
+from haystack_cfrag.cascade.model import GateModel, reaches
 from haystack_cfrag.common.text import mention
 
 GATE_KEY = "gate"
@@ -111,6 +111,6 @@ def decide(reading: dict[str, Any], question: str, model: GateModel, *, threshol
         return GateDecision(True, "the reader's support could not be read")
     values = features(reading, question)
     p = model.probability(values)
-    escalate = p >= threshold
+    escalate = reaches(p, threshold)
     return GateDecision(escalate, f"P(the method wins) {p:.2f} {'≥' if escalate else '<'} {threshold:.2f}: "
                                   f"{model.reasons(values)}", round(p, 4))

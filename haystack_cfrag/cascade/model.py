@@ -7,7 +7,7 @@ A cascade's YAML holds its gate's model as a mapping of numbers, checked when it
     scales:     [...]                       one per feature, > 0
     weights:    [...]                       one per feature (on the standardised values)
     intercept:  -2.1
-    threshold:  0.12                        escalate when P(win) >= this (the operating point)
+    threshold:  0.12                        escalate when P(win) >= this (the operating point); 1.0 = never
     fitted_on:  "trap_dev 24, trap_tune 60, ..."   what it was fitted on (text, for people)
 
 P(win) = sigmoid(intercept + Σ weights · (x − means) / scales). A win is a question where the
@@ -40,6 +40,20 @@ PROBABILITY_RANGE = (0.0, 1.0)
 MAX_WEIGHT = 1e3
 """A weight or intercept beyond this is refused: no fitted gate needs one, a typo or an attack would."""
 _KEYS = ("features", "means", "scales", "weights", "intercept", "threshold")
+
+
+NEVER = 1.0
+"""The operating point that never escalates: a logistic P(win) can round to exactly 1.0 (held out, CER's did), so
+1.0 is a rule, not a comparison — what a fit writes where no point within its budget gains (`fit.operating_point`)."""
+
+
+def reaches(probability: float, threshold: float) -> bool:
+    """Whether P(win) reaches the operating point; the point `NEVER` (1.0) is reached by nothing.
+
+    >>> reaches(1.0, 1.0), reaches(0.35, 0.35), reaches(0.34, 0.35)
+    (False, True, False)
+    """
+    return threshold < NEVER and probability >= threshold
 
 
 @dataclass(frozen=True)
@@ -105,8 +119,8 @@ class GateModel:
         return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
 
     def escalates(self, values: Mapping[str, float | None], threshold: float | None = None) -> bool:
-        """Whether P(win) reaches the operating point (`threshold`, default the model's)."""
-        return self.probability(values) >= (self.threshold if threshold is None else threshold)
+        """Whether P(win) reaches the operating point (`threshold`, default the model's; 1.0 never does)."""
+        return reaches(self.probability(values), self.threshold if threshold is None else threshold)
 
     def reasons(self, values: Mapping[str, float | None], top: int = 2) -> str:
         """The `top` largest terms of the log-odds, for the trace: 'pile 1 (+1.52), support -0.9 (+0.80)'."""
