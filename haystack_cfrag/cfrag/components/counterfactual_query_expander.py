@@ -121,7 +121,8 @@ class CounterfactualQueryExpander(AsksChatGenerator, InjectedParts):
             `prompt_style` says (JSON candidates, or one question per line).
         :param stop_after_lines: "lines" style only: end the reply after the candidates asked for,
             by adding the stop sequences "\\n{n+1}." and "\\n{n+1})" to the generation arguments (a
-            small model numbers its lines and often goes on writing more). Questions past the
+            small model numbers its lines and often goes on writing more), and "\\n" when one is asked
+            (`line_stops`: unnumbered, one question ran on to three). Questions past the
             candidates asked for are never generated: fewer completion tokens, the same kept
             questions unless the first ones fail validation. Needs a generator that takes a `stop`
             generation argument (llama.cpp, OpenAI-compatible servers).
@@ -259,9 +260,14 @@ class CounterfactualQueryExpander(AsksChatGenerator, InjectedParts):
 
 
 def line_stops(n: int) -> list[str]:
-    """Stop sequences that end a numbered list after its n-th line.
+    """Stop sequences that end a list after its n-th line: the next number, and for one line the line's end.
+
+    The reader often writes its lines unnumbered, as the prompt's example is: asked for one question it
+    went on to three (60 decoded tokens on trap_dev, as many as N = 3), so one line stops at its newline.
 
     >>> line_stops(3)
     ['\\n4.', '\\n4)']
+    >>> line_stops(1)
+    ['\\n2.', '\\n2)', '\\n']
     """
-    return [f"\n{n + 1}.", f"\n{n + 1})"]
+    return [f"\n{n + 1}.", f"\n{n + 1})"] + (["\n"] if n == 1 else [])
