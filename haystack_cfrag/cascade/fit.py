@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from haystack_cfrag.cascade.features import FEATURES, features
-from haystack_cfrag.cascade.model import GateModel, reaches
+from haystack_cfrag.cascade.model import NEVER, GateModel, reaches
 
 OUTCOMES = ("won", "lost", "same")
 DEFAULT_FEATURES = tuple(f for f in FEATURES if not f.startswith("q_"))
@@ -146,7 +146,7 @@ def operating_point(held: Sequence[float], outcomes: Sequence[str], max_rate: fl
     n = max(1, len(held))
     if won.any() and (held >= held[won].min()).sum() / n <= max_rate:
         return float(np.floor(held[won].min() * 1e4) / 1e4)
-    best, best_net = 1.0, 0
+    best, best_net = NEVER, 0
     for t in sorted(set(held.tolist()), reverse=True):  # from the least escalation up
         chosen = held >= t
         if chosen.sum() / n > max_rate:
@@ -154,7 +154,7 @@ def operating_point(held: Sequence[float], outcomes: Sequence[str], max_rate: fl
         net = int((chosen & won).sum()) - int((chosen & lost).sum())
         if net > best_net:
             best, best_net = t, net
-    return float(np.floor(best * 1e4) / 1e4) if best < 1.0 else 1.0
+    return float(np.floor(best * 1e4) / 1e4) if best < NEVER else NEVER
 
 
 def _row(values: np.ndarray) -> list[float | None]:

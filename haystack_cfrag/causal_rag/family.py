@@ -16,7 +16,6 @@ a `node_retriever` is pointed at it.
 from __future__ import annotations
 
 import importlib
-
 from collections.abc import Callable
 from typing import Any
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from haystack import logging
 
+from haystack_cfrag.cfrag import ranges
 from haystack_cfrag.cfrag.math.counterfactuals import (
     answer_divergence,
     domain_similarity,
@@ -31,6 +32,27 @@ from haystack_cfrag.common.text import bag_of_words_matrix, normalize_answer
 from haystack_cfrag.common.vectors import cosine_matrix
 
 logger = logging.getLogger(__name__)
+
+
+def check_selection(
+    n_counterfactuals: int, similarity_threshold: float, paraphrase_threshold: float, info_weights: Any
+) -> tuple[float, float, float]:
+    """Check the parameters every counterfactual writer shares, in one line each; returns (α, β, γ) as floats.
+
+    >>> check_selection(3, 0.5, 0.9, [1, 0, 0])
+    (1.0, 0.0, 0.0)
+    >>> check_selection(3, 0.5, 0.9, [0, 0, 0])
+    Traceback (most recent call last):
+    ...
+    ValueError: 'info_weights' must be three non-negative numbers, not all zero, got [0, 0, 0].
+    """
+    ranges.check("n_counterfactuals", n_counterfactuals)
+    ranges.check("similarity_threshold", similarity_threshold)
+    ranges.check("paraphrase_threshold", paraphrase_threshold)
+    weights = tuple(float(w) for w in info_weights)
+    if len(weights) != 3 or any(w < 0 for w in weights) or sum(weights) == 0:
+        raise ValueError(f"'info_weights' must be three non-negative numbers, not all zero, got {info_weights!r}.")
+    return weights  # type: ignore[return-value]
 
 
 def select_counterfactuals(
@@ -117,4 +139,4 @@ def output(query: str, counterfactuals: list[dict[str, Any]], degradations: list
     }
 
 
-__all__ = ["distinct", "output", "same_as_earlier", "select_counterfactuals"]
+__all__ = ["check_selection", "distinct", "output", "same_as_earlier", "select_counterfactuals"]

@@ -150,8 +150,13 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
     except (StoreBusy, ValueError) as exc:  # another writer, or a store or graph that cannot be written: one line
         raise click.ClickException(one_line(exc, typed=False)) from exc
     finally:
-        if GRAPH is not None and GRAPH.writes is not None:
-            GRAPH.writes().forget_marks()
+        if (writes := _graph_writer()) is not None:
+            writes.forget_marks()
+
+
+def _graph_writer() -> Any:
+    """The family's writer of what it stores beside a store (`StorePreparation.writes`), None without one."""
+    return GRAPH.writes() if GRAPH is not None and GRAPH.writes is not None else None
 
 
 def _write(spec: Any, passages: list[Any], sources: set[str], *, prune: bool, graph: bool, embedder: str,
@@ -162,7 +167,7 @@ def _write(spec: Any, passages: list[Any], sources: set[str], *, prune: bool, gr
         checkpoints, close_document_store, open_document_store, redact, save_document_store)
     from haystack_cfrag.stores.changes import apply_changes, plan_changes  # noqa: PLC0415
     from haystack_cfrag.stores.existing import stored_dim  # noqa: PLC0415
-    writes = GRAPH.writes() if GRAPH is not None and GRAPH.writes is not None else None  # the family's graph writer
+    writes = _graph_writer()
     if graph and writes is not None:
         writes.check_graph_writable(spec)  # before any model loads: a read-only graph is refused, nothing written
     try:  # an existing store: the passages it holds as they are are neither embedded nor written

@@ -18,7 +18,7 @@ from haystack_cfrag.common.plumbing import (
     prepare_query,
 )
 from haystack_cfrag.common.protocols import ChatGenerator, TextEmbedder
-from haystack_cfrag.cfrag.counterfactual_selection import output, select_counterfactuals
+from haystack_cfrag.cfrag.counterfactual_selection import check_selection, output, select_counterfactuals
 from haystack_cfrag.cfrag.math.replies import parse_counterfactual_reply, parse_question_lines
 from haystack_cfrag.common.tracing import LLMCall
 from haystack_cfrag.cfrag.prompts import (
@@ -132,13 +132,8 @@ class CounterfactualQueryExpander(AsksChatGenerator, InjectedParts):
         if stop_after_lines and prompt_style != "lines":
             raise ValueError("'stop_after_lines' needs prompt_style 'lines' (a JSON reply has no numbered lines).")
         check_template(prompt_template, COUNTERFACTUAL_FIELDS, component="CounterfactualQueryExpander")
-        ranges.check("n_counterfactuals", n_counterfactuals)
-        ranges.check("similarity_threshold", similarity_threshold)
-        ranges.check("paraphrase_threshold", paraphrase_threshold)
         check_optional_int("n_candidates", n_candidates, max(1, n_counterfactuals), 50)
-        weights = tuple(float(w) for w in info_weights)
-        if len(weights) != 3 or any(w < 0 for w in weights) or sum(weights) == 0:
-            raise ValueError(f"'info_weights' must be three non-negative numbers, not all zero, got {info_weights!r}.")
+        weights = check_selection(n_counterfactuals, similarity_threshold, paraphrase_threshold, info_weights)
         check_optional_seconds("timeout_s", timeout_s)
         check_optional_int("max_query_chars", max_query_chars, 1)
         self.chat_generator = chat_generator

@@ -7,7 +7,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 
 from haystack_cfrag.cfrag import ranges
-from haystack_cfrag.cfrag.counterfactual_selection import select_counterfactuals
+from haystack_cfrag.cfrag.counterfactual_selection import check_selection, output, select_counterfactuals
 from haystack_cfrag.cfrag.math.rewrites import rewrite_candidates
 from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
@@ -71,13 +71,8 @@ class CounterfactualRewriter(InjectedParts):
         :param info_weights: (α, β, γ) of Info, non-negative, not all zero.
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
         """
-        ranges.check("n_counterfactuals", n_counterfactuals)
-        ranges.check("similarity_threshold", similarity_threshold)
-        ranges.check("paraphrase_threshold", paraphrase_threshold)
         check_optional_int("per_slot", per_slot, 1, 5)
-        weights = tuple(float(w) for w in info_weights)
-        if len(weights) != 3 or any(w < 0 for w in weights) or sum(weights) == 0:
-            raise ValueError(f"'info_weights' must be three non-negative numbers, not all zero, got {info_weights!r}.")
+        weights = check_selection(n_counterfactuals, similarity_threshold, paraphrase_threshold, info_weights)
         check_optional_int("max_query_chars", max_query_chars, 1)
         self.text_embedder = text_embedder
         self.n_counterfactuals = n_counterfactuals
@@ -116,7 +111,7 @@ class CounterfactualRewriter(InjectedParts):
         """
         query, n, candidates = self._candidates(query, n_counterfactuals)
         texts = [query] + [c["question"] for c in candidates]
-        emb = embed_texts(self.text_embedder, texts) if self.text_embedder and candidates and n else None
+        emb = embed_texts(self.text_embedder, texts) if self.text_embedder and candidates else None
         return self._select(query, candidates, emb, n)
 
     @component.output_types(
@@ -126,7 +121,7 @@ class CounterfactualRewriter(InjectedParts):
         """Async twin of `run`, with the same sockets."""
         query, n, candidates = self._candidates(query, n_counterfactuals)
         texts = [query] + [c["question"] for c in candidates]
-        emb = await embed_texts_async(self.text_embedder, texts) if self.text_embedder and candidates and n else None
+        emb = await embed_texts_async(self.text_embedder, texts) if self.text_embedder and candidates else None
         return self._select(query, candidates, emb, n)
 
     def _candidates(self, query: str, override: int | None) -> tuple[str, int, list[dict[str, str]]]:
@@ -137,7 +132,7 @@ class CounterfactualRewriter(InjectedParts):
 
     def _select(self, query: str, candidates: list[dict[str, str]], emb: Any, n: int) -> dict[str, Any]:
         if n == 0:
-            return {"queries": [query], "counterfactuals": [], "degradations": []}
+            return output(query, [], [])
         return select_counterfactuals(
             query, "", candidates, emb, n, similarity_threshold=self.similarity_threshold,
             paraphrase_threshold=self.paraphrase_threshold, info_weights=self.info_weights,
