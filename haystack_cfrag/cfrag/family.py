@@ -91,8 +91,9 @@ FAMILY = Family(
         "--seed": "random_state"}),
     sweeps=Sweeps(
         names={"lambda": "causal_weight", "N": "n_counterfactuals", "K": "n_clusters", "M": "n_subsets"},
-        defaults=("cf_rag_lambda0", "cf_rag_n0", "cf_rag_k1"),
-        ablations={
+        defaults=("cf_rag_n3", "cf_rag_k1"),
+        ablations={  # cf_rag asks N = 0 since 2026-11-29: cf_rag_n0 and cf_rag_lambda0 answer as it does
+            "cf_rag_n3": ("cf_rag", {"n_counterfactuals": 3}),
             "cf_rag_lambda0": ("cf_rag", {"causal_weight": 0.0}),
             "cf_rag_n0": ("cf_rag", {"n_counterfactuals": 0}),
             "cf_rag_k1": ("cf_rag", {"n_clusters": 1}),

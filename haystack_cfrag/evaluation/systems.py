@@ -1,7 +1,7 @@
 """The systems an evaluation compares: a pipeline file plus parameter overrides.
 
 Names: every pipeline of `haystack_cfrag.registry` (`closed_book`, `standard_rag`, `cf_rag`,
-`cer`, `causal_rag`, …), the families' ablations (`cf_rag_n0`: no counterfactuals, `cf_rag_k1`,
+`cer`, `causal_rag`, …), the families' ablations (`cf_rag_n3`: the paper's N = 3, `cf_rag_n0`, `cf_rag_k1`,
 `cf_rag_lambda0`, `cf_rag_no_override`), any YAML path, and any of these with overrides in
 brackets: `cf_rag[causal_weight=0.2,n_subsets=2]`, `cer[theta=0.6]` (each family's table, its
 short names too: `cf_rag[lambda=0.2]`; each value is checked against its range when the system

@@ -38,8 +38,9 @@ class ArbitrationDuel(AsksChatGenerator, InjectedParts):
     reads ONE passage per distinct answer (the most relevant that names it, decisive-first) with
     standard RAG's prompt, and the answer it names wins (`trace["decision"]` "baseline" or
     "override", `trace["override"]["duel"]` the account): volume cannot outvote the decisive
-    passage. When the reading names none of the candidates, or fails, the margin rule's decision
-    stands (with a degradation). A ruling without a duel, or `enabled=False`, passes through as
+    passage. A pick of a challenger is read once more with the passages reversed and stands only if
+    named again (`confirm`). When the reading names none of the candidates, or fails, the margin
+    rule's decision stands (with a degradation). A ruling without a duel, or `enabled=False`, passes through as
     the ranker's own outputs.
 
     ### Usage example
@@ -70,7 +71,7 @@ class ArbitrationDuel(AsksChatGenerator, InjectedParts):
         chat_generator: ChatGenerator | None = None,
         enabled: bool = True,
         reading: str = "generate",
-        confirm: bool = False,
+        confirm: bool = True,
         prompt_template: str | None = None,
     ) -> None:
         """
@@ -82,8 +83,11 @@ class ArbitrationDuel(AsksChatGenerator, InjectedParts):
             passage by the generator's log-probabilities, through `haystack_cfrag.support.ReaderSupportScorer`;
             no generation, no confirmation reading).
         :param confirm: when the duel names a challenger, read the same passages once more in reverse
-            order; the challenger replaces the baseline only when that reading names it again (a small
-            reader tends to name the first passage's answer). One more call, only then.
+            order; the challenger replaces the baseline only when that reading names it again. With two
+            candidates the outcome is then the same in either order: the 1.5B reader's pick follows the
+            passages' order (the first or the last passage's answer), and which order a ruling proposes
+            depends on which counterfactual questions were asked. One more call, only then. False = one
+            reading, whose pick may be the order's.
         :param prompt_template: replaces the duel's prompt (None = standard RAG's, `prompts.SHORT_DRAFT_PROMPT`):
             a `str.format` string with the placeholders {query} and {evidence} (the passages as "[i] content" lines).
         """

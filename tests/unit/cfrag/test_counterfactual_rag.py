@@ -63,8 +63,10 @@ def test_full_mode_answers_dark_knight_and_leaves_store_alone():
     before = sorted((d.id, d.content) for d in store.filter_documents())
     out = rag.run(query=dk.QUESTION)
     assert out["answer"] == "Christian Bale"
-    assert out["answers"][0].data == "Christian Bale" and out["trace"]["counterfactuals"]
+    assert out["answers"][0].data == "Christian Bale" and out["trace"]["counterfactuals"] == []   # N = 0 as shipped
     assert sorted((d.id, d.content) for d in store.filter_documents()) == before
+    asked, _ = full_rag(n_counterfactuals=3)
+    assert asked.run(query=dk.QUESTION)["trace"]["counterfactuals"]     # the paper's questions, when asked for
     again = asyncio.run(rag.run_async(query=dk.QUESTION))
     assert again["trace"] == out["trace"]
 

@@ -8,6 +8,7 @@
 - the shipped cf_rag.yml on the Dark Knight corpus.
 """
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -170,8 +171,9 @@ def test_baseline_is_drafted_first_with_standard_rags_prompt_and_degrades_alone(
 
 # ---------------------------------------------------------------- baseline and override
 def _case(baseline: str, challengers: list[tuple[str, list[Document]]], *, duel: bool = False,
-          duel_confirm: bool = False, duel_reading: str = "generate", **ranker_kwargs):
-    """The ranker, then the duel (`duel=True`: it reads with the ranker's synthesizer), as cf_rag.yml wires them."""
+          duel_confirm: bool = False, duel_reading: str = "generate", ruling_only: bool = False, **ranker_kwargs):
+    """The ranker, then the duel (`duel=True`: it reads with the ranker's synthesizer), as cf_rag.yml wires them
+    (`ruling_only`: the ranker's ruling, unread)."""
     docs = HashingDocumentEmbedder().run(dk.documents())["documents"]
     top5 = [d for d in docs if d.id.startswith("review")] + [d for d in docs if d.id == "cast"]
     ranker = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), evidence="mentions", **ranker_kwargs)
@@ -181,6 +183,8 @@ def _case(baseline: str, challengers: list[tuple[str, list[Document]]], *, duel:
     base = GeneratedAnswer(data=baseline, query=dk.QUESTION, documents=top5, meta={})
     queries = [dk.QUESTION, "Who played the villain in The Dark Knight?", "Who directed The Dark Knight?"]
     ruling = ranker.run(query=dk.QUESTION, drafts=drafts, answers=[base], queries=queries)["ruling"]
+    if ruling_only:
+        return ruling
     return reader.run(ruling=ruling), docs
 
 
@@ -312,8 +316,14 @@ def test_default_pipeline_overrides_standard_rags_trap_answer_on_the_dark_knight
     baseline = next(d for d in trace["drafts"] if d["index"] == trace["override"]["baseline_draft"])
     assert baseline["answer"] == "Heath Ledger"                  # standard RAG's reading falls into the trap
     assert out["answer"] == "Christian Bale" and trace["decision"] == "override"
-    assert len(trace["counterfactuals"]) == 3 and len(trace["drafts"]) == 1 + 2   # baseline, two challengers
-    assert trace["override"]["duel"]["winner"] != baseline["index"]       # the duel read one passage per answer
+    assert trace["counterfactuals"] == [] and len(trace["drafts"]) == 1 + 2   # N = 0: baseline, two challengers
+    duel = trace["override"]["duel"]
+    assert duel["winner"] != baseline["index"]                            # the duel read one passage per answer,
+    assert duel["answer"] == duel["confirm_answer"] == "Christian Bale"   # in both orders
+    # the paper's N = 3 asks its questions and answers alike
+    pipe, _ = _default(CF_RAG, **{"expander.n_counterfactuals": 3})
+    asked = pipe.run(resolve(CF_RAG).run_data(query=dk.QUESTION))["duel"]
+    assert len(asked["trace"]["counterfactuals"]) == 3 and asked["answer"] == "Christian Bale"
     # the ablation: no duel and a margin no challenger reaches: the default is standard RAG
     pipe, _ = _default(CF_RAG, **{"ranker.override_margin": 1.0, "duel.enabled": False})
     assert pipe.run(resolve(CF_RAG).run_data(query=dk.QUESTION))["duel"]["answer"] == "Heath Ledger"
@@ -339,11 +349,14 @@ def test_original_documents_are_what_standard_rag_reads():
 def test_fast_is_the_default_graph_with_fewer_calls():
     full, fast = (yaml.safe_load(p.read_text(encoding="utf-8")) for p in (CF_RAG, CF_RAG_FAST))
     assert fast["connections"] == full["connections"] and fast["inputs"] == full["inputs"]
-    assert fast["components"]["expander"]["init_parameters"]["n_counterfactuals"] == 0
-    assert fast["components"]["stratifier"]["init_parameters"]["n_subsets"] == 1
     for comp in (fast, full):
-        comp["components"]["expander"]["init_parameters"].pop("n_counterfactuals")
+        assert comp["components"]["expander"]["init_parameters"]["n_counterfactuals"] == 0
+    assert fast["components"]["stratifier"]["init_parameters"]["n_subsets"] == 1
+    confirms = [comp["components"]["duel"]["init_parameters"]["confirm"] for comp in (fast, full)]
+    assert confirms == [False, True]   # the shipped default confirms its duel; fast is measured without
+    for comp in (fast, full):
         comp["components"]["stratifier"]["init_parameters"].pop("n_subsets")
+        comp["components"]["duel"]["init_parameters"].pop("confirm")
     assert fast["components"] == full["components"]
     pipe, _ = _default(CF_RAG_FAST)
     trace = pipe.run(resolve(CF_RAG_FAST).run_data(query=dk.QUESTION))["ranker"]["trace"]
@@ -425,6 +438,53 @@ def test_an_override_that_depends_on_passage_order_is_not_confirmed():
     assert "confirm_answer" not in unchecked["trace"]["override"]["duel"]
 
 
+@component
+class LastPassageReader(FirstPassageReader):
+    """The other position bias seen in the 1.5B reader's duels: it names the answer of the last passage it reads."""
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, messages: list[ChatMessage]) -> dict[str, Any]:
+        text = messages[0].text
+        self.prompts.append(text)
+        passages = [line for line in text.split("Question:")[0].split("\n") if line.startswith("[")]
+        named = next((c for c in self.candidates if c.split()[-1] in passages[-1]), "nobody")
+        return {"replies": [ChatMessage.from_assistant(f"Answer: {named}")]}
+
+
+@component
+class NamesOne:
+    """A reader that names the same answer whatever the order (a decisive passage)."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, messages: list[ChatMessage]) -> dict[str, Any]:  # noqa: ARG002
+        return {"replies": [ChatMessage.from_assistant(f"Answer: {self.answer}")]}
+
+
+@pytest.mark.parametrize(("reader", "answer"), [(FirstPassageReader(dk.CANDIDATES), "Heath Ledger"),
+                                                (LastPassageReader(dk.CANDIDATES), "Heath Ledger"),
+                                                (NamesOne("Christian Bale"), "Christian Bale"),
+                                                (NamesOne("Heath Ledger"), "Heath Ledger")],
+                         ids=["first-passage-bias", "last-passage-bias", "names-the-challenger", "names-the-baseline"])
+def test_a_confirmed_duel_answers_alike_in_either_passage_order(reader, answer):
+    """The shipped duel (confirm on): whichever order the ruling proposes (the causal margins' or relevance's,
+    so whichever counterfactual questions were asked), a reader biased by position cannot replace the
+    baseline, and one that names the challenger in both orders does."""
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
+    challengers = [("Christian Bale", [docs["cast"]]), ("Heath Ledger", [docs[f"review-{i}"] for i in range(4)])]
+    ruling = _case("Heath Ledger", challengers, override_margin=1.0, synthesizer=reader, ruling_only=True)
+    swapped = replace(ruling, arbitration=replace(ruling.arbitration, override=replace(
+        ruling.arbitration.override, duel=ruling.arbitration.override.duel[::-1])))
+    duel = ArbitrationDuel(chat_generator=reader, confirm=True)
+    answers = [duel.run(ruling=r)["answer"] for r in (ruling, swapped)]
+    assert answers == [answer, answer]
+    unconfirmed = ArbitrationDuel(chat_generator=reader, confirm=False)
+    if not isinstance(reader, NamesOne):   # without the confirmation the order picks the answer
+        assert {unconfirmed.run(ruling=r)["answer"] for r in (ruling, swapped)} == {"Heath Ledger", "Christian Bale"}
+
+
 def test_an_override_that_holds_in_either_order_stands():
     """The Dark Knight: a reader that weighs what the passages say names the cast entry in both orders."""
     docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
@@ -462,7 +522,7 @@ def test_the_expander_stops_its_reply_after_the_questions_asked_for():
         CounterfactualQueryExpander(chat_generator=gen, prompt_style="json", stop_after_lines=True)
     shipped = yaml.safe_load(CF_RAG.read_text())["components"]
     assert shipped["expander"]["init_parameters"]["stop_after_lines"] is True
-    assert shipped["duel"]["init_parameters"]["confirm"] is False   # measured: it undid a dev_a win
+    assert shipped["duel"]["init_parameters"]["confirm"] is True   # with N = 0: no dev_a loss, 3 of 4 trap wins
 
 
 class QuestionTermBackend:

@@ -201,7 +201,7 @@ def test_every_llm_call_is_a_child_of_its_components_span(mode, timeout_s):
     for name, calls in tree.items():
         assert {c.attributes[lt.STAGE_TAG] for c in calls} == {STAGE_OF[name]}
         assert all(c.context.trace_id == spans[-1].context.trace_id for c in calls)   # one trace: the pipeline's
-    assert len(tree["expander"]) == 1 and len(tree["duel"]) == 1
+    assert len(tree["expander"]) == 1 and len(tree["duel"]) == 2         # the duel, then its confirming reading
     indices = sorted(c.attributes[lt.INDEX_TAG] for c in tree["drafter"])
     assert indices == [0, 1, 2, 3, 4]                                  # four subsets and the baseline
     assert out["duel"]["trace"]["override"]["duel"]          # the duel's call was the duel
@@ -271,8 +271,8 @@ def test_stage_timer_reads_the_llm_call_spans():
     with timed_stages() as timer:
         pipe.run(data)
     assert set(timer.seconds) == {"expander", "drafter", "ranker", "duel"}   # component runs
-    assert sorted(c.stage for c in timer.llm_calls) == ["counterfactuals"] + ["draft"] * 5 + ["duel"]
+    assert sorted(c.stage for c in timer.llm_calls) == ["counterfactuals"] + ["draft"] * 5 + ["duel"] * 2
     assert set(timer.llm_seconds) == {"counterfactuals", "draft", "duel"}
     usage = timer.llm_usage()
-    assert usage.calls == 7 and usage.prompt_tokens > 0 and usage.completion_tokens > 0
+    assert usage.calls == 8 and usage.prompt_tokens > 0 and usage.completion_tokens > 0
     assert all(c.model == "keyword-reader-1" and c.error is None for c in timer.llm_calls)

@@ -110,13 +110,15 @@ def test_ranker_overrides_round_trip_and_are_sent():
 
     out, reader = duel_case(prompt_template=DUEL_TEMPLATE)
     shown = [d[i] for i in out["trace"]["override"]["duel"]["passages"]]
-    assert reader.prompts == [DUEL_TEMPLATE.format(query=dk.QUESTION, evidence=render_plain_evidence(shown))]
+    assert reader.prompts == [DUEL_TEMPLATE.format(query=dk.QUESTION, evidence=render_plain_evidence(order))
+                              for order in (shown, shown[::-1])]   # the duel, then its confirming reading
 
 
 def test_counterfactual_rag_passes_its_templates_to_its_components_and_round_trips():
     templates = {"counterfactual_prompt_template": CF_TEMPLATE, "draft_prompt_template": DRAFT_TEMPLATE,
                  "synthesis_prompt_template": SYNTHESIS_TEMPLATE, "duel_prompt_template": DUEL_TEMPLATE}
-    rag = CounterfactualRAG(chat_generator=PromptRecorder(), text_embedder=HashingTextEmbedder(), **templates)
+    rag = CounterfactualRAG(chat_generator=PromptRecorder(), text_embedder=HashingTextEmbedder(), n_counterfactuals=3,
+                            **templates)
     again = round_trip(rag)
     assert {key: again.to_dict()["init_parameters"][key] for key in templates} == templates
     expander, drafter, ranker, duel = (again.pipeline.get_component(n) for n in ("expander", "drafter", "ranker", "duel"))
@@ -206,7 +208,8 @@ def test_default_synthesis_and_duel_prompts_are_the_built_in_ones():
 
     out, reader = duel_case()
     shown = [d[i] for i in out["trace"]["override"]["duel"]["passages"]]
-    assert reader.prompts == [SHORT_DRAFT_PROMPT.format(query=dk.QUESTION, evidence=render_plain_evidence(shown))]
+    assert reader.prompts == [SHORT_DRAFT_PROMPT.format(query=dk.QUESTION, evidence=render_plain_evidence(order))
+                              for order in (shown, shown[::-1])]
 
 
 def duel_case(**duel_kwargs: Any) -> tuple[dict[str, Any], KeywordReader]:
