@@ -50,7 +50,8 @@ def test_default_cf_rag_end_to_end_on_real_models(runtime):
     assert result.answer.strip() and trace["decision"] in {"baseline", "override"}
     baseline = [d for d in trace["drafts"] if d["index"] == trace["override"]["baseline_draft"]]
     assert len(baseline) == 1 and baseline[0]["answer"]
-    assert result.llm["calls"] == 1 + len(trace["drafts"]) + duel_readings(trace)   # expander, baseline + challengers, duel
+    assert trace["counterfactuals"] == []                     # N = 0 as shipped: no expander call
+    assert result.llm["calls"] == len(trace["drafts"]) + duel_readings(trace)   # baseline + challengers, the duel's readings
     assert result.llm["prompt_tokens"] > 0 and result.llm["completion_tokens"] > 0
     json.dumps(result.as_dict())
     print("\ncf_rag:", result.answer, "|", trace["decision"], trace["override"], "|", result.stages)

@@ -53,7 +53,7 @@ def test_run_answers_with_alternatives_and_trace(mock_server):
 
 def test_run_time_parameters_reach_the_components(mock_server):
     low = post(mock_server, "/cf_rag/run", {"question": QUESTION, "n_counterfactuals": 0, "causal_weight": 0.1}).json()
-    high = post(mock_server, "/cf_rag/run", {"question": QUESTION, "causal_weight": 0.9}).json()
+    high = post(mock_server, "/cf_rag/run", {"question": QUESTION, "n_counterfactuals": 3, "causal_weight": 0.9}).json()
     assert low["result"]["trace"]["counterfactuals"] == []
     assert low["result"]["trace"]["weights"] != high["result"]["trace"]["weights"]
 

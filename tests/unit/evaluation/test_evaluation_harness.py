@@ -543,13 +543,13 @@ def test_an_unparsed_chunk_is_counted_once_however_many_builds_read_it():
 
 def test_sweeps_compare_values_over_their_common_questions():
     recs = [_rec("cf_rag", q, e, pipeline="cf_rag") for q, e in [("a", 0.0), ("b", 0.0), ("c", 1.0)]]
-    recs += [_rec("cf_rag_n0", q, 1.0, pipeline="cf_rag", params={"n_counterfactuals": 0}) for q in ("a", "b")]
+    recs += [_rec("cf_rag_n3", q, 1.0, pipeline="cf_rag", params={"n_counterfactuals": 3}) for q in ("a", "b")]
     swept = summarize(recs)["sweeps"]["cf_rag:n_counterfactuals"]
     sweep = swept["values"]
-    assert swept["default"] == 3  # cf_rag.yml's own value, read through the registry
-    assert sweep["3"]["n"] == sweep["0"]["n"] == 2 and sweep["3"]["em"] == 0.0  # "c" has no N=0 answer
-    assert sweep["0"]["em_vs_default"]["difference"] == pytest.approx(1.0) and sweep["3"]["em_vs_default"] is None
-    assert "| 0 | 2 | 100.0 |" in markdown(summarize(recs))
+    assert swept["default"] == 0  # cf_rag.yml's own value, read through the registry
+    assert sweep["0"]["n"] == sweep["3"]["n"] == 2 and sweep["0"]["em"] == 0.0  # "c" has no N=3 answer
+    assert sweep["3"]["em_vs_default"]["difference"] == pytest.approx(1.0) and sweep["0"]["em_vs_default"] is None
+    assert "| 3 | 2 | 100.0 |" in markdown(summarize(recs))
 
 
 def test_injection_tables_compare_levels_over_their_common_questions():
