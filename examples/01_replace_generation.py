@@ -1,8 +1,9 @@
 """Example 1: replace generation with CounterfactualRAG (the retriever stays yours).
 
 The diff from standard_rag.py: prompt builder, generator and answer builder give way to one
-CounterfactualRAG that takes your retrieved documents, generates counterfactual questions,
-retrieves for them through the same store, drafts from evidence strata and arbitrates.
+CounterfactualRAG that takes your retrieved documents, drafts standard RAG's answer and two
+challengers from evidence strata, and settles a disagreement by a duel read in both orders
+(`n_counterfactuals=3` adds the paper's counterfactual questions, retrieved through the same store).
     python examples/01_replace_generation.py
 """
 
