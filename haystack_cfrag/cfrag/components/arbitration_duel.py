@@ -40,8 +40,8 @@ class ArbitrationDuel(AsksChatGenerator, InjectedParts):
     "override", `trace["override"]["duel"]` the account): volume cannot outvote the decisive
     passage. A pick of a challenger is read once more with the passages reversed and stands only if
     named again (`confirm`). When the reading names none of the candidates, or fails, the margin
-    rule's decision stands (with a degradation). A ruling without a duel, or `enabled=False`, passes through as
-    the ranker's own outputs.
+    rule's decision stands (with a degradation). A ruling without a duel, or `enabled=False`,
+    passes through as the ranker's own outputs.
 
     ### Usage example
     ```python
