@@ -49,10 +49,11 @@ def check_selection(
     ranges.check("n_counterfactuals", n_counterfactuals)
     ranges.check("similarity_threshold", similarity_threshold)
     ranges.check("paraphrase_threshold", paraphrase_threshold)
-    weights = tuple(float(w) for w in info_weights)
+    weights = [float(w) for w in info_weights]
     if len(weights) != 3 or any(w < 0 for w in weights) or sum(weights) == 0:
         raise ValueError(f"'info_weights' must be three non-negative numbers, not all zero, got {info_weights!r}.")
-    return weights  # type: ignore[return-value]
+    alpha, beta, gamma = weights
+    return alpha, beta, gamma
 
 
 def select_counterfactuals(

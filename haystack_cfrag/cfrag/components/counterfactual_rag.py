@@ -44,8 +44,8 @@ def _pipeline_class() -> type:
 
 PAPER: dict[str, Any] = {
     "n_counterfactuals": 3, "similarity_threshold": 0.7, "n_clusters": 4, "n_subsets": 3, "baseline": False,
-    "override_margin": None, "prompt_style": "json", "paraphrase_threshold": 0.97, "pool": "all", "selection": "sampled", "order": "relevance",
-    "draft_prompt": "app_g", "evidence": "cited", "duel": False, "duel_confirm": False, "stop_after_lines": False,
+    "override_margin": None, "prompt_style": "json", "paraphrase_threshold": 0.97, "pool": "all",
+    "selection": "sampled", "order": "relevance", "draft_prompt": "app_g", "evidence": "cited", "duel": False, "duel_confirm": False, "stop_after_lines": False,
 }
 """The paper's configuration (shipped as `cf_rag_paper`): `CounterfactualRAG(**PAPER, chat_generator=…)`."""
 
@@ -77,8 +77,8 @@ class CounterfactualRAG:
     names the challenger's answer after reading one passage per answer, in both orders
     (`duel_confirm`). As shipped N = 0: no counterfactual question is asked (the paper's N = 3
     cost 2.1× standard RAG's wall clock where N = 0 costs 1.5–1.7×, and with the confirmed duel
-    they answered alike on the 114 tuning questions); set `n_counterfactuals` to ask them. `CounterfactualRAG(**PAPER)`
-    is the paper's configuration (`cf_rag_paper.yml`).
+    they answered alike on the 114 tuning questions); set `n_counterfactuals` to ask them.
+    `CounterfactualRAG(**PAPER)` is the paper's configuration (`cf_rag_paper.yml`).
 
     Cost per question: 1 LLM call for counterfactuals (0 with N = 0), N + 1 retrievals (full
     mode), 1 baseline + M draft calls, and one synthesis call only when drafts disagree, a
