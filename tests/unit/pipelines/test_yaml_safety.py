@@ -116,3 +116,24 @@ def test_allowed_callables_and_plain_type_tags_pass_the_check():
     )
     with pytest.raises(PipelineRefusedError, match="builtins"):
         check_classes({"streaming_callback": "print"}, TRUSTED_PREFIXES)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe loader that refuses a mapping naming one key twice (PyYAML silently keeps the last)."""
+
+
+def _refuse_duplicate_keys(loader, node, deep=False):
+    keys = [loader.construct_object(key, deep=deep) for key, _ in node.value]
+    repeated = sorted({k for k in keys if keys.count(k) > 1}, key=str)
+    if repeated:
+        raise yaml.constructor.ConstructorError(None, None, f"key(s) {repeated} given twice", node.start_mark)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _refuse_duplicate_keys)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "pipelines").glob("*.yml")), ids=lambda p: p.name)
+def test_no_shipped_pipeline_names_a_component_twice(path):
+    """A key given twice is a node silently replaced: causal_rag_auto.yml once declared `summarizer` twice."""
+    yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
