@@ -134,7 +134,18 @@ Answer: <the short answer only>"""
 statement of a one-claim answer, the reader repeats it (docs/cdf_rag.md); here it answers again,
 told which answer was flagged. Same placeholders as REWRITE_PROMPT."""
 
-REWRITE_PROMPTS = {"correct": REWRITE_PROMPT, "reanswer": REANSWER_PROMPT}
+FOLLOW_UP_REWRITE_PROMPT = """Your answer was checked against the documents above, statement by statement, and these of
+its statements are not supported by them:
+{unsupported}
+Rewrite the answer so that every statement is supported by the documents: keep what they support, correct
+or remove the rest. Use only the documents.
+
+Reply in this format:
+Answer: <the rewritten short answer only>"""
+"""`REWRITE_PROMPT` as the second turn after the answer (`rewrite_mode="follow_up"`): the evidence and the
+question are the answer prompt's, already read; only {unsupported} is filled in (the other fields are ignored)."""
+
+REWRITE_PROMPTS = {"correct": REWRITE_PROMPT, "reanswer": REANSWER_PROMPT, "follow_up": FOLLOW_UP_REWRITE_PROMPT}
 """The hallucination checker's rewrite prompt by `rewrite_mode`."""
 
 REFINEMENT_PROMPTS = {"choose": CHOOSE_PROMPT, "expand": EXPAND_PROMPT, "simplify": SIMPLIFY_PROMPT,
@@ -168,6 +179,7 @@ __all__ = [
     "CHOOSE_PROMPT",
     "DECOMPOSE_PROMPT",
     "EXPAND_PROMPT",
+    "FOLLOW_UP_REWRITE_PROMPT",
     "NO_EDGES_TEXT",
     "PAPER_EXPAND_PROMPT",
     "REFINEMENT_PROMPTS",

@@ -12,6 +12,7 @@ from haystack.dataclasses import ChatMessage
 from haystack_cfrag.cdf_rag.components._answers import ChecksAnswer, Correction, answer_text
 from haystack_cfrag.cdf_rag.math.checks import (
     DELTA,
+    FOLLOW_UP,
     MAX_CLAIMS,
     REWRITE_MODES,
     SHORT_ANSWER_WORDS,
@@ -22,7 +23,8 @@ from haystack_cfrag.cdf_rag.math.checks import (
     split_claims,
     supported_claims,
 )
-from haystack_cfrag.cdf_rag.prompts import REWRITE_FIELDS, REWRITE_PROMPTS, render_claims
+from haystack_cfrag.cdf_rag.prompts import REWRITE_FIELDS, REWRITE_PROMPT, REWRITE_PROMPTS, render_claims
+from haystack_cfrag.common.asking import follow_up
 from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, degradation, prepare_query
 from haystack_cfrag.common.prompting import render_evidence
 from haystack_cfrag.common.replies import reply_text
@@ -111,8 +113,10 @@ class HallucinationChecker(ChecksAnswer):
         :param chat_generator: writes the rewrite (None = check only: the decision is reported, the answer kept).
         :param delta: δ in [0, 1]: rewrite when S_hall > δ.
         :param support_threshold: a claim is supported when its support is ≥ this, in [-20, 0] (nats per token).
-        :param rewrite_mode: "correct" (correct or remove the unsupported statements: the paper's rewrite) or
-            "reanswer" (a fresh answer from the evidence, the flagged answer named).
+        :param rewrite_mode: "correct" (correct or remove the unsupported statements: the paper's rewrite),
+            "reanswer" (a fresh answer from the evidence, the flagged answer named) or "follow_up" ("correct"
+            asked as a second turn after the answer prompt and its reply, which llama.cpp still holds: it reads
+            the request only; without a `prompt`, "correct").
         :param max_claims: claims scored per answer, in [1, 50] (the rest are joined into the last).
         :param short_answer_words: an answer of at most this many words and one sentence is one claim, in [0, 100].
         :param max_evidence_chars: each passage is cut to this many characters in the rewrite prompt (None = whole).
@@ -241,6 +245,11 @@ class _Check(Correction):
         self.documents = list(documents)
         self.original = answer_text(answer, replies, COMPONENT)
         self.answer = self.original
+        first = replies[0] if answer is None and replies else None
+        raw = first if isinstance(first, str) else getattr(first, "text", None)
+        # the reply as the reader wrote it: the follow-up turn repeats it so the conversation's prefix is the same
+        self.reply = raw.strip() if raw and raw.strip() else (
+            checker.answer_prefix + reply_text(checker.answer_prefix, self.original)).strip()
         self.claims = split_claims(self.original, max_claims=checker.max_claims,
                                    short_answer_words=checker.short_answer_words)
         self.supports: list[float] | None = None
@@ -265,9 +274,15 @@ class _Check(Correction):
             else:
                 self.wants_correction = True
 
-    def prompt(self) -> str:
+    def prompt(self) -> str | list[ChatMessage]:
         unsupported = [c for c, ok in zip(self.claims, self.supported, strict=True) if not ok]
         template = self.checker.prompt_template or REWRITE_PROMPTS[self.checker.rewrite_mode]
+        if self.checker.rewrite_mode == FOLLOW_UP and not self.checker.prompt_template:
+            if self.answer_prompt is not None:
+                request = template.format(unsupported=render_claims(unsupported))
+                return follow_up(self.answer_prompt, self.reply, request)
+            self.note = "follow_up without the answer prompt: the correct prompt"
+            template = REWRITE_PROMPT
         return template.format(query=self.query, evidence=render_evidence(self.documents,
                                                                            self.checker.max_evidence_chars),
                                answer=self.original, unsupported=render_claims(unsupported))

@@ -19,7 +19,7 @@ from haystack_cfrag.cdf_rag.math.causal_check import (
     causal_statements, edge_verdict, names, question_statements, should_regenerate,
 )
 from haystack_cfrag.cdf_rag.math.claims import (
-    DELTA, MAX_CLAIMS, REWRITE_MODES, SHORT_ANSWER_WORDS, SUPPORT_RANGE, SUPPORT_THRESHOLD,
+    DELTA, FOLLOW_UP, MAX_CLAIMS, REWRITE_MODES, SHORT_ANSWER_WORDS, SUPPORT_RANGE, SUPPORT_THRESHOLD,
     hallucination_score, should_rewrite, split_claims, supported_claims,
 )
 from haystack_cfrag.cdf_rag.math.feedback_loop import (
@@ -29,6 +29,7 @@ from haystack_cfrag.cdf_rag.math.feedback_loop import (
 __all__ = [
     "ACCEPT",
     "DELTA",
+    "FOLLOW_UP",
     "MAX_CLAIMS",
     "MAX_REGENERATIONS",
     "MAX_REWRITES",

@@ -22,9 +22,13 @@ SUPPORT_THRESHOLD = -1.0
 probability of e^-1 ≈ 0.37; ours, to be calibrated on the reader)."""
 SUPPORT_RANGE = (-20.0, 0.0)
 """The range a support threshold may take (nats per token)."""
-REWRITE_MODES = ("correct", "reanswer")
+FOLLOW_UP = "follow_up"
+REWRITE_MODES = ("correct", "reanswer", FOLLOW_UP)
 """The rewrite's prompt: "correct" asks to correct or remove the unsupported statements (the paper's
-knowledge rewrite); "reanswer" asks for a fresh answer from the evidence, naming the flagged one."""
+knowledge rewrite); "reanswer" asks for a fresh answer from the evidence, naming the flagged one;
+"follow_up" asks "correct"'s question as a second turn of the conversation that wrote the answer (the
+answer prompt, the reply, then the request), so llama.cpp, which still holds that prompt, reads only the
+request (issue 61's shared prefix; without the answer prompt it is "correct")."""
 MAX_CLAIMS = 12
 """Claims past this many are joined into the last one (bounds the scorer calls per answer)."""
 SHORT_ANSWER_WORDS = 8
@@ -131,6 +135,7 @@ def should_rewrite(s_hall: float | None, delta: float = DELTA) -> bool:
 __all__ = [
     "ANSWER_LABEL",
     "DELTA",
+    "FOLLOW_UP",
     "MAX_CLAIMS",
     "REWRITE_MODES",
     "SHORT_ANSWER_WORDS",
