@@ -9,6 +9,7 @@ the pre-check is the only gate — so the refusal behaves the same on both.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,21 @@ def pipeline_from_dict(
     if share_models:
         share_injected_components(pipe)
     return pipe
+
+
+def with_overrides(data: dict[str, Any], overrides: dict[str, Any] | None) -> dict[str, Any]:
+    """A copy of a pipeline dict with `overrides` applied (as `load_pipeline`'s; the input is not changed).
+
+    >>> data = {"components": {"refiner": {"init_parameters": {"chat_generator": {"init_parameters": {"model": "a"}}}}}}
+    >>> with_overrides(data, {"refiner.chat_generator.model": "b"})["components"]["refiner"]["init_parameters"]
+    {'chat_generator': {'init_parameters': {'model': 'b'}}}
+    >>> data["components"]["refiner"]["init_parameters"]["chat_generator"]["init_parameters"]["model"]
+    'a'
+    """
+    out = copy.deepcopy(data)
+    for key, value in (overrides or {}).items():
+        _apply_override(out, key, value)
+    return out
 
 
 def check_pipeline_file(

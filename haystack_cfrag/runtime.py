@@ -29,7 +29,7 @@ from haystack_cfrag.common import interrupts
 from haystack_cfrag.common.validation import check_bool
 from haystack_cfrag.stores.keyword import keyword_retriever
 from haystack_cfrag.loading import (TRUSTED_PREFIXES, component_key, pipeline_from_dict, share_injected_components,
-                                    share_node_models)
+                                    share_node_models, with_overrides)
 from haystack_cfrag.runtime_keep import keep, keeps
 from haystack_cfrag.runtime_parts import RuntimeParts
 from haystack_cfrag.timing import count_llm_usage, timed_on, timed_stages
@@ -169,7 +169,9 @@ class Runtime:
         """The generator of a file's auxiliary calls (`aux_llm`), one instance for every pipeline (loaded on first run)."""
         with self._aux_lock:
             if self._aux is None:
-                self._aux = factories.chat_generator(self.aux_llm, n_ctx=AUX_N_CTX)
+                aux = factories.chat_generator(self.aux_llm, n_ctx=AUX_N_CTX)
+                # loaded by its first call, not at warm-up: a cascade's escalation may never come (docs/deployment.md)
+                self._aux = aux.defer_load() if callable(getattr(aux, "defer_load", None)) else aux
             return self._aux
 
     def forget_prompts(self) -> None:
@@ -196,13 +198,17 @@ class Runtime:
                              keyword_store=self.keyword_store,
                              allowed=TRUSTED_PREFIXES + tuple(self.allowed_modules or ()),
                              auxiliary=self.auxiliary if self.aux_llm else None)
-        data = parts.plan(resolved.data)  # a copy: the resolved YAML is never changed
         overrides: dict[str, Any] = {}
         table = resolved.parameters
         for key, value in (params or {}).items():  # a parameter applies where the file has its component
             target = table.get(key)
-            if target is not None and value is not None and target.component in data["components"]:
+            if target is not None and value is not None and target.component in resolved.data["components"]:
                 overrides[f"{target.component}.{target.target}"] = value
+        # a parameter that names a part's model (`refiner_model`: "refiner.chat_generator.model") before the
+        # plan, which gives that part its role (the reader or the auxiliary model); the others after it, as before
+        inside = {k: v for k, v in overrides.items() if k.count(".") > 1}
+        data = parts.plan(with_overrides(resolved.data, inside))  # a copy: the resolved YAML is never changed
+        overrides = {k: v for k, v in overrides.items() if k not in inside}
         if self.sequential:  # one call at a time wherever a component would write drafts side by side
             for name, comp in data["components"].items():
                 if "max_workers" in comp.get("init_parameters", {}):

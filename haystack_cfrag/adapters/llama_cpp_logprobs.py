@@ -74,9 +74,17 @@ if llama_import.is_successful():
         """
 
         def warm_up(self) -> None:
-            """Resolve an `embedded:` model spec and load the model (once)."""
-            if self._model is not None:
-                return
+            """Resolve an `embedded:` model spec and load the model (once); after `defer_load`, on the first call."""
+            if self._model is None and not getattr(self, "_deferred", False):
+                self._load()
+
+        def defer_load(self) -> LlamaCppLogprobsChatGenerator:
+            """Load on the first call rather than at `warm_up`: a model only some questions need (a cascade's
+            auxiliary model, which a question that does not escalate never calls) is not held for nothing."""
+            self._deferred = True
+            return self
+
+        def _load(self) -> None:
             kwargs = self.model_kwargs
             self.model_kwargs = {**kwargs, "model_path": resolve_model(str(kwargs.get("model_path") or self.model_path))}
             try:
@@ -96,6 +104,8 @@ if llama_import.is_successful():
             """`LlamaCppChatGenerator.run`, and each reply's `meta["usage"]["prompt_tokens_details"]["cached_tokens"]`:
             the prompt's tokens llama.cpp did not evaluate again (the prefix it shared with the model's previous
             evaluation; OpenAI's name for the same count)."""
+            if self._model is None:
+                self._load()
             before = _evaluated(self._model)
             out = LlamaCppChatGenerator.run(self, messages, generation_kwargs, tools=tools,
                                             streaming_callback=streaming_callback)
@@ -112,6 +122,8 @@ if llama_import.is_successful():
             streaming_callback: Any | None = None,
         ) -> dict[str, list[ChatMessage]]:
             """`LlamaCppChatGenerator.run_async`, with the reused prompt tokens as `run` reports them."""
+            if self._model is None:
+                self._load()
             before = _evaluated(self._model)
             out = await LlamaCppChatGenerator.run_async(self, messages, generation_kwargs, tools=tools,
                                                         streaming_callback=streaming_callback)

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 from haystack_cfrag.causal_rag.math.expansion import MAX_HOPS, MAX_TOP_K, MIN_HOPS, MIN_TOP_K
 from haystack_cfrag.common.parameters import Parameter, Range
+from haystack_cfrag.models import AUXILIARY_MODELS
 
 RANGES: dict[str, Range] = {
     "summary_calls": Range(int, 1, 2),
     "summary_max_tokens": Range(int, 8, 1024),
+    "summary_max_edges": Range(int, 1, 1000),
 }
 """The one home of the summary settings' ranges (`CausalSummarizer` checks its arguments against them)."""
 
@@ -47,6 +49,11 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter("summary_max_tokens", "summarizer", "summary_max_tokens",
                   help="the one-call summary's token budget (summary_calls=1 only)",
                   **RANGES["summary_max_tokens"].fields()),
+        Parameter("summary_max_edges", "summarizer", "summary_max_edges",
+                  help="the summary reads the subgraph's first this many relations (nearest the seeds) and the "
+                       "entities they name (unset: all)", **RANGES["summary_max_edges"].fields()),
+        Parameter("summarizer_model", "summarizer", "chat_generator.model", str, choices=AUXILIARY_MODELS,
+                  help="the model that writes the summary: the reader, or the small auxiliary model"),
     )
 }
 

@@ -25,11 +25,11 @@ FAMILY = Family(
                   "generation, then a causal-consistency check (one regeneration) and a hallucination check (one "
                   "rewrite).\n\nReturns the answer, the passages and each check's score and decision."),
               parameters=("refinement", "tau", "delta", "support_threshold", "rewrite_mode", "graph_top_k",
-                          "merge_mode")),
+                          "merge_mode", "refiner_model")),
         Entry("cdf_rag_auto", "the cascade: standard RAG, then CDF-RAG only where the escalation gate says the "
               "evidence may conflict (docs/cascade.md)", cascade=True,
               parameters=("refinement", "tau", "delta", "support_threshold", "rewrite_mode", "graph_top_k",
-                          "merge_mode")),
+                          "merge_mode", "refiner_model")),
         Entry("grounded_rag", "standard RAG, then CDF-RAG's causal-consistency and hallucination checks alone "
               "(docs/cdf_rag.md, 'Grounded standard RAG')",
               parameters=("tau", "delta", "support_threshold", "rewrite_mode", "graph_top_k")),

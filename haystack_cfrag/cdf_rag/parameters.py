@@ -15,6 +15,7 @@ from haystack_cfrag.cdf_rag.components.query_refiner import CHOICES
 from haystack_cfrag.cdf_rag.math.checks import REWRITE_MODES, SUPPORT_RANGE
 from haystack_cfrag.cdf_rag.math.merge import MERGE_MODES
 from haystack_cfrag.common.parameters import Parameter
+from haystack_cfrag.models import AUXILIARY_MODELS
 
 PARAMETERS: dict[str, Parameter] = {
     p.name: p
@@ -31,7 +32,10 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter("rewrite_mode", "hallucination_checker", "rewrite_mode", str, choices=REWRITE_MODES,
                   help="the rewrite: correct the unsupported statements, or answer again naming the flagged one"),
         Parameter("merge_mode", "merger", "merge_mode", str, choices=MERGE_MODES,
-                  help="the dual-path merge: reciprocal rank fusion or dense/graph interleaving"),
+                  help="the dual-path merge: reciprocal rank fusion, dense/graph interleaving, or the dense order "
+                       "then the graph's other passages"),
+        Parameter("refiner_model", "refiner", "chat_generator.model", str, choices=AUXILIARY_MODELS,
+                  help="the model that refines the question: the reader, or the small auxiliary model"),
     )
 }
 

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+import pytest
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 from haystack.dataclasses import ChatMessage
@@ -194,3 +195,16 @@ def test_forget_prompts_empties_every_loaded_models_cache():
     rt.forget_prompts()
     rt.forget_prompts()
     assert reader._model.resets == 2  # noqa: SLF001
+
+
+def test_the_auxiliary_model_loads_on_its_first_call_not_at_warm_up(tmp_path):
+    """A cascade names the small model for its escalation only: warming the pipeline must not load it (memory)."""
+    llama = pytest.importorskip("haystack_cfrag.adapters.llama_cpp_logprobs")
+    missing = str(tmp_path / "absent.gguf")
+    deferred = llama.LlamaCppLogprobsChatGenerator(model=missing).defer_load()
+    deferred.warm_up()  # nothing read: the file does not even exist
+    assert deferred._model is None  # noqa: SLF001
+    with pytest.raises(Exception, match="absent.gguf"):
+        deferred.run([ChatMessage.from_user("Who?")])  # the first call loads it
+    with pytest.raises(Exception, match="absent.gguf"):
+        llama.LlamaCppLogprobsChatGenerator(model=missing).warm_up()  # not deferred: loaded at warm-up
