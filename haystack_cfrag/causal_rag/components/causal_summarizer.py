@@ -100,6 +100,7 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
         response_type: str = DEFAULT_RESPONSE_TYPE,
         prompt_templates: dict[str, str] | None = None,
         max_graph_chars: int = DEFAULT_MAX_GRAPH_CHARS,
+        summary_max_edges: int | None = None,
         max_report_chars: int = DEFAULT_MAX_REPORT_CHARS,
         passages_in_prompt: bool = False,
         max_passage_chars: int = DEFAULT_MAX_PASSAGE_CHARS,
@@ -120,6 +121,9 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
             "summary" ({causal_summary}, {response_type}, {query}), "one_call" ({graph_data}, {query});
             `str.format` strings, literal braces doubled.
         :param max_graph_chars: the rendered subgraph is cut to this many characters, in [200, 100000].
+        :param summary_max_edges: the summary reads the first this many relations (the graph retriever's order: nearest
+            the seeds first) and the entities they name (None = the whole subgraph; range:
+            `causal_rag.parameters.RANGES`): a shorter prompt (issue 61).
         :param max_report_chars: the report is cut to this many characters for the summary call, in [200, 100000].
         :param passages_in_prompt: also list the source passages under the subgraph in the report prompt
             (not in the official code; off by default).
@@ -137,6 +141,8 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
         check_in_range(RANGES, "summary_max_tokens", summary_max_tokens)
         check_prompt_templates(prompt_templates, SUMMARIZER_PROMPTS, SUMMARIZER_FIELDS, component=COMPONENT)
         check_int("max_graph_chars", max_graph_chars, 200, 100_000)
+        if summary_max_edges is not None:
+            check_in_range(RANGES, "summary_max_edges", summary_max_edges)
         check_int("max_report_chars", max_report_chars, 200, 100_000)
         check_bool("passages_in_prompt", passages_in_prompt)
         check_int("max_passage_chars", max_passage_chars, 50, 10_000)
@@ -149,6 +155,7 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
         self.response_type = response_type
         self.prompt_templates = dict(prompt_templates) if prompt_templates is not None else None
         self.max_graph_chars = max_graph_chars
+        self.summary_max_edges = summary_max_edges
         self.max_report_chars = max_report_chars
         self.passages_in_prompt = passages_in_prompt
         self.max_passage_chars = max_passage_chars
@@ -167,6 +174,7 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
             response_type=self.response_type,
             prompt_templates=self.prompt_templates,
             max_graph_chars=self.max_graph_chars,
+            summary_max_edges=self.summary_max_edges,
             max_report_chars=self.max_report_chars,
             passages_in_prompt=self.passages_in_prompt,
             max_passage_chars=self.max_passage_chars,
@@ -264,6 +272,12 @@ class _Job:
         self.edges = [e for e in edges if isinstance(e, dict) and isinstance(e.get("source"), str)
                       and isinstance(e.get("target"), str)]
         self.documents = [d for d in documents or [] if isinstance(d, Document)]
+        self.edges_cut = 0  # relations past `summary_max_edges`, not read
+        if summarizer.summary_max_edges is not None and len(self.edges) > summarizer.summary_max_edges:
+            self.edges_cut = len(self.edges) - summarizer.summary_max_edges
+            self.edges = self.edges[: summarizer.summary_max_edges]
+            named = {e["source"] for e in self.edges} | {e["target"] for e in self.edges}
+            self.nodes = [n for n in self.nodes if n[0] in named]
         self.degradations: list[dict[str, Any]] = []
         self.calls = 0
         self.paths = ""
@@ -342,6 +356,7 @@ class _Job:
             "skipped": self.skipped or None,
             "nodes": len(self.nodes),
             "edges": len(self.edges),
+            "edges_cut": self.edges_cut,
             "documents": len(self.documents),
             "passages_in_prompt": self.s.passages_in_prompt,
             "response_type": self.s.response_type,
