@@ -5,7 +5,7 @@ import pytest
 
 from haystack_cfrag import registry
 from haystack_cfrag.cascade.contract import (
-    CASCADES, GATE_INPUTS, GATE_NODE, JOINER_NODE, ROUTER_NODE, ROUTES, composed,
+    CASCADES, ESCALATION, GATE_INPUTS, GATE_NODE, JOINER_NODE, ROUTER_NODE, ROUTES, composed,
 )
 from haystack_cfrag.cascade.model import GateModel
 
@@ -18,7 +18,8 @@ def components(name):
 def test_a_cascade_is_standard_rag_the_gate_and_its_method(cascade, method, prefix, shared):
     got = dict(components(cascade))
     gate, router, joiner = got.pop(GATE_NODE), got.pop(ROUTER_NODE), got.pop(JOINER_NODE)
-    assert got == composed(components("standard_rag"), components(method), prefix, shared)
+    settings = ESCALATION.get(cascade)  # the escalation's own settings (issue 61): the only differences
+    assert got == composed(components("standard_rag"), components(method), prefix, shared, settings)
     assert gate["type"].endswith("EscalationGate") and GateModel.from_dict(gate["init_parameters"]["model"])
     names = [r["output_name"] if isinstance(r["output_name"], list) else [r["output_name"]]
              for r in router["init_parameters"]["routes"]]
@@ -36,6 +37,18 @@ def test_the_gate_reads_what_the_contract_says(cascade):
 
 def test_every_cascade_is_declared_once():
     assert set(CASCADES) == {n for n in registry.REGISTRY if n.endswith("_auto")}
+
+
+def test_the_escalation_settings_are_set_on_the_methods_nodes_and_nothing_else():
+    method = {"refiner": {"type": "R", "init_parameters": {"chat_generator": {"type": "G", "init_parameters": {
+        "model": "big"}}}}, "checker": {"type": "C", "init_parameters": {"mode": "correct"}}}
+    settings = {"refiner.chat_generator.model": "small", "checker.mode": "follow_up"}
+    got = composed({}, method, "m", settings=settings)
+    assert got["refiner"]["init_parameters"]["chat_generator"]["init_parameters"]["model"] == "small"
+    assert got["checker"]["init_parameters"]["mode"] == "follow_up"
+    assert method["refiner"]["init_parameters"]["chat_generator"]["init_parameters"]["model"] == "big"  # as it was
+    with pytest.raises(KeyError, match="no component 'ranker'"):
+        composed({}, method, "m", settings={"ranker.top_k": 3})
 
 
 def test_a_shared_node_that_differs_is_refused():
