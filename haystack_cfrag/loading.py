@@ -94,10 +94,10 @@ def pipeline_from_dict(
 def with_overrides(data: dict[str, Any], overrides: dict[str, Any] | None) -> dict[str, Any]:
     """A copy of a pipeline dict with `overrides` applied (as `load_pipeline`'s; the input is not changed).
 
-    >>> data = {"components": {"refiner": {"init_parameters": {"chat_generator": {"init_parameters": {"model": "a"}}}}}}
-    >>> with_overrides(data, {"refiner.chat_generator.model": "b"})["components"]["refiner"]["init_parameters"]
+    >>> data = {"components": {"r": {"init_parameters": {"chat_generator": {"init_parameters": {"model": "a"}}}}}}
+    >>> with_overrides(data, {"r.chat_generator.model": "b"})["components"]["r"]["init_parameters"]
     {'chat_generator': {'init_parameters': {'model': 'b'}}}
-    >>> data["components"]["refiner"]["init_parameters"]["chat_generator"]["init_parameters"]["model"]
+    >>> data["components"]["r"]["init_parameters"]["chat_generator"]["init_parameters"]["model"]
     'a'
     """
     out = copy.deepcopy(data)

@@ -34,8 +34,8 @@ EMBEDDED_EMBEDDER = "embedded:all-MiniLM-L6-v2"
 EMBEDDED_LLM = "embedded:qwen2.5-coder-1.5b-instruct"
 EMBEDDED_SMALL_LLM = "embedded:qwen2.5-coder-0.5b-instruct"
 AUXILIARY_MODELS = (EMBEDDED_LLM, EMBEDDED_SMALL_LLM)
-"""What an auxiliary call's model parameter may name (`refiner_model`, `summarizer_model`): the reader, or the small
-model (the runtime's auxiliary generator: the small model beside a local reader, else the reader)."""
+"""What an auxiliary call's model parameter may name (`refiner_model`, `summarizer_model`): the reader, or the
+small model (the runtime's auxiliary generator: the small model beside a local reader, else the reader)."""
 
 
 @dataclass(frozen=True)

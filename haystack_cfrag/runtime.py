@@ -170,7 +170,7 @@ class Runtime:
         with self._aux_lock:
             if self._aux is None:
                 aux = factories.chat_generator(self.aux_llm, n_ctx=AUX_N_CTX)
-                # loaded by its first call, not at warm-up: a cascade's escalation may never come (docs/deployment.md)
+                # loaded by its first call, not at warm-up: a cascade's escalation may never come
                 self._aux = aux.defer_load() if callable(getattr(aux, "defer_load", None)) else aux
             return self._aux
 
@@ -205,7 +205,7 @@ class Runtime:
             if target is not None and value is not None and target.component in resolved.data["components"]:
                 overrides[f"{target.component}.{target.target}"] = value
         # a parameter that names a part's model (`refiner_model`: "refiner.chat_generator.model") before the
-        # plan, which gives that part its role (the reader or the auxiliary model); the others after it, as before
+        # plan, which gives that part its role (the reader or the auxiliary model); the others after it
         inside = {k: v for k, v in overrides.items() if k.count(".") > 1}
         data = parts.plan(with_overrides(resolved.data, inside))  # a copy: the resolved YAML is never changed
         overrides = {k: v for k, v in overrides.items() if k not in inside}

@@ -74,7 +74,7 @@ if llama_import.is_successful():
         """
 
         def warm_up(self) -> None:
-            """Resolve an `embedded:` model spec and load the model (once); after `defer_load`, on the first call."""
+            """Resolve an `embedded:` spec, load the model once (after `defer_load`: at the first call)."""
             if self._model is None and not getattr(self, "_deferred", False):
                 self._load()
 

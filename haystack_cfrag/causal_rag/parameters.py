@@ -50,8 +50,8 @@ PARAMETERS: dict[str, Parameter] = {
                   help="the one-call summary's token budget (summary_calls=1 only)",
                   **RANGES["summary_max_tokens"].fields()),
         Parameter("summary_max_edges", "summarizer", "summary_max_edges",
-                  help="the summary reads the subgraph's first this many relations (nearest the seeds) and the "
-                       "entities they name (unset: all)", **RANGES["summary_max_edges"].fields()),
+                  help="the summary reads the subgraph's first this many relations (nearest the seeds) "
+                       "and the entities they name (unset: all)", **RANGES["summary_max_edges"].fields()),
         Parameter("summarizer_model", "summarizer", "chat_generator.model", str, choices=AUXILIARY_MODELS,
                   help="the model that writes the summary: the reader, or the small auxiliary model"),
     )

@@ -32,8 +32,8 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter("rewrite_mode", "hallucination_checker", "rewrite_mode", str, choices=REWRITE_MODES,
                   help="the rewrite: correct the unsupported statements, or answer again naming the flagged one"),
         Parameter("merge_mode", "merger", "merge_mode", str, choices=MERGE_MODES,
-                  help="the dual-path merge: reciprocal rank fusion, dense/graph interleaving, or the dense order "
-                       "then the graph's other passages"),
+                  help="the dual-path merge: reciprocal rank fusion, dense/graph interleaving, or the dense "
+                       "order then the graph's other passages"),
         Parameter("refiner_model", "refiner", "chat_generator.model", str, choices=AUXILIARY_MODELS,
                   help="the model that refines the question: the reader, or the small auxiliary model"),
     )

@@ -143,9 +143,10 @@ or remove the rest. Use only the documents.
 Reply in this format:
 Answer: <the rewritten short answer only>"""
 """`REWRITE_PROMPT` as the second turn after the answer (`rewrite_mode="follow_up"`): the evidence and the
-question are the answer prompt's, already read; only {unsupported} is filled in (the other fields are ignored)."""
+question are the answer prompt's, already read; only {unsupported} is filled in (the others are ignored)."""
 
-REWRITE_PROMPTS = {"correct": REWRITE_PROMPT, "reanswer": REANSWER_PROMPT, "follow_up": FOLLOW_UP_REWRITE_PROMPT}
+REWRITE_PROMPTS = {"correct": REWRITE_PROMPT, "reanswer": REANSWER_PROMPT,
+                   "follow_up": FOLLOW_UP_REWRITE_PROMPT}
 """The hallucination checker's rewrite prompt by `rewrite_mode`."""
 
 REFINEMENT_PROMPTS = {"choose": CHOOSE_PROMPT, "expand": EXPAND_PROMPT, "simplify": SIMPLIFY_PROMPT,

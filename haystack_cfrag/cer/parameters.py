@@ -32,7 +32,7 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter("entailment", "selector", "entailment", str, choices=ENTAILMENT,
                   help="p_entail from the reader's support, or from its evidence-erased PMI"),
         Parameter("screen", "selector", "screen", str, choices=SCREENS,
-                  help="before any scoring, keep only the passages that state the answer (or all when none does)"),
+                  help="before any scoring, keep only the passages that state the answer (all when none does)"),
         Parameter("screen_max", "selector", "screen_max", int, low=1,
                   help="with screen=answer, the search reads at most the first this many screened passages"),
     )

@@ -45,8 +45,8 @@ OWN: Any = object()
 
 
 def follow_up(messages: list[ChatMessage], reply: str, request: str) -> list[ChatMessage]:
-    """A conversation asked again: `messages`, the reader's `reply` to them, then `request` (a new user turn). A
-    llama.cpp reader that has just answered `messages` reuses them as the prompt's prefix and reads the turn only.
+    """A conversation asked again: `messages`, the reader's `reply` to them, then `request` (a new user turn).
+    A llama.cpp reader that has just answered `messages` reuses them as the prompt's prefix: it reads the turn.
 
     >>> [m.text for m in follow_up([ChatMessage.from_user("Who?")], "Answer: Bale", "Shorter?")]
     ['Who?', 'Answer: Bale', 'Shorter?']

@@ -121,8 +121,8 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
             "summary" ({causal_summary}, {response_type}, {query}), "one_call" ({graph_data}, {query});
             `str.format` strings, literal braces doubled.
         :param max_graph_chars: the rendered subgraph is cut to this many characters, in [200, 100000].
-        :param summary_max_edges: the summary reads the first this many relations (the graph retriever's order: nearest
-            the seeds first) and the entities they name (None = the whole subgraph; range:
+        :param summary_max_edges: the summary reads the first this many relations (the graph retriever's
+            order: nearest the seeds first) and the entities they name (None = the whole subgraph; range:
             `causal_rag.parameters.RANGES`): a shorter prompt (issue 61).
         :param max_report_chars: the report is cut to this many characters for the summary call, in [200, 100000].
         :param passages_in_prompt: also list the source passages under the subgraph in the report prompt

@@ -114,9 +114,9 @@ class HallucinationChecker(ChecksAnswer):
         :param delta: δ in [0, 1]: rewrite when S_hall > δ.
         :param support_threshold: a claim is supported when its support is ≥ this, in [-20, 0] (nats per token).
         :param rewrite_mode: "correct" (correct or remove the unsupported statements: the paper's rewrite),
-            "reanswer" (a fresh answer from the evidence, the flagged answer named) or "follow_up" ("correct"
-            asked as a second turn after the answer prompt and its reply, which llama.cpp still holds: it reads
-            the request only; without a `prompt`, "correct").
+            "reanswer" (a fresh answer from the evidence, the flagged answer named) or "follow_up"
+            ("correct" asked as a second turn after the answer prompt and its reply, which llama.cpp still
+            holds: it reads the request only; without a `prompt`, "correct").
         :param max_claims: claims scored per answer, in [1, 50] (the rest are joined into the last).
         :param short_answer_words: an answer of at most this many words and one sentence is one claim, in [0, 100].
         :param max_evidence_chars: each passage is cut to this many characters in the rewrite prompt (None = whole).
@@ -247,7 +247,7 @@ class _Check(Correction):
         self.answer = self.original
         first = replies[0] if answer is None and replies else None
         raw = first if isinstance(first, str) else getattr(first, "text", None)
-        # the reply as the reader wrote it: the follow-up turn repeats it so the conversation's prefix is the same
+        # the reply as the reader wrote it: the follow-up turn repeats it, so the conversation's prefix is one
         self.reply = raw.strip() if raw and raw.strip() else (
             checker.answer_prefix + reply_text(checker.answer_prefix, self.original)).strip()
         self.claims = split_claims(self.original, max_claims=checker.max_claims,

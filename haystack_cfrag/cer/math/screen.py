@@ -4,10 +4,10 @@ The search scores sets of the pool with the reader (one prompt a set); the scree
 scoring, the passages that state the measured answer as a whole phrase (`common.text.mention` = 1, the
 escalation gate's `holding`), in their order. A passage that does not state the answer can still raise
 its support (a bridge passage on a two-hop question): the screen gives those up for fewer scorings.
-When no passage states the answer (a yes/no answer, a reworded one) the pool is left whole. `limit` keeps the
-first so many (the search's cost grows with the pool: a pile of passages stating a trap answer is the dear case).
+When no passage states the answer (a yes/no answer, a reworded one) the pool is left whole. `limit` keeps
+the first so many (the search's cost grows with the pool: a pile stating a trap answer is the dear case).
 
-    >>> screen_pool("Christian Bale", ["Heath Ledger plays the Joker.", "Christian Bale stars.", "Bale was cast."])
+    >>> screen_pool("Christian Bale", ["Ledger plays the Joker.", "Christian Bale stars.", "Bale was cast."])
     [1]
     >>> screen_pool("yes", ["Both are American.", "Neither is French."])
     [0, 1]
@@ -26,9 +26,10 @@ SCREENS = ("off", "answer")
 
 
 def screen_pool(answer: str, texts: Sequence[str], limit: int | None = None) -> list[int]:
-    """The indices of the passages that state `answer` as a whole phrase, in order (all of them when none does),
-    the first `limit` of those (None: no limit)."""
-    stating = [i for i, text in enumerate(texts) if mention(answer, text) >= 1.0] or list(range(len(texts)))
+    """The indices of the passages that state `answer` as a whole phrase, in order (all of them when none
+    does), the first `limit` of those (None: no limit)."""
+    stating = [i for i, text in enumerate(texts) if mention(answer, text) >= 1.0]
+    stating = stating or list(range(len(texts)))
     return stating if limit is None else stating[:limit]
 
 

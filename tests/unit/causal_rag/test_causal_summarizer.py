@@ -219,19 +219,21 @@ def test_round_trip_and_async_twin():
 
 
 def test_summary_max_edges_reads_the_first_relations_and_the_entities_they_name():
-    """Issue 61's capped subgraph: the relations nearest the seeds (the retriever's order) and only their entities."""
+    """Issue 61's capped subgraph: the relations nearest the seeds (the retriever's order), their entities only."""
     gen = KwargsGenerator()
     more = [*EDGES, {"source": "Drought", "target": "Famine", "relation": "CAUSES"}]
     nodes = [*NODES, Document(content="Famine", meta={"node_id": "Famine", "node_type": "Event"})]
-    out = CausalSummarizer(chat_generator=gen, summary_max_edges=1).run(query=Q, nodes=nodes, causal_edges=more,
-                                                                documents=PASSAGES)
+    capped = CausalSummarizer(chat_generator=gen, summary_max_edges=1)
+    out = capped.run(query=Q, nodes=nodes, causal_edges=more, documents=PASSAGES)
     prompt = gen.calls[0][0]
     assert "Flood (a Event) --[DAMAGES]--> Crops (a Plant)" in prompt
     assert "Heavy rain" not in prompt and "Famine" not in prompt and "Drought" not in prompt
     assert out["trace"]["edges"] == 1 and out["trace"]["edges_cut"] == 2 and out["trace"]["nodes"] == 2
     whole = KwargsGenerator()
-    full = CausalSummarizer(chat_generator=whole).run(query=Q, nodes=nodes, causal_edges=more, documents=PASSAGES)
+    full = CausalSummarizer(chat_generator=whole).run(query=Q, nodes=nodes, causal_edges=more,
+                                                      documents=PASSAGES)
     assert "Drought" in whole.calls[0][0] and full["trace"]["edges_cut"] == 0
     with pytest.raises(ValueError, match="'summary_max_edges' must be an integer in"):
         CausalSummarizer(chat_generator=gen, summary_max_edges=0)
-    assert CausalSummarizer.from_dict(CausalSummarizer(chat_generator=gen, summary_max_edges=4).to_dict()).summary_max_edges == 4
+    again = CausalSummarizer.from_dict(CausalSummarizer(chat_generator=gen, summary_max_edges=4).to_dict())
+    assert again.summary_max_edges == 4

@@ -56,7 +56,8 @@ def test_the_merge_mode_is_a_build_parameter_with_its_range(tmp_path):
     assert rt.built("cdf_rag", {"merge_mode": "interleave"}).get_component("merger").merge_mode == "interleave"
     result = rt.ask("cdf_rag", dk.QUESTION, {"refinement": "none", "merge_mode": "interleave"})
     assert result.answer and result.documents
-    with pytest.raises(ValueError, match="'merge_mode' must be one of 'rrf', 'interleave', 'dense_only', 'dense_first', got a string"):
+    with pytest.raises(ValueError, match="'merge_mode' must be one of 'rrf', 'interleave', 'dense_only', "
+                                         "'dense_first', got a string"):
         check_systems("cdf_rag[merge_mode=zip]")  # what `cfrag eval --systems` checks before any run
 
 
@@ -87,7 +88,7 @@ def test_the_rewrite_mode_and_support_threshold_are_build_parameters(tmp_path, n
     ("causal_rag", "summarizer_model", "summarizer"), ("causal_rag_auto", "summarizer_model", "summarizer")])
 def test_an_auxiliary_call_moves_to_the_small_model_by_a_build_parameter(tmp_path, name, parameter, node):
     """Issue 61's lever: the refinement (the summary) on the runtime's auxiliary model, the reader's prompt cache
-    left to the answer; by default, and when the parameter names the reader, the reader makes the call."""
+    left to the answer; when the parameter names the reader, the reader makes the call."""
     from haystack_cfrag.models import EMBEDDED_LLM, EMBEDDED_SMALL_LLM  # noqa: PLC0415
 
     store = InMemoryDocumentStore(embedding_similarity_function="cosine")
@@ -95,11 +96,11 @@ def test_an_auxiliary_call_moves_to_the_small_model_by_a_build_parameter(tmp_pat
     rt = Runtime(store=store, chat_generator=MockChatGenerator(), text_embedder=HashingTextEmbedder(),
                  allowed_modules=["tests"], graph_cache=tmp_path / "graph", graph_extractor="llm",
                  aux_llm=EMBEDDED_SMALL_LLM)
-    rt._aux = MockChatGenerator(seed=1)  # noqa: SLF001 - the auxiliary model, "loaded" (not configured as the reader)
+    rt._aux = MockChatGenerator(seed=1)  # noqa: SLF001 - the auxiliary model, "loaded" (configured unlike the reader)
     aux = rt._aux  # noqa: SLF001
     assert rt.built(name, {parameter: EMBEDDED_SMALL_LLM}).get_component(node).chat_generator is aux
     assert rt.built(name, {parameter: EMBEDDED_LLM}).get_component(node).chat_generator is not aux
-    # the method's own file asks the reader; its cascade's escalation the small model (cascade/contract.py ESCALATION)
+    # the method's own file asks the reader; its cascade's escalation the small model (contract.ESCALATION)
     assert (rt.built(name).get_component(node).chat_generator is aux) == name.endswith("_auto")
     with pytest.raises(ValueError, match=f"'{parameter}' must be one of"):
         check_systems(f"{name}[{parameter}=gpt-4]")

@@ -404,7 +404,7 @@ def test_the_checkers_drop_in_after_a_generator_and_survive_yaml():
 
 @component
 class ConversationRecorder:
-    """Replies with a fixed text, recording every message of each call (the follow-up rewrite sends several)."""
+    """Replies with a fixed text, recording every message of each call (the follow-up rewrite sends three)."""
 
     def __init__(self, reply: str = "Answer: Christian Bale") -> None:
         self.reply = reply
@@ -417,23 +417,26 @@ class ConversationRecorder:
 
 
 def test_the_follow_up_rewrite_continues_the_answers_conversation():
-    """`rewrite_mode="follow_up"` (issue 61): the answer prompt, the reply as the reader wrote it, then the request
-    naming the unsupported statements, so the reader's cached prompt is its prefix; no prompt: "correct"'s."""
+    """`rewrite_mode="follow_up"` (issue 61): the answer prompt, the reply as the reader wrote it, then the
+    request naming the unsupported statements, so the reader's cached prompt is its prefix; no prompt:
+    "correct"'s."""
     gen = ConversationRecorder()
-    checker = HallucinationChecker(support_scorer=ReplyTableScorer({}, {" Heath Ledger": -3.0}), chat_generator=gen,
-                                   answer_prefix="Answer:", rewrite_mode="follow_up")
+    checker = HallucinationChecker(support_scorer=ReplyTableScorer({}, {" Heath Ledger": -3.0}),
+                                   chat_generator=gen, answer_prefix="Answer:", rewrite_mode="follow_up")
     reply = ChatMessage.from_assistant("Answer: Heath Ledger")
     out = checker.run(query=Q, documents=DOCS, replies=[reply], prompt=ANSWER_PROMPT)
-    assert out["decision"] == "rewrite" and out["answer"] == "Christian Bale" and out["trace"]["rewrite_mode"] == "follow_up"
+    assert out["decision"] == "rewrite" and out["answer"] == "Christian Bale"
+    assert out["trace"]["rewrite_mode"] == "follow_up"
     [messages] = gen.calls
-    assert messages[:-2] == ANSWER_PROMPT and messages[-2].text == "Answer: Heath Ledger" and messages[-2].is_from("assistant")
+    assert messages[:-2] == ANSWER_PROMPT
+    assert messages[-2].text == "Answer: Heath Ledger" and messages[-2].is_from("assistant")
     assert messages[-1].is_from("user") and "- Heath Ledger" in messages[-1].text
-    assert Q not in messages[-1].text and "Christian Bale stars" not in messages[-1].text  # read once, in the prompt
+    assert Q not in messages[-1].text and "Christian Bale stars" not in messages[-1].text  # read once, before
     # a given answer (no reply) is repeated after the answer prefix
     gen.calls.clear()
     checker.run(query=Q, documents=DOCS, answer="Heath Ledger", prompt=ANSWER_PROMPT)
     assert gen.calls[0][-2].text == "Answer: Heath Ledger"
-    # without the answer prompt there is no conversation to continue: the paper's rewrite prompt, said in the trace
+    # without the answer prompt there is no conversation to continue: the paper's rewrite prompt, traced
     gen.calls.clear()
     alone = HallucinationChecker(support_scorer=TableScorer({"Heath Ledger": -3.0}), chat_generator=gen,
                                  rewrite_mode="follow_up").run(query=Q, documents=DOCS, answer="Heath Ledger")

@@ -409,8 +409,8 @@ def test_in_a_pipeline_before_a_prompt_and_generator_and_through_yaml():
 
 
 class TestScreen:
-    """`screen="answer"` (issue 61): only the passages stating the answer are scored; the selection among them is
-    the search's; with none stating it, the whole pool."""
+    """`screen="answer"` (issue 61): only the passages stating the answer are scored; the selection among them
+    is the search's; with none stating it, the whole pool."""
 
     def test_only_the_passages_stating_the_answer_are_scored(self):
         docs = dark_knight_pool()

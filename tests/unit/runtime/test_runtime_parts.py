@@ -198,7 +198,7 @@ def test_forget_prompts_empties_every_loaded_models_cache():
 
 
 def test_the_auxiliary_model_loads_on_its_first_call_not_at_warm_up(tmp_path):
-    """A cascade names the small model for its escalation only: warming the pipeline must not load it (memory)."""
+    """A cascade names the small model for its escalation only: warming the pipeline must not load it."""
     pytest.importorskip("haystack_integrations.components.generators.llama_cpp")  # llama-cpp-haystack
     llama = pytest.importorskip("haystack_cfrag.adapters.llama_cpp_logprobs")
     missing = str(tmp_path / "absent.gguf")
