@@ -47,15 +47,14 @@ are standard RAG's own: checked to be the same, then not repeated)."""
 ESCALATION: dict[str, dict[str, Any]] = {
     "causal_rag_auto": {"summarizer.chat_generator.model": EMBEDDED_SMALL_LLM,
                         "summarizer.summary_max_tokens": 32, "summarizer.summary_max_edges": 12},
-    "cdf_rag_auto": {"refiner.chat_generator.model": EMBEDDED_SMALL_LLM,
-                     "hallucination_checker.rewrite_mode": "follow_up"},
+    "cdf_rag_auto": {"refiner.chat_generator.model": EMBEDDED_SMALL_LLM},
 }
 """cascade -> what its escalation sets on its method's nodes, as parameter overrides (`node.init_parameter`,
 a dotted path into a part: `refiner.chat_generator.model`), named as in the method's own file. Issue 61's
 cheaper escalations, measured end to end (docs/cascade.md, "Cheaper escalations"): the refinement and the
-summary on the small model (the reader's prompt cache left to the answer), the rewrite as a follow-up
-turn, the summary's subgraph and reply capped. CER's screen (`screen=answer`) is not here: it gave up half
-of CER's PopQA wins."""
+summary on the small model (the reader's prompt cache left to the answer), the summary's subgraph and
+reply capped. Not here: CER's screen (`screen=answer`) and CDF-RAG's follow-up rewrite
+(`rewrite_mode=follow_up`), each of which gave up PopQA wins."""
 
 
 def composed(standard: dict[str, Any], method: dict[str, Any], prefix: str, shared: tuple[str, ...] = (),
