@@ -76,9 +76,7 @@ def pipeline_from_dict(
     """
     if not isinstance(data, dict) or "components" not in data:
         raise ValueError("A pipeline file must be a mapping with a 'components' section.")
-    data = renamed_types(data)
-    for key, value in (overrides or {}).items():
-        _apply_override(data, key, value)
+    data = with_overrides(renamed_types(data), overrides)
     patterns = list(PACKAGE_MODULES) + list(allowed_modules or [])
     check_classes(data, TRUSTED_PREFIXES + tuple(allowed_modules or ()))
     data = resolve_embedded_models(data)

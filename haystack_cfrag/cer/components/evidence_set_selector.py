@@ -308,9 +308,10 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
         self, query: str, pool: list[Document], answer: str, degradations: list[dict[str, Any]]
     ) -> dict[str, Any]:
         started = time.monotonic()
-        whole = pool
+        whole, read = pool, range(len(pool))
         if self.screen == "answer":
-            pool = [whole[i] for i in screen_pool(answer, [d.content or "" for d in whole], self.screen_max)]
+            read = screen_pool(answer, [d.content or "" for d in whole], self.screen_max)
+            pool = [whole[i] for i in read]
         scoring = SetScoring(
             self.support_scorer, query, answer, pool, settings=self.settings, entailment=self.entailment,
             pmi_scale=self.pmi_scale, contradiction=self.contradiction,
@@ -356,7 +357,7 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
             quality_calls=scoring.sets, scorer_calls=scoring.calls, seconds=time.monotonic() - started,
         )
         if self.screen != "off":
-            trace["screened_out"] = [d.id for d in whole if all(d is not kept for kept in pool)]
+            trace["screened_out"] = [d.id for i, d in enumerate(whole) if i not in read]
         kept = [
             with_meta(pool[i], **{NECESSITY_KEY: nec, DELETION_KEY: dele, RANK_KEY: rank})
             for rank, (i, nec, dele) in enumerate(
