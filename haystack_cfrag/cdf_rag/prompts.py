@@ -137,13 +137,15 @@ told which answer was flagged. Same placeholders as REWRITE_PROMPT."""
 FOLLOW_UP_REWRITE_PROMPT = """Your answer was checked against the documents above, statement by statement, and these of
 its statements are not supported by them:
 {unsupported}
-Rewrite the answer so that every statement is supported by the documents: keep what they support, correct
-or remove the rest. Use only the documents.
+Answer the question again, using only the documents: keep your answer if a document supports it, correct it
+if not. Give the answer in the same short form as before (a name, a date, a few words), not as a sentence.
 
 Reply in this format:
-Answer: <the rewritten short answer only>"""
+Answer: <the short answer only>"""
 """`REWRITE_PROMPT` as the second turn after the answer (`rewrite_mode="follow_up"`): the evidence and the
-question are the answer prompt's, already read; only {unsupported} is filled in (the others are ignored)."""
+question are the answer prompt's, already read; only {unsupported} is filled in (the others are ignored).
+It asks for the short form again: asked only to rewrite, the reader wrote one-word answers as sentences
+(PopQA, issue 61)."""
 
 REWRITE_PROMPTS = {"correct": REWRITE_PROMPT, "reanswer": REANSWER_PROMPT,
                    "follow_up": FOLLOW_UP_REWRITE_PROMPT}

@@ -18,6 +18,7 @@ from haystack_cfrag.cdf_rag.math.checks import (
     SHORT_ANSWER_WORDS,
     SUPPORT_RANGE,
     SUPPORT_THRESHOLD,
+    follow_up_kept,
     hallucination_score,
     should_rewrite,
     split_claims,
@@ -256,6 +257,7 @@ class _Check(Correction):
         self.supported: list[bool] = []
         self.s_hall: float | None = None
         self.decision = UNDEFINED
+        self.followed_up = False
 
     def scored(self, supports: list[float] | None, error: Exception | None) -> None:
         if error is not None:
@@ -280,12 +282,20 @@ class _Check(Correction):
         if self.checker.rewrite_mode == FOLLOW_UP and not self.checker.prompt_template:
             if self.answer_prompt is not None:
                 request = template.format(unsupported=render_claims(unsupported))
+                self.followed_up = True
                 return follow_up(self.answer_prompt, self.reply, request)
             self.note = "follow_up without the answer prompt: the correct prompt"
             template = REWRITE_PROMPT
         return template.format(query=self.query, evidence=render_evidence(self.documents,
                                                                            self.checker.max_evidence_chars),
                                answer=self.original, unsupported=render_claims(unsupported))
+
+    def replied(self, text: str) -> None:
+        kept = follow_up_kept(self.original, text, short_answer_words=self.checker.short_answer_words) \
+            if self.followed_up else None
+        if kept is not None:
+            self.answer, self.changed = self.original, False
+            self.note = f"the follow-up rewrite was kept out ({kept}): {text[:200]}"
 
     def outputs(self) -> dict[str, Any]:
         claims = [

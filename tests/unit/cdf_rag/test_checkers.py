@@ -443,3 +443,24 @@ def test_the_follow_up_rewrite_continues_the_answers_conversation():
     [[only]] = gen.calls
     assert only.text.startswith(REWRITE_PROMPT.split("{evidence}")[0]) and alone["answer"] == "Christian Bale"
     assert alone["trace"]["rewrite_note"] == "follow_up without the answer prompt: the correct prompt"
+
+
+def test_a_follow_up_rewrite_that_restates_the_answer_keeps_it():
+    """Asked as a follow-up, the reader restated one-word answers as sentences (PopQA, issue 61): a rewrite
+    that contains the answer, or runs well past its length, keeps the answer in its short form; a short
+    change replaces it; the paper's rewrite ("correct") is taken as written."""
+    scorer = ReplyTableScorer({}, {" Heath Ledger": -3.0})
+    reply = ChatMessage.from_assistant("Answer: Heath Ledger")
+
+    def rewrite(text: str, mode: str = "follow_up") -> dict:
+        checker = HallucinationChecker(support_scorer=scorer, chat_generator=ConversationRecorder(text),
+                                       answer_prefix="Answer:", rewrite_mode=mode)
+        return checker.run(query=Q, documents=DOCS, replies=[reply], prompt=ANSWER_PROMPT)
+
+    kept = rewrite("Answer: Heath Ledger played the Joker, not Batman.")
+    assert kept["answer"] == "Heath Ledger" and kept["rewritten"] is False
+    assert kept["trace"]["rewrite_note"].startswith("the follow-up rewrite was kept out (restated): Heath Ledger")
+    sentence = rewrite("Answer: The film's lead actor was Christian Bale, who played Batman.")
+    assert sentence["answer"] == "Heath Ledger" and "(not short)" in sentence["trace"]["rewrite_note"]
+    assert rewrite("Answer: Christian Bale played Batman.")["answer"] == "Christian Bale played Batman."
+    assert rewrite("Answer: Heath Ledger played the Joker.", "correct")["answer"] == "Heath Ledger played the Joker."
