@@ -35,6 +35,8 @@ PARAMETERS: dict[str, Parameter] = {
                   help="before any scoring, keep only the passages that state the answer (all when none does)"),
         Parameter("screen_max", "selector", "screen_max", int, low=1,
                   help="with screen=answer, the search reads at most the first this many screened passages"),
+        Parameter("max_rounds", "selector", "max_rounds", int, low=1,
+                  help="the search's forward rounds at most; short of θ then, the whole pool by that round's scores"),
     )
 }
 

@@ -13,7 +13,7 @@ from haystack_cfrag.cer.components.set_scoring import VERIFY_QUESTION  # noqa: F
 from haystack_cfrag.cer.components.set_scoring import SetScoring
 from haystack_cfrag.cer.math.hard_negatives import hard_negatives
 from haystack_cfrag.cer.math.screen import SCREENS, screen_pool
-from haystack_cfrag.cer.math.search import MemoisedQuality, minimal_sufficient_set, set_effects
+from haystack_cfrag.cer.math.search import MemoisedQuality, minimal_sufficient_set, set_effects, unmeasured_effects
 from haystack_cfrag.cer.math.settings import (
     ALPHA,
     DELTA,
@@ -128,6 +128,7 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
         skip_decided: bool = True,
         screen: str = "off",
         screen_max: int | None = None,
+        max_rounds: int | None = None,
         raise_on_failure: bool = False,
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
     ) -> None:
@@ -155,6 +156,9 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
             prefix that reached θ rather than the whole forward set (docs/cer.md).
         :param skip_decided: do not score a set whose outcome F̂'s free upper bound (p_entail = 1,
             p_contra = 0) already decides; the selection is the same (docs/cer.md, "Cost").
+        :param max_rounds: the search's forward rounds, at most (None: Algorithm 1's stops). A set short of θ
+            after them is the whole pool, most useful first by that round's scores, unscored past them, unpruned,
+            without effects (`cer_necessity` None): issue 61's cheaper escalation (docs/cer.md, "Cost").
         :param raise_on_failure: raise when the draft or a scoring fails instead of degrading to the top passages.
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
         """
@@ -188,6 +192,8 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
         check_optional_int("screen_max", screen_max, 1)
         self.screen = screen
         self.screen_max = screen_max
+        check_optional_int("max_rounds", max_rounds, 1)
+        self.max_rounds = max_rounds
         self.raise_on_failure = raise_on_failure
         self.max_query_chars = max_query_chars
 
@@ -213,6 +219,7 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
             skip_decided=self.skip_decided,
             screen=self.screen,
             screen_max=self.screen_max,
+            max_rounds=self.max_rounds,
             raise_on_failure=self.raise_on_failure,
             max_query_chars=self.max_query_chars,
         )
@@ -327,10 +334,14 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
                 prune_unnecessary=self.prune_unnecessary,
                 best_prefix=self.best_prefix,
                 bound=scoring.bound if self.skip_decided else None,
+                max_rounds=self.max_rounds,
             )
             texts = [d.content or "" for d in pool]
-            replacements = hard_negatives(texts, result.kept) if self.replacement else {}
-            effects = set_effects(result.kept, quality, replacements=replacements, alpha=self.settings.alpha)
+            if result.unscored:  # the unscored set's effects would cost the scorings max_rounds saved
+                replacements, effects = {}, unmeasured_effects(result.kept)
+            else:
+                replacements = hard_negatives(texts, result.kept) if self.replacement else {}
+                effects = set_effects(result.kept, quality, replacements=replacements, alpha=self.settings.alpha)
         except Exception as exc:
             if self.raise_on_failure:
                 raise RuntimeError(f"{COMPONENT}: support scoring failed: {exc}") from exc

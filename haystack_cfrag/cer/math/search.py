@@ -65,6 +65,7 @@ Bound = Callable[[tuple[int, ...]], float]
 STOP_DELTA = "delta"
 STOP_K_MAX = "k_max"
 STOP_POOL = "pool"
+STOP_ROUNDS = "rounds"
 
 
 class MemoisedQuality:
@@ -125,8 +126,10 @@ class SearchResult:
     - `pruned`: the passages reverse pruning removed, in order of removal.
     - `cut`: the forward passages `best_prefix` dropped before pruning (in order of addition).
     - `initial_quality`: F̂(∅); `quality`: F̂(kept); `reached`: F̂(kept) ≥ θ.
-    - `stop`: why the forward phase stopped ("delta", "k_max" or "pool").
+    - `stop`: why the forward phase stopped ("delta", "k_max", "pool" or "rounds": `max_rounds`).
     - `quality_calls`: quality calls this search made (memoised: distinct sets only).
+    - `unscored`: the passages `max_rounds` added after its last round without scoring them (the end of
+      `kept`, in that round's utility order); with any, `quality` and `reached` are the scored prefix's.
     """
 
     kept: tuple[int, ...]
@@ -140,6 +143,7 @@ class SearchResult:
     quality_calls: int
     theta: float = field(default=THETA)
     cut: tuple[int, ...] = ()
+    unscored: tuple[int, ...] = ()
 
     @property
     def qualities(self) -> list[float]:
@@ -159,6 +163,7 @@ def minimal_sufficient_set(
     prune_unnecessary: bool = True,
     best_prefix: bool = True,
     bound: Bound | None = None,
+    max_rounds: int | None = None,
 ) -> SearchResult:
     """Algorithm 1 over a pool of `n` passages: forward greedy with the δ two-round stop, then reverse pruning.
 
@@ -173,6 +178,11 @@ def minimal_sufficient_set(
     :param best_prefix: without a two-round stop, go back to the best forward prefix that reached θ (module doc).
     :param bound: an upper bound on F̂(S) costing no call: the sets whose outcome it decides are
         not scored, the selection is the same (module doc). None = every candidate scored.
+    :param max_rounds: stop the forward phase after this many rounds (≥ 1; None = Algorithm 1's stops). A set
+        that reached θ is pruned as usual; one that did not gets the rest of the pool after it, unscored, in
+        the last round's utility order (candidates that round did not score last, in pool order), and is not
+        pruned: the whole pool, most useful first, for `max_rounds` rounds of scorings (issue 61: CER's
+        wins on PopQA were such reorderings).
 
     >>> table = {(): 0.0, (0,): 0.5, (1,): 0.4, (2,): 0.4, (0, 1): 0.6, (0, 2): 0.6, (1, 2): 0.95,
     ...          (0, 1, 2): 0.95}
@@ -183,9 +193,14 @@ def minimal_sufficient_set(
     ...                                bound=lambda s: 0.5 if len(s) == 1 else 1.0)  # no single passage > 0.5
     >>> cheap.kept == result.kept, cheap.quality_calls, result.quality_calls
     (True, 6, 8)
+    >>> ranked = minimal_sufficient_set(3, lambda s: table[tuple(sorted(s))], max_rounds=1)
+    >>> ranked.kept, ranked.unscored, ranked.stop, ranked.quality, ranked.quality_calls
+    ((0, 1, 2), (1, 2), 'rounds', 0.5, 4)
     """
     check_int("n", n, 0)
     check_int("min_size", min_size, 0)
+    if max_rounds is not None:
+        check_int("max_rounds", max_rounds, 1)
     if lengths is not None and len(lengths) != n:
         raise ValueError(f"'lengths' must have one entry per passage ({n}), got {len(lengths)}.")
     q = quality if isinstance(quality, MemoisedQuality) else MemoisedQuality(quality)
@@ -193,7 +208,16 @@ def minimal_sufficient_set(
     scored = q if bound is None else _Checked(q, bound)
 
     theta = settings.theta
-    chosen, steps, stop = _forward(n, scored, lengths, gain, uncertainty, bound, settings)
+    chosen, steps, stop = _forward(n, scored, lengths, gain, uncertainty, bound, settings, max_rounds)
+    if stop == STOP_ROUNDS and steps and steps[-1].quality < theta:
+        rest = [d for d in range(n) if d not in chosen]
+        last = steps[-1].utilities
+        tail = tuple(sorted(rest, key=lambda d: (d not in last, -last.get(d, 0.0), d)))
+        return SearchResult(
+            kept=chosen + tail, forward=chosen, steps=tuple(steps), pruned=(), initial_quality=q(()),
+            quality=steps[-1].quality, reached=False, stop=stop, quality_calls=q.calls - calls_before,
+            theta=theta, unscored=tail,
+        )
     start = _best_prefix(chosen, steps, theta, min_size) if best_prefix and stop != STOP_DELTA else chosen
     kept, pruned = _prune(start, scored, bound, settings, min_size=min_size, unnecessary=prune_unnecessary)
     final = q(kept)
@@ -234,6 +258,7 @@ def _forward(
     uncertainty: Gain | None,
     bound: Bound | None,
     settings: CerSettings,
+    max_rounds: int | None = None,
 ) -> tuple[tuple[int, ...], list[Step], str]:
     chosen: tuple[int, ...] = ()
     current = q(chosen)
@@ -245,6 +270,8 @@ def _forward(
             return chosen, steps, STOP_POOL
         if len(chosen) >= settings.k_max:
             return chosen, steps, STOP_K_MAX
+        if max_rounds is not None and len(steps) >= max_rounds:
+            return chosen, steps, STOP_ROUNDS
 
         def value(d: int, tau: float, c: tuple[int, ...] = chosen) -> float:
             sigma = uncertainty(c, d) if uncertainty is not None else 0.0
@@ -348,13 +375,24 @@ def _prune(
 
 @dataclass(frozen=True)
 class Effects:
-    """Per kept passage (in the order of `kept`): Δy_del, Δy_rep (None without a replacement), Δy, Nec."""
+    """Per kept passage (in the order of `kept`): Δy_del, Δy_rep (None without a replacement), Δy, Nec.
+    None throughout: not measured (`unmeasured_effects`)."""
 
     kept: tuple[int, ...]
-    deletion: tuple[float, ...]
+    deletion: tuple[float | None, ...]
     replacement: tuple[float | None, ...]
-    fused: tuple[float, ...]
-    necessity: tuple[float, ...]
+    fused: tuple[float | None, ...]
+    necessity: tuple[float | None, ...]
+
+
+def unmeasured_effects(kept: Sequence[int]) -> Effects:
+    """The effects of a set they were not measured for (a `max_rounds` set with unscored passages): None each.
+
+    >>> unmeasured_effects((2, 0)).necessity
+    (None, None)
+    """
+    none = (None,) * len(tuple(kept))
+    return Effects(kept=tuple(kept), deletion=none, replacement=none, fused=none, necessity=none)
 
 
 def set_effects(
@@ -404,6 +442,7 @@ __all__ = [
     "STOP_DELTA",
     "STOP_K_MAX",
     "STOP_POOL",
+    "STOP_ROUNDS",
     "Bound",
     "Effects",
     "Gain",
@@ -413,4 +452,5 @@ __all__ = [
     "Step",
     "minimal_sufficient_set",
     "set_effects",
+    "unmeasured_effects",
 ]

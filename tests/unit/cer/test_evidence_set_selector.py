@@ -450,3 +450,40 @@ def test_screen_max_keeps_the_first_screened_passages():
     with pytest.raises(ValueError, match="'screen_max'"):
         make(screen="answer", screen_max=0)
     assert EvidenceSetSelector.from_dict(make(screen_max=3).to_dict()).screen_max == 3
+
+
+class TestMaxRounds:
+    """`max_rounds` (issue 61): the forward phase stops after so many rounds; a set short of θ is then the whole
+    pool, most useful first by the last round's scores, with nothing more scored."""
+
+    def test_a_set_that_reached_theta_is_the_searchs(self):
+        docs = dark_knight_pool()
+        whole, capped = FakeScorer(), FakeScorer()
+        out_whole = make(support_scorer=whole).run(query=dk.QUESTION, documents=docs, answer="Christian Bale")
+        out = make(support_scorer=capped, max_rounds=1).run(query=dk.QUESTION, documents=docs,
+                                                            answer="Christian Bale")
+        assert [d.id for d in out["documents"]] == [d.id for d in out_whole["documents"]] == ["cast"]
+        assert out["trace"]["stop"] == "rounds" and out["trace"]["reached"]
+        assert len(capped.calls) < len(whole.calls)
+
+    def test_short_of_theta_the_whole_pool_by_the_rounds_scores(self):
+        docs = dark_knight_pool()
+        scorer = FakeScorer(marker="Gotham")  # the passages naming Gotham support "Adam West" a little more
+        out = make(support_scorer=scorer, max_rounds=1, skip_decided=False).run(
+            query=dk.QUESTION, documents=docs, answer="Adam West")
+        trace = out["trace"]
+        pool = trace["pool"]
+        utilities = trace["steps"][0]["utilities"]
+        assert len(trace["steps"]) == 1 and trace["stop"] == "rounds" and not trace["reached"]
+        assert sorted(trace["kept"]) == sorted(pool)  # the whole pool, nothing pruned
+        ranked = sorted(pool, key=lambda i: (-utilities[i], pool.index(i)))
+        assert trace["kept"] == ranked and [d.id for d in out["documents"]] == ranked
+        assert {ids for _, _, ids in scorer.calls if ids} == {(i,) for i in pool}  # singletons only: one round
+        assert all(d.meta[NECESSITY_KEY] is None for d in out["documents"])  # effects not measured
+        assert any("θ was not reached" in d["reason"] for d in out["degradations"])
+
+    def test_max_rounds_is_checked_and_round_trips(self):
+        with pytest.raises(ValueError, match="'max_rounds'"):
+            make(max_rounds=0)
+        assert EvidenceSetSelector.from_dict(make(max_rounds=2).to_dict()).max_rounds == 2
+        assert make().to_dict()["init_parameters"]["max_rounds"] is None
