@@ -49,6 +49,7 @@ def selection_trace(
         "forward": [ids[i] for i in result.forward],
         "pruned": [ids[i] for i in result.pruned],
         "cut": [ids[i] for i in result.cut],
+        "unscored": [ids[i] for i in result.unscored],
         "kept": kept,
         "quality": result.quality,
         "reached": result.reached,
@@ -88,7 +89,7 @@ def format_trace(trace: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-RECORDED = ("pool", "kept", "pruned", "cut", "quality", "reached", "stop", "scorer_calls")
+RECORDED = ("pool", "kept", "pruned", "cut", "unscored", "quality", "reached", "stop", "scorer_calls")
 """What an evaluation record keeps of the selector's trace: enough for evidence size and cost."""
 
 

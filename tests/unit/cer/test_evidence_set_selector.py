@@ -478,6 +478,7 @@ class TestMaxRounds:
         assert sorted(trace["kept"]) == sorted(pool)  # the whole pool, nothing pruned
         ranked = sorted(pool, key=lambda i: (-utilities[i], pool.index(i)))
         assert trace["kept"] == ranked and [d.id for d in out["documents"]] == ranked
+        assert trace["unscored"] == ranked[1:]
         assert {ids for _, _, ids in scorer.calls if ids} == {(i,) for i in pool}  # singletons only: one round
         assert all(d.meta[NECESSITY_KEY] is None for d in out["documents"])  # effects not measured
         assert any("θ was not reached" in d["reason"] for d in out["degradations"])
