@@ -36,7 +36,8 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter("screen_max", "selector", "screen_max", int, low=1,
                   help="with screen=answer, the search reads at most the first this many screened passages"),
         Parameter("max_rounds", "selector", "max_rounds", int, low=1,
-                  help="the search's forward rounds at most; short of θ then, the whole pool by that round's scores"),
+                  help="the search's forward rounds at most; short of θ then, the whole pool by "
+                       "that round's scores"),
     )
 }
 

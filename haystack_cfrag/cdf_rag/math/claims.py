@@ -31,7 +31,8 @@ knowledge rewrite); "reanswer" asks for a fresh answer from the evidence, naming
 "follow_up" asks "correct"'s question as a second turn of the conversation that wrote the answer (the
 answer prompt, the reply, then the request), so llama.cpp, which still holds that prompt, reads only the
 request (issue 61's shared prefix; without the answer prompt it is "correct"); it asks for the answer's
-short form again and keeps a short answer its rewrite restates or answers with a sentence (`follow_up_kept`)."""
+short form again and keeps a short answer its rewrite restates or answers with a sentence
+(`follow_up_kept`)."""
 MAX_CLAIMS = 12
 """Claims past this many are joined into the last one (bounds the scorer calls per answer)."""
 SHORT_ANSWER_WORDS = 8
@@ -138,10 +139,12 @@ def should_rewrite(s_hall: float | None, delta: float = DELTA) -> bool:
 
 
 def restates(original: str, rewrite: str) -> bool:
-    """Whether `rewrite` states `original` again inside a longer text (its normalised tokens, in order, as a run).
+    """Whether `rewrite` states `original` again in a longer text (its normalised tokens in order, as a run).
 
-    >>> restates("Rabbi", "Ludwig Lichtschein was a Hungarian rabbi."), restates("Politician", "He is an actor.")
-    (True, False)
+    >>> restates("Rabbi", "Ludwig Lichtschein was a Hungarian rabbi.")
+    True
+    >>> restates("Politician", "He is an actor.")
+    False
     >>> restates("film director", "Film director"), restates("", "anything")
     (False, False)
     """
@@ -151,7 +154,8 @@ def restates(original: str, rewrite: str) -> bool:
     return any(long[i:i + len(short)] == short for i in range(len(long) - len(short) + 1))
 
 
-def follow_up_kept(original: str, rewrite: str, *, short_answer_words: int = SHORT_ANSWER_WORDS) -> str | None:
+def follow_up_kept(original: str, rewrite: str, *,
+                   short_answer_words: int = SHORT_ANSWER_WORDS) -> str | None:
     """Why a follow-up rewrite leaves a short answer as it was, or None when the rewrite replaces it.
 
     Asked as a follow-up, the reader restated one-word answers as sentences ("Rabbi" → "Ludwig
@@ -164,7 +168,7 @@ def follow_up_kept(original: str, rewrite: str, *, short_answer_words: int = SHO
     'restated'
     >>> follow_up_kept("Politician", "Petru Vlah is an actor.")
     'not short'
-    >>> follow_up_kept("Rhine", "The Moselle River"), follow_up_kept("He was born in India. " * 2, "He was born.")
+    >>> follow_up_kept("Rhine", "The Moselle River"), follow_up_kept("He lived in India. " * 2, "He lived.")
     (None, None)
     """
     words = len(original.split())

@@ -13,7 +13,12 @@ from haystack_cfrag.cer.components.set_scoring import VERIFY_QUESTION  # noqa: F
 from haystack_cfrag.cer.components.set_scoring import SetScoring
 from haystack_cfrag.cer.math.hard_negatives import hard_negatives
 from haystack_cfrag.cer.math.screen import SCREENS, screen_pool
-from haystack_cfrag.cer.math.search import MemoisedQuality, minimal_sufficient_set, set_effects, unmeasured_effects
+from haystack_cfrag.cer.math.search import (
+    MemoisedQuality,
+    minimal_sufficient_set,
+    set_effects,
+    unmeasured_effects,
+)
 from haystack_cfrag.cer.math.settings import (
     ALPHA,
     DELTA,
@@ -156,9 +161,9 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
             prefix that reached θ rather than the whole forward set (docs/cer.md).
         :param skip_decided: do not score a set whose outcome F̂'s free upper bound (p_entail = 1,
             p_contra = 0) already decides; the selection is the same (docs/cer.md, "Cost").
-        :param max_rounds: the search's forward rounds, at most (None: Algorithm 1's stops). A set short of θ
-            after them is the whole pool, most useful first by that round's scores, unscored past them, unpruned,
-            without effects (`cer_necessity` None): issue 61's cheaper escalation (docs/cer.md, "Cost").
+        :param max_rounds: the search's forward rounds, at most (None: Algorithm 1's stops). A set short of
+            θ after them is the whole pool, most useful first by that round's scores, unscored past them,
+            unpruned, without effects (`cer_necessity` None): issue 61's cheaper escalation (docs/cer.md).
         :param raise_on_failure: raise when the draft or a scoring fails instead of degrading to the top passages.
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
         """
@@ -341,7 +346,8 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
                 replacements, effects = {}, unmeasured_effects(result.kept)
             else:
                 replacements = hard_negatives(texts, result.kept) if self.replacement else {}
-                effects = set_effects(result.kept, quality, replacements=replacements, alpha=self.settings.alpha)
+                effects = set_effects(result.kept, quality, replacements=replacements,
+                                      alpha=self.settings.alpha)
         except Exception as exc:
             if self.raise_on_failure:
                 raise RuntimeError(f"{COMPONENT}: support scoring failed: {exc}") from exc

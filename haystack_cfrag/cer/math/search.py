@@ -178,11 +178,11 @@ def minimal_sufficient_set(
     :param best_prefix: without a two-round stop, go back to the best forward prefix that reached θ (module doc).
     :param bound: an upper bound on F̂(S) costing no call: the sets whose outcome it decides are
         not scored, the selection is the same (module doc). None = every candidate scored.
-    :param max_rounds: stop the forward phase after this many rounds (≥ 1; None = Algorithm 1's stops). A set
-        that reached θ is pruned as usual; one that did not gets the rest of the pool after it, unscored, in
-        the last round's utility order (candidates that round did not score last, in pool order), and is not
-        pruned: the whole pool, most useful first, for `max_rounds` rounds of scorings (issue 61: CER's
-        wins on PopQA were such reorderings).
+    :param max_rounds: stop the forward phase after this many rounds (≥ 1; None: Algorithm 1's stops).
+        A set that reached θ is pruned as usual; one that did not gets the rest of the pool after it,
+        unscored, in the last round's utility order (candidates that round did not score last, in pool
+        order), and is not pruned: the whole pool, most useful first, for `max_rounds` rounds of scorings
+        (issue 61: CER's wins on PopQA were such reorderings).
 
     >>> table = {(): 0.0, (0,): 0.5, (1,): 0.4, (2,): 0.4, (0, 1): 0.6, (0, 2): 0.6, (1, 2): 0.95,
     ...          (0, 1, 2): 0.95}

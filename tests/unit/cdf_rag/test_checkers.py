@@ -459,8 +459,10 @@ def test_a_follow_up_rewrite_that_restates_the_answer_keeps_it():
 
     kept = rewrite("Answer: Heath Ledger played the Joker, not Batman.")
     assert kept["answer"] == "Heath Ledger" and kept["rewritten"] is False
-    assert kept["trace"]["rewrite_note"].startswith("the follow-up rewrite was kept out (restated): Heath Ledger")
+    note = kept["trace"]["rewrite_note"]
+    assert note.startswith("the follow-up rewrite was kept out (restated): Heath Ledger")
     sentence = rewrite("Answer: The film's lead actor was Christian Bale, who played Batman.")
     assert sentence["answer"] == "Heath Ledger" and "(not short)" in sentence["trace"]["rewrite_note"]
     assert rewrite("Answer: Christian Bale played Batman.")["answer"] == "Christian Bale played Batman."
-    assert rewrite("Answer: Heath Ledger played the Joker.", "correct")["answer"] == "Heath Ledger played the Joker."
+    correct = rewrite("Answer: Heath Ledger played the Joker.", "correct")
+    assert correct["answer"] == "Heath Ledger played the Joker."

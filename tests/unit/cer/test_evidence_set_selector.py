@@ -453,8 +453,8 @@ def test_screen_max_keeps_the_first_screened_passages():
 
 
 class TestMaxRounds:
-    """`max_rounds` (issue 61): the forward phase stops after so many rounds; a set short of θ is then the whole
-    pool, most useful first by the last round's scores, with nothing more scored."""
+    """`max_rounds` (issue 61): the forward phase stops after so many rounds; a set short of θ is then the
+    whole pool, most useful first by the last round's scores, with nothing more scored."""
 
     def test_a_set_that_reached_theta_is_the_searchs(self):
         docs = dark_knight_pool()
@@ -479,7 +479,7 @@ class TestMaxRounds:
         ranked = sorted(pool, key=lambda i: (-utilities[i], pool.index(i)))
         assert trace["kept"] == ranked and [d.id for d in out["documents"]] == ranked
         assert trace["unscored"] == ranked[1:]
-        assert {ids for _, _, ids in scorer.calls if ids} == {(i,) for i in pool}  # singletons only: one round
+        assert {ids for _, _, ids in scorer.calls if ids} == {(i,) for i in pool}  # singletons: one round
         assert all(d.meta[NECESSITY_KEY] is None for d in out["documents"])  # effects not measured
         assert any("θ was not reached" in d["reason"] for d in out["degradations"])
 
