@@ -257,7 +257,6 @@ class _Check(Correction):
         self.supported: list[bool] = []
         self.s_hall: float | None = None
         self.decision = UNDEFINED
-        self.followed_up = False
 
     def scored(self, supports: list[float] | None, error: Exception | None) -> None:
         if error is not None:
@@ -279,16 +278,21 @@ class _Check(Correction):
     def prompt(self) -> str | list[ChatMessage]:
         unsupported = [c for c, ok in zip(self.claims, self.supported, strict=True) if not ok]
         template = self.checker.prompt_template or REWRITE_PROMPTS[self.checker.rewrite_mode]
+        if self.followed_up:
+            request = template.format(unsupported=render_claims(unsupported))
+            return follow_up(self.answer_prompt, self.reply, request)
         if self.checker.rewrite_mode == FOLLOW_UP and not self.checker.prompt_template:
-            if self.answer_prompt is not None:
-                request = template.format(unsupported=render_claims(unsupported))
-                self.followed_up = True
-                return follow_up(self.answer_prompt, self.reply, request)
             self.note = "follow_up without the answer prompt: the correct prompt"
             template = REWRITE_PROMPT
         return template.format(query=self.query, evidence=render_evidence(self.documents,
                                                                            self.checker.max_evidence_chars),
                                answer=self.original, unsupported=render_claims(unsupported))
+
+    @property
+    def followed_up(self) -> bool:
+        """Whether the rewrite is the follow-up turn: the mode, no template of the user's, an answer prompt."""
+        mode, custom = self.checker.rewrite_mode, self.checker.prompt_template
+        return mode == FOLLOW_UP and not custom and self.answer_prompt is not None
 
     def replied(self, text: str) -> None:
         kept = follow_up_kept(self.original, text, short_answer_words=self.checker.short_answer_words) \

@@ -341,10 +341,10 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
                 bound=scoring.bound if self.skip_decided else None,
                 max_rounds=self.max_rounds,
             )
-            texts = [d.content or "" for d in pool]
             if result.unscored:  # the unscored set's effects would cost the scorings max_rounds saved
                 replacements, effects = {}, unmeasured_effects(result.kept)
             else:
+                texts = [d.content or "" for d in pool]
                 replacements = hard_negatives(texts, result.kept) if self.replacement else {}
                 effects = set_effects(result.kept, quality, replacements=replacements,
                                       alpha=self.settings.alpha)
