@@ -290,7 +290,7 @@ class _Check(Correction):
 
     @property
     def followed_up(self) -> bool:
-        """Whether the rewrite is the follow-up turn: the mode, no template of the user's, an answer prompt."""
+        """Whether the rewrite is the follow-up turn (that mode, no custom template, an answer prompt)."""
         mode, custom = self.checker.rewrite_mode, self.checker.prompt_template
         return mode == FOLLOW_UP and not custom and self.answer_prompt is not None
 
