@@ -33,7 +33,7 @@ PARAMETERS: dict[str, Parameter] = {
                   help="the rewrite: correct the unsupported statements, or answer again naming the flagged one"),
         Parameter("merge_mode", "merger", "merge_mode", str, choices=MERGE_MODES,
                   help="the dual-path merge: reciprocal rank fusion, dense/graph interleaving, or the dense "
-                       "order then the graph's other passages"),
+                       "passages alone (ablation)"),
         Parameter("refiner_model", "refiner", "chat_generator.model", str, choices=AUXILIARY_MODELS,
                   help="the model that refines the question: the reader, or the small auxiliary model"),
     )

@@ -9,7 +9,7 @@ component, the key and the placeholder).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from haystack_cfrag.common.prompting import (  # noqa: F401  (re-exported)
     check_prompt_templates,
@@ -134,21 +134,7 @@ Answer: <the short answer only>"""
 statement of a one-claim answer, the reader repeats it (docs/cdf_rag.md); here it answers again,
 told which answer was flagged. Same placeholders as REWRITE_PROMPT."""
 
-FOLLOW_UP_REWRITE_PROMPT = """Your answer was checked against the documents above, statement by statement, and these of
-its statements are not supported by them:
-{unsupported}
-Answer the question again, using only the documents: keep your answer if a document supports it, correct it
-if not. Give the answer in the same short form as before (a name, a date, a few words), not as a sentence.
-
-Reply in this format:
-Answer: <the short answer only>"""
-"""`REWRITE_PROMPT` as the second turn after the answer (`rewrite_mode="follow_up"`): the evidence and the
-question are the answer prompt's, already read; only {unsupported} is filled in (the others are ignored).
-It asks for the short form again: asked only to rewrite, the reader wrote one-word answers as sentences
-(PopQA, issue 61)."""
-
-REWRITE_PROMPTS = {"correct": REWRITE_PROMPT, "reanswer": REANSWER_PROMPT,
-                   "follow_up": FOLLOW_UP_REWRITE_PROMPT}
+REWRITE_PROMPTS = {"correct": REWRITE_PROMPT, "reanswer": REANSWER_PROMPT}
 """The hallucination checker's rewrite prompt by `rewrite_mode`."""
 
 REFINEMENT_PROMPTS = {"choose": CHOOSE_PROMPT, "expand": EXPAND_PROMPT, "simplify": SIMPLIFY_PROMPT,
@@ -182,7 +168,6 @@ __all__ = [
     "CHOOSE_PROMPT",
     "DECOMPOSE_PROMPT",
     "EXPAND_PROMPT",
-    "FOLLOW_UP_REWRITE_PROMPT",
     "NO_EDGES_TEXT",
     "PAPER_EXPAND_PROMPT",
     "REFINEMENT_PROMPTS",

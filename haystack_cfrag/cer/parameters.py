@@ -11,7 +11,6 @@ check a value exactly as the component does. None is per request: each builds th
 from __future__ import annotations
 
 from haystack_cfrag.cer.components.evidence_set_selector import ENTAILMENT
-from haystack_cfrag.cer.math.screen import SCREENS
 from haystack_cfrag.cer.math.settings import OPEN_BELOW, RANGES
 from haystack_cfrag.common.parameters import Parameter
 
@@ -31,10 +30,6 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter("mu", "selector", "mu", float, **_span("mu"), help="length cost per 1000 words of a passage"),
         Parameter("entailment", "selector", "entailment", str, choices=ENTAILMENT,
                   help="p_entail from the reader's support, or from its evidence-erased PMI"),
-        Parameter("screen", "selector", "screen", str, choices=SCREENS,
-                  help="before any scoring, keep only the passages that state the answer (all when none does)"),
-        Parameter("screen_max", "selector", "screen_max", int, low=1,
-                  help="with screen=answer, the search reads at most the first this many screened passages"),
         Parameter("max_rounds", "selector", "max_rounds", int, low=1,
                   help="the search's forward rounds at most; short of θ then, the whole pool by "
                        "that round's scores"),

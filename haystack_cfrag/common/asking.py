@@ -44,16 +44,6 @@ OWN: Any = object()
 """`ask`'s default for `timeout_s` and `generation_kwargs`: the component's own."""
 
 
-def follow_up(messages: list[ChatMessage], reply: str, request: str) -> list[ChatMessage]:
-    """A conversation asked again: `messages`, the reader's `reply` to them, then `request` (a new user turn).
-    A llama.cpp reader that has just answered `messages` reuses them as the prompt's prefix: it reads the turn.
-
-    >>> [m.text for m in follow_up([ChatMessage.from_user("Who?")], "Answer: Bale", "Shorter?")]
-    ['Who?', 'Answer: Bale', 'Shorter?']
-    """
-    return [*messages, ChatMessage.from_assistant(reply), ChatMessage.from_user(request)]
-
-
 def chat_kwargs(generator: Any, prompt: Prompt, generation_kwargs: dict[str, Any] | None) -> dict[str, Any]:
     """The chat call's arguments: the messages, and the generation arguments where the generator takes them."""
     if isinstance(prompt, str):
@@ -148,4 +138,4 @@ class AsksChatGenerator:
         return None, exc
 
 
-__all__ = ["OWN", "Asked", "AskedResult", "AsksChatGenerator", "Prompt", "chat_kwargs", "follow_up"]
+__all__ = ["OWN", "Asked", "AskedResult", "AsksChatGenerator", "Prompt", "chat_kwargs"]

@@ -50,10 +50,8 @@ class DualPathRetriever(InjectedParts):
     with the graph copy's meta keys it lacks. Order: reciprocal rank fusion (`merge_mode="rrf"`,
     the default: Σ 1/(k + rank), k = 60, in `meta["cfrag_rrf_score"]`; rank-based, so the two
     paths' scores need no common scale, and a passage both found comes first) or
-    `"interleave"` (dense 1, graph 1, dense 2, …), `"dense_first"` (the dense order, then the graph
-    path's other passages: the prompt begins as standard RAG's did), or `"dense_only"` (the ablation
-    without the graph path: the dense passages alone, the graph path's counted in the trace); then cut
-    to `top_k`.
+    `"interleave"` (dense 1, graph 1, dense 2, …) or `"dense_only"` (the ablation without the graph
+    path: the dense passages alone, the graph path's counted in the trace); then cut to `top_k`.
 
     `causal_edges` (dicts such as {"source", "target", "relation", "passage_ids"}; pairs,
     triples and "C -> E" strings become {"source", "target"[, "relation"]}) are passed on when
@@ -89,9 +87,8 @@ class DualPathRetriever(InjectedParts):
         dedupe_by: str = "id",
     ) -> None:
         """
-        :param merge_mode: "rrf" (reciprocal rank fusion), "interleave", "dense_first" (the dense order,
-            then the graph path's other passages: a prompt that begins as standard RAG's), or "dense_only"
-            (ablation: no graph passage).
+        :param merge_mode: "rrf" (reciprocal rank fusion), "interleave", or "dense_only" (ablation: no
+            graph passage).
         :param rrf_k: k of reciprocal rank fusion, in [0, 10000].
         :param top_k: passages returned, in [1, 10000] (None = all; `run` may override it).
         :param max_edges: causal edges passed on, in [1, 10000].

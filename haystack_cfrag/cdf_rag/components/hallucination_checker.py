@@ -12,20 +12,17 @@ from haystack.dataclasses import ChatMessage
 from haystack_cfrag.cdf_rag.components._answers import ChecksAnswer, Correction, answer_text
 from haystack_cfrag.cdf_rag.math.checks import (
     DELTA,
-    FOLLOW_UP,
     MAX_CLAIMS,
     REWRITE_MODES,
     SHORT_ANSWER_WORDS,
     SUPPORT_RANGE,
     SUPPORT_THRESHOLD,
-    follow_up_kept,
     hallucination_score,
     should_rewrite,
     split_claims,
     supported_claims,
 )
-from haystack_cfrag.cdf_rag.prompts import REWRITE_FIELDS, REWRITE_PROMPT, REWRITE_PROMPTS, render_claims
-from haystack_cfrag.common.asking import follow_up
+from haystack_cfrag.cdf_rag.prompts import REWRITE_FIELDS, REWRITE_PROMPTS, render_claims
 from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, degradation, prepare_query
 from haystack_cfrag.common.prompting import render_evidence
 from haystack_cfrag.common.replies import reply_text
@@ -115,9 +112,7 @@ class HallucinationChecker(ChecksAnswer):
         :param delta: δ in [0, 1]: rewrite when S_hall > δ.
         :param support_threshold: a claim is supported when its support is ≥ this, in [-20, 0] (nats per token).
         :param rewrite_mode: "correct" (correct or remove the unsupported statements: the paper's rewrite),
-            "reanswer" (a fresh answer from the evidence, the flagged answer named) or "follow_up"
-            ("correct" asked as a second turn after the answer prompt and its reply, which llama.cpp still
-            holds: it reads the request only; without a `prompt`, "correct").
+            or "reanswer" (a fresh answer from the evidence, the flagged answer named).
         :param max_claims: claims scored per answer, in [1, 50] (the rest are joined into the last).
         :param short_answer_words: an answer of at most this many words and one sentence is one claim, in [0, 100].
         :param max_evidence_chars: each passage is cut to this many characters in the rewrite prompt (None = whole).
@@ -246,11 +241,6 @@ class _Check(Correction):
         self.documents = list(documents)
         self.original = answer_text(answer, replies, COMPONENT)
         self.answer = self.original
-        first = replies[0] if answer is None and replies else None
-        raw = first if isinstance(first, str) else getattr(first, "text", None)
-        # the reply as the reader wrote it: the follow-up turn repeats it, so the conversation's prefix is one
-        self.reply = raw.strip() if raw and raw.strip() else (
-            checker.answer_prefix + reply_text(checker.answer_prefix, self.original)).strip()
         self.claims = split_claims(self.original, max_claims=checker.max_claims,
                                    short_answer_words=checker.short_answer_words)
         self.supports: list[float] | None = None
@@ -275,31 +265,12 @@ class _Check(Correction):
             else:
                 self.wants_correction = True
 
-    def prompt(self) -> str | list[ChatMessage]:
+    def prompt(self) -> str:
         unsupported = [c for c, ok in zip(self.claims, self.supported, strict=True) if not ok]
         template = self.checker.prompt_template or REWRITE_PROMPTS[self.checker.rewrite_mode]
-        if self.followed_up:
-            request = template.format(unsupported=render_claims(unsupported))
-            return follow_up(self.answer_prompt, self.reply, request)
-        if self.checker.rewrite_mode == FOLLOW_UP and not self.checker.prompt_template:
-            self.note = "follow_up without the answer prompt: the correct prompt"
-            template = REWRITE_PROMPT
         return template.format(query=self.query, evidence=render_evidence(self.documents,
                                                                            self.checker.max_evidence_chars),
                                answer=self.original, unsupported=render_claims(unsupported))
-
-    @property
-    def followed_up(self) -> bool:
-        """Whether the rewrite is the follow-up turn (that mode, no custom template, an answer prompt)."""
-        mode, custom = self.checker.rewrite_mode, self.checker.prompt_template
-        return mode == FOLLOW_UP and not custom and self.answer_prompt is not None
-
-    def replied(self, text: str) -> None:
-        kept = follow_up_kept(self.original, text, short_answer_words=self.checker.short_answer_words) \
-            if self.followed_up else None
-        if kept is not None:
-            self.answer, self.changed = self.original, False
-            self.note = f"the follow-up rewrite was kept out ({kept}): {text[:200]}"
 
     def outputs(self) -> dict[str, Any]:
         claims = [

@@ -19,8 +19,8 @@ from haystack_cfrag.cdf_rag.math.causal_check import (
     causal_statements, edge_verdict, names, question_statements, should_regenerate,
 )
 from haystack_cfrag.cdf_rag.math.claims import (
-    DELTA, FOLLOW_UP, MAX_CLAIMS, REWRITE_MODES, SHORT_ANSWER_WORDS, SUPPORT_RANGE, SUPPORT_THRESHOLD,
-    follow_up_kept, hallucination_score, restates, should_rewrite, split_claims, supported_claims,
+    DELTA, MAX_CLAIMS, REWRITE_MODES, SHORT_ANSWER_WORDS, SUPPORT_RANGE, SUPPORT_THRESHOLD,
+    hallucination_score, should_rewrite, split_claims, supported_claims,
 )
 from haystack_cfrag.cdf_rag.math.feedback_loop import (
     ACCEPT, MAX_REGENERATIONS, MAX_REWRITES, REGENERATE, REWRITE, STOP, LoopState, next_step,
@@ -29,7 +29,6 @@ from haystack_cfrag.cdf_rag.math.feedback_loop import (
 __all__ = [
     "ACCEPT",
     "DELTA",
-    "FOLLOW_UP",
     "MAX_CLAIMS",
     "MAX_REGENERATIONS",
     "MAX_REWRITES",
@@ -51,12 +50,10 @@ __all__ = [
     "causal_consistency",
     "causal_statements",
     "edge_verdict",
-    "follow_up_kept",
     "hallucination_score",
     "names",
     "next_step",
     "question_statements",
-    "restates",
     "should_regenerate",
     "should_rewrite",
     "split_claims",

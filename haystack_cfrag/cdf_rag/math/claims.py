@@ -15,7 +15,6 @@ import math
 import re
 from collections.abc import Sequence
 
-from haystack_cfrag.common.text import tokens
 
 DELTA = 0.5
 """δ: rewrite when S_hall > δ (ours: more than half the claims unsupported)."""
@@ -24,21 +23,13 @@ SUPPORT_THRESHOLD = -1.0
 probability of e^-1 ≈ 0.37; ours, to be calibrated on the reader)."""
 SUPPORT_RANGE = (-20.0, 0.0)
 """The range a support threshold may take (nats per token)."""
-FOLLOW_UP = "follow_up"
-REWRITE_MODES = ("correct", "reanswer", FOLLOW_UP)
+REWRITE_MODES = ("correct", "reanswer")
 """The rewrite's prompt: "correct" asks to correct or remove the unsupported statements (the paper's
-knowledge rewrite); "reanswer" asks for a fresh answer from the evidence, naming the flagged one;
-"follow_up" asks "correct"'s question as a second turn of the conversation that wrote the answer (the
-answer prompt, the reply, then the request), so llama.cpp, which still holds that prompt, reads only the
-request (issue 61's shared prefix; without the answer prompt it is "correct"); it asks for the answer's
-short form again and keeps a short answer its rewrite restates or answers with a sentence
-(`follow_up_kept`)."""
+knowledge rewrite); "reanswer" asks for a fresh answer from the evidence, naming the flagged one."""
 MAX_CLAIMS = 12
 """Claims past this many are joined into the last one (bounds the scorer calls per answer)."""
 SHORT_ANSWER_WORDS = 8
 """An answer of at most this many words with no sentence break inside is one claim."""
-FORM_SLACK = 3
-"""A follow-up rewrite of a short answer may run this many words longer than it (`follow_up_kept`)."""
 
 # ---------------------------------------------------------------- claims
 _ABBREVIATIONS = frozenset(
@@ -138,60 +129,15 @@ def should_rewrite(s_hall: float | None, delta: float = DELTA) -> bool:
     return s_hall is not None and s_hall > delta
 
 
-def restates(original: str, rewrite: str) -> bool:
-    """Whether `rewrite` states `original` again in a longer text (its normalised tokens in order, as a run).
-
-    >>> restates("Rabbi", "Ludwig Lichtschein was a Hungarian rabbi.")
-    True
-    >>> restates("Politician", "He is an actor.")
-    False
-    >>> restates("film director", "Film director"), restates("", "anything")
-    (False, False)
-    """
-    short, long = tokens(original), tokens(rewrite)
-    if not short or len(long) <= len(short):
-        return False
-    return any(long[i:i + len(short)] == short for i in range(len(long) - len(short) + 1))
-
-
-def follow_up_kept(original: str, rewrite: str, *,
-                   short_answer_words: int = SHORT_ANSWER_WORDS) -> str | None:
-    """Why a follow-up rewrite leaves a short answer as it was, or None when the rewrite replaces it.
-
-    Asked as a follow-up, the reader restated one-word answers as sentences ("Rabbi" → "Ludwig
-    Lichtschein was a Hungarian rabbi.") and answered short questions with sentences (PopQA, issue
-    61). A short answer (at most `short_answer_words` words) is kept when the rewrite only restates
-    it ("restated") or runs more than `FORM_SLACK` words longer than it ("not short": a sentence where
-    a few words were asked); a long answer's rewrite is taken.
-
-    >>> follow_up_kept("Rabbi", "Ludwig Lichtschein was a Hungarian rabbi.")
-    'restated'
-    >>> follow_up_kept("Politician", "Petru Vlah is an actor.")
-    'not short'
-    >>> follow_up_kept("Rhine", "The Moselle River"), follow_up_kept("He lived in India. " * 2, "He lived.")
-    (None, None)
-    """
-    words = len(original.split())
-    if words > short_answer_words:
-        return None
-    if restates(original, rewrite):
-        return "restated"
-    return "not short" if len(rewrite.split()) > words + FORM_SLACK else None
-
-
 __all__ = [
     "ANSWER_LABEL",
     "DELTA",
-    "FOLLOW_UP",
-    "FORM_SLACK",
     "MAX_CLAIMS",
     "REWRITE_MODES",
     "SHORT_ANSWER_WORDS",
     "SUPPORT_RANGE",
     "SUPPORT_THRESHOLD",
-    "follow_up_kept",
     "hallucination_score",
-    "restates",
     "should_rewrite",
     "split_claims",
     "supported_claims",

@@ -11,10 +11,7 @@ to the generator; it gives no merge rule. Here:
   paths found comes before one found by one path at a similar rank. Ties: the better single
   rank, then the dense path, then the order seen. `mode="interleave"` instead takes dense 1,
   graph 1, dense 2, graph 2, … (each key once). `mode="dense_only"` is the ablation without the
-  graph path: the dense order alone, whatever the graph path found. `mode="dense_first"` keeps the
-  dense order and adds the graph path's other passages after it, in graph order: a prompt over the
-  merge then starts as standard RAG's prompt over the dense passages did, a prefix llama.cpp reuses
-  when it still holds that prompt (a cascade's escalation; issue 61).
+  graph path: the dense order alone, whatever the graph path found.
 - `select_edges` keeps the causal edges whose cited passages survived the merge; when no edge
   cites a passage, all edges are kept (nothing to filter on).
 """
@@ -29,8 +26,8 @@ from haystack_cfrag.common.validation import check_choice
 
 DENSE, GRAPH = "dense", "graph"
 PATHS = (DENSE, GRAPH)
-RRF, INTERLEAVE, DENSE_ONLY, DENSE_FIRST = "rrf", "interleave", "dense_only", "dense_first"
-MERGE_MODES = (RRF, INTERLEAVE, DENSE_ONLY, DENSE_FIRST)
+RRF, INTERLEAVE, DENSE_ONLY = "rrf", "interleave", "dense_only"
+MERGE_MODES = (RRF, INTERLEAVE, DENSE_ONLY)
 RRF_K = 60
 """k of reciprocal rank fusion (the value of Cormack et al., 2009)."""
 
@@ -95,8 +92,6 @@ def merge_ranked(
     ['a', 'c', 'b', 'd']
     >>> [m.key for m in merge_ranked(["a", "b", "c"], ["c", "d"], mode="dense_only")]
     ['a', 'b', 'c']
-    >>> [(m.key, m.paths) for m in merge_ranked(["a", "b", "c"], ["d", "c", "e"], mode="dense_first")]
-    [('a', ('dense',)), ('b', ('dense',)), ('c', ('dense', 'graph')), ('d', ('graph',)), ('e', ('graph',))]
     >>> [m.key for m in merge_ranked(["a", "b"], [], top_k=1)]
     ['a']
     """
@@ -105,8 +100,7 @@ def merge_ranked(
         raise ValueError(f"top_k must be None or an integer ≥ 0, got {top_k!r}.")
     d_ranks, g_ranks = first_ranks(dense), first_ranks(graph if mode != DENSE_ONLY else ())
     seen: dict[str, int] = {}
-    order = [*d_ranks, *g_ranks] if mode == DENSE_FIRST else _interleaved(list(d_ranks), list(g_ranks))
-    for key in order:
+    for key in _interleaved(list(d_ranks), list(g_ranks)):
         seen.setdefault(key, len(seen))
     items = []
     for key in seen:

@@ -12,7 +12,6 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack_cfrag.cer.components.set_scoring import VERIFY_QUESTION  # noqa: F401  (importable from here too)
 from haystack_cfrag.cer.components.set_scoring import SetScoring
 from haystack_cfrag.cer.math.hard_negatives import hard_negatives
-from haystack_cfrag.cer.math.screen import SCREENS, screen_pool
 from haystack_cfrag.cer.math.search import (
     MemoisedQuality,
     minimal_sufficient_set,
@@ -131,8 +130,6 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
         prune_unnecessary: bool = True,
         best_prefix: bool = True,
         skip_decided: bool = True,
-        screen: str = "off",
-        screen_max: int | None = None,
         max_rounds: int | None = None,
         raise_on_failure: bool = False,
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
@@ -193,10 +190,6 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
         self.best_prefix = best_prefix
         check_bool("skip_decided", skip_decided)
         self.skip_decided = skip_decided
-        check_choice("screen", screen, SCREENS)
-        check_optional_int("screen_max", screen_max, 1)
-        self.screen = screen
-        self.screen_max = screen_max
         check_optional_int("max_rounds", max_rounds, 1)
         self.max_rounds = max_rounds
         self.raise_on_failure = raise_on_failure
@@ -222,8 +215,6 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
             prune_unnecessary=self.prune_unnecessary,
             best_prefix=self.best_prefix,
             skip_decided=self.skip_decided,
-            screen=self.screen,
-            screen_max=self.screen_max,
             max_rounds=self.max_rounds,
             raise_on_failure=self.raise_on_failure,
             max_query_chars=self.max_query_chars,
@@ -320,10 +311,6 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
         self, query: str, pool: list[Document], answer: str, degradations: list[dict[str, Any]]
     ) -> dict[str, Any]:
         started = time.monotonic()
-        whole, read = pool, range(len(pool))
-        if self.screen == "answer":
-            read = screen_pool(answer, [d.content or "" for d in whole], self.screen_max)
-            pool = [whole[i] for i in read]
         scoring = SetScoring(
             self.support_scorer, query, answer, pool, settings=self.settings, entailment=self.entailment,
             pmi_scale=self.pmi_scale, contradiction=self.contradiction,
@@ -359,7 +346,7 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
             degradations.append(
                 degradation("cer_search", f"support scoring failed: {exc!r}; the top passages are kept")
             )
-            return self._fallback(whole, answer, degradations, scorer_calls=scoring.calls)
+            return self._fallback(pool, answer, degradations, scorer_calls=scoring.calls)
         if not result.reached:
             degradations.append(
                 degradation(
@@ -373,8 +360,6 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
             [d.id for d in pool], answer, result, effects, replacements,
             quality_calls=scoring.sets, scorer_calls=scoring.calls, seconds=time.monotonic() - started,
         )
-        if self.screen != "off":
-            trace["screened_out"] = [d.id for i, d in enumerate(whole) if i not in read]
         kept = [
             with_meta(pool[i], **{NECESSITY_KEY: nec, DELETION_KEY: dele, RANK_KEY: rank})
             for rank, (i, nec, dele) in enumerate(

@@ -57,7 +57,7 @@ def test_the_merge_mode_is_a_build_parameter_with_its_range(tmp_path):
     result = rt.ask("cdf_rag", dk.QUESTION, {"refinement": "none", "merge_mode": "interleave"})
     assert result.answer and result.documents
     with pytest.raises(ValueError, match="'merge_mode' must be one of 'rrf', 'interleave', 'dense_only', "
-                                         "'dense_first', got a string"):
+                                         "got a string"):
         check_systems("cdf_rag[merge_mode=zip]")  # what `cfrag eval --systems` checks before any run
 
 
@@ -79,7 +79,7 @@ def test_the_rewrite_mode_and_support_threshold_are_build_parameters(tmp_path, n
     assert rt.built(name).get_component("hallucination_checker").rewrite_mode == "correct"  # the paper's, by default
     with pytest.raises(ValueError, match=r"'support_threshold' must be a number in \[-20, 0\]"):
         check_systems(f"{name}[support_threshold=0.5]")
-    with pytest.raises(ValueError, match="'rewrite_mode' must be one of 'correct', 'reanswer', 'follow_up'"):
+    with pytest.raises(ValueError, match="'rewrite_mode' must be one of 'correct', 'reanswer', got"):
         check_systems(f"{name}[rewrite_mode=redo]")
 
 

@@ -408,50 +408,6 @@ def test_in_a_pipeline_before_a_prompt_and_generator_and_through_yaml():
     assert dk.CAST in reader.prompts[-1] and dk.REVIEWS[0] not in reader.prompts[-1]
 
 
-class TestScreen:
-    """`screen="answer"` (issue 61): only the passages stating the answer are scored; the selection among them
-    is the search's; with none stating it, the whole pool."""
-
-    def test_only_the_passages_stating_the_answer_are_scored(self):
-        docs = dark_knight_pool()
-        whole, screened = FakeScorer(), FakeScorer()
-        out_whole = make(support_scorer=whole).run(query=dk.QUESTION, documents=docs, answer="Christian Bale")
-        out = make(support_scorer=screened, screen="answer").run(query=dk.QUESTION, documents=docs,
-                                                                   answer="Christian Bale")
-        pool = out_whole["trace"]["pool"]
-        stating = [d.id for d in docs if d.id in pool and "Christian Bale" in (d.content or "")]
-        assert stating and len(stating) < len(pool)
-        assert {i for _, _, ids in screened.calls for i in ids} <= set(stating)  # no other passage is read
-        assert len(screened.calls) < len(whole.calls)
-        assert [d.id for d in out["documents"]] == [d.id for d in out_whole["documents"]] == ["cast"]
-        assert out["trace"]["pool"] == stating
-        assert out["trace"]["screened_out"] == [i for i in pool if i not in stating]
-        assert "screened_out" not in out_whole["trace"]
-
-    def test_an_answer_no_passage_states_leaves_the_pool_whole(self):
-        docs = dark_knight_pool()
-        out = make(screen="answer").run(query=dk.QUESTION, documents=docs, answer="Adam West")
-        whole = make().run(query=dk.QUESTION, documents=docs, answer="Adam West")
-        assert out["trace"]["pool"] == whole["trace"]["pool"] and out["trace"]["screened_out"] == []
-
-    def test_the_screen_is_checked_and_round_trips(self):
-        with pytest.raises(ValueError, match="'screen' must be one of 'off', 'answer'"):
-            make(screen="lexical")
-        sel = make(screen="answer")
-        assert EvidenceSetSelector.from_dict(sel.to_dict()).screen == "answer"
-        assert make().to_dict()["init_parameters"]["screen"] == "off"
-
-
-def test_screen_max_keeps_the_first_screened_passages():
-    docs = dark_knight_pool()
-    pool = make().run(query=dk.QUESTION, documents=docs, answer="Adam West")["trace"]["pool"]
-    out = make(screen="answer", screen_max=2).run(query=dk.QUESTION, documents=docs, answer="Adam West")
-    assert out["trace"]["pool"] == pool[:2] and out["trace"]["screened_out"] == pool[2:]
-    with pytest.raises(ValueError, match="'screen_max'"):
-        make(screen="answer", screen_max=0)
-    assert EvidenceSetSelector.from_dict(make(screen_max=3).to_dict()).screen_max == 3
-
-
 class TestMaxRounds:
     """`max_rounds` (issue 61): the forward phase stops after so many rounds; a set short of θ is then the
     whole pool, most useful first by the last round's scores, with nothing more scored."""
