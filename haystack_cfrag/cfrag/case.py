@@ -17,6 +17,7 @@ from haystack.dataclasses import ExtractedAnswer, GeneratedAnswer
 from haystack_cfrag.cfrag.dataclasses import BASELINE_SOURCES, SOURCE_KEY, Draft
 from haystack_cfrag.cfrag.math import arbitration as arb
 from haystack_cfrag.cfrag.math.algorithm import MENTION_THRESHOLD
+from haystack_cfrag.cfrag.math.qualifiers import dating_scores
 from haystack_cfrag.common.plumbing import degradation
 from haystack_cfrag.common.text import bag_of_words_matrix, mention_matrix
 from haystack_cfrag.common.vectors import as_matrix, cosine_matrix, cosine_to_relevance, valid_embedding_mask
@@ -87,6 +88,11 @@ class ArbitrationCase:
     def mentions(self) -> np.ndarray:
         """Mention(a_j, e_i) of each draft's answer in each document."""
         return mention_matrix(self.answers, [d.content or "" for d in self.docs])
+
+    def dating(self) -> np.ndarray | None:
+        """How well each document dates the question's period (`qualifiers.dating`); None when it states none."""
+        scores = dating_scores(self.query, [d.content or "" for d in self.docs])
+        return None if scores is None else np.asarray(scores, dtype=float)
 
     def use_mentions(self) -> None:
         """E_j := the documents that mention draft j's answer (its own subset when none does)."""

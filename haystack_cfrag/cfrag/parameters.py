@@ -13,7 +13,7 @@ from typing import Any
 
 from haystack_cfrag.cfrag.ranges import RANGES
 from haystack_cfrag.cfrag.components.arbitration_duel import DUEL_READINGS
-from haystack_cfrag.cfrag.settings import CAUSAL_SCORES, EVIDENCE_MODES
+from haystack_cfrag.cfrag.settings import CAUSAL_SCORES, EVIDENCE_MODES, QUALIFIERS
 from haystack_cfrag.cfrag.components.counterfactual_query_expander import PROMPT_STYLES
 from haystack_cfrag.cfrag.components.parallel_draft_generator import PROMPTS
 from haystack_cfrag.cfrag.components.spectral_stratifier import ORDERS, POOLS, SELECTIONS
@@ -56,6 +56,10 @@ PARAMETERS: dict[str, Parameter] = {
                   help="a duel replaces the baseline only if a reverse-order reading names the same answer"),
         Parameter("stop_after_lines", "expander", "stop_after_lines", bool,
                   help="stop the expander's reply after the N questions asked for"),
+        Parameter("duel_qualifier", "ranker", "qualifier", str, choices=QUALIFIERS,
+                  help="the duel reads each answer's passage that best dates the question's period"),
+        Parameter("stratum_qualifier", "stratifier", "qualifier", str, choices=QUALIFIERS,
+                  help="a challenger drafted from the passages that best date the question's period"),
         Parameter("evidence", "ranker", "evidence", str, choices=EVIDENCE_MODES, help="each draft's evidence E_j"),
         Parameter("consensus_min_causal", "ranker", "consensus_min_causal", **_span("consensus_min_causal"),
                   help="phi_causal a consensus needs (paper mode)"),

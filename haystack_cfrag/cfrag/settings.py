@@ -28,6 +28,9 @@ CAUSAL_SCORES = ("biencoder", "reader")
 """Where φ_causal comes from: the bi-encoder's margins s(q, e) − max s(q', e) averaged over E_j ("biencoder"),
 or the reader's counterfactual test on E_j, tanh(support(a_j | q, E_j) − max_j' support(a_j | q'_j', E_j))
 ("reader", `arbitration.reader_phi_causal`; haystack_cfrag.support)."""
+QUALIFIERS = ("none", "period")
+"""What decides the answer besides the question's topic, read from the question and each passage: nothing,
+or the period it asks about ("from 1964 to 1965": `cfrag.math.qualifiers`)."""
 
 
 @dataclass(frozen=True)
@@ -48,9 +51,11 @@ class RankerSettings:
     override_margin: float | None = None
     consensus_min_causal: float | None = None
     causal_score: str = "biencoder"
+    qualifier: str = "none"
 
     def __post_init__(self) -> None:
         check_choice("causal_score", self.causal_score, CAUSAL_SCORES)
+        check_choice("qualifier", self.qualifier, QUALIFIERS)
         if self.override_margin is not None:
             ranges.check("override_margin", self.override_margin)
         if self.consensus_min_causal is not None:
@@ -106,4 +111,4 @@ class RankerSettings:
         return data
 
 
-__all__ = ["CAUSAL_SCORES", "EVIDENCE_MODES", "RankerSettings"]
+__all__ = ["CAUSAL_SCORES", "EVIDENCE_MODES", "QUALIFIERS", "RankerSettings"]

@@ -120,6 +120,7 @@ class CausalArbitrationRanker(AsksChatGenerator, InjectedParts):
         override_margin: float | None = None,
         consensus_min_causal: float | None = None,
         causal_score: str = "biencoder",
+        qualifier: str = "none",
         prompt_template: str | None = None,
     ) -> None:
         """
@@ -146,6 +147,10 @@ class CausalArbitrationRanker(AsksChatGenerator, InjectedParts):
             or "reader" (the synthesizer's log-probabilities: each distinct answer scored on its draft's
             first READER_CAUSAL_PASSAGES evidence passages under q and every q'). Needs `synthesizer`;
             a failing scoring falls back to the bi-encoder's.
+        :param qualifier: what decides the answer besides the topic (`settings.QUALIFIERS`): "none", or
+            "period": when the question states one ("from 1964 to 1965"), the duel reads each answer's
+            passage that best dates it to that period, first, and also challenges an answer as often named
+            as the baseline's whose passage dates the period better (`math.qualifiers`; no model call).
         :param prompt_template: replaces the synthesis prompt (None = `prompts.SYNTHESIS_PROMPT`): a
             `str.format` string with the placeholders {query} and {drafts}.
         """
@@ -155,6 +160,7 @@ class CausalArbitrationRanker(AsksChatGenerator, InjectedParts):
             consensus_threshold=consensus_threshold, coherence_weights=tuple(coherence_weights),
             synthesis_top=synthesis_top, evidence=evidence, max_query_chars=max_query_chars,
             override_margin=override_margin, consensus_min_causal=consensus_min_causal, causal_score=causal_score,
+            qualifier=qualifier,
         )
         if causal_score == "reader" and synthesizer is None:
             raise ValueError("'causal_score' \"reader\" needs a 'synthesizer' (the reader whose log-probabilities score).")
@@ -310,6 +316,7 @@ class CausalArbitrationRanker(AsksChatGenerator, InjectedParts):
             token_logprobs=[d.token_logprobs for d in case.drafts],
             baseline=case.baseline(),
             causal_scores=[entry.get("phi_causal") for entry in case.reader_causal] if case.reader_causal else None,
+            dating=case.dating() if self.settings.qualifier == "period" else None,
         )
 
     def _reader_causal(self, case: ArbitrationCase) -> None:

@@ -22,6 +22,8 @@ from haystack_cfrag.common.plumbing import (
 from haystack_cfrag.common.protocols import DocumentEmbedder, TextEmbedder
 from haystack_cfrag.cfrag.components.multi_query_retriever import PROVENANCE_KEY
 from haystack_cfrag.cfrag.math.arbitration import causal_margins
+from haystack_cfrag.cfrag.math.qualifiers import dating_scores
+from haystack_cfrag.cfrag.settings import QUALIFIERS
 from haystack_cfrag.cfrag.math.stratify import cluster_subsets, order_by, spectral_clusters, stratified_subsets
 from haystack_cfrag.common.vectors import as_matrix, cosine_matrix, cosine_to_relevance
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
@@ -93,6 +95,7 @@ class SpectralStratifier(InjectedParts):
         pool: str = "all",
         selection: str = "sampled",
         order: str = "relevance",
+        qualifier: str = "none",
     ) -> None:
         """
         :param n_clusters: K, evidence clusters (1–20; 1 = ablation "w/o evidence division").
@@ -110,9 +113,13 @@ class SpectralStratifier(InjectedParts):
         :param selection: "sampled" (paper, Eq. 6–7) or "clusters": each subset is a whole cluster.
         :param order: "relevance" (paper) or "causal": passages decisive-first in each subset
             (needs a `text_embedder` and counterfactual `queries`; falls back to relevance).
+        :param qualifier: "none", or "period": when the query states a period ("from 1964 to 1965") and a
+            pool passage dates it, the first subset is the passages that date it best (best first), the
+            others as `selection` makes them (M subsets in all): a draft that reads the period's passages
+            without the other periods' (`cfrag.math.qualifiers`).
         """
         for name, value, allowed in (("pool", pool, POOLS), ("selection", selection, SELECTIONS),
-                                     ("order", order, ORDERS)):
+                                     ("order", order, ORDERS), ("qualifier", qualifier, QUALIFIERS)):
             check_choice(name, value, allowed)
         ranges.check("n_clusters", n_clusters)
         ranges.check("n_subsets", n_subsets)
@@ -137,7 +144,7 @@ class SpectralStratifier(InjectedParts):
         self.pool = pool
         self.selection = selection
         self.order = order
-
+        self.qualifier = qualifier
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected components."""
@@ -156,6 +163,7 @@ class SpectralStratifier(InjectedParts):
             pool=self.pool,
             selection=self.selection,
             order=self.order,
+            qualifier=self.qualifier,
         )
 
     @classmethod
@@ -183,7 +191,7 @@ class SpectralStratifier(InjectedParts):
         docs, _ = split_by_embedding(ensure_embeddings(documents, self.document_embedder), "SpectralStratifier")
         texts = self._texts_to_embed(query, queries, docs)
         q_emb = embed_texts(self.text_embedder, texts) if texts else None
-        return self._stratify(docs, q_emb, n_clusters, n_subsets)
+        return self._stratify(docs, q_emb, n_clusters, n_subsets, query)
 
     @component.output_types(subsets=list[list[Document]], documents=list[Document])
     async def run_async(
@@ -199,7 +207,7 @@ class SpectralStratifier(InjectedParts):
         docs, _ = split_by_embedding(embedded, "SpectralStratifier")
         texts = self._texts_to_embed(query, queries, docs)
         q_emb = await embed_texts_async(self.text_embedder, texts) if texts else None
-        return self._stratify(docs, q_emb, n_clusters, n_subsets)
+        return self._stratify(docs, q_emb, n_clusters, n_subsets, query)
 
     # ------------------------------------------------------------------ steps
     def _texts_to_embed(self, query: str | None, queries: list[str] | None, docs: list[Document]) -> list[str]:
@@ -218,6 +226,7 @@ class SpectralStratifier(InjectedParts):
         query_embeddings: np.ndarray | None,
         n_clusters: int | None,
         n_subsets: int | None,
+        query: str | None = None,
     ) -> dict[str, Any]:
         k = self.n_clusters if n_clusters is None else n_clusters
         m = self.n_subsets if n_subsets is None else n_subsets
@@ -254,6 +263,9 @@ class SpectralStratifier(InjectedParts):
             if self.order == "causal" and margins is not None:
                 local = order_by(local, key[pool])
         index_subsets = [[int(pool[i]) for i in s] for s in local]
+        if self.qualifier == "period" and query:
+            index_subsets = _with_period_stratum(index_subsets, dating_scores(query, [d.content or "" for d in docs]),
+                                                 pool, relevance, m)
         return {"subsets": [[labelled[i] for i in s] for s in index_subsets], "documents": labelled}
 
     def _pool(self, docs: list[Document]) -> np.ndarray:
@@ -263,6 +275,26 @@ class SpectralStratifier(InjectedParts):
             return rows
         original = [i for i, d in enumerate(docs) if _from_original(d)]
         return np.asarray(original, dtype=int) if original else rows
+
+
+def _with_period_stratum(subsets: list[list[int]], dating: list[float] | None, pool: np.ndarray,
+                         relevance: np.ndarray, m: int) -> list[list[int]]:
+    """The pool's passages that best date the question's period first (best-dated, then most relevant), then
+    the other subsets that differ from it, M in all; `subsets` unchanged when no pool passage dates the period.
+
+    >>> _with_period_stratum([[0, 1], [2, 3]], [0.0, 0.5, 1.0, 1.0], np.arange(4), np.array([.9, .8, .6, .7]), 2)
+    [[3, 2], [0, 1]]
+    >>> _with_period_stratum([[0, 1], [2, 3]], None, np.arange(4), np.ones(4), 2)
+    [[0, 1], [2, 3]]
+    """
+    if dating is None:
+        return subsets
+    best = max((dating[int(i)] for i in pool), default=0.0)
+    if best <= 0:
+        return subsets
+    stratum = sorted((int(i) for i in pool if dating[int(i)] >= best), key=lambda i: (-relevance[i], i))
+    rest = [s for s in subsets if set(s) != set(stratum)]
+    return [stratum, *rest][:m]
 
 
 def _from_original(doc: Document) -> bool:

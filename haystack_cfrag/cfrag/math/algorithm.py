@@ -170,6 +170,7 @@ def arbitrate(
     token_logprobs: Sequence[Sequence[float] | None] | None = None,
     baseline: int | None = None,
     causal_scores: Sequence[float | None] | None = None,
+    dating: np.ndarray | None = None,
 ) -> Arbitration:
     """Score, order and decide (Algorithm 1; the conservative override when `baseline` and a margin are set).
 
@@ -180,6 +181,9 @@ def arbitrate(
     :param causal_scores: per draft, a φ_causal computed elsewhere (the reader's counterfactual test,
         `arbitration.reader_phi_causal`), used instead of the mean bi-encoder margin of its evidence;
         None for a draft: the bi-encoder's. The duel still orders its passages by the bi-encoder margins.
+    :param dating: per document, how well it dates the question's period (`qualifiers.dating`), None when
+        the question states none or the ranker reads no qualifier: the duel then also challenges an answer as
+        loud as the baseline's whose passage dates the period better, and reads each answer's best-dated passage.
     """
     margins = arb.causal_margins(relevance)
     l1, l2 = rules.coherence_weights
@@ -211,8 +215,8 @@ def arbitrate(
         override = Override(baseline=baseline, margin=rules.override_margin, gap=gap, winner=winner,
                             decision=decision)
         if rules.duel:
-            candidates = duel_candidates(answers, agree, baseline, mentions, rules.agreement_threshold)
-            pairs = arb.duel_passages(candidates, mentions, relevance[0], margins, MENTION_THRESHOLD)
+            candidates = duel_candidates(answers, agree, baseline, mentions, rules.agreement_threshold, dating)
+            pairs = arb.duel_passages(candidates, mentions, relevance[0], margins, MENTION_THRESHOLD, dating)
             if len(pairs) >= 2:
                 override = replace(override, duel=tuple(pairs))
                 decision = "duel"
@@ -239,21 +243,34 @@ def duel_candidates(
     baseline: int,
     mentions: np.ndarray,
     threshold: float = 0.8,
+    dating: np.ndarray | None = None,
 ) -> list[int]:
     """The baseline and one draft per distinct disagreeing answer that fewer passages name.
 
     A duel undoes volume: it is held only against answers named by fewer passages than the
     baseline's (the Correlation Trap's signature). Where the challenger is as loud or louder,
-    a re-reading only changes the passage order, and the baseline stands.
+    a re-reading only changes the passage order, and the baseline stands. With `dating` (per
+    passage, how well it dates the question's period), an answer that a passage dates to that
+    period better than any passage dates the baseline's is challenged too, however loud: the
+    temporal trap's signature is the period, not the count.
 
     >>> m = np.array([[1, 1, 1], [1, 0, 0], [1, 0, 0], [1, 1, 1]])   # named by 3, 1, 1 and 3 passages
     >>> duel_candidates(["Heath Ledger", "Christian Bale", "christian bale", "Nolan"], [True, False, False, False], 0, m)
     [0, 1]
+    >>> m = np.array([[1, 0], [0, 1]])                                  # one passage each; the second dates the period
+    >>> duel_candidates(["George Peter", "Jacqueline Kennedy"], [True, False], 0, m)
+    [0]
+    >>> duel_candidates(["George Peter", "Jacqueline Kennedy"], [True, False], 0, m, dating=np.array([0.0, 1.0]))
+    [0, 1]
     """
-    named = (np.asarray(mentions, dtype=float) >= MENTION_THRESHOLD).sum(axis=1)
+    named_by = np.asarray(mentions, dtype=float) >= MENTION_THRESHOLD
+    named = named_by.sum(axis=1)
+    dated = (np.where(named_by, np.asarray(dating, dtype=float), 0.0).max(axis=1, initial=0.0)
+             if dating is not None else np.zeros(len(answers)))
     distinct = [baseline]
     for j, answer in enumerate(answers):
-        if j != baseline and not agrees_with_baseline[j] and named[j] < named[baseline] and not any(
+        challenges = named[j] < named[baseline] or dated[j] > dated[baseline]
+        if j != baseline and not agrees_with_baseline[j] and challenges and not any(
             answers_agree(answer, answers[k], threshold) for k in distinct
         ):
             distinct.append(j)

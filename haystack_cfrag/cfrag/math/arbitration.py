@@ -195,6 +195,7 @@ def duel_passages(
     relevance: np.ndarray,
     order_key: np.ndarray | None = None,
     threshold: float = 0.5,
+    dating: np.ndarray | None = None,
 ) -> list[tuple[int, int]]:
     """One passage per candidate answer, for a volume-free re-reading: [(candidate, column)], decisive-first.
 
@@ -203,19 +204,25 @@ def duel_passages(
     whose answer no free passage mentions get none. The pairs are ordered by descending
     `order_key` (the causal margin), else by relevance. However many passages name the trap
     answer, the duel shows one of them, so volume cannot outvote the decisive passage.
+    With `dating` (how well each passage dates the question's period, `qualifiers.dating`), the
+    passage that best dates the answer to that period is chosen first and leads the order:
+    the factor that decides a time-qualified question is its period, not the topic's words.
 
     >>> m = np.array([[1, 1, 1, 0], [0, 0, 0, 1]])     # candidate 0 (the trap) is named 3 times
     >>> duel_passages([0, 1], m, np.array([0.9, 0.8, 0.7, 0.6]), np.array([-0.1, -0.2, -0.1, 0.2]))
     [(1, 3), (0, 0)]
+    >>> duel_passages([0, 1], m, np.array([0.9, 0.8, 0.7, 0.6]), dating=np.array([0.0, 0.5, 0.0, 1.0]))
+    [(1, 3), (0, 1)]
     """
     rel = np.asarray(relevance, dtype=float)
+    date = np.zeros(len(rel)) if dating is None else np.asarray(dating, dtype=float)
     taken: set[int] = set()
     pairs: list[tuple[int, int]] = []
     for j in candidates:
         free = [i for i in np.flatnonzero(np.asarray(mentions[j], dtype=float) >= threshold) if int(i) not in taken]
         if free:
-            best = int(max(free, key=lambda i: (rel[i], -i)))
+            best = int(max(free, key=lambda i: (date[i], rel[i], -i)))
             taken.add(best)
             pairs.append((int(j), best))
     key = rel if order_key is None else np.asarray(order_key, dtype=float)
-    return sorted(pairs, key=lambda p: (-key[p[1]], p[1]))
+    return sorted(pairs, key=lambda p: (-date[p[1]], -key[p[1]], p[1]))

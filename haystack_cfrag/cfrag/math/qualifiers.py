@@ -1,0 +1,130 @@
+"""The question's period and the passages that date it: pure, no Haystack.
+
+A time-qualified question ("Who owned the villa from 1964 to 1965?") is decided by the passage
+that dates its answer to that period; the passages about the page's other periods share its
+words and outvote it. The period is the factor the paper intervenes on; these functions find it
+in the question and in each passage, so that a draft and the duel can read the passage that
+dates an answer to the question's period rather than the most similar one.
+
+Times are fractional years: "Dec 2014" is 2014 + 11/12, a bare year covers the whole year.
+
+    >>> q = question_period("Who lived in the house from 1964 to 1965?")
+    >>> q
+    Period(start=1964.0, end=1966.0)
+    >>> passage_periods("- 1964-1965 - Jacqueline Kennedy, Caroline Kennedy")
+    [Period(start=1964.0, end=1966.0)]
+    >>> dating(q, "In 1976, Yolande Fox bought the home; she lived there until her death in 2016.")
+    0.0
+    >>> dating(q, "- 1965-1976 - Michael Whitney Straight")
+    0.5
+    >>> dating(q, "- 1964-1965 - Jacqueline Kennedy")
+    1.0
+    >>> dating_scores("Who lived there from Mar 2016 to 2018?", ["He moved in 2017.", "In 1990 ..."])
+    [1.0, 0.0]
+    >>> dating_scores("Who is the lead actor in The Dark Knight?", ["..."]) is None
+    True
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import NamedTuple
+
+__all__ = ["Period", "dating", "dating_scores", "passage_periods", "period_overlap", "question_period"]
+
+_MONTHS = {m[:3]: i for i, m in enumerate(
+    "january february march april may june july august september october november december".split())}
+_MONTH = r"(?:(?P<{g}m>jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+(?:\d{{1,2}},?\s+)?)?"
+_YEAR = r"(?P<{g}y>1[0-9]{{3}}|20[0-9]{{2}})"
+
+
+def _date(g: str) -> str:
+    return _MONTH.format(g=g) + _YEAR.format(g=g)
+
+
+_DASH = r"\s*(?:-|–|—|to|until|till|through|and)\s*"
+_RANGE = re.compile(r"\b" + _date("a") + r"(?:" + _DASH + r"(?:" + _date("b") + r"|(?P<present>present|now)))?\b",
+                    re.IGNORECASE)
+_SPAN = re.compile(r"\bfor\s+(?P<n>\d{1,3})\s+years?\b", re.IGNORECASE)
+PRESENT = 2026.0
+"""The year an open range ("1998–present") runs to."""
+
+
+class Period(NamedTuple):
+    """A half-open span of fractional years [start, end)."""
+
+    start: float
+    end: float
+
+
+def _point(month: str | None, year: str, *, end: bool) -> float:
+    """A date as a fractional year; its end is the end of its month (or of its year when no month is given)."""
+    y = float(year)
+    if month:
+        m = _MONTHS[month.lower()[:3]]
+        return y + (m + 1) / 12 if end else y + m / 12
+    return y + 1 if end else y
+
+
+def passage_periods(text: str) -> list[Period]:
+    """Every date or date range a text states, in order: "1964-1965", "from Dec 2014 to May 2016", "In 1976".
+
+    >>> passage_periods("from Dec 2014 to May 2016; and in 1998–present")
+    [Period(start=2014.9166666666667, end=2016.4166666666667), Period(start=1998.0, end=2026.0)]
+    """
+    out = []
+    for m in _RANGE.finditer(text):
+        start = _point(m["am"], m["ay"], end=False)
+        if m["by"]:
+            end = _point(m["bm"], m["by"], end=True)
+        elif m["present"]:
+            end = PRESENT
+        else:
+            end = _point(m["am"], m["ay"], end=True)
+        out.append(Period(start, end) if end > start else Period(end - 1, start + 1))
+    return out
+
+
+def question_period(question: str) -> Period | None:
+    """The period a question asks about: from its earliest to its latest date; None when it states none.
+
+    "for 14 years beginning in 1974" runs to 1988.
+
+    >>> question_period("Who owned the villa for 14 years beginning in 1974?")
+    Period(start=1974.0, end=1988.0)
+    >>> question_period("Who is the lead actor in The Dark Knight?") is None
+    True
+    """
+    periods = passage_periods(question)
+    if not periods:
+        return None
+    start, end = min(p.start for p in periods), max(p.end for p in periods)
+    span = _SPAN.search(question)
+    if span and len(periods) == 1:
+        end = max(end, start + int(span["n"]))
+    return Period(start, end)
+
+
+def period_overlap(a: Period, b: Period) -> float:
+    """The share of the shorter period that the other covers, in [0, 1] (the overlap coefficient).
+
+    >>> period_overlap(Period(1964, 1966), Period(1965, 1977))
+    0.5
+    """
+    inter = min(a.end, b.end) - max(a.start, b.start)
+    shorter = min(a.end - a.start, b.end - b.start)
+    return max(0.0, inter) / shorter if shorter > 0 else 0.0
+
+
+def dating(period: Period, text: str) -> float:
+    """How well a text dates something to `period`: the best overlap of any date it states (0 when none)."""
+    return max((period_overlap(period, p) for p in passage_periods(text)), default=0.0)
+
+
+def dating_scores(question: str, texts: Sequence[str]) -> list[float] | None:
+    """Each text's `dating` of the question's period; None when the question states no period."""
+    period = question_period(question)
+    if period is None:
+        return None
+    return [dating(period, t) for t in texts]

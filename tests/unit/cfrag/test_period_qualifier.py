@@ -1,0 +1,93 @@
+"""The period qualifier: a time-qualified question's duel reads the passage that dates each answer to its
+period, challenges an answer as loud as the baseline's when its passage dates the period better, and the
+stratifier drafts one challenger from the passages that date the period best."""
+
+import pytest
+from haystack import Document
+from haystack.dataclasses import GeneratedAnswer
+
+from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
+from haystack_cfrag.cfrag.components.spectral_stratifier import SpectralStratifier
+from haystack_cfrag.cfrag.dataclasses import Draft
+from haystack_cfrag.cfrag.math.qualifiers import Period, dating, question_period
+from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder
+
+QUESTION = "Who lived in the Baker House from 1964 to 1965?"
+TEXTS = {
+    "laird": "In 1796 John Laird lived in the Baker House; later George Peter bought the house and lived there.",
+    "peter": "George Peter, a War of 1812 commander, lived in the Baker House until 1827.",
+    "kennedy": "- 1964-1965 - Jacqueline Kennedy lived in the Baker House.",
+    "straight": "- 1965-1976 - Michael Straight lived in the Baker House.",
+}
+
+
+def documents():
+    docs = [Document(id=k, content=v) for k, v in TEXTS.items()]
+    return {d.id: d for d in HashingDocumentEmbedder().run(docs)["documents"]}
+
+
+def ruling(qualifier):
+    docs = documents()
+    pile = [docs["laird"], docs["peter"], docs["straight"], docs["kennedy"]]
+    drafts = [Draft(index=1, answer="Jacqueline Kennedy", documents=[docs["kennedy"], docs["straight"]])]
+    base = GeneratedAnswer(data="George Peter", query=QUESTION, documents=pile, meta={})
+    ranker = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), evidence="mentions", override_margin=1.0,
+                                     qualifier=qualifier)
+    return ranker.run(query=QUESTION, drafts=drafts, answers=[base])["ruling"]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Who lived there from Dec 2014 to May 2016?", Period(2014 + 11 / 12, 2016 + 5 / 12)),
+    ("Between 1990 and 1995, who coached the team?", Period(1990, 1996)),
+    ("Who owned it in 1974?", Period(1974, 1975)),
+    ("Who owned the villa for 14 years beginning in 1974?", Period(1974, 1988)),
+    ("Who was the first president of Myanmar?", None),
+])
+def test_the_question_period(question, expected):
+    assert question_period(question) == expected
+
+
+def test_dating_prefers_the_passage_of_the_period_over_its_neighbours():
+    period = question_period(QUESTION)
+    scores = {k: dating(period, v) for k, v in TEXTS.items()}
+    assert scores["kennedy"] == 1.0 and scores["straight"] == 0.5 and scores["laird"] == scores["peter"] == 0.0
+
+
+def test_without_the_qualifier_a_challenger_as_loud_as_the_baseline_gets_no_duel():
+    # "George Peter" is named by two passages, "Jacqueline Kennedy" by one: a duel either way
+    docs = documents()
+    assert ruling("none").open_duel
+    # as loud: each named once -> no duel without the period, a duel with it
+    drafts = [Draft(index=1, answer="Jacqueline Kennedy", documents=[docs["kennedy"]])]
+    base = GeneratedAnswer(data="Michael Straight", query=QUESTION, documents=[docs["straight"], docs["kennedy"]],
+                           meta={})
+    for qualifier, held in (("none", False), ("period", True)):
+        ranker = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), evidence="mentions",
+                                         override_margin=1.0, qualifier=qualifier)
+        out = ranker.run(query=QUESTION, drafts=drafts, answers=[base])["ruling"]
+        assert out.open_duel is held
+
+
+def test_the_duel_reads_the_passage_that_dates_the_answer_first():
+    r = ruling("period")
+    assert r.open_duel
+    pairs = r.arbitration.override.duel
+    ids = [r.case.docs[col].id for _, col in pairs]
+    assert ids[0] == "kennedy"                                  # the period's passage leads the duel
+    assert ids[1] in {"laird", "peter"}
+
+
+def test_the_period_stratum_is_drafted_first_and_m_stays():
+    docs = list(documents().values())
+    plain = SpectralStratifier(n_clusters=2, n_subsets=2, selection="clusters", random_state=0,
+                               text_embedder=HashingTextEmbedder())
+    dated = SpectralStratifier(n_clusters=2, n_subsets=2, selection="clusters", random_state=0,
+                               text_embedder=HashingTextEmbedder(), qualifier="period")
+    subsets = dated.run(documents=docs, query=QUESTION)["subsets"]
+    assert len(subsets) == 2 and [d.id for d in subsets[0]] == ["kennedy"]
+    undated = "Who lived in the Baker House?"
+    assert ([[d.id for d in s] for s in dated.run(documents=docs, query=undated)["subsets"]]
+            == [[d.id for d in s] for s in plain.run(documents=docs, query=undated)["subsets"]])
+    assert SpectralStratifier.from_dict(dated.to_dict()).qualifier == "period"
+    with pytest.raises(ValueError, match="qualifier"):
+        SpectralStratifier(qualifier="namesake")
