@@ -32,7 +32,7 @@ from haystack_cfrag.loading import (TRUSTED_PREFIXES, component_key, pipeline_fr
                                     share_node_models, with_overrides)
 from haystack_cfrag.runtime_keep import keep, keeps
 from haystack_cfrag.runtime_parts import RuntimeParts
-from haystack_cfrag.timing import count_llm_usage, timed_on, timed_stages
+from haystack_cfrag.common.timing import count_llm_usage, timed_on, timed_stages
 
 
 
@@ -316,7 +316,7 @@ class Runtime:
         :param params: parameters of the pipeline's table (`registry.resolve(path).parameters`, checked by
             the caller). Those marked `per_request` are passed as run-time inputs; the others build (once)
             a pipeline with them as init parameters.
-        :param progress: told each stage and LLM call as it starts (e.g. `haystack_cfrag.progress.StatusLine`).
+        :param progress: told each stage and LLM call as it starts (e.g. `haystack_cfrag.cli.progress.StatusLine`).
         :param timed: time the stages with a process-wide tracer (`stages`); the service turns it
             off, so that concurrent requests run concurrently and a user's own tracer stays in place.
         """

@@ -16,7 +16,7 @@ from typing import Any
 
 from haystack import logging
 
-from haystack_cfrag.timing import timed_on
+from haystack_cfrag.common.timing import timed_on
 
 logger = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ from haystack_cfrag.cli.checks import (
 )
 from haystack_cfrag.common.parameters import clip
 from haystack_cfrag.registry import cli_options, query_pipelines, trace_view
-from haystack_cfrag.progress import StatusLine
+from haystack_cfrag.cli.progress import StatusLine
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 

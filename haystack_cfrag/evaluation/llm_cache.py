@@ -31,7 +31,7 @@ from haystack import component, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.common.serialization import deserialize_component, serialize_component
-from haystack_cfrag.timing import REPLAYED_META, UNKNOWN_MACHINE, timed_on
+from haystack_cfrag.common.timing import REPLAYED_META, UNKNOWN_MACHINE, timed_on
 
 
 class _CacheState:

@@ -43,7 +43,7 @@ from haystack_cfrag.evaluation.summary import read_records
 from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, System, parse_systems
 from haystack_cfrag.registry import injection_pipelines
 from haystack_cfrag.runtime import Runtime
-from haystack_cfrag.timing import by_machine
+from haystack_cfrag.common.timing import by_machine
 
 logger = logging.getLogger(__name__)
 

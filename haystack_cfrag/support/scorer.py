@@ -25,7 +25,7 @@ from haystack_cfrag.support.math import (
     option_scores,
 )
 from haystack_cfrag.common.validation import check_bool, check_int, check_optional_int
-from haystack_cfrag.timing import count_scoring
+from haystack_cfrag.common.timing import count_scoring
 
 logger = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ from haystack_cfrag.cfrag.math import arbitration as arb
 from haystack_cfrag.cfrag.dataclasses import Draft
 from haystack_cfrag.registry import resolve
 from haystack_cfrag.cfrag.prompts import STANDARD_RAG_TEMPLATE
-from haystack_cfrag.timing import count_llm_usage
+from haystack_cfrag.common.timing import count_llm_usage
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
-from haystack_cfrag.progress import StatusLine
-from haystack_cfrag.timing import timed_stages
+from haystack_cfrag.cli.progress import StatusLine
+from haystack_cfrag.common.timing import timed_stages
 from tests.unit.cfrag.test_llm_spans import build
 
 

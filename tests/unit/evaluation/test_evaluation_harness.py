@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from haystack import component, default_to_dict
 from haystack.dataclasses import ChatMessage
 
-from haystack_cfrag import timing
+from haystack_cfrag.common import timing
 from haystack_cfrag.cli import main
 from haystack_cfrag.evaluation import EvalConfig, run_eval, summarize, write_outputs
 from haystack_cfrag.evaluation import corpus as corpus_module

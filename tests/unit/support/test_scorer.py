@@ -184,7 +184,7 @@ def test_call_order_reuses_the_prefix_and_the_trace_counts_it():
 
 
 def test_scorings_count_into_the_questions_llm_usage_sync_async_and_options():
-    from haystack_cfrag.timing import count_llm_usage
+    from haystack_cfrag.common.timing import count_llm_usage
 
     s = scorer(erased_contrast=True)
     kwargs = dict(query=QUESTION, answers=["Christian Bale", "Heath Ledger"], documents=cast(),

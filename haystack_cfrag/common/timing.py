@@ -210,7 +210,7 @@ def _llm_record(tags: dict[str, Any], seconds: float) -> LLMCallRecord:
 def timed_stages(progress: Callable[[str], None] | None = None) -> Iterator[StageTimer]:
     """Enable a StageTimer for the duration of the block (the previous tracer is restored).
 
-    `progress` is told each stage and LLM call as it starts (see `haystack_cfrag.progress`).
+    `progress` is told each stage and LLM call as it starts (see `haystack_cfrag.cli.progress`).
     """
     timer = StageTimer(progress)
     previous = tracing.tracer.actual_tracer
