@@ -28,9 +28,10 @@ MAX_BYTES = {
     "faiss": 64 * GIB,  # a FAISS index (its header's claim is checked too: `faiss_header`)
     "sqlite": 64 * GIB,  # the graph's tables (100,468 passages: 0.6 GB); read by pages, never whole
     "meta": 64 << 20,  # a small metadata file (a local Qdrant store's meta.json)
+    "run": 16 * GIB,  # a `cfrag eval` folder's records, metadata or graph stats, or a replay archive
 }
 """The largest file of each kind that is read at all."""
-READ_WHOLE = ("json", "faiss")
+READ_WHOLE = ("json", "faiss", "run")
 """Kinds read whole into memory: also refused when larger than this machine's memory."""
 CHUNK = 4 << 20
 
@@ -55,7 +56,7 @@ def memory_bytes() -> int | None:
 def _size_check(path: Path, size: int, kind: str) -> None:
     cap = MAX_BYTES[kind]
     if size > cap:
-        raise ValueError(f"{path} is {size / GIB:.1f} GiB, more than a {kind} file of a store may be "
+        raise ValueError(f"{path} is {size / GIB:.1f} GiB, more than a {kind} file may be "
                          f"({cap / GIB:.3g} GiB); nothing read.")
     memory = memory_bytes()
     if kind in READ_WHOLE and memory and size > memory:
@@ -71,8 +72,8 @@ def _target(path: Path, folder: Path | None) -> Path:
     home = (folder or path.parent).resolve()
     target = path.resolve()
     if target.parent != home and home not in target.parents:
-        raise ValueError(f"{path} is a link out of its folder (to {target}); nothing read: a store's files are "
-                         "its own.")
+        raise ValueError(f"{path} is a link out of its folder (to {target}); nothing read: the files read are "
+                         "the folder's own.")
     return target
 
 
@@ -86,7 +87,7 @@ def check_file(path: str | os.PathLike[str], kind: str, *, folder: Path | None =
     target = _target(path, folder)
     info = target.lstat()
     if not stat.S_ISREG(info.st_mode):
-        raise ValueError(f"{path} is {_kind_of(info.st_mode)}, not a store file; nothing read.")
+        raise ValueError(f"{path} is {_kind_of(info.st_mode)}, not a regular file; nothing read.")
     _size_check(path, info.st_size, kind)
     return info
 
@@ -110,7 +111,7 @@ def open_checked(path: str | os.PathLike[str], kind: str, *, folder: Path | None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"{path} is {_kind_of(info.st_mode)}, not a store file; nothing read.")
+            raise ValueError(f"{path} is {_kind_of(info.st_mode)}, not a regular file; nothing read.")
         _size_check(path, info.st_size, kind)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -121,6 +122,20 @@ def open_checked(path: str | os.PathLike[str], kind: str, *, folder: Path | None
 def size_of(fh: IO[bytes]) -> int:
     """The size of an open file, from its descriptor."""
     return os.fstat(fh.fileno()).st_size
+
+
+def read_text(path: str | os.PathLike[str], kind: str) -> str:
+    """The UTF-8 text of a user's file (a `cfrag eval` run folder's records or metadata), read through `open_checked`.
+
+    :raises FileNotFoundError: nothing is there.
+    :raises ValueError: one line naming the file (as `open_checked`, or not UTF-8 text).
+    """
+    with open_checked(path, kind) as fh:
+        data = fh.read(MAX_BYTES[kind] + 1)  # bounded, even for a file that grew after the check
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text (byte {exc.start}); nothing read.") from None
 
 
 def read_json(path: str | os.PathLike[str], kind: str = "json", *, head: bytes = b"{",
@@ -151,4 +166,4 @@ def read_json(path: str | os.PathLike[str], kind: str = "json", *, head: bytes =
             raise ValueError(f"{path} is not valid JSON ({' '.join(str(exc).split())[:80]}); nothing read.") from exc
 
 
-__all__ = ["MAX_BYTES", "check_file", "memory_bytes", "open_checked", "read_json", "size_of"]
+__all__ = ["MAX_BYTES", "check_file", "memory_bytes", "open_checked", "read_json", "read_text", "size_of"]
