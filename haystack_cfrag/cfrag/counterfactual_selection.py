@@ -1,9 +1,9 @@
 """Choosing N counterfactual questions from candidates: V(q, q') then Info(q, q') (paper 4.1.1).
 
-One home for what the reader's `CounterfactualQueryExpander` and the rule-based `CounterfactualRewriter`
-share: candidates (dicts with "question", "type", "answer_hint") are validated against the query —
+What `CounterfactualQueryExpander` does with the reader's candidates, apart from the component:
+candidates (dicts with "question", "type", "answer_hint") are validated against the query —
 on topic, not a paraphrase, another expected answer — the N most informative distinct ones are kept,
-and the outputs (`queries`, `counterfactuals`, `degradations`) take the same shape whoever wrote them.
+and the outputs (`queries`, `counterfactuals`, `degradations`) are shaped.
 
 >>> out = select_counterfactuals("Who directed Kong?", "", [{"question": "Who produced Kong?", "type": "role",
 ...     "answer_hint": ""}], None, 1, similarity_threshold=0.2, paraphrase_threshold=0.97,

@@ -67,8 +67,6 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter("selection", "stratifier", "selection", str, choices=SELECTIONS, help="subsets: sampled or clusters"),
         Parameter("order", "stratifier", "order", str, choices=ORDERS, help="passage order in each subset"),
         Parameter("draft_prompt", "drafter", "prompt", str, choices=PROMPTS, help="the challengers' prompt"),
-        Parameter("skip_redundant", "drafter", "skip_redundant", bool,
-                  help="no challenger draft for a subset whose every passage states the baseline's answer"),
         Parameter("prompt_style", "expander", "prompt_style", str, choices=PROMPT_STYLES,
                   help="the expander's prompt: JSON (paper) or lines"),
         Parameter("paraphrase_threshold", "expander", "paraphrase_threshold", **_span("paraphrase_threshold"),

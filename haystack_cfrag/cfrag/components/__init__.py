@@ -9,7 +9,6 @@ _import_structure = {
     "causal_arbitration_ranker": ["CausalArbitrationRanker"],
     "counterfactual_query_expander": ["CounterfactualQueryExpander"],
     "counterfactual_rag": ["CounterfactualRAG"],
-    "counterfactual_rewriter": ["CounterfactualRewriter"],
     "embedding_deduplicator": ["EmbeddingDeduplicator"],
     "multi_query_retriever": ["MultiQueryRetriever"],
     "parallel_draft_generator": ["ParallelDraftGenerator"],
@@ -23,7 +22,6 @@ if TYPE_CHECKING:
     from .causal_arbitration_ranker import CausalArbitrationRanker
     from .counterfactual_query_expander import CounterfactualQueryExpander
     from .counterfactual_rag import CounterfactualRAG
-    from .counterfactual_rewriter import CounterfactualRewriter
     from .embedding_deduplicator import EmbeddingDeduplicator
     from .multi_query_retriever import MultiQueryRetriever
     from .parallel_draft_generator import ParallelDraftGenerator

@@ -29,8 +29,7 @@ from haystack_cfrag.cfrag.prompts import (
     render_plain_evidence,
 )
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.common.text import mention
-from haystack_cfrag.common.validation import check_bool, check_choice, check_optional_int, check_optional_seconds
+from haystack_cfrag.common.validation import check_choice, check_optional_int, check_optional_seconds
 
 PROMPTS = ("app_g", "short")
 
@@ -85,7 +84,6 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
         prompt: str = "app_g",
         prompt_template: str | None = None,
-        skip_redundant: bool = False,
     ) -> None:
         """
         :param chat_generator: any Haystack ChatGenerator instance.
@@ -103,10 +101,6 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
             (None = the built-in one): a `str.format` string with the placeholders {query} and
             {evidence}; the passages are still rendered as `prompt` says. The baseline draft keeps
             standard RAG's prompt, so that it stays the answer standard RAG gives.
-        :param skip_redundant: write no draft for a subset whose every passage states the baseline's answer
-            (normalised whole-phrase mention): a reader given only passages that state one answer repeats it, so
-            the subset counts as agreeing with the baseline (`Draft.parsed_by` says "skipped") and costs no call.
-            Needs the baseline (drafted first, or standard RAG's replies in a cascade).
         """
         check_choice("prompt", prompt, PROMPTS)
         check_template(prompt_template, DRAFT_FIELDS, component="ParallelDraftGenerator")
@@ -115,7 +109,6 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
         check_optional_seconds("timeout_s", timeout_s)
         check_optional_seconds("time_budget_s", time_budget_s)
         check_optional_int("max_query_chars", max_query_chars, 1)
-        check_bool("skip_redundant", skip_redundant)
         self.chat_generator = chat_generator
         self.max_workers = max_workers
         self.generation_kwargs = generation_kwargs
@@ -126,7 +119,6 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
         self.max_query_chars = max_query_chars
         self.prompt = prompt
         self.prompt_template = prompt_template
-        self.skip_redundant = skip_redundant
 
 
     def to_dict(self) -> dict[str, Any]:
@@ -143,7 +135,6 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
             max_query_chars=self.max_query_chars,
             prompt=self.prompt,
             prompt_template=self.prompt_template,
-            skip_redundant=self.skip_redundant,
         )
 
     @classmethod
@@ -176,12 +167,6 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
         def draft(job: tuple[int, list[Document]]) -> Draft:
             return self._draft(job[0], query, job[1], deadline, short=job[0] == base, parent=parent)
 
-        skipped: dict[int, Draft] = {}
-        if self.skip_redundant and (reused or (jobs and jobs[0][0] == base)):
-            if not reused:  # the baseline's answer decides which subsets are redundant: drafted first
-                reused = [draft(jobs.pop(0))]
-            skipped = {i: self._skipped(i, docs, reused[0]) for i, docs in jobs if _redundant(docs, reused[0])}
-            jobs = [job for job in jobs if job[0] not in skipped]
         if self.max_workers == 1 or len(jobs) <= 1:
             drafts = [draft(job) for job in jobs]
         else:
@@ -190,7 +175,7 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
             with ThreadPoolExecutor(max_workers=min(self.max_workers, len(jobs))) as pool:
                 futures = [pool.submit(contextvars.copy_context().run, draft, job) for job in jobs]
                 drafts = [f.result() for f in futures]
-        drafts = _in_order([*drafts, *skipped.values()], base)
+        drafts = _in_order(drafts, base)
         return {"drafts": self._report(self._mark_baseline(reused + drafts, baseline_documents))}
 
     @component.output_types(drafts=list[Draft])
@@ -214,15 +199,8 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
 
         reused = self._reused(subsets, baseline_documents, baseline_replies)
         jobs = self._jobs(subsets, None if reused else baseline_documents)
-        skipped: dict[int, Draft] = {}
-        if self.skip_redundant and (reused or (jobs and jobs[0][0] == len(subsets))):
-            if not reused:
-                index, docs = jobs.pop(0)
-                reused = [await one(index, docs)]
-            skipped = {i: self._skipped(i, docs, reused[0]) for i, docs in jobs if _redundant(docs, reused[0])}
-            jobs = [job for job in jobs if job[0] not in skipped]
         drafts = await asyncio.gather(*(one(i, docs) for i, docs in jobs))
-        drafts = _in_order([*drafts, *skipped.values()], len(subsets))
+        drafts = _in_order(drafts, len(subsets))
         return {"drafts": self._report(self._mark_baseline(reused + drafts, baseline_documents))}
 
     # ------------------------------------------------------------------ steps
@@ -292,11 +270,6 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
         return self._drafted(index, docs, *asked)
 
     @staticmethod
-    def _skipped(index: int, docs: list[Document], baseline: Draft) -> Draft:
-        """A subset whose every passage states the baseline's answer: that answer, with no call (`skip_redundant`)."""
-        return Draft(index=index, answer=baseline.answer, documents=docs, parsed_by=SKIPPED)
-
-    @staticmethod
     def _no_evidence(index: int) -> Draft:
         logger.warning("ParallelDraftGenerator: subset {index} is empty; no draft written", index=index)
         return Draft(index=index, answer="", error=NO_EVIDENCE)
@@ -341,18 +314,9 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
         return drafts
 
 
-SKIPPED = "skipped: every passage states the baseline's answer"
-
-
 def _in_order(drafts: list[Draft], baseline_index: int) -> list[Draft]:
-    """The baseline first (when drafted here), then the subsets' drafts by index, skipped ones in their place."""
+    """The baseline first (when drafted here), then the subsets' drafts by index."""
     return sorted(drafts, key=lambda d: (d.index != baseline_index, d.index))
-
-
-def _redundant(docs: list[Document], baseline: Draft) -> bool:
-    """Whether every passage of a subset states the baseline's (non-empty, successful) answer."""
-    return bool(docs) and not baseline.failed and bool(baseline.answer.strip()) and all(
-        mention(baseline.answer, d.content or "") == 1.0 for d in docs)
 
 
 def _llm_call(index: int, parent: Any | None) -> LLMCall:

@@ -1,0 +1,101 @@
+"""Won / lost / same of each system against standard RAG, per failure mode and axis, with intervals and cost.
+
+    python benchmarks/analysis/trap_outcomes.py runs/timeqa_train ../shared/data/timeqa_train_trap.jsonl
+    python benchmarks/analysis/trap_outcomes.py runs/trap84 ../shared/data/trap_dev.jsonl ../shared/data/trap_tune.jsonl
+
+Only the questions every listed system answered are compared (a run still going is read as it stands).
+Per system: strict EM, ΔEM against standard RAG with its 95 % paired bootstrap interval, won/lost, the
+token-model cost ratio (every prompt token, and the tokens llama.cpp evaluated), and the rows it won or lost,
+each with what the win was (`override` by the duel, `reorder`: the same passages in another order, …).
+`--systems` picks and orders the systems; `--json` writes the table for a docs page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from haystack_cfrag.evaluation.statistics import paired
+from haystack_cfrag.evaluation.token_model import token_seconds
+from run_folder import read_run_records
+
+BASE = "standard_rag"
+
+
+def rows_by_id(paths: list[Path]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for p in paths:
+        for line in p.open(encoding="utf-8"):
+            row = json.loads(line)
+            out[row["id"]] = row
+    return out
+
+
+def table(records: list[dict[str, Any]], rows: dict[str, dict[str, Any]], systems: list[str]) -> dict[str, Any]:
+    by = defaultdict(dict)
+    for r in records:
+        if not r["condition"].startswith("inject"):
+            by[r["system"]][r["qid"]] = r
+    systems = [s for s in systems if s in by]
+    common = sorted(set.intersection(*(set(by[s]) for s in systems))) if systems else []
+    base = by[BASE]
+    cost_base = [token_seconds(base[q].get("llm")) for q in common]
+    out = {"n": len(common), "systems": {}}
+    for s in systems:
+        recs = [by[s][q] for q in common]
+        o = paired(recs, [base[q] for q in common], "em") if s != BASE else None
+        cost = [token_seconds(r.get("llm")) for r in recs]
+        groups: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+        won, lost = [], []
+        for q, r in zip(common, recs, strict=True):
+            delta = r["em"] - base[q]["em"]
+            row = rows.get(q, {})
+            for g in (f"mode:{row.get('failure_mode', '?')}", f"axis:{row.get('axis', '?')}"):
+                groups[g][0 if delta > 0 else 1 if delta < 0 else 2] += 1
+            if delta:
+                (won if delta > 0 else lost).append((q, base[q]["answer"], r["answer"], (r.get("decision") or "")))
+        out["systems"][s] = {
+            "em": 100 * mean(r["em"] for r in recs) if recs else None,
+            "delta": None if o is None else [100 * o["difference"], 100 * o["low"], 100 * o["high"]],
+            "won": won, "lost": lost, "groups": dict(groups),
+            "cost_all": sum(c["all"] for c in cost) / max(1e-9, sum(c["all"] for c in cost_base)),
+            "cost_evaluated": sum(c["evaluated"] for c in cost) / max(1e-9, sum(c["evaluated"] for c in cost_base)),
+        }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("data", type=Path, nargs="+")
+    parser.add_argument("--systems", default=None, help="comma-separated (default: every system of the folder)")
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--quiet", action="store_true", help="no per-question lines")
+    args = parser.parse_args()
+    records = read_run_records(args.out)
+    systems = args.systems.split(",") if args.systems else list(dict.fromkeys(r["system"] for r in records))
+    if BASE not in systems:
+        systems.insert(0, BASE)
+    t = table(records, rows_by_id(args.data), systems)
+    print(f"{args.out}: {t['n']} questions answered by every system")
+    for s, v in t["systems"].items():
+        d = v["delta"]
+        shown = "" if d is None else f" Δ {d[0]:+.1f} [{d[1]:+.1f}, {d[2]:+.1f}]  {len(v['won'])}↑ {len(v['lost'])}↓"
+        print(f"{s:60s} EM {v['em']:.1f}{shown}  cost {v['cost_all']:.2f}× all, {v['cost_evaluated']:.2f}× evaluated")
+        if d is not None:
+            print("    " + "  ".join(f"{g} {w}↑{lo}↓{n}=" for g, (w, lo, n) in sorted(v["groups"].items())))
+            if not args.quiet:
+                for q, b, a, how in v["won"]:
+                    print(f"    won  {q}: {b!r} -> {a!r} ({how})")
+                for q, b, a, how in v["lost"]:
+                    print(f"    lost {q}: {b!r} -> {a!r} ({how})")
+    if args.json:
+        args.json.write_text(json.dumps(t, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
