@@ -39,7 +39,7 @@ __all__ = [
 # Imported on first use (PEP 562): `import haystack_cfrag` stays cheap, so that the `cfrag`
 # command is still in its own hands when Ctrl-C comes while Haystack imports.
 _HOMES = {name: "haystack_cfrag.cfrag.components" for name in __all__}
-_HOMES.update({"Draft": "haystack_cfrag.cfrag.dataclasses", "load_pipeline": "haystack_cfrag.loading",
+_HOMES.update({"Draft": "haystack_cfrag.cfrag.dataclasses", "load_pipeline": "haystack_cfrag.pipelines.loading",
                "EvidenceSetSelector": "haystack_cfrag.cer.components.evidence_set_selector",
                "ReaderSupportScorer": "haystack_cfrag.support.scorer",
                "QueryRefiner": "haystack_cfrag.cdf_rag.components.query_refiner",
@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from haystack_cfrag.cdf_rag.components.query_refiner import QueryRefiner
     from haystack_cfrag.cer.components.evidence_set_selector import EvidenceSetSelector
     from haystack_cfrag.cfrag.dataclasses import Draft
-    from haystack_cfrag.loading import load_pipeline
+    from haystack_cfrag.pipelines.loading import load_pipeline
     from haystack_cfrag.support.scorer import ReaderSupportScorer
 
 

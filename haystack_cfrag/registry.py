@@ -32,7 +32,7 @@ from typing import Any
 from haystack_cfrag.cascade.parameters import GATE_PARAMETERS, GATE_SWEEP_NAMES
 from haystack_cfrag.common.parameters import Parameter, ParameterError, check_parameters
 from haystack_cfrag.family import Entry, Family, StorePreparation
-from haystack_cfrag.pipelines import pipeline_path, read_pipeline
+from haystack_cfrag.pipelines import OWN_FILES, pipeline_path, read_pipeline
 
 BASELINE = "standard_rag"
 """The pipeline every comparison measures against (standard RAG: top-k retrieval, one generation)."""
@@ -115,6 +115,8 @@ def register_family(family: Family) -> None:
             raise ValueError(f"Pipeline '{entry.name}' of family '{family.name}' is already family '{owner.family}''s.")
     FAMILIES[family.name] = family
     for entry in family.pipelines:
+        if entry.path is not None:  # loading and checking find it by name too
+            OWN_FILES[entry.name] = entry.path
         REGISTRY[entry.name] = ShippedPipeline(
             entry.name, family.name, entry.description, _table(family, entry), served=not entry.indexing,
             injection=entry.injection, api_description=entry.api_description, indexing=entry.indexing,
@@ -128,6 +130,7 @@ def unregister_family(name: str) -> None:
     FAMILIES.pop(name, None)
     for pipeline in [p for p, entry in REGISTRY.items() if entry.family == name]:
         del REGISTRY[pipeline]
+        OWN_FILES.pop(pipeline, None)
     _resolved.clear()
 
 

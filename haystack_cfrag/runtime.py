@@ -28,7 +28,7 @@ from haystack_cfrag.registry import FAMILIES, Resolved, preparation_of, resolve
 from haystack_cfrag.common import interrupts
 from haystack_cfrag.common.validation import check_bool
 from haystack_cfrag.stores.keyword import keyword_retriever
-from haystack_cfrag.loading import (TRUSTED_PREFIXES, component_key, pipeline_from_dict, share_injected_components,
+from haystack_cfrag.pipelines.loading import (TRUSTED_PREFIXES, component_key, pipeline_from_dict, share_injected_components,
                                     share_node_models, with_overrides)
 from haystack_cfrag.runtime_keep import keep, keeps
 from haystack_cfrag.runtime_parts import RuntimeParts

@@ -42,7 +42,7 @@ from haystack.core.serialization import DeserializationCallbacks, component_from
 
 from haystack_cfrag.common.protocols import ChatGenerator, Retriever, TextEmbedder
 from haystack_cfrag.common.serialization import serialize_component
-from haystack_cfrag.loading import TRUSTED_PREFIXES, check_classes
+from haystack_cfrag.pipelines.loading import TRUSTED_PREFIXES, check_classes
 from haystack_cfrag.models import EMBEDDED_SMALL_LLM
 
 GENERATOR, EMBEDDER, RETRIEVER, KEYWORD, SCORER = "chat generator", "text embedder", "retriever", "keyword", "scorer"

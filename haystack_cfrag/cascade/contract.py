@@ -27,7 +27,7 @@ from typing import Any
 
 from haystack_cfrag.cascade.math import GATE_KEY
 from haystack_cfrag.cascade.parameters import GATE_NODE
-from haystack_cfrag.loading import with_overrides
+from haystack_cfrag.pipelines.loading import with_overrides
 from haystack_cfrag.models import EMBEDDED_SMALL_LLM
 
 ROUTER_NODE, JOINER_NODE = "router", "joiner"

@@ -115,7 +115,7 @@ def _check_inputs(question: str, pipelines: list[str], params: dict[str, Any], s
                   embedder: str, scorer: str | None) -> dict[str, Any]:
     """Fail fast, before any model loads, on any bad argument; the checked parameters (short options and
     `--param`s, each against the tables of the pipelines that have it)."""
-    from haystack_cfrag.loading import check_pipeline_file  # noqa: PLC0415
+    from haystack_cfrag.pipelines.loading import check_pipeline_file  # noqa: PLC0415
 
     if not question.strip():
         raise click.BadParameter("the question is empty", param_hint="QUESTION")

@@ -74,7 +74,7 @@ def _sweep_system(sweep: str, base: str, short: str, value: str) -> str:
 
 def _check_systems(specs: str, option: str) -> None:
     """Each system, and each pipeline file's classes (the allowlist) and build, before any model loads."""
-    from haystack_cfrag.loading import check_pipeline_file  # noqa: PLC0415
+    from haystack_cfrag.pipelines.loading import check_pipeline_file  # noqa: PLC0415
 
     try:
         for system in check_systems(specs):

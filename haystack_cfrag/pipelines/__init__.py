@@ -37,41 +37,116 @@ def shipped_pipelines() -> list[str]:
     return sorted(p.stem for p in PIPELINES_DIR.glob("*.yml"))
 
 
+OWN_FILES: dict[str, Path] = {}
+"""Pipeline names that are a file of your own (`registry.register_family`'s entries with a `path`) -> the file."""
+
+
 def pipeline_path(name_or_path: str | Path) -> Path:
-    """A shipped pipeline by name ("cf_rag", "cf_rag_fast", …) or any existing file path.
+    """A shipped pipeline by name ("cf_rag", "cf_rag_fast", …), a registered file's name, or any existing file path.
 
     :raises FileNotFoundError: neither a file nor a shipped name (the message lists the names).
     """
     path = Path(name_or_path)
-    if path.is_file():
+    if path.is_file() or (path.is_symlink() or path.exists()) and not path.is_dir():  # a FIFO: the opener says so
         return path
+    if isinstance(name_or_path, str) and name_or_path in OWN_FILES:
+        return OWN_FILES[name_or_path]
     shipped = PIPELINES_DIR / f"{name_or_path}.yml"
     if isinstance(name_or_path, str) and name_or_path in shipped_pipelines():
         return shipped
     raise FileNotFoundError(f"No pipeline file '{name_or_path}' (shipped: {shipped_pipelines()}).")
 
 
+MAX_YAML_BYTES = 1 << 20
+"""The largest pipeline (or gate) file read at all: 1 MiB, about 100 times the largest shipped pipeline (10.7 kB)."""
+MAX_YAML_NODES = 100_000
+"""The most nodes a YAML file may hold with its aliases expanded (the largest shipped pipeline: 676): a file of
+nested aliases grows tenfold per level, and every walk of it would pay for the expansion."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that counts a document's nodes, its aliases expanded, before anything is built."""
+
+    def compose_document(self) -> Any:
+        node = super().compose_document()
+        _expanded(node, {}, set())
+        return node
+
+
+def _expanded(node: yaml.Node, sizes: dict[int, int], holding: set[int]) -> int:
+    """The node's size with every alias expanded (each distinct node counted once per place it appears)."""
+    key = id(node)
+    if key in sizes:
+        return sizes[key]
+    if key in holding:
+        raise ValueError("an alias names a node that holds it (a recursive structure)")
+    holding.add(key)
+    children = node.value if isinstance(node, yaml.SequenceNode) else (
+        [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else [])
+    total = 1
+    for child in children:
+        total += _expanded(child, sizes, holding)
+        if total > MAX_YAML_NODES:
+            raise ValueError(f"its aliases expand to more than {MAX_YAML_NODES:,} nodes")
+    holding.discard(key)
+    sizes[key] = total
+    return total
+
+
 def read_yaml(path: Path) -> Any:
     """A YAML file's data, safely loaded (no Python objects): the package's one YAML parse (a pipeline, a gate).
 
+    Read through the one safe opener (`stores.safe_files`: a regular file, never a FIFO or a device), at most
+    `MAX_YAML_BYTES`, and its aliases expanded to at most `MAX_YAML_NODES` nodes before anything is built.
+
     :raises ValueError: one line naming the file when it is not readable YAML.
     """
+    from haystack_cfrag.stores.safe_files import open_checked  # noqa: PLC0415
+
+    path = Path(path)
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        with open_checked(path, "meta", folder=Path(path.absolute().anchor)) as fh:  # a link anywhere, to a file
+            raw = fh.read(MAX_YAML_BYTES + 1)
+        if len(raw) > MAX_YAML_BYTES:
+            raise ValueError(f"it is larger than {MAX_YAML_BYTES >> 20} MiB")
+        loader = _BoundedLoader(raw.decode("utf-8"))  # a SafeLoader: no Python objects
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file.") from None
+    except ValueError as exc:
+        text = " ".join(str(exc).split())
+        raise ValueError(text if text.startswith(str(path)) else f"{path}: not a readable YAML file ({text[:120]}).") \
+            from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, OverflowError) as exc:
         raise ValueError(f"{path}: not a readable YAML file ({type(exc).__name__}).") from None
 
 
+_parsed: dict[tuple[str, int, int], dict[str, Any]] = {}
+
+
 def read_pipeline(path: Path) -> dict[str, Any]:
-    """The one parse of a pipeline file (`haystack_cfrag.registry.resolve` calls it once per file version):
-    readable YAML, a mapping with a `components` mapping, each moved class's `type:` rewritten.
+    """The one parse of a pipeline file, once per file version (its path, time and size): readable YAML, a mapping
+    with a `components` mapping, each moved class's `type:` rewritten. Shared: copy it before changing it.
 
     :raises ValueError: one line naming the file and what is wrong with it.
     """
+    try:
+        stat = Path(path).stat()
+        key = (str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        key = None
+    if key is not None and key in _parsed:
+        return _parsed[key]
     data = read_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get("components"), dict):
         raise ValueError(f"{path}: not a Haystack pipeline file (no 'components' mapping).")
-    return renamed_types(data)
+    data = renamed_types(data)
+    if key is not None:
+        _parsed[key] = data
+    return data
 
 
 # Type paths of YAML written before the family layout (0.1, issue #24) -> where the classes live now.
@@ -113,4 +188,4 @@ def renamed_types(data: Any) -> Any:
     return data
 
 
-__all__ = ["PIPELINES_DIR", "RENAMED_TYPES", "pipeline_path", "read_pipeline", "renamed_types", "shipped_pipelines"]
+__all__ = ["MAX_YAML_BYTES", "MAX_YAML_NODES", "OWN_FILES", "PIPELINES_DIR", "RENAMED_TYPES", "pipeline_path", "read_pipeline", "renamed_types", "shipped_pipelines"]

@@ -21,8 +21,7 @@ from haystack.core.serialization import DeserializationCallbacks
 from haystack_cfrag.common.errors import one_line
 from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.models import resolve_embedded_models
-from haystack_cfrag.pipelines import renamed_types, shipped_pipelines
-from haystack_cfrag.registry import resolve
+from haystack_cfrag.pipelines import pipeline_path, read_pipeline, renamed_types, shipped_pipelines
 
 PACKAGE_MODULES = ("haystack_cfrag",)
 TRUSTED_PREFIXES = ("haystack", "haystack_integrations", "haystack_experimental", "haystack_cfrag")
@@ -58,8 +57,8 @@ def load_pipeline(
     pipe = load_pipeline("cf_rag", overrides={"drafter.max_workers": 1})
     ```
     """
-    return pipeline_from_dict(resolve(path).data, allowed_modules=allowed_modules, overrides=overrides,
-                              share_models=share_models)
+    return pipeline_from_dict(read_pipeline(pipeline_path(path)), allowed_modules=allowed_modules,
+                              overrides=overrides, share_models=share_models)
 
 
 def pipeline_from_dict(
@@ -108,7 +107,7 @@ def check_pipeline_file(
     name_or_path: str | Path, *, allowed_modules: list[str] | None = None, build: bool | None = None
 ) -> dict[str, Any]:
     """The one check of a pipeline YAML before any model loads (`ask`, `eval`, `serve`): its parsed dict (the one
-    `registry.resolve` holds: shared, never to be changed).
+    `read_pipeline` holds: shared, never to be changed).
 
     Checked, each failure one line naming the file: it is readable YAML, a mapping with a
     `components` mapping; every class and callable it names is on the allowlist
@@ -122,10 +121,10 @@ def check_pipeline_file(
     """
     shipped = isinstance(name_or_path, str) and name_or_path in shipped_pipelines()
     try:
-        resolved = resolve(name_or_path)  # the one parse: readable YAML, a mapping with `components`
+        path = pipeline_path(name_or_path)
     except FileNotFoundError as exc:
         raise ValueError(str(exc)) from exc
-    path, data = resolved.path, resolved.data
+    data = read_pipeline(path)  # the one parse: readable YAML, a mapping with `components`
     try:
         check_classes(data, TRUSTED_PREFIXES + tuple(allowed_modules or ()))
     except PipelineRefusedError as exc:

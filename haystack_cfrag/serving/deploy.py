@@ -172,14 +172,14 @@ def yaml_deploy_name(name_or_path: str | Path) -> str:
     """The name a YAML pipeline is served under: `<stem>_yaml`, for a served name or a file of the user's.
 
     A file must be a `.yml`/`.yaml` file whose stem is a plain name (letters, digits, `_`, `-`),
-    pass `haystack_cfrag.loading.check_pipeline_file` (the allowlist, then Haystack builds it
+    pass `haystack_cfrag.pipelines.loading.check_pipeline_file` (the allowlist, then Haystack builds it
     without loading a model) and declare `inputs` and `outputs`: anything else raises ValueError
     with one line naming what is wrong, before anything is written or started.
 
     >>> yaml_deploy_name("cf_rag")
     'cf_rag_yaml'
     """
-    from haystack_cfrag.loading import check_pipeline_file  # noqa: PLC0415
+    from haystack_cfrag.pipelines.loading import check_pipeline_file  # noqa: PLC0415
 
     if isinstance(name_or_path, str) and name_or_path in PIPELINES:
         return f"{name_or_path}_yaml"

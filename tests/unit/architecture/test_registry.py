@@ -66,7 +66,7 @@ def test_yaml_written_for_the_old_type_paths_still_loads_through_the_package_loa
     from haystack import Pipeline
 
     from haystack_cfrag import EmbeddingDeduplicator
-    from haystack_cfrag.loading import pipeline_from_dict
+    from haystack_cfrag.pipelines.loading import pipeline_from_dict
     from haystack_cfrag.pipelines import RENAMED_TYPES
     from haystack_cfrag.testing.fakes import HashingDocumentEmbedder, HashingTextEmbedder
 
@@ -83,20 +83,20 @@ def test_yaml_written_for_the_old_type_paths_still_loads_through_the_package_loa
 
 
 def test_a_pipeline_file_is_parsed_once_whoever_reads_it(tmp_path, monkeypatch):
-    """`registry.resolve` is the one reader: loading, checking, the evaluation's and the server's reads go through
-    it, so a file is parsed once per version (and the package has one YAML parse of a pipeline file)."""
+    """`pipelines.read_pipeline` is the one reader: `registry.resolve`, loading, checking, the evaluation's and the
+    server's reads go through it, so a file is parsed once per version (and the package has one YAML parse)."""
     import shutil
 
     from haystack_cfrag import pipelines
     from haystack_cfrag.evaluation.systems import check_system, parse_system
-    from haystack_cfrag.loading import check_pipeline_file, load_pipeline
+    from haystack_cfrag.pipelines.loading import check_pipeline_file, load_pipeline
     from haystack_cfrag.registry import resolve
 
     path = tmp_path / "mine.yml"
     shutil.copy(resolve("standard_rag").path, path)
     parsed = []
-    real = pipelines.read_pipeline
-    monkeypatch.setattr("haystack_cfrag.registry.read_pipeline", lambda p: parsed.append(p) or real(p))
+    real = pipelines.read_yaml
+    monkeypatch.setattr(pipelines, "read_yaml", lambda p: parsed.append(p) or real(p))
     check_pipeline_file(path, build=False)
     check_system(parse_system(str(path)))
     if importlib.util.find_spec("sentence_transformers") is not None:  # building needs the embedder (not on 2.x's venv)
@@ -107,5 +107,6 @@ def test_a_pipeline_file_is_parsed_once_whoever_reads_it(tmp_path, monkeypatch):
     resolve(path)
     assert len(parsed) == 2
 
-    sources = [p for p in (Path(pipelines.__file__).parents[1]).rglob("*.py") if "yaml.safe_load(" in p.read_text()]
+    sources = [p for p in (Path(pipelines.__file__).parents[1]).rglob("*.py")
+               if "yaml.safe_load(" in p.read_text() or "get_single_data(" in p.read_text()]
     assert [p.name for p in sources] == ["__init__.py"] and sources[0].parent.name == "pipelines"

@@ -75,7 +75,7 @@ def test_nodes_of_one_configuration_read_with_one_loaded_model():
     """A cascade names the reader twice (Haystack wires one set of sockets per node): one model serves both."""
     from haystack import Pipeline, component
 
-    from haystack_cfrag.loading import share_node_models
+    from haystack_cfrag.pipelines.loading import share_node_models
 
     loads = []
 

@@ -168,7 +168,7 @@ def test_inputs_are_not_mutated_and_the_gate_round_trips():
 
     from haystack import Pipeline
 
-    from haystack_cfrag.loading import pipeline_from_dict
+    from haystack_cfrag.pipelines.loading import pipeline_from_dict
 
     g = gate(ReaderSupportScorer(chat_generator=MockChatGenerator()), threshold=0.7)
     pipe = Pipeline()

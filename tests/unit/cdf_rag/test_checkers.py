@@ -384,7 +384,7 @@ def test_the_checkers_drop_in_after_a_generator_and_survive_yaml():
     import yaml
     from haystack import Pipeline
 
-    from haystack_cfrag.loading import pipeline_from_dict
+    from haystack_cfrag.pipelines.loading import pipeline_from_dict
 
     pipe = Pipeline()
     pipe.add_component("generator", ScriptedGenerator("Answer: Heath Ledger"))

@@ -12,7 +12,7 @@ from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag.cdf_rag import CausalConsistencyChecker, DualPathRetriever
-from haystack_cfrag.loading import pipeline_from_dict
+from haystack_cfrag.pipelines.loading import pipeline_from_dict
 
 RAIN = Document(id="p1", content="Heavy rain fell on the valley for a week.", meta={"title": "Rain"}, score=0.9)
 DAM = Document(id="p2", content="The old dam held during the storm.", meta={"title": "Dam"}, score=0.7)

@@ -7,7 +7,7 @@ from haystack_cfrag import registry
 from haystack_cfrag.cer import trace as cer_trace
 from haystack_cfrag.cer.parameters import PARAMETERS
 from haystack_cfrag.cfrag.parameters import ParameterError
-from haystack_cfrag.loading import load_pipeline
+from haystack_cfrag.pipelines.loading import load_pipeline
 from haystack_cfrag.registry import resolve
 from haystack_cfrag.runtime import Runtime
 from haystack_cfrag.testing import MockChatGenerator

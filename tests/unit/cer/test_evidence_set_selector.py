@@ -13,7 +13,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cer.components import EvidenceSetSelector
-from haystack_cfrag.loading import pipeline_from_dict
+from haystack_cfrag.pipelines.loading import pipeline_from_dict
 from haystack_cfrag.cer.components.evidence_set_selector import DELETION_KEY, NECESSITY_KEY, RANK_KEY
 from haystack_cfrag.cer.math.settings import CerSettings
 from haystack_cfrag.testing.fakes import FixedReplyGenerator as FakeGenerator

@@ -8,7 +8,7 @@ from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag.cfrag.components.counterfactual_rag import PAPER, CounterfactualRAG
-from haystack_cfrag.loading import pipeline_from_dict
+from haystack_cfrag.pipelines.loading import pipeline_from_dict
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
 

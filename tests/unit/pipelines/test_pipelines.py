@@ -8,7 +8,7 @@ from haystack import Pipeline
 
 from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag import load_pipeline
-from haystack_cfrag.loading import PipelineRefusedError, pipeline_from_dict
+from haystack_cfrag.pipelines.loading import PipelineRefusedError, pipeline_from_dict
 from haystack_cfrag.registry import resolve
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader, OutsideReader
@@ -149,7 +149,7 @@ def test_yaml_files_load_without_overrides_checks_names_only():
     # every class the shipped files name is inside the trusted prefixes
     for path in (CF_RAG, STANDARD_RAG):
         data = yaml.safe_load(path.read_text())
-        from haystack_cfrag.loading import TRUSTED_PREFIXES, check_classes
+        from haystack_cfrag.pipelines.loading import TRUSTED_PREFIXES, check_classes
 
         check_classes(data, TRUSTED_PREFIXES)
 
@@ -195,7 +195,7 @@ def test_an_injected_reader_configured_as_a_node_is_that_node_in_each_pipeline()
     node, so the scorer finds the prompt the node just answered; a second pipeline sharing the pool
     gets its own node, not the first pipeline's."""
     from haystack_cfrag.cdf_rag.components import HallucinationChecker
-    from haystack_cfrag.loading import share_injected_components
+    from haystack_cfrag.pipelines.loading import share_injected_components
     from haystack_cfrag.support import ReaderSupportScorer
     from haystack_cfrag.testing import MockChatGenerator
 

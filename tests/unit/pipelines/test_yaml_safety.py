@@ -7,7 +7,7 @@ import yaml
 
 from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag import load_pipeline
-from haystack_cfrag.loading import PipelineRefusedError
+from haystack_cfrag.pipelines.loading import PipelineRefusedError
 
 ROOT = Path(__file__).resolve().parents[3]
 CF_RAG = pipeline_path("cf_rag")
@@ -103,7 +103,7 @@ def test_the_package_never_loads_unsafely():
 
 
 def test_allowed_callables_and_plain_type_tags_pass_the_check():
-    from haystack_cfrag.loading import TRUSTED_PREFIXES, check_classes
+    from haystack_cfrag.pipelines.loading import TRUSTED_PREFIXES, check_classes
 
     check_classes(
         {

@@ -10,7 +10,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag.common.protocols import ChatGenerator, Retriever
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.loading import TRUSTED_PREFIXES, pipeline_from_dict
+from haystack_cfrag.pipelines.loading import TRUSTED_PREFIXES, pipeline_from_dict
 from haystack_cfrag.runtime import Runtime
 from haystack_cfrag.runtime_parts import RuntimeParts
 from tests import dark_knight as dk

@@ -19,7 +19,7 @@ from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.dataclasses import ChatMessage
 from haystack.utils import Secret
 
-from haystack_cfrag.loading import pipeline_from_dict
+from haystack_cfrag.pipelines.loading import pipeline_from_dict
 from haystack_cfrag.support import math as sm
 from haystack_cfrag.support.backends import (
     AnswerLogprobs,
