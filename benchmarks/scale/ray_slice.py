@@ -36,7 +36,7 @@ def main() -> None:
     from haystack_cfrag.causal_rag.components.causal_graph_builder import CausalGraphBuilder
     from haystack_cfrag.causal_rag.extraction_run import extract_passages
     from haystack_cfrag.causal_rag.extractors import BUILDER_SETTINGS, make_extractor
-    from haystack_cfrag.indexing import convert_files, cut_passages, split_documents
+    from haystack_cfrag.stores.sources import convert_files, cut_passages, split_documents
 
     passages, _ = cut_passages(split_documents(convert_files(args.files).documents, words=190, overlap=30), 20_000)
     ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False)

@@ -90,7 +90,7 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
     writes a store at a time (a second waits up to --wait seconds, then refuses); a run killed
     at any moment is finished by the next. To change the embedder, index into a new store.
     """
-    from haystack_cfrag.indexing import (  # noqa: PLC0415
+    from haystack_cfrag.stores.sources import (  # noqa: PLC0415
         convert_files, cut_passages, last_wins, select_files, source_of, split_documents)
     from haystack_cfrag.stores.lock import DEFAULT_WAIT, StoreBusy, store_lock  # noqa: PLC0415
     from haystack_cfrag.stores.specs import redact  # noqa: PLC0415

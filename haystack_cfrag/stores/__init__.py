@@ -9,7 +9,7 @@
 - `faiss_gpu`: `GpuFAISSDocumentStore` and `GpuFAISSEmbeddingRetriever`, faiss-haystack searching
   a GPU copy of its index (imported on first use: importing it imports faiss).
 
-Files are converted and split into passages by `haystack_cfrag.indexing`.
+Files are converted and split into passages by `haystack_cfrag.stores.sources`.
 """
 
 from typing import Any

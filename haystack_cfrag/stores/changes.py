@@ -1,54 +1,70 @@
-"""What `cfrag index` does to a store: the passages it adds, replaces, removes and keeps.
+"""What writing passages does to a store: the passages it adds, replaces, removes and keeps (`plan_changes`).
 
-A passage is known by its id; it carries the file it came from in `meta[SOURCE_KEY]` (an
-absolute path, `indexing.source_of`). Against the store, the passages read now are:
+A passage is known by its id; it carries where it came from (`stores.sources`): its file
+(`SOURCE_KEY`), the other files that gave the same passage (`ALSO_KEY`) and the folder indexed
+(`ROOT_KEY`). Against the store, the passages read now are:
 
 - **added**: an id the store lacks;
 - **replaced**: an id the store holds with other text or meta (Haystack's `DuplicatePolicy.OVERWRITE`);
-- **kept**: an id the store holds as it is (never embedded or written again; a passage stored
-  before sources were recorded, or from another file, gets its source written, not its vector);
+- **kept**: an id the store holds as it is (never embedded or written again; where it came from
+  is written back when that changes, its vector as stored: `Changes.retag`).
 
-and the store's passages are **removed** when their source is a file read now that no longer
-gives them (an edited or shortened file), or, with `prune`, when their source file is gone.
-Passages stored before sources were recorded are never removed.
+A stored passage is **removed** only when no file that gave it is left: the files read now
+give it no more, and (with `prune`) every other one is provably gone (`os.stat`: no such file).
+A file that could not be read or checked (any other `OSError`), gave no text or was too large
+keeps its passages, and the plan says so (`Changes.held`). A copy indexed later is one more
+source of the passages it shares with the original, never their new owner: removing either
+keeps them. Passages stored before sources were recorded are never removed.
 
->>> from haystack import Document
+`prune` refuses (`Changes.refusal`, nothing written) to remove the passages of more than
+`max_share` of the files the store holds passages of, or every passage of a folder indexed that
+no longer exists (or is empty: an unmounted disk), unless `force`. A copy's entry in `ALSO_KEY`
+is found again when its file is the passage's own; in a database store that searches meta by
+value only, a copy edited since keeps a passage (never loses one) until the file is read again.
 
-from haystack_cfrag.indexing import SOURCE_KEY, source_of
->>> from haystack.document_stores.in_memory import InMemoryDocumentStore
 >>> store = InMemoryDocumentStore(index="changes_doctest")  # its own index: instances share one name's data
 >>> _ = store.write_documents([Document(id="a", content="old", meta={SOURCE_KEY: "/f"}),
 ...                            Document(id="b", content="gone", meta={SOURCE_KEY: "/f"})])
 >>> plan = plan_changes(store, [Document(id="a", content="new", meta={SOURCE_KEY: "/f"})], sources={"/f"})
->>> plan.summary()
-'0 added, 1 replaced, 1 removed, 0 kept'
+>>> plan.summary(), plan.files
+('0 added, 1 replaced, 1 removed, 0 kept', {'/f': {'replaced': 1, 'removed': 1}})
 """
 
 from __future__ import annotations
 
-import json
 import os
 import stat
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from haystack import Document
+from haystack.document_stores.in_memory import InMemoryDocumentStore  # noqa: F401  (the doctest's store)
 
-from haystack_cfrag.indexing import SOURCE_KEY, source_of
+from haystack_cfrag.stores.sources import ALSO_KEY, BOOKKEEPING, ROOT_KEY, SOURCE_KEY, same_text
 
+MAX_PRUNE_SHARE = 0.5
+"""The largest share of a store's files whose passages `prune` removes without `force`."""
+GONE = "gone"
 
 
 @dataclass
 class Changes:
-    """The plan of one `cfrag index` run (module doc)."""
+    """The plan of one write (module doc)."""
 
     add: list[Document] = field(default_factory=list)
     replace: list[Document] = field(default_factory=list)
     remove: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     retag: list[Document] = field(default_factory=list)
-    """Kept passages written back with their source (the stored Document, its vector as stored)."""
+    """Kept passages written back with where they came from (the stored Document, its vector as stored)."""
+    files: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Source file -> how many of its passages are added, replaced, removed, kept."""
+    held: dict[str, str] = field(default_factory=dict)
+    """Source file not read, or not provably gone -> why its stored passages are kept (with how many)."""
+    refusal: str = ""
+    """Why `prune` refuses (one line; nothing is written), "" when it does not."""
 
     @property
     def to_embed(self) -> list[Document]:
@@ -60,60 +76,183 @@ class Changes:
         return bool(self.add or self.replace or self.remove)
 
     def summary(self) -> str:
-        """e.g. '2 added, 1 replaced, 0 removed, 5 kept'."""
-        return f"{len(self.add)} added, {len(self.replace)} replaced, {len(self.remove)} removed, {len(self.kept)} kept"
+        """e.g. '2 added, 1 replaced, 0 removed, 5 kept', then the files whose passages are kept unread."""
+        held = "; ".join(f"kept: {os.path.basename(f)} {why}" for f, why in sorted(self.held.items()))
+        return (f"{len(self.add)} added, {len(self.replace)} replaced, {len(self.remove)} removed, "
+                f"{len(self.kept)} kept" + (f"; {held}" if held else ""))
+
+    def by_file(self) -> list[str]:
+        """One line a file: '/abs/a.md: 1 added, 2 kept', then those kept unread: '/abs/c.pdf: kept, gave no text …'."""
+        lines = [f"{f}: " + ", ".join(f"{n} {what}" for what, n in counts.items()) for f, counts in sorted(
+            self.files.items())]
+        return lines + [f"{f}: kept, {why}" for f, why in sorted(self.held.items())]
+
+    def _count(self, doc: Document | None, what: str, file: str | None = None) -> None:
+        name = file if file is not None else str((doc.meta if doc is not None else {}).get(SOURCE_KEY) or "(no file)")
+        counts = self.files.setdefault(name, {})
+        counts[what] = counts.get(what, 0) + 1
 
 
 def plan_changes(store: Any | None, passages: list[Document], *, sources: Iterable[str] = (),
-                 prune: bool = False) -> Changes:
+                 prune: bool = False, unread: Mapping[str, str] | None = None, force: bool = False,
+                 max_share: float = MAX_PRUNE_SHARE) -> Changes:
     """What writing `passages` (unique ids) into `store` (None: a new store) adds, replaces, removes and keeps.
 
-    :param sources: the source keys of the files read in this run: their stored passages that `passages`
-        lack are removed.
-    :param prune: also remove passages whose source is not a regular file any more.
+    :param sources: the source keys of the files read now: their stored passages that `passages` lack, and that no
+        other file gave, are removed.
+    :param prune: also remove the passages whose every file is provably gone (module doc).
+    :param unread: source key -> why that file was not read (`Passages.kept`): reported when the store holds
+        passages of it (they are kept).
+    :param force: prune even past the guard (`max_share`, a folder gone).
     """
     from haystack_cfrag.stores.existing import documents_from, stored_documents  # noqa: PLC0415
 
-    plan = Changes()
+    plan, read, state = Changes(), set(sources), _States()
     held = stored_documents(store, [p.id for p in passages]) if store is not None else {}
     for doc in passages:
         old = held.get(doc.id)
         if old is None:
             plan.add.append(doc)
-        elif not same_passage(old, doc):
-            plan.replace.append(doc)
+            plan._count(doc, "added")
+        elif not same_text(old, doc):
+            plan.replace.append(replace(doc, meta={**_plain(doc), **_marks(doc, old, read, state, carry=False)}))
+            plan._count(doc, "replaced")
         else:
             plan.kept.append(doc.id)
-            if old.meta.get(SOURCE_KEY) != doc.meta.get(SOURCE_KEY):
-                plan.retag.append(replace(old, meta={**old.meta, SOURCE_KEY: doc.meta.get(SOURCE_KEY)}))
+            plan._count(doc, "kept")
+            if doc.meta.get(SOURCE_KEY) and (marks := _marks(doc, old, read, state)) != _marks_of(old):
+                plan.retag.append(replace(old, meta={**_plain(old), **marks}))
     if store is None:
         return plan
-    ids = {p.id for p in passages}
-    read = sorted(set(sources))
-    if read:
-        plan.remove += [d.id for d in documents_from(store, SOURCE_KEY, read) if d.id not in ids]
+    given = {p.id for p in passages}
+    for file, n in Counter(d.meta[SOURCE_KEY] for d in documents_from(store, SOURCE_KEY, sorted(unread or {}))).items():
+        plan.held[file] = f"{(unread or {})[file]} ({n} passage{'s' if n != 1 else ''})"
+    for doc in documents_from(store, SOURCE_KEY, sorted(read)) if read else []:
+        if doc.id not in given:  # a file read now gives it no more: the others that gave it keep it
+            _drop(plan, doc, [s for s in _sources(doc) if s not in read and not (prune and state(s) == GONE)])
     if prune:
-        seen = set(plan.remove)
-        plan.remove += [d.id for d in documents_from(store, SOURCE_KEY)
-                        if d.id not in ids and d.id not in seen and not _is_file(d.meta[SOURCE_KEY])]
+        _prune(plan, documents_from(store, SOURCE_KEY), given, state, force, max_share)
     plan.remove = list(dict.fromkeys(plan.remove))
     return plan
 
 
-def same_passage(stored: Document, new: Document) -> bool:
-    """Same text and same meta (the source key aside; meta compared as JSON, as a saved store reads it back)."""
-    return (stored.content or "") == (new.content or "") and _meta(stored) == _meta(new)
+def _prune(plan: Changes, every: list[Document], given: set[str], state: _States, force: bool,
+           max_share: float) -> None:
+    """The passages whose every file is provably gone, removed unless the guard refuses (module doc)."""
+    done = given | set(plan.remove) | {d.id for d in plan.retag}
+    gone: list[Document] = []
+    unsure: Counter[str] = Counter()
+    for doc in every:
+        if doc.id in done:
+            continue
+        left = [s for s in _sources(doc) if state(s) != GONE]
+        if not left:
+            gone.append(doc)
+            continue
+        if all(state(s) is not None for s in left):  # none of them a file now: kept, and said why
+            unsure[left[0]] += 1
+        if left != _sources(doc):
+            _drop(plan, doc, left)
+    for file, n in unsure.items():
+        plan.held.setdefault(file, f"{state(file)} ({n} passage{'s' if n != 1 else ''})")
+    if not gone:
+        return
+    files = {d.meta[SOURCE_KEY] for d in every}
+    lost = {d.meta[SOURCE_KEY] for d in gone}
+    why = ""
+    if len(lost) > max_share * len(files):
+        why = f"the passages of {len(lost)} of the {len(files)} files the store holds passages of"
+    else:
+        roots, lost_roots = Counter(map(_root, every)), Counter(map(_root, gone))
+        why = next((f"every passage of {root}, which {what}" for root, n in sorted(lost_roots.items())
+                    if n == roots[root] and (what := _folder_gone(root))), "")
+    if why and not force:
+        plan.refusal = (f"--prune would remove {why}; nothing written: if they were moved or are not mounted, "
+                        "index them where they are now, or run again with --prune --force to remove them.")
+        return
+    for doc in gone:
+        plan.remove.append(doc.id)
+        plan._count(doc, "removed")
 
 
-def _meta(doc: Document) -> str:
-    return json.dumps({k: v for k, v in doc.meta.items() if k != SOURCE_KEY}, sort_keys=True, default=str)
+def _drop(plan: Changes, doc: Document, left: list[str]) -> None:
+    """A stored passage given now by none of the files read: removed when no file is `left`, else theirs."""
+    if not left:
+        plan.remove.append(doc.id)
+        plan._count(doc, "removed")
+        return
+    owner = doc.meta.get(SOURCE_KEY)
+    if owner not in left:
+        owner = left[0]
+    marks = {SOURCE_KEY: owner, **({ALSO_KEY: [s for s in left if s != owner]} if len(left) > 1 else {})}
+    if owner == doc.meta.get(SOURCE_KEY) and ROOT_KEY in doc.meta:
+        marks[ROOT_KEY] = doc.meta[ROOT_KEY]
+    plan.retag.append(replace(doc, meta={**_plain(doc), **marks}))
 
 
-def _is_file(path: Any) -> bool:
+def _marks(doc: Document, old: Document, read: set[str], state: _States, *, carry: bool = True) -> dict[str, Any]:
+    """Where a passage read now came from, the files that gave it before and are left (`carry`) included: its
+    owner stays the stored one while that file is left or gives it now (a copy never takes it over)."""
+    now = [doc.meta[SOURCE_KEY], *doc.meta.get(ALSO_KEY, ())] if doc.meta.get(SOURCE_KEY) else []
+    if not now:
+        return _marks_of(doc)
+    carried = [s for s in _sources(old) if carry and s not in read and s not in now and state(s) != GONE]
+    owner, root = now[0], doc.meta.get(ROOT_KEY)
+    if (stored := old.meta.get(SOURCE_KEY)) in carried or stored in now[1:]:
+        owner, root = stored, old.meta.get(ROOT_KEY)
+    others = list(dict.fromkeys(s for s in [*now, *carried] if s != owner))
+    return {SOURCE_KEY: owner, **({ROOT_KEY: root} if root else {}), **({ALSO_KEY: others} if others else {})}
+
+
+def _marks_of(doc: Document) -> dict[str, Any]:
+    return {k: doc.meta[k] for k in BOOKKEEPING if k in doc.meta}
+
+
+def _plain(doc: Document) -> dict[str, Any]:
+    return {k: v for k, v in doc.meta.items() if k not in BOOKKEEPING}
+
+
+def _sources(doc: Document) -> list[str]:
+    """The files that gave a stored passage: its own, then the others."""
+    also = doc.meta.get(ALSO_KEY)
+    found = [doc.meta.get(SOURCE_KEY), *(also if isinstance(also, list) else ())]
+    return list(dict.fromkeys(s for s in found if isinstance(s, str) and s))
+
+
+def _root(doc: Document) -> str:
+    return str(doc.meta.get(ROOT_KEY) or os.path.dirname(str(doc.meta.get(SOURCE_KEY))))
+
+
+class _States:
+    """Each path's state, asked once: None for a regular file, `GONE` when provably gone, else why it is kept."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, str | None] = {}
+
+    def __call__(self, path: str) -> str | None:
+        if path not in self.seen:
+            self.seen[path] = _state(path)
+        return self.seen[path]
+
+
+def _state(path: str) -> str | None:
     try:
-        return isinstance(path, str) and stat.S_ISREG(os.stat(path).st_mode)
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return GONE
+    except (OSError, ValueError) as exc:  # a permission, an I/O error, a stale NFS handle: not proof it is gone
+        return f"could not be checked ({getattr(exc, 'strerror', None) or type(exc).__name__})"
+    return None if stat.S_ISREG(mode) else "is not a regular file"
+
+
+def _folder_gone(root: str) -> str:
+    """'no longer exists' or 'is empty' (an unmounted disk's mount point) for a folder indexed, else ''."""
+    try:
+        return "" if os.listdir(root) else "is empty"
+    except (FileNotFoundError, NotADirectoryError):
+        return "no longer exists"
     except OSError:
-        return False
+        return ""
 
 
 def apply_changes(store: Any, plan: Changes, embedded: list[Document]) -> int:
@@ -151,4 +290,4 @@ def _retag(store: Any, docs: list[Document]) -> None:
         store.write_documents(with_vectors, policy=DuplicatePolicy.OVERWRITE)
 
 
-__all__ = ["SOURCE_KEY", "Changes", "apply_changes", "plan_changes", "same_passage", "source_of"]
+__all__ = ["MAX_PRUNE_SHARE", "Changes", "apply_changes", "plan_changes"]

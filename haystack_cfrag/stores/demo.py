@@ -20,7 +20,7 @@ from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
-from haystack_cfrag.indexing import read_jsonl
+from haystack_cfrag.stores.sources import read_jsonl
 from haystack_cfrag.models import EMBEDDED_EMBEDDER, cache_dir
 from haystack_cfrag.stores.opening import open_document_store, open_memory_store, save_memory_store
 from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec

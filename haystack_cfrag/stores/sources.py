@@ -1,19 +1,21 @@
-"""Files to passages for indexing: text, Markdown, PDF and JSONL files selected, read and split.
+"""Files to passages for a store: text, Markdown, PDF and JSONL files selected, read and split (`read_sources`).
 
 `select_files` is the one file filter of `cfrag index`: a file named on the command line must
 be of a type read here (`SUFFIXES`: .txt .text .md .markdown .pdf .jsonl; a file without a
 suffix is never read); a folder is read recursively, and what it holds that is hidden (any
 name below the folder starting with "."), of another type, or a link leading out of the
 folder is skipped and counted (`FileSelection.skipped`). Text, Markdown and PDF files go
-through Haystack's converters; JSONL lines are passages already (`read_jsonl`).
+through Haystack's converters; JSONL lines are passages already (`read_jsonl`): a line with
+an `id` of its own is one passage under that id, never split (with a `source` or without);
 `split_documents` cuts the rest into ~250-token passages with overlap (Haystack's
-`DocumentSplitter`). `cfrag index` embeds them and writes them to a store
-(`haystack_cfrag.stores`); the demo store is built from `read_jsonl` of the shipped corpus.
+`DocumentSplitter`). `stores.update.update_store` embeds them and writes them to a store.
 
-Every passage carries the file it came from (`SOURCE_KEY`, an absolute path, added
-after its id is made, so ids are those of earlier versions): `cfrag index` replaces the passages
-of a file read again and prunes those of files gone. Duplicate ids keep the last
-(`last_wins`, counted in the summary).
+Every passage carries where it came from (added after its id is made, so ids are those of
+earlier versions): the file (`SOURCE_KEY`, an absolute path), the folder named when it was
+indexed (`ROOT_KEY`), and the other files read in the same run that gave the same passage
+(`ALSO_KEY`). A file is *read* only when it gave text: one that gave none (empty, a PDF cut
+short) or could not be read (any `OSError`) is listed in `Passages.kept`, and the passages
+it gave before stay (`stores.changes`). Duplicate ids keep the last (`last_wins`, counted).
 
 Sizes are bounded (`cfrag index --max-file-mb`, `--max-passage-chars`): a file larger than
 `MAX_FILE_BYTES` is skipped and counted, its size read first (never the file whole); a passage
@@ -37,6 +39,12 @@ logger = logging.getLogger(__name__)
 
 SOURCE_KEY = "cfrag_source"
 """The meta key holding a passage's source file (`source_of`: its absolute path), written by `cfrag index`."""
+ALSO_KEY = "cfrag_also"
+"""The other source files that gave the same passage (a list; absent when there is none)."""
+ROOT_KEY = "cfrag_root"
+"""The folder named when the source file was indexed (a file named alone: its folder)."""
+BOOKKEEPING = (SOURCE_KEY, ALSO_KEY, ROOT_KEY)
+"""The meta keys `cfrag index` writes: never part of an id, never compared as a passage's meta."""
 MAX_FILE_BYTES = 16 * 1024 * 1024
 """The largest file `cfrag index` reads (16 MiB; `--max-file-mb`): larger ones are skipped and counted."""
 MAX_PASSAGE_CHARS = 20_000
@@ -90,12 +98,14 @@ SUFFIXES = (*TEXT_SUFFIXES, ".pdf", ".jsonl")
 
 @dataclass
 class FileSelection:
-    """The files to read, and what a folder held that was skipped (paths, by reason)."""
+    """The files to read (with the folder each was found under), and what a folder held that was skipped."""
 
     files: list[Path] = field(default_factory=list)
     hidden: list[Path] = field(default_factory=list)
     other_types: list[Path] = field(default_factory=list)
     outside: list[Path] = field(default_factory=list)
+    roots: dict[Path, Path] = field(default_factory=dict)
+    """File -> the folder named that it was found in (a file named alone: its own folder)."""
 
     def skipped(self) -> str:
         """What was skipped in words, e.g. "skipped 3 hidden, 2 of other types"; "" when nothing was."""
@@ -128,7 +138,7 @@ def select_files(paths: Iterable[Path], *, include_hidden: bool = False) -> File
     :raises ValueError: naming a file named on the command line that is not read, or not a regular file.
     """
     selection = FileSelection()
-    for path in paths:
+    for path in map(Path, paths):
         if path.is_dir():
             _walk(path, selection, include_hidden)
             continue
@@ -138,6 +148,7 @@ def select_files(paths: Iterable[Path], *, include_hidden: bool = False) -> File
         if not path.is_file():  # a FIFO or a device would block or never end
             raise ValueError(f"{path}: not a regular file.")
         selection.files.append(path)
+        selection.roots[path] = path.parent
     return selection
 
 
@@ -164,6 +175,7 @@ def _walk(folder: Path, selection: FileSelection, include_hidden: bool) -> None:
                 selection.other_types.append(path)
             else:
                 selection.files.append(path)
+                selection.roots[path] = folder
 
 
 def _inside(link: Path, root: Path) -> bool:
@@ -184,13 +196,17 @@ def _regular(path: Path) -> bool:
 
 @dataclass
 class Converted:
-    """What `convert_files` read: the documents with text, files without text, files over the size bound."""
+    """What `convert_files` read: the documents with text, files without text, too large or unreadable."""
 
     documents: list[Document] = field(default_factory=list)
     no_text: list[Path] = field(default_factory=list)
     too_large: list[Path] = field(default_factory=list)
+    unreadable: dict[Path, str] = field(default_factory=dict)
+    """File -> why it could not be read (an `OSError`, in words)."""
     read: list[Path] = field(default_factory=list)
-    """The files read (with text or without): their stored passages are replaced by what they give now."""
+    """The files that gave text: their stored passages are replaced by what they give now."""
+    whole: set[str] = field(default_factory=set)
+    """Ids of JSONL lines that carry an `id` of their own: passages as they are, never split."""
 
 
 def convert_files(paths: Iterable[Path], *, max_file_bytes: int = MAX_FILE_BYTES) -> Converted:
@@ -198,7 +214,8 @@ def convert_files(paths: Iterable[Path], *, max_file_bytes: int = MAX_FILE_BYTES
 
     A file larger than `max_file_bytes` is skipped (its size is checked before it is read, and
     it is read at most that far) and listed in `too_large`; a file without text (empty, or a
-    PDF without extractable text) is listed in `no_text`, each logged as a warning.
+    PDF without extractable text) is listed in `no_text`, one that cannot be read (an `OSError`)
+    in `unreadable`, each logged as a warning; none of them counts as read.
 
     :raises ValueError: naming the file: an unsupported type, text that is not UTF-8, a bad JSONL line.
     """
@@ -209,7 +226,12 @@ def convert_files(paths: Iterable[Path], *, max_file_bytes: int = MAX_FILE_BYTES
         why = unsupported(path)
         if why:
             raise ValueError(f"{path}: {why}.")
-        data = read_bounded(path, max_file_bytes)
+        try:
+            data = read_bounded(path, max_file_bytes)
+        except OSError as exc:
+            logger.warning("{path}: cannot be read ({why}); skipped", path=str(path), why=exc.strerror or exc)
+            result.unreadable[path] = f"could not be read ({exc.strerror or type(exc).__name__})"
+            continue
         if data is None:
             logger.warning("{path}: larger than {limit} bytes; skipped", path=str(path), limit=max_file_bytes)
             result.too_large.append(path)
@@ -217,6 +239,7 @@ def convert_files(paths: Iterable[Path], *, max_file_bytes: int = MAX_FILE_BYTES
         suffix = path.suffix.lower()
         if suffix == ".jsonl":
             found = read_jsonl(path, data)
+            result.whole.update(d.id for d in found if d.id != Document(content=d.content, meta=d.meta).id)
         else:
             if suffix in TEXT_SUFFIXES:
                 _check_utf8(path, data)
@@ -228,6 +251,7 @@ def convert_files(paths: Iterable[Path], *, max_file_bytes: int = MAX_FILE_BYTES
         if not found:
             logger.warning("{path}: no text found; skipped", path=str(path))
             result.no_text.append(path)
+            continue
         for doc in found:  # after the id is made: the ids stay those of earlier versions
             doc.meta[SOURCE_KEY] = source_of(path)
         result.read.append(path)
@@ -271,43 +295,62 @@ def _check_utf8(path: Path, data: bytes) -> None:
         raise ValueError(f"{path}:{line}: not UTF-8 text; convert the file to UTF-8.") from exc
 
 
-def split_documents(docs: list[Document], *, words: int = 190, overlap: int = 30) -> list[Document]:
+def split_documents(docs: list[Document], *, words: int = 190, overlap: int = 30,
+                    whole: Iterable[str] = ()) -> list[Document]:
     """~250-token passages (≈ 190 words) with overlap, through Haystack's DocumentSplitter.
 
-    JSONL passages (already passage-sized, carrying an id) are kept as they are. The source key is left out
-    of what the splitter sees (a passage's id is made from its meta) and put back on each passage.
+    JSONL passages (already passage-sized, carrying a `source`; or any whose id is in `whole`, a
+    line's own id) are kept as they are. Each file's documents are split apart, the bookkeeping
+    keys left out of what the splitter sees (a passage's id is made from its meta) and put back.
     """
     from haystack.components.preprocessors import DocumentSplitter  # noqa: PLC0415
 
     splitter = DocumentSplitter(split_by="word", split_length=words, split_overlap=overlap)
     if hasattr(splitter, "warm_up"):
         splitter.warm_up()
-    small = [("source" in d.meta and len((d.content or "").split()) <= words) for d in docs]
-    keep = [d for d, s in zip(docs, small, strict=True) if s]
-    to_split = [d for d, s in zip(docs, small, strict=True) if not s]
-    sources = {d.id: d.meta.get(SOURCE_KEY) for d in to_split}
-    bare = [replace(d, meta={k: v for k, v in d.meta.items() if k != SOURCE_KEY}) for d in to_split]
-    split = splitter.run(documents=bare)["documents"] if bare else []
-    for doc in split:
-        source = sources.get(doc.meta.get("source_id"))
-        if source is not None:
-            doc.meta[SOURCE_KEY] = source
-    return keep + split
+    whole = set(whole)
+    kept = [d.id in whole or ("source" in d.meta and len((d.content or "").split()) <= words) for d in docs]
+    out = [d for d, k in zip(docs, kept, strict=True) if k]
+    by_file: dict[Any, list[Document]] = {}
+    for doc, k in zip(docs, kept, strict=True):
+        if not k:
+            by_file.setdefault(tuple(doc.meta.get(key) for key in BOOKKEEPING), []).append(doc)
+    for marks, group in by_file.items():  # split apart: two files giving the same text keep their own source
+        bare = [replace(d, meta={k: v for k, v in d.meta.items() if k not in BOOKKEEPING}) for d in group]
+        for doc in splitter.run(documents=bare)["documents"]:
+            doc.meta.update({key: v for key, v in zip(BOOKKEEPING, marks, strict=True) if v is not None})
+            out.append(doc)
+    return out
 
 
 def last_wins(passages: list[Document]) -> tuple[list[Document], int]:
     """(passages with unique ids, how many were dropped): of passages sharing an id, the last one read is kept, in
-    the place of the first.
+    the place of the first; the files of the same passage read earlier are kept as its `ALSO_KEY`.
 
-    >>> from haystack import Document
     >>> kept, dropped = last_wins([Document(id="a", content="old"), Document(id="b", content="b"),
     ...                            Document(id="a", content="new")])
     >>> [d.content for d in kept], dropped
     (['new', 'b'], 1)
     """
     last = {d.id: d for d in passages}
-    out = [last[i] for i in dict.fromkeys(d.id for d in passages)]
+    also: dict[str, list[str]] = {}
+    for doc in passages:
+        final = last[doc.id]
+        source = doc.meta.get(SOURCE_KEY)
+        if doc is not final and source and source != final.meta.get(SOURCE_KEY) and same_text(doc, final):
+            also.setdefault(doc.id, []).append(source)
+    out = [last[i] if i not in also else replace(last[i], meta={**last[i].meta, ALSO_KEY: list(dict.fromkeys(also[i]))})
+           for i in dict.fromkeys(d.id for d in passages)]
     return out, len(passages) - len(out)
+
+
+def same_text(a: Document, b: Document) -> bool:
+    """Same text and same meta, the bookkeeping keys aside (meta compared as JSON, as a saved store reads it back)."""
+    return (a.content or "") == (b.content or "") and _meta(a) == _meta(b)
+
+
+def _meta(doc: Document) -> str:
+    return json.dumps({k: v for k, v in doc.meta.items() if k not in BOOKKEEPING}, sort_keys=True, default=str)
 
 
 def cut_passages(passages: list[Document], max_chars: int = MAX_PASSAGE_CHARS) -> tuple[list[Document], int]:
@@ -316,7 +359,6 @@ def cut_passages(passages: list[Document], max_chars: int = MAX_PASSAGE_CHARS) -
     A cut passage keeps its id (a JSONL line's own id stays the id) and its length before the cut in
     `meta["cut_from_chars"]`; the passages given are not changed.
 
-    >>> from haystack import Document
     >>> cut_passages([Document(content="x" * 50), Document(content="short")], max_chars=10)[1]
     1
     """
@@ -330,3 +372,51 @@ def cut_passages(passages: list[Document], max_chars: int = MAX_PASSAGE_CHARS) -
         meta = {**doc.meta, "cut_from_chars": len(content)}
         out.append(replace(doc, content=content[:max_chars], meta=meta))
     return out, cut
+
+
+@dataclass
+class Passages:
+    """What files gave (`read_sources`): the passages, and what `update_store` must keep of the files not read."""
+
+    passages: list[Document]
+    files: list[Path] = field(default_factory=list)
+    read: set[str] = field(default_factory=set)
+    """Source keys of the files read: the passages they gave before and give no more are removed."""
+    kept: dict[str, str] = field(default_factory=dict)
+    """Source key -> why that file was not read (its stored passages are kept), e.g. "gave no text"."""
+    notes: list[str] = field(default_factory=list)
+    """What was skipped, cut or dropped, in words (for a summary)."""
+
+
+def read_sources(paths: Iterable[str | os.PathLike[str]], *, words: int = 190, overlap: int = 30,
+                 include_hidden: bool = False, max_file_bytes: int = MAX_FILE_BYTES,
+                 max_passage_chars: int = MAX_PASSAGE_CHARS) -> Passages:
+    """The passages of files and folders (module doc): selected, converted, split, cut, unique by id, marked.
+
+    :raises ValueError: one line naming the file (and line): a file named that is not read, text that is not
+        UTF-8, a bad JSONL line.
+    """
+    selection = select_files(map(Path, paths), include_hidden=include_hidden)
+    converted = convert_files(selection.files, max_file_bytes=max_file_bytes)
+    passages, cut = cut_passages(split_documents(converted.documents, words=words, overlap=overlap,
+                                                 whole=converted.whole), max_passage_chars)
+    roots = {source_of(f): source_of(r) for f, r in selection.roots.items()}
+    for doc in passages:
+        if (root := roots.get(doc.meta.get(SOURCE_KEY, ""))) is not None:
+            doc.meta[ROOT_KEY] = root
+    passages, duplicates = last_wins(passages)
+    kept = {source_of(p): "gave no text" for p in converted.no_text}
+    kept |= {source_of(p): f"is larger than {max_file_bytes / 2**20:g} MiB" for p in converted.too_large}
+    kept |= {source_of(p): why for p, why in converted.unreadable.items()}
+    large, unreadable = len(converted.too_large), len(converted.unreadable)
+    notes = [selection.skipped(),
+             f"skipped {large} file(s) larger than {max_file_bytes / 2**20:g} MiB" if large else "",
+             f"skipped {unreadable} file(s) that could not be read" if unreadable else "",
+             f"cut {cut} passage(s) to {max_passage_chars} characters" if cut else "",
+             f"{duplicates} passage(s) shared an id with a later one: the last of each kept" if duplicates else ""]
+    return Passages(passages, selection.files, {source_of(p) for p in converted.read}, kept, [n for n in notes if n])
+
+
+__all__ = ["ALSO_KEY", "BOOKKEEPING", "MAX_FILE_BYTES", "MAX_PASSAGE_CHARS", "ROOT_KEY", "SOURCE_KEY", "SUFFIXES",
+           "Converted", "FileSelection", "Passages", "convert_files", "cut_passages", "last_wins", "read_bounded",
+           "read_jsonl", "read_sources", "same_text", "select_files", "source_of", "split_documents", "unsupported"]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from haystack_cfrag.indexing import SUFFIXES, convert_files, select_files, unsupported
+from haystack_cfrag.stores.sources import SUFFIXES, convert_files, select_files, unsupported
 
 
 @pytest.fixture
