@@ -5,14 +5,18 @@ the reader's support of its answer and what the same logits say besides (the top
 the answer's first token, the smallest margin over its tokens, the answer's rank among the reader's
 alternatives), how many passages state the answer and whether the best-ranked one does, the pile
 shape (several passages state it, the best-ranked does not), the retrieval score gap, the answer's
-form (number, year, yes/no, words, a capitalised name) and the question's (its wh-word, its length).
+form (number, year, yes/no, words, a capitalised name) and the question's (its wh-word, its length,
+whether it states a period), and for a time-qualified question how much better some passage dates its period
+than any passage that states the answer (`dating_gap`: the temporal trap's shape).
 A value that could not be read is None: the model puts its training mean there (`model.GateModel`).
 
     >>> f = features({"answer": "Mount Everest", "support": -0.25, "margin": 1.5, "min_margin": 0.2, "rank": 0,
     ...               "passages": 5, "holding": 4, "rivals": 1, "top_holds": True, "score_gap": 0.02},
     ...              "Which is the tallest mountain on Earth?")
-    >>> f["holding"], f["pile"], f["q_which"], f["a_name"], f["a_words"]
-    (4.0, 0.0, 1.0, 1.0, 2.0)
+    >>> f["holding"], f["pile"], f["q_which"], f["a_name"], f["a_words"], f["period"], f["dating_gap"]
+    (4.0, 0.0, 1.0, 1.0, 2.0, 0.0, 0.0)
+    >>> features({"answer": "George Peter", "dated": 0.0, "best_dated": 1.0}, "Who lived there in 1965?")["dating_gap"]
+    1.0
 """
 
 from __future__ import annotations
@@ -22,11 +26,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from haystack_cfrag.common.qualifiers import question_period
+
 FEATURES = (
     "support", "margin", "min_margin", "rank",
     "holding", "top_holds", "rivals", "pile", "unstated", "score_gap",
     "a_number", "a_year", "a_yesno", "a_words", "a_name",
     "q_who", "q_when", "q_where", "q_which", "q_what", "q_how", "q_yesno", "q_words",
+    "period", "dating_gap",
 )
 """Every feature a gate model may name, in one place (a model names a subset, in any order)."""
 
@@ -68,7 +75,18 @@ def features(reading: Mapping[str, Any], question: str) -> dict[str, float | Non
         "q_how": float(first == "how"),
         "q_yesno": float(first in _AUX),
         "q_words": float(len(q.split())),
+        "period": float(question_period(question) is not None),
+        "dating_gap": _dating_gap(reading, question),
     }
+
+
+def _dating_gap(reading: Mapping[str, Any], question: str) -> float | None:
+    """How much better the best-dated passage dates the question's period than one stating the answer: 0 without a
+    period; None for a reading made before the gate read periods (the model's mean stands in)."""
+    if question_period(question) is None:
+        return 0.0
+    dated, best = _number(reading.get("dated")), _number(reading.get("best_dated"))
+    return None if dated is None or best is None else max(0.0, best - dated)
 
 
 def _number(value: Any) -> float | None:

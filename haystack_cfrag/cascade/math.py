@@ -8,7 +8,10 @@ what standard RAG already holds:
   `margin` (top-1 − top-2 at the answer's first token), `min_margin`, `rank`;
 - `holding`: how many of the retrieved passages hold the answer (normalised whole-phrase mention),
   and whether the top-ranked one does (`top_holds`);
-- `rivals`: passages that hold none of the answer's words; `score_gap`: the retrieval score gap.
+- `rivals`: passages that hold none of the answer's words; `score_gap`: the retrieval score gap;
+- for a question that states a period ("from 1964 to 1965"): `best_dated`, how well the passage that
+  dates it best does (`common.qualifiers.dating`), and `dated`, how well a passage holding the answer
+  does: an answer whose passages date another period is the temporal trap's shape.
 
 A fitted model (`cascade.model.GateModel`, its numbers in the cascade's YAML) turns these and the
 answer's and question's form (`cascade.features`) into P(the method wins here); `decide` escalates
@@ -17,6 +20,10 @@ when that reaches the operating point, when there is no answer, or when the supp
     >>> s = signals("Mount Everest", ["Mount Everest is 8,849 m.", "Mauna Kea rises 10,210 m."], -0.05)
     >>> s["holding"], s["rivals"], s["top_holds"]
     (1, 1, True)
+    >>> s = signals("George Peter", ["George Peter lived there until 1827.", "- 1964-1965 - Jacqueline Kennedy"],
+    ...             -0.4, question="Who lived there from 1964 to 1965?")
+    >>> s["dated"], s["best_dated"]
+    (0.0, 1.0)
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from typing import Any
 
 from haystack_cfrag.cascade.features import features
 from haystack_cfrag.cascade.model import GateModel, reaches
+from haystack_cfrag.common.qualifiers import dating_scores
 from haystack_cfrag.common.text import mention
 
 GATE_KEY = "gate"
@@ -47,7 +55,8 @@ class GateDecision:
 
 
 def signals(answer: str, passages: Sequence[str], support: float | None,
-            scores: Sequence[float | None] | None = None, reads: dict[str, Any] | None = None) -> dict[str, Any]:
+            scores: Sequence[float | None] | None = None, reads: dict[str, Any] | None = None,
+            question: str | None = None) -> dict[str, Any]:
     """What the gate reads of standard RAG's run: its answer against its passages, and the reader's support.
 
     :param answer: standard RAG's answer ("" when it gave none).
@@ -55,8 +64,10 @@ def signals(answer: str, passages: Sequence[str], support: float | None,
     :param support: the reader's support of the answer (None: not scored).
     :param scores: the passages' retrieval scores, best first (optional).
     :param reads: what the scorer read off the same logits (`margin`, `min_margin`, `rank`; None: unread).
+    :param question: the question, for the period readings (None where it states no period).
     """
     mentions = [mention(answer, text) for text in passages]
+    dating = dating_scores(question, passages) if question else None
     gap = None
     if scores and len(scores) > 1 and all(isinstance(s, (int, float)) for s in scores[:2]):
         gap = round(float(scores[0]) - float(scores[1]), 4)
@@ -68,6 +79,9 @@ def signals(answer: str, passages: Sequence[str], support: float | None,
         "rivals": sum(m == 0.0 for m in mentions),
         "top_holds": bool(mentions) and mentions[0] == 1.0,
         "score_gap": gap,
+        "dated": None if dating is None else max((d for d, m in zip(dating, mentions, strict=True) if m == 1.0),
+                                                 default=0.0),
+        "best_dated": None if dating is None else max(dating, default=0.0),
         **{k: (reads or {}).get(k) for k in READS},
     }
 

@@ -30,7 +30,7 @@ or the reader's counterfactual test on E_j, tanh(support(a_j | q, E_j) − max_j
 ("reader", `arbitration.reader_phi_causal`; haystack_cfrag.support)."""
 QUALIFIERS = ("none", "period")
 """What decides the answer besides the question's topic, read from the question and each passage: nothing,
-or the period it asks about ("from 1964 to 1965": `cfrag.math.qualifiers`)."""
+or the period it asks about ("from 1964 to 1965": `common.qualifiers`)."""
 
 
 @dataclass(frozen=True)

@@ -190,7 +190,7 @@ class _Reading:
     def decided(self, read: dict[str, Any] | None, error: Exception | None) -> dict[str, Any]:
         read = read or {}
         reading = signals(self.answer, [d.content or "" for d in self.documents], read.get("support"),
-                          [d.score for d in self.documents], {k: read.get(k) for k in READS})
+                          [d.score for d in self.documents], {k: read.get(k) for k in READS}, question=self.query)
         decision = decide(reading, self.query, self.model, threshold=self.threshold)
         trace: dict[str, Any] = {"escalated": decision.escalate, "because": decision.because,
                                  "probability": decision.probability, "threshold": self.threshold,

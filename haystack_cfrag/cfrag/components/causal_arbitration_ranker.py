@@ -150,7 +150,7 @@ class CausalArbitrationRanker(AsksChatGenerator, InjectedParts):
         :param qualifier: what decides the answer besides the topic (`settings.QUALIFIERS`): "none", or
             "period": when the question states one ("from 1964 to 1965"), the duel reads each answer's
             passage that best dates it to that period, first, and also challenges an answer as often named
-            as the baseline's whose passage dates the period better (`math.qualifiers`; no model call).
+            as the baseline's whose passage dates the period better (`common.qualifiers`; no model call).
         :param prompt_template: replaces the synthesis prompt (None = `prompts.SYNTHESIS_PROMPT`): a
             `str.format` string with the placeholders {query} and {drafts}.
         """

@@ -22,7 +22,7 @@ from haystack_cfrag.common.plumbing import (
 from haystack_cfrag.common.protocols import DocumentEmbedder, TextEmbedder
 from haystack_cfrag.cfrag.components.multi_query_retriever import PROVENANCE_KEY
 from haystack_cfrag.cfrag.math.arbitration import causal_margins
-from haystack_cfrag.cfrag.math.qualifiers import dating_scores
+from haystack_cfrag.common.qualifiers import dating_scores
 from haystack_cfrag.cfrag.settings import QUALIFIERS
 from haystack_cfrag.cfrag.math.stratify import cluster_subsets, order_by, spectral_clusters, stratified_subsets
 from haystack_cfrag.common.vectors import as_matrix, cosine_matrix, cosine_to_relevance
@@ -116,7 +116,7 @@ class SpectralStratifier(InjectedParts):
         :param qualifier: "none", or "period": when the query states a period ("from 1964 to 1965") and a
             pool passage dates it, the first subset is the passages that date it best (best first), the
             others as `selection` makes them (M subsets in all): a draft that reads the period's passages
-            without the other periods' (`cfrag.math.qualifiers`).
+            without the other periods' (`common.qualifiers`).
         """
         for name, value, allowed in (("pool", pool, POOLS), ("selection", selection, SELECTIONS),
                                      ("order", order, ORDERS), ("qualifier", qualifier, QUALIFIERS)):

@@ -13,7 +13,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[3] / "haystack_cfrag"
 PURE = sorted({*PACKAGE.glob("*/math/*.py"), *PACKAGE.glob("*/math.py"), PACKAGE / "common" / "text.py",
-               PACKAGE / "common" / "vectors.py"})
+               PACKAGE / "common" / "vectors.py", PACKAGE / "common" / "qualifiers.py"})
 
 BLOCK = """
 import importlib.abc, sys

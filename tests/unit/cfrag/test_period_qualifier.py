@@ -9,7 +9,7 @@ from haystack.dataclasses import GeneratedAnswer
 from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
 from haystack_cfrag.cfrag.components.spectral_stratifier import SpectralStratifier
 from haystack_cfrag.cfrag.dataclasses import Draft
-from haystack_cfrag.cfrag.math.qualifiers import Period, dating, question_period
+from haystack_cfrag.common.qualifiers import Period, dating, question_period
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder
 
 QUESTION = "Who lived in the Baker House from 1964 to 1965?"
