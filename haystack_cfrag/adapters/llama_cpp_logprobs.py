@@ -65,9 +65,10 @@ if llama_import.is_successful():
         from haystack.dataclasses import ChatMessage
         from haystack_cfrag.adapters.llama_cpp_logprobs import LlamaCppLogprobsChatGenerator
 
-        gen = LlamaCppLogprobsChatGenerator(model="embedded:qwen2.5-coder-1.5b-instruct", n_ctx=2048,
+        gen = LlamaCppLogprobsChatGenerator(model="embedded:qwen2.5-coder-1.5b-instruct", n_ctx=512,
                                             model_kwargs={"logits_all": True},
-                                            generation_kwargs={"logprobs": True, "max_tokens": 16})
+                                            generation_kwargs={"logprobs": True, "top_logprobs": 1,
+                                                               "max_tokens": 2})
         reply = gen.run([ChatMessage.from_user("Say hi")])["replies"][0]
         print(reply.text, len(reply.meta["logprobs"]["content"]))
         ```

@@ -17,7 +17,7 @@ answers as standard RAG (and says so in every trace).
     ...                                         (-0.02, 2, True, "same"), (-0.2, 2, False, "won")])]
     >>> ex += [Example("b", e.qid, e.question, e.signals, e.outcome) for e in ex]
     >>> result = fit_gate(ex, feature_names=("support", "pile"), max_rate=1.0)  # half the questions are wins here
-    >>> result.model.features, [round(row["kept"], 2) for row in result.by_sample]
+    >>> result.model.features, [round(float(row["kept"]), 2) for row in result.by_sample]
     (('support', 'pile'), [1.0, 1.0])
 """
 

@@ -104,11 +104,11 @@ class ReaderSupportScorer(InjectedParts):
     ### Usage example
     ```python
     from haystack import Document
-    from haystack_cfrag.adapters.llama_cpp_logprobs import LlamaCppLogprobsChatGenerator
     from haystack_cfrag.support import ReaderSupportScorer
+    from haystack_cfrag.testing import MockChatGenerator
 
-    gen = LlamaCppLogprobsChatGenerator(model="embedded:qwen2.5-coder-1.5b-instruct", n_ctx=2048)
-    scorer = ReaderSupportScorer(chat_generator=gen)
+    # the reader: LlamaCppLogprobsChatGenerator(model="embedded:qwen2.5-coder-1.5b-instruct"); a stand-in here
+    scorer = ReaderSupportScorer(chat_generator=MockChatGenerator())
     out = scorer.run(query="Who is the lead actor in The Dark Knight?", answers=["Christian Bale"],
                      documents=[Document(content="Christian Bale stars as Bruce Wayne.")],
                      counterfactual_queries=["Who played the villain in The Dark Knight?"])

@@ -46,7 +46,17 @@ def reorder(items: list[Any], order: str) -> list[Any]:
 
 @component
 class DocumentOrder:
-    """Put the documents in another fixed order (the order control; see the module doc)."""
+    """Put the documents in another fixed order (the order control; see the module doc).
+
+    ### Usage example
+    ```python
+    from haystack import Document
+    from haystack_cfrag.baseline.components import DocumentOrder
+
+    docs = [Document(content=f"passage {i}") for i in range(1, 6)]
+    print([d.content[-1] for d in DocumentOrder(order="rotate").run(docs)["documents"]])  # ['2', '3', '4', '5', '1']
+    ```
+    """
 
     def __init__(self, *, order: str = "reverse") -> None:
         """

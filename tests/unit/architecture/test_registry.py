@@ -1,6 +1,5 @@
 """One registry of shipped pipelines, read by the CLI, the runtime, the evaluation and the server."""
 
-import doctest
 import importlib
 import importlib.util
 from pathlib import Path
@@ -55,10 +54,6 @@ def test_read_outputs_takes_the_answer_socket_whatever_the_node_is_called():
                                                                                   documents=[doc])]}})
     assert (answer, trace, docs[0]["title"]) == ("Bale", None, "Cast")
     assert read_outputs({"retriever": {"documents": [doc]}}) == ("", None, [])
-
-
-def test_registry_doctest():
-    assert doctest.testmod(registry).failed == 0
 
 
 def test_yaml_written_for_the_old_type_paths_still_loads_through_the_package_loader():

@@ -249,10 +249,3 @@ def test_the_loop_never_exceeds_its_bounds_and_always_ends(
         assert actions[-1] in (ACCEPT, STOP)
 
 
-@pytest.mark.parametrize("module", ["claims", "causal_check", "feedback_loop"])
-def test_module_examples_run(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(f"haystack_cfrag.cdf_rag.math.{module}"))
-    assert result.attempted > 0 and result.failed == 0

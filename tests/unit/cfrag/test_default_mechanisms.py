@@ -368,19 +368,6 @@ def test_mention_evidence_falls_back_to_the_subset():
     assert arb.mention_evidence(np.array([1.0, 0.4, 0.5]), [1]) == [0, 2]
 
 
-@pytest.mark.parametrize("module", ["haystack_cfrag.cfrag.math.arbitration", "haystack_cfrag.cfrag.math.stratify",
-                                    "haystack_cfrag.cfrag.math.replies", "haystack_cfrag.common.prompting",
-                                    "haystack_cfrag.common.plumbing", "haystack_cfrag.evaluation.metrics",
-                                    "haystack_cfrag.common.validation", "haystack_cfrag.cfrag.wiring",
-                                    "haystack_cfrag.cfrag.settings", "haystack_cfrag.cfrag.math.algorithm"])
-def test_module_examples_run(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module))
-    assert result.attempted > 0 and result.failed == 0
-
-
 def test_every_parameter_in_the_table_reaches_a_real_init_parameter_of_the_default_graph():
     import importlib
     import inspect

@@ -250,13 +250,6 @@ def test_concurrent_drafts_name_their_component_even_when_the_tracer_tracks_one_
     assert len(drafts) == 5 and all(s.parent is drafter for s in drafts)
 
 
-def test_module_examples_run():
-    import doctest
-
-    result = doctest.testmod(lt)
-    assert result.attempted > 0 and result.failed == 0
-
-
 def test_no_span_and_the_same_result_with_tracing_disabled():
     pipe, data = build(None)
     assert not tracing.is_tracing_enabled()

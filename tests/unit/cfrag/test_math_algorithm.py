@@ -1,13 +1,10 @@
 """Algorithm 1 as a pure function (`haystack_cfrag.cfrag.math.algorithm`): decisions over small matrices."""
 
-import doctest
 from dataclasses import FrozenInstanceError, replace
 
 import numpy as np
 import pytest
 
-from haystack_cfrag.cfrag import trace
-from haystack_cfrag.cfrag.math import algorithm
 from haystack_cfrag.cfrag.math import arbitration as arb
 from haystack_cfrag.cfrag.math.algorithm import Rules, arbitrate, settle_duel
 
@@ -18,12 +15,6 @@ MENTIONS = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]])
 ANSWERS = ["Christian Bale", "Heath Ledger"]
 EVIDENCE = [[0], [1, 2]]
 PAPER = Rules(weights=arb.default_weights(0.4))
-
-
-@pytest.mark.parametrize("module", [algorithm, trace], ids=lambda m: m.__name__)
-def test_module_examples_run(module):
-    result = doctest.testmod(module)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def test_scores_are_the_core_criteria_and_psi_their_weighted_sum():

@@ -1,7 +1,6 @@
 """The evaluation harness (`cfrag eval`): formats, corpus modes, injection variants, systems,
 resumable records, the LLM reply cache and the report — with fake models."""
 
-import doctest
 import json
 import os
 import shutil
@@ -18,10 +17,7 @@ from haystack.dataclasses import ChatMessage
 from haystack_cfrag.common import timing
 from haystack_cfrag.cli import main
 from haystack_cfrag.evaluation import EvalConfig, run_eval, summarize, write_outputs
-from haystack_cfrag.evaluation import corpus as corpus_module
-from haystack_cfrag.evaluation import costs as costs_module
-from haystack_cfrag.evaluation import datasets, llm_cache, provenance, runner, statistics, summary, systems
-from haystack_cfrag.evaluation import report as report_module
+from haystack_cfrag.evaluation import datasets, provenance, runner
 from haystack_cfrag.evaluation.corpus import Corpus, near_copies, swap_answer
 from haystack_cfrag.evaluation.costs import index_cost
 from haystack_cfrag.evaluation.datasets import load_items, parse_row
@@ -41,15 +37,6 @@ from tests.fakes import (
 ROOT = Path(__file__).resolve().parents[3]
 HOTPOT = ROOT / "tests" / "data" / "hotpotqa_dev_a_30.jsonl"
 SHARED = ROOT.parent / "shared" / "data"
-
-
-@pytest.mark.parametrize("module", [corpus_module, datasets, systems, llm_cache, provenance, runner, summary, statistics,
-                                    costs_module, report_module],
-                         ids=lambda m: m.__name__)
-def test_module_usage_examples_run(module, monkeypatch):
-    monkeypatch.chdir(ROOT)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def test_hotpotqa_rows_keep_ten_paragraphs_and_gold_titles():
