@@ -15,9 +15,7 @@ from typing import Any
 import click
 
 from haystack_cfrag import models
-from haystack_cfrag.adapters import factories
 from haystack_cfrag.cli.checks import FloatRange, IntRange, check_graph_engine, check_model_spec, check_store_spec
-from haystack_cfrag.common import interrupts
 from haystack_cfrag.common.errors import one_line
 from haystack_cfrag.cli.progress import StatusLine
 from haystack_cfrag.registry import store_preparation
@@ -41,8 +39,13 @@ GRAPH = store_preparation()
               help="Also read hidden files and folders (names starting with '.') inside a FOLDER, "
                    "e.g. .env or .git: secrets often live there. Their type must still be one of those read.")
 @click.option("--prune", is_flag=True,
-              help="Also remove the passages (and their part of the graph) whose source file is gone; PATHS may "
-                   "then be left out.")
+              help="Also remove the passages (and their part of the graph) whose every source file is gone (no such "
+                   "file: not one that cannot be read); PATHS may then be left out.")
+@click.option("--force", is_flag=True,
+              help="With --prune: remove the passages of files that are gone even when they are more than half of "
+                   "the store's files, or every passage of a folder that no longer exists (refused without it).")
+@click.option("--dry-run", is_flag=True,
+              help="Print what would be added, replaced, removed and kept, by file; embed and write nothing.")
 @click.option("--wait", "wait", default=None, type=FloatRange(min=0, max=86_400),
               help="Seconds to wait for another cfrag index writing the same store before refusing (0: refuse at once; "
                    "default: 60).")
@@ -65,15 +68,17 @@ GRAPH = store_preparation()
 @click.option("--max-passage-chars", default=20_000, show_default=True, type=IntRange(min=100),
               help="Cut (and count) passages longer than this: a long JSONL line, or text without spaces.")
 def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str | None, words: int,
-          overlap: int, include_hidden: bool, prune: bool, wait: float | None, graph: bool, llm: str,
-          graph_extractor: str, engine: str, ray_address: str | None, max_file_mb: float, max_passage_chars: int) -> None:
+          overlap: int, include_hidden: bool, prune: bool, force: bool, dry_run: bool, wait: float | None, graph: bool,
+          llm: str, graph_extractor: str, engine: str, ray_address: str | None, max_file_mb: float,
+          max_passage_chars: int) -> None:
     """Split files into passages, embed them and write them to a store.
 
     \b
     Reads exactly these types (by suffix, any case):
       .txt .text .md .markdown  UTF-8 text
       .pdf                      its extractable text
-      .jsonl                    one passage per line ({"content": …})
+      .jsonl                    one passage per line ({"content": …}; a line's "id" is its id,
+                                never split)
 
     A file named here must be of one of those types (a file without a suffix is an error). A
     FOLDER is read recursively, files of those types only; skipped and counted in the summary:
@@ -84,22 +89,29 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
 
     Indexing again updates the store: a passage it holds as it is (by its id) is kept, neither
     embedded nor written again; one whose id it holds with other text is replaced; a file read
-    again replaces the passages it gave before (an edited or shortened file leaves none behind),
-    and --prune removes those of files that are gone. Of passages sharing an id, the last read
-    is kept. The summary says what was added, replaced, removed and kept. One cfrag index
-    writes a store at a time (a second waits up to --wait seconds, then refuses); a run killed
-    at any moment is finished by the next. To change the embedder, index into a new store.
+    again replaces the passages it gave before (an edited or shortened file leaves none behind).
+    A file that gives no text now (emptied, a PDF cut short) or cannot be read keeps its
+    passages, and the summary says so ("kept: c.pdf gave no text"). --prune removes the passages
+    whose every file is gone (no such file; one that cannot be checked keeps them), and refuses
+    when that is more than half of the store's files or every passage of a folder that no longer
+    exists (a folder moved, renamed or not mounted) unless --force. A copy of a file indexed later
+    never takes its passages over. Of passages sharing an id, the last read is kept. The summary
+    says what was added, replaced, removed and kept; --dry-run says it by file and writes
+    nothing. One cfrag index writes a store at a time (a second waits up to --wait seconds, then
+    refuses); a run killed at any moment is finished by the next. To change the embedder, index
+    into a new store. The same write from Python: `haystack_cfrag.stores.update.update_store`.
     """
-    from haystack_cfrag.stores.sources import (  # noqa: PLC0415
-        convert_files, cut_passages, last_wins, select_files, source_of, split_documents)
-    from haystack_cfrag.stores.lock import DEFAULT_WAIT, StoreBusy, store_lock  # noqa: PLC0415
-    from haystack_cfrag.stores.specs import redact  # noqa: PLC0415
+    from haystack_cfrag.stores.lock import DEFAULT_WAIT, StoreBusy  # noqa: PLC0415
+    from haystack_cfrag.stores.sources import read_sources, select_files  # noqa: PLC0415
+    from haystack_cfrag.stores.update import GraphBuild, update_store  # noqa: PLC0415
 
     if overlap >= words:
         raise click.BadParameter(f"must be smaller than --words ({words}), got {overlap}", param_hint="--overlap")
     if not paths and not prune:
         raise click.BadParameter("name the files or folders to index (or pass --prune alone to remove the passages "
                                  "of files that are gone)", param_hint="PATHS")
+    if force and not prune:
+        raise click.BadParameter("only goes with --prune (it lets --prune past its guard)", param_hint="--force")
     spec = check_store_spec(store_path, create=True)
     check_model_spec(embedder, "--embedder")
     if graph and GRAPH is None:
@@ -111,132 +123,50 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
         selection = select_files(paths, include_hidden=include_hidden)
     except ValueError as exc:  # a file named on the command line that is not read: names it
         raise click.ClickException(one_line(exc, typed=False)) from exc
-    files = selection.files
-    skipped = selection.skipped()
-    if paths and not files:
+    if paths and not selection.files:
+        skipped = selection.skipped()
         raise click.BadParameter(f"{', '.join(map(str, paths))} holds no .txt, .md, .pdf or .jsonl file"
                                  + (f" ({skipped})" if skipped else ""), param_hint="PATHS")
     start = time.perf_counter()
     try:
-        converted = convert_files(files, max_file_bytes=int(max_file_mb * 1024 * 1024))
-        passages, cut = cut_passages(split_documents(converted.documents, words=words, overlap=overlap),
-                                     max_passage_chars)
+        read = read_sources(selection, words=words, overlap=overlap, max_file_bytes=int(max_file_mb * 1024 * 1024),
+                            max_passage_chars=max_passage_chars)
     except ValueError as exc:  # names the file (and line)
         raise click.ClickException(one_line(exc, typed=False)) from exc
-    passages, duplicates = last_wins(passages)
-    large = len(converted.too_large)
-    skipped = "; ".join(part for part in (
-        skipped, f"skipped {large} file(s) larger than {max_file_mb:g} MiB" if large else "",
-        f"cut {cut} passage(s) to {max_passage_chars} characters" if cut else "",
-        f"{duplicates} passage(s) shared an id with a later one: the last of each kept" if duplicates else "")
-        if part)
-    if paths and not passages:  # each file without text, or too large, was logged as a warning
-        raise click.ClickException(f"no passage to index: {len(files)} file(s) gave no text"
+    skipped = "; ".join(read.notes)
+    if paths and not read.passages:  # each file without text, or too large, was logged as a warning
+        raise click.ClickException(f"no passage to index: {len(read.files)} file(s) gave no text"
                                    + (f" ({skipped})" if skipped else "") + "; the store is unchanged.")
-    sources = {source_of(p) for p in converted.read}
+    where = spec.location if spec.kind == "memory" else str(spec)
+
+    def saved(done: Any) -> None:
+        plan = done.plan
+        click.echo(f"{len(read.files)} files → {len(read.passages)} passages, "
+                   + (f"{len(plan.to_embed)} to write" if done.dry_run else f"{done.written} written")
+                   + (f" ({len(plan.kept)} already in the store, kept)" if plan.kept else "") + "; store has "
+                   f"{done.count} in {time.perf_counter() - start:.1f} s → {where}; {plan.summary()}"
+                   + (f"; {skipped}" if skipped else "")
+                   + ("; its graph is now stale: index with --graph to bring it up to date" if done.stale else ""))
+
+    status = StatusLine(label="index") if graph else None
+    build = GraphBuild(llm=llm, extractor=graph_extractor, engine=engine, ray_address=ray_address,
+                       progress=status) if graph else None
     try:
-        with store_lock(spec, wait=DEFAULT_WAIT if wait is None else wait,
-                        notify=lambda line: click.echo(line, err=True)):
-            plan, written, count, stale = _write(spec, passages, sources, prune=prune, graph=graph,
-                                                 embedder=embedder, device=device)
-            where = spec.location if spec.kind == "memory" else redact(str(spec))
-            click.echo(f"{len(files)} files → {len(passages)} passages, {written} written"
-                       + (f" ({len(plan.kept)} already in the store, kept)" if plan.kept else "") + "; store has "
-                       f"{count} in {time.perf_counter() - start:.1f} s → {where}; {plan.summary()}"
-                       + (f"; {skipped}" if skipped else "")
-                       + ("; its graph is now stale: index with --graph to bring it up to date" if stale else ""))
-            if graph:
-                _graph(spec, embedder, device, llm, graph_extractor, engine, ray_address)
-    except (StoreBusy, ValueError) as exc:  # another writer, or a store or graph that cannot be written: one line
-        raise click.ClickException(one_line(exc, typed=False)) from exc
+        done = update_store(spec, read, embedder=embedder, device=device, prune=prune, force=force, dry_run=dry_run,
+                            wait=DEFAULT_WAIT if wait is None else wait, graph=build, saved=saved,
+                            notify=lambda line: click.echo(line, err=True))
+    except (StoreBusy, ValueError, FileNotFoundError) as exc:  # one line: another writer, the prune guard, a store
+        raise click.ClickException(one_line(exc, typed=False)) from exc  # or graph that cannot be written
     finally:
-        if (writes := _graph_writer()) is not None:
-            writes.forget_marks()
-
-
-def _graph_writer() -> Any:
-    """The family's writer of what it stores beside a store (`StorePreparation.writes`), None without one."""
-    return GRAPH.writes() if GRAPH is not None and GRAPH.writes is not None else None
-
-
-def _write(spec: Any, passages: list[Any], sources: set[str], *, prune: bool, graph: bool, embedder: str,
-           device: str | None) -> tuple[Any, int, int, bool]:
-    """The passages written into the store (under its lock): (the plan, how many were written, the store's count,
-    whether a graph beside it was marked stale)."""
-    from haystack_cfrag.stores import (  # noqa: PLC0415
-        checkpoints, close_document_store, open_document_store, redact, save_document_store)
-    from haystack_cfrag.stores.changes import apply_changes, plan_changes  # noqa: PLC0415
-    from haystack_cfrag.stores.existing import stored_dim  # noqa: PLC0415
-    writes = _graph_writer()
-    if graph and writes is not None:
-        writes.check_graph_writable(spec)  # before any model loads: a read-only graph is refused, nothing written
-    try:  # an existing store: the passages it holds as they are are neither embedded nor written
-        store = open_document_store(spec)
-    except FileNotFoundError:
-        store = None
-    except ValueError as exc:  # a corrupt or foreign store
-        raise click.ClickException(one_line(exc, typed=False)) from exc
-    try:
-        plan = plan_changes(store, passages, sources=sources, prune=prune)
-        embedded = []
-        if plan.to_embed:
-            doc_embedder = factories.document_embedder(embedder, device=device, progress_bar=True)
-            doc_embedder.warm_up()
-            embedded = doc_embedder.run(documents=plan.to_embed)["documents"]
-        checkpoints.reached("passages embedded")
-        dim = len(embedded[0].embedding) if embedded and embedded[0].embedding is not None else None
-        if store is None and embedded:
-            store = open_document_store(spec, embedding_dim=dim, create=True)
-        elif store is not None and dim is not None and (held_dim := stored_dim(store)) not in (None, dim):
-            raise click.ClickException(f"{redact(str(spec))} holds {held_dim}-dimensional embeddings, "
-                                       f"not {dim} ({embedder}); the store is unchanged.")
-        # the graph learns first that its passages change: a kill from here on leaves it marked, never silently stale
-        stale = False
-        if graph and writes is not None:
-            writes.prepare_graph(spec)
-        elif plan.changes_store() and store is not None and writes is not None:
-            stale = writes.mark_stale(spec)
-        written = 0
-        if store is not None and (plan.changes_store() or plan.retag):
-            written = apply_changes(store, plan, embedded)
-            save_document_store(store, spec)
-            checkpoints.reached("passages saved")
-        count = store.count_documents() if store is not None else 0
-    finally:
-        if store is not None:
-            close_document_store(store)
-    return plan, written, count, stale
-
-
-def _graph(spec: Any, embedder: str, device: str | None, llm: str, graph_extractor: str, engine: str,
-           ray_address: str | None) -> None:
-    """The graph of the store's passages, written beside it (new or changed passages extracted, others cached)."""
-    from haystack_cfrag.stores import close_document_store, open_document_store  # noqa: PLC0415
-
-    try:
-        store = open_document_store(spec)
-    except FileNotFoundError as exc:  # --prune alone, into no store
-        raise click.ClickException(one_line(exc, typed=False)) from exc
-    try:
-        stored = [d for d in store.filter_documents() if d.content]
-    finally:
-        close_document_store(store)
-    status = StatusLine(label="index")
-    try:
-        generator = None
-        if graph_extractor not in GRAPH.parse_only:
-            generator = factories.chat_generator(llm, device=device)
-            interrupts.warm_up(generator)  # loaded before the extraction, with Ctrl-C held
-        try:
-            stats = GRAPH.index(stored, chat_generator=generator, cache_dir=models.graph_cache_dir(),
-                                progress=status, extractor=graph_extractor, engine=engine,
-                                ray_address=ray_address, store_spec=spec,
-                                text_embedder=factories.text_embedder(embedder, device=device))
-        except (ImportError, RuntimeError, ValueError) as exc:  # spaCy or Ray missing, a model not the pinned one
-            raise click.ClickException(one_line(exc, typed=False)) from exc
-    finally:
-        status.done()
-    click.echo(GRAPH.summarize(stats))
+        if status is not None:
+            status.done()
+    if dry_run:
+        click.echo(f"dry run, nothing written: {done.plan.summary()} → {where}"
+                   + (f"; refused without --force: {done.plan.refusal}" if done.plan.refusal else ""))
+        for line in done.plan.by_file():
+            click.echo(f"  {line}")
+    if done.graph:
+        click.echo(done.graph)
 
 
 __all__ = ["GRAPH", "index"]

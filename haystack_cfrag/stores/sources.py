@@ -388,15 +388,16 @@ class Passages:
     """What was skipped, cut or dropped, in words (for a summary)."""
 
 
-def read_sources(paths: Iterable[str | os.PathLike[str]], *, words: int = 190, overlap: int = 30,
+def read_sources(paths: Iterable[str | os.PathLike[str]] | FileSelection, *, words: int = 190, overlap: int = 30,
                  include_hidden: bool = False, max_file_bytes: int = MAX_FILE_BYTES,
                  max_passage_chars: int = MAX_PASSAGE_CHARS) -> Passages:
-    """The passages of files and folders (module doc): selected, converted, split, cut, unique by id, marked.
+    """The passages of files and folders (or of a `select_files` selection; module doc): selected, converted,
+    split, cut, unique by id, marked with where they came from.
 
     :raises ValueError: one line naming the file (and line): a file named that is not read, text that is not
         UTF-8, a bad JSONL line.
     """
-    selection = select_files(map(Path, paths), include_hidden=include_hidden)
+    selection = paths if isinstance(paths, FileSelection) else select_files(paths, include_hidden=include_hidden)
     converted = convert_files(selection.files, max_file_bytes=max_file_bytes)
     passages, cut = cut_passages(split_documents(converted.documents, words=words, overlap=overlap,
                                                  whole=converted.whole), max_passage_chars)
