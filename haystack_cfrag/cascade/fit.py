@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from haystack_cfrag.cascade.features import FEATURES, features
-from haystack_cfrag.cascade.model import NEVER, GateModel, reaches
+from haystack_cfrag.cascade.model import MIN_SCALE, NEVER, GateModel, reaches
 
 OUTCOMES = ("won", "lost", "same")
 DEFAULT_FEATURES = tuple(f for f in FEATURES if not f.startswith("q_"))
@@ -85,7 +85,7 @@ def _fit(x: np.ndarray, y: np.ndarray, names: Sequence[str], c: float, fitted_on
     means = np.where(unread, 0.0, np.nanmean(np.where(unread, 0.0, x), axis=0))
     filled = np.where(np.isnan(x), means, x)
     scales = filled.std(axis=0)
-    scales = np.where(scales > 1e-9, scales, 1.0)
+    scales = np.where(scales >= MIN_SCALE, scales, 1.0)  # a feature that hardly varies: unscaled
     z = (filled - means) / scales
     if len(set(y.tolist())) < 2:  # nothing to tell apart: the base rate, no weights
         rate = float(np.clip(y.mean() if len(y) else 0.0, 1e-4, 1 - 1e-4))

@@ -1,10 +1,11 @@
 """The fitted gate: a logistic model of "the method wins here", as plain numbers (pure: no pickle, no code).
 
-A cascade's YAML holds its gate's model as a mapping of numbers, checked when it loads:
+A cascade's YAML holds its gate's model as a mapping of numbers, checked when it loads (a pydantic model:
+known features, each once; finite numbers within ±MAX_WEIGHT, one per feature; nothing else):
 
     features:   [support, pile, ...]        names from `features.FEATURES`
     means:      [...]                       one per feature: standardisation, and the value of a missing one
-    scales:     [...]                       one per feature, > 0
+    scales:     [...]                       one per feature, at least MIN_SCALE
     weights:    [...]                       one per feature (on the standardised values)
     intercept:  -2.1
     threshold:  0.12                        escalate when P(win) >= this (the operating point); 1.0 = never
@@ -20,26 +21,32 @@ always-on method was right and standard RAG wrong (`fit.py` makes these from mea
     >>> m.reasons({"support": -0.1, "pile": 1.0})
     'pile 1 (+4.00), support -0.1 (-0.40)'
     >>> GateModel.from_dict({"features": ["colour"], "means": [0], "scales": [1], "weights": [1], "intercept": 0,
-    ...                      "threshold": 0.5})
+    ...                      "threshold": 0.5})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: gate model: unknown feature(s) 'colour' (known: support, margin, min_margin, rank, holding, top_holds, rivals, pile, unstated, score_gap, a_number, a_year, a_yesno, a_words, a_name, q_who, q_when, q_where, q_which, q_what, q_how, q_yesno, q_words).
+    ValueError: gate model: 'features' unknown feature(s) 'colour' (known: support, margin, ...).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError,
+                      model_validator)
 
 from haystack_cfrag.cascade.features import FEATURES
+from haystack_cfrag.common.parameters import clip
 
 PROBABILITY_RANGE = (0.0, 1.0)
 """The operating point's range (a probability): `gate_threshold` of every cascade."""
 MAX_WEIGHT = 1e3
 """A weight or intercept beyond this is refused: no fitted gate needs one, a typo or an attack would."""
-_KEYS = ("features", "means", "scales", "weights", "intercept", "threshold")
+MIN_SCALE = 1e-3
+"""The smallest scale: a feature spread less than a thousandth of its unit carries no signal at the 6
+decimals a fit writes, and a tinier one turns the gate all-or-nothing (a scale of 1e-300 made every
+term ±1e300); `fit` scales such a feature by 1 instead."""
 
 
 NEVER = 1.0
@@ -56,54 +63,84 @@ def reaches(probability: float, threshold: float) -> bool:
     return threshold < NEVER and probability >= threshold
 
 
-@dataclass(frozen=True)
-class GateModel:
-    """A checked logistic gate (see the module doc); build it with `from_dict`."""
+def _number(value: Any) -> float:
+    # an int compares with a float exactly: a 400-digit one is out of range here, never an OverflowError
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not abs(value) <= MAX_WEIGHT:
+        huge = isinstance(value, int) and value.bit_length() >= 64
+        shown = "a huge integer" if huge else clip(repr(value))
+        raise ValueError(f"holds {shown}, not a finite number within ±{MAX_WEIGHT:g}")
+    return float(value)
 
-    features: tuple[str, ...]
-    means: tuple[float, ...]
-    scales: tuple[float, ...]
-    weights: tuple[float, ...]
-    intercept: float
-    threshold: float
-    fitted_on: str = ""
+
+def _scale(value: float) -> float:
+    if value < MIN_SCALE:
+        raise ValueError(f"holds {value:g}: every scale must be > 0 and at least {MIN_SCALE:g} "
+                         "(a smaller one makes an all-or-nothing gate)")
+    return value
+
+
+def _probability(value: float) -> float:
+    if not PROBABILITY_RANGE[0] <= value <= PROBABILITY_RANGE[1]:
+        raise ValueError(f"must be a probability in [0, 1], got {value:g}")
+    return value
+
+
+def _features(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(n, str) for n in value):
+        raise ValueError("must be a non-empty list of feature names")
+    unknown = [n for n in value if n not in FEATURES]
+    if unknown:
+        raise ValueError(f"unknown feature(s) {', '.join(repr(clip(n)) for n in unknown[:5])} "
+                         f"(known: {', '.join(FEATURES)})")
+    if len(set(value)) != len(value):
+        raise ValueError("a feature is named twice")
+    return tuple(value)
+
+
+def _row(value: Any) -> Any:
+    if not isinstance(value, (list, tuple)):
+        raise ValueError("must be a list of numbers, one per feature")
+    return value
+
+
+Number = Annotated[float, BeforeValidator(_number)]
+Row = Annotated[tuple[Number, ...], BeforeValidator(_row)]
+
+
+class GateModel(BaseModel):
+    """A checked logistic gate (see the module doc); build it with `from_dict` (a one-line ValueError)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    features: Annotated[tuple[str, ...], BeforeValidator(_features)]
+    means: Row
+    scales: Annotated[tuple[Annotated[Number, AfterValidator(_scale)], ...], BeforeValidator(_row)]
+    weights: Row
+    intercept: Number
+    threshold: Annotated[Number, AfterValidator(_probability)]
+    fitted_on: str = Field(default="", strict=True, max_length=500)  # what it was fitted on, for people
+
+    @model_validator(mode="after")
+    def _one_per_feature(self) -> GateModel:
+        for key in ("means", "scales", "weights"):
+            if len(getattr(self, key)) != len(self.features):
+                raise ValueError(f"'{key}' must be a list of {len(self.features)} number(s), one per feature")
+        return self
 
     @classmethod
     def from_dict(cls, data: Any) -> GateModel:
-        """Check and build; a ValueError names what is wrong (one line)."""
+        """Check and build; a ValueError names the field and what is wrong (one line)."""
         if not isinstance(data, Mapping):
-            raise ValueError(f"gate model: must be a mapping of {', '.join(_KEYS)}, got {type(data).__name__}.")
-        missing = [k for k in _KEYS if k not in data]
-        extra = sorted(set(data) - set(_KEYS) - {"fitted_on"})
-        if missing or extra:
-            raise ValueError(f"gate model: missing {missing or 'nothing'}, unknown {extra or 'nothing'} "
-                             f"(keys: {', '.join(_KEYS)}, fitted_on).")
-        names = data["features"]
-        if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) for n in names):
-            raise ValueError("gate model: 'features' must be a non-empty list of feature names.")
-        unknown = [n for n in names if n not in FEATURES]
-        if unknown:
-            raise ValueError(f"gate model: unknown feature(s) {', '.join(repr(n) for n in unknown)} "
-                             f"(known: {', '.join(FEATURES)}).")
-        if len(set(names)) != len(names):
-            raise ValueError("gate model: a feature is named twice.")
-        rows = {k: _numbers(data[k], k, len(names)) for k in ("means", "scales", "weights")}
-        if any(s <= 0 for s in rows["scales"]):
-            raise ValueError("gate model: every scale must be > 0.")
-        intercept = _numbers([data["intercept"]], "intercept", 1)[0]
-        threshold = _numbers([data["threshold"]], "threshold", 1)[0]
-        if not PROBABILITY_RANGE[0] <= threshold <= PROBABILITY_RANGE[1]:
-            raise ValueError(f"gate model: 'threshold' must be a probability in [0, 1], got {threshold}.")
-        fitted_on = data.get("fitted_on", "")
-        if not isinstance(fitted_on, str) or len(fitted_on) > 500:
-            raise ValueError("gate model: 'fitted_on' must be a text of at most 500 characters.")
-        return cls(tuple(names), rows["means"], rows["scales"], rows["weights"], intercept, threshold, fitted_on)
+            raise ValueError(f"gate model: must be a mapping of {', '.join(cls.model_fields)}, "
+                             f"got {type(data).__name__}.")
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as exc:
+            raise ValueError(f"gate model: {_first(exc)}.") from None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain lists and numbers (what a YAML file holds)."""
-        return {"features": list(self.features), "means": list(self.means), "scales": list(self.scales),
-                "weights": list(self.weights), "intercept": self.intercept, "threshold": self.threshold,
-                "fitted_on": self.fitted_on}
+        return self.model_dump(mode="json")
 
     def contributions(self, values: Mapping[str, float | None]) -> dict[str, float]:
         """Each feature's term of the log-odds (0 for a value that could not be read: the mean stands in)."""
@@ -128,15 +165,18 @@ class GateModel:
         return ", ".join(f"{name} {_short(values.get(name))} ({term:+.2f})" for name, term in terms)
 
 
-def _numbers(values: Any, key: str, n: int) -> tuple[float, ...]:
-    if not isinstance(values, (list, tuple)) or len(values) != n:
-        raise ValueError(f"gate model: '{key}' must be a list of {n} number(s), one per feature.")
-    out = []
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or abs(v) > MAX_WEIGHT:
-            raise ValueError(f"gate model: '{key}' holds {v!r}, not a finite number within ±{MAX_WEIGHT:g}.")
-        out.append(float(v))
-    return tuple(out)
+def _first(exc: ValidationError) -> str:
+    """The first error of a check in words, naming its field (missing and unknown keys all at once)."""
+    errors = exc.errors()
+    missing = [str(e["loc"][0]) for e in errors if e["type"] == "missing"]
+    extra = [clip(str(e["loc"][0])) for e in errors if e["type"] == "extra_forbidden"]
+    if missing or extra:
+        return (f"missing {missing or 'nothing'}, unknown {extra or 'nothing'} "
+                f"(keys: {', '.join(GateModel.model_fields)})")
+    error = errors[0]
+    where = "".join(f"[{p}]" if isinstance(p, int) else f"'{p}'" for p in error["loc"])
+    text = str((error.get("ctx") or {}).get("error") or error["msg"])
+    return f"{where} {text}" if where else text
 
 
 def _short(value: float | None) -> str:

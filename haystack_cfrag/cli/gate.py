@@ -11,7 +11,7 @@ The model is plain numbers (`cascade.model.GateModel`), checked when a pipeline 
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,66 +21,96 @@ import yaml
 from haystack_cfrag.cascade.fit import DEFAULT_C, fit_gate
 from haystack_cfrag.cascade.model import GateModel
 from haystack_cfrag.cascade.parameters import GATE_NODE
+from haystack_cfrag.common.parameters import clip
 from haystack_cfrag.pipelines import read_yaml
+from haystack_cfrag.stores.safe_files import read_text
 
-MAX_GATE_FILE = 1 << 20
+THRESHOLD_NOTE = "  # the operating point (a request's gate_threshold overrides it)"
 
 
 def read_gate_model(path: str | Path) -> dict[str, Any]:
     """The model mapping of a file `cfrag gate fit` wrote (the model alone, or a cascade whose gate holds one),
-    checked (`GateModel.from_dict`); a ValueError names the file and what is wrong."""
+    checked (`GateModel.from_dict`); a one-line ValueError names the file and what is wrong."""
     file = Path(path)
-    if not file.is_file() or file.stat().st_size > MAX_GATE_FILE:
-        raise ValueError(f"{file}: not a regular file of at most {MAX_GATE_FILE} bytes.")
-    data = read_yaml(file)
-    if isinstance(data, dict) and "components" in data:
-        data = (((data.get("components") or {}).get(GATE_NODE) or {}).get("init_parameters") or {}).get("model")
+    data = read_yaml(file)  # the one safe YAML read: a regular file, bounded, its aliases too
+    if isinstance(data, Mapping) and "components" in data:
+        data = _dig(data, "components", GATE_NODE, "init_parameters", "model")
     try:
         return GateModel.from_dict(data).to_dict()
     except ValueError as exc:
         raise ValueError(f"{file}: {exc}") from None
 
 
-def gate_model_lines(model: dict[str, Any], indent: str = "      ") -> list[str]:
-    """The `model:` entry of a gate's init_parameters, as YAML lines (flow lists of plain numbers)."""
-    inner = indent + "  "
-    lines = [f"{indent}model:                        # the fitted gate (`cfrag gate fit`, docs/cascade.md): "
-             "P(the method wins) from standard RAG's reading"]
-    for key in ("features", "means", "scales", "weights"):
-        lines.append(f"{inner}{key}: [{', '.join(str(v) for v in model[key])}]")
-    lines += [f"{inner}intercept: {model['intercept']}",
-              f"{inner}threshold: {model['threshold']}            # the operating point (a request's gate_threshold overrides it)",
-              f"{inner}fitted_on: {json.dumps(model.get('fitted_on', ''))}"]
-    return lines
-
-
 def with_gate_model(text: str, model: dict[str, Any]) -> str:
-    r"""A cascade file's text with its gate's `model` (and any `threshold`) replaced, every other line as it was.
+    r"""A cascade file's text with its gate's `model` replaced and the gate's own `threshold` left out (the
+    model holds the operating point): every other character as it was, comments and anchors included.
 
-    >>> text = "components:\n  gate:\n    type: G\n    init_parameters:\n      threshold: -0.2\n      answer_prefix: A\n"
+    The places come from PyYAML's nodes (their marks), not from lines: a round trip through a YAML library
+    (ruamel.yaml 0.19) dropped one comment of the shipped cascades and moved another.
+
+    >>> text = ("components:\n  gate:\n    init_parameters:\n      threshold: -0.2  # old\n"
+    ...         "      model:  # fitted\n")
     >>> m = {"features": ["support"], "means": [0.0], "scales": [1.0], "weights": [-1.0], "intercept": 0.0,
     ...      "threshold": 0.4, "fitted_on": "x"}
-    >>> print(with_gate_model(text, m).split("init_parameters:")[1].splitlines()[2].strip())
-    features: [support]
+    >>> print(with_gate_model(text + "        features: [pile]\n", m), end="")
+    components:
+      gate:
+        init_parameters:
+          model:  # fitted
+            features: [support]
+            means: [0.0]
+            scales: [1.0]
+            weights: [-1.0]
+            intercept: 0.0
+            threshold: 0.4  # the operating point (a request's gate_threshold overrides it)
+            fitted_on: x
     """
-    lines = text.splitlines()
-    try:
-        start = lines.index(f"  {GATE_NODE}:")
-        params = next(i for i in range(start + 1, len(lines)) if lines[i].strip() == "init_parameters:")
-    except (ValueError, StopIteration):
-        raise ValueError(f"the cascade has no '{GATE_NODE}' component with init_parameters") from None
-    out, i, indent = lines[: params + 1], params + 1, "      "
-    while i < len(lines) and (lines[i].startswith(indent) or not lines[i].strip()):
-        key = lines[i][len(indent):].split(":", 1)[0] if lines[i].startswith(indent) and lines[i][len(indent)] != " " else None
-        if key in ("model", "threshold"):
-            i += 1
-            while i < len(lines) and lines[i].startswith(indent + " "):  # the old entry's own lines
-                i += 1
-            continue
-        out.append(lines[i])
-        i += 1
-    out[params + 1 : params + 1] = gate_model_lines(model, indent)
-    return "\n".join(out + lines[i:]) + "\n"
+    params = _dig(yaml.compose(text, Loader=yaml.SafeLoader), "components", GATE_NODE, "init_parameters")
+    pairs = {key.value: (key, value) for key, value in getattr(params, "value", ())
+             if isinstance(key, yaml.ScalarNode)}
+    if not isinstance(params, yaml.MappingNode) or "model" not in pairs:
+        raise ValueError(f"the cascade has no '{GATE_NODE}' component whose init_parameters hold a model")
+    edits = []  # (start, end, new text), applied from the end
+    _, node = pairs["model"]
+    if isinstance(node, yaml.MappingNode) and not node.flow_style:  # a line per key, as the shipped cascades
+        lines = yaml.safe_dump(model, sort_keys=False, default_flow_style=None, width=10**6).splitlines()
+        lines = [line + THRESHOLD_NOTE if line.startswith("threshold:") else line for line in lines]
+        edits.append((node.start_mark.index, _end(node), ("\n" + " " * node.start_mark.column).join(lines)))
+    else:
+        edits.append((node.start_mark.index, _end(node), _flow(model)))
+    if "threshold" in pairs:
+        key, node = pairs["threshold"]
+        if params.flow_style:  # {threshold: 0.3, …}: null is the gate's default (the model's own point)
+            edits.append((node.start_mark.index, _end(node), "null"))
+        else:  # its whole line, comment included
+            line_end = text.find("\n", _end(node))
+            line_start = text.rfind("\n", 0, key.start_mark.index) + 1
+            edits.append((line_start, len(text) if line_end < 0 else line_end + 1, ""))
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
+
+
+def _dig(data: Any, *keys: str) -> Any:
+    """`data[k1][k2]…` of a mapping or a YAML mapping node; None where a level is missing or not a mapping."""
+    for key in keys:
+        if isinstance(data, yaml.MappingNode):
+            data = next((v for k, v in data.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
+        else:
+            data = data.get(key) if isinstance(data, Mapping) else None
+    return data
+
+
+def _end(node: yaml.Node) -> int:
+    """Where a node's own text ends (a block collection's end mark is the next token's: its last child's)."""
+    if isinstance(node, yaml.CollectionNode) and not node.flow_style and node.value:
+        last = node.value[-1]
+        return _end(last[1] if isinstance(node, yaml.MappingNode) else last)
+    return node.end_mark.index
+
+
+def _flow(value: Any) -> str:
+    return yaml.safe_dump(value, sort_keys=False, default_flow_style=True, width=10**6).strip()
 
 
 def _cascade_with(cascade: str, model: dict[str, Any]) -> str:
@@ -88,9 +118,14 @@ def _cascade_with(cascade: str, model: dict[str, Any]) -> str:
     from haystack_cfrag.registry import resolve  # noqa: PLC0415  (the registry imports every family)
 
     try:
-        return with_gate_model(Path(resolve(cascade).path).read_text(encoding="utf-8"), model)
-    except ValueError as exc:
-        raise click.BadParameter(f"'{cascade}': {exc}", param_hint="--cascade") from None
+        path = resolve(cascade).path  # read and checked once already (a bounded, safe YAML read)
+        text = with_gate_model(read_text(path, "meta", folder=Path(path.absolute().anchor)), model)
+        written = _dig(yaml.safe_load(text), "components", GATE_NODE, "init_parameters", "model")
+        if GateModel.from_dict(written) != GateModel.from_dict(model):
+            raise ValueError("its gate's model could not be replaced in place")
+        return text
+    except (OSError, ValueError, yaml.YAMLError, RecursionError) as exc:
+        raise click.BadParameter(f"'{cascade}': {clip(str(exc), 300)}", param_hint="--cascade") from None
 
 
 @click.group("gate")
@@ -126,9 +161,15 @@ def fit_command(method: str, folders: tuple[Path, ...], out: Path, cascade: str 
         click.echo(f"{row['sample']} | {row['questions']} | {row['escalated']} ({row['rate']:.0%}) | "
                    f"{row['wins_kept']}/{row['wins']} | {row['losses_avoided']}/{row['losses']}")
     model = result.model.to_dict()
-    text = _cascade_with(cascade, model) if cascade else yaml.safe_dump(model, sort_keys=False, allow_unicode=True)
-    out.write_text(f"# cfrag gate fit --method {method}: {len(examples)} questions ({model['fitted_on']})\n" + text,
-                   encoding="utf-8")
+    text = _cascade_with(cascade, model) if cascade else yaml.safe_dump(
+        model, sort_keys=False, default_flow_style=None, width=10**6, allow_unicode=True)
+    try:
+        with out.open("x", encoding="utf-8") as fh:  # never through a link, never over a file
+            fh.write(f"# cfrag gate fit --method {clip(method)}: {len(examples)} questions "
+                     f"({clip(model['fitted_on'], 500)})\n{text}")
+    except OSError as exc:
+        raise click.BadParameter(f"{out}: {exc.strerror or exc}; nothing written", param_hint="--out") \
+            from None
     click.echo(f"wrote {out}")
 
 
