@@ -31,6 +31,7 @@ from run_folder import read_run_records  # noqa: E402
 from haystack_cfrag.cascade.math import decide  # noqa: E402
 from haystack_cfrag.cascade.model import GateModel  # noqa: E402
 from haystack_cfrag.registry import resolve  # noqa: E402
+from haystack_cfrag.stores.safe_files import read_text  # noqa: E402
 from haystack_cfrag.evaluation.metrics import exact_match, paired_bootstrap  # noqa: E402
 
 METHODS = ("cf_rag", "cf_rag_fast", "cer", "cdf_rag", "causal_rag")
@@ -84,7 +85,7 @@ def main() -> None:
     parser.add_argument("--thresholds", default="0.1,0.2,0.3,0.4,0.5,0.6,0.7")
     parser.add_argument("--methods", default=",".join(METHODS))
     args = parser.parse_args()
-    archived = json.loads(args.answers.read_text(encoding="utf-8"))
+    archived = json.loads(read_text(args.answers, "run"))  # the safe opener: never a FIFO waited on
     thresholds = [float(t) for t in args.thresholds.split(",")]
     for spec in args.runs:
         name, _, folder = spec.partition("=")

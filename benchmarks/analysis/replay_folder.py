@@ -18,6 +18,8 @@ from pathlib import Path
 
 from run_folder import ARCHIVE, REPLY_SOURCES, reply_cache_lines
 
+from haystack_cfrag.stores.safe_files import MAX_BYTES, open_checked
+
 
 def replay_folder(src: Path, out: Path) -> dict[str, int]:
     """Unpack `src`'s archive into `out` (new or empty) with the full reply cache; what was written."""
@@ -28,11 +30,14 @@ def replay_folder(src: Path, out: Path) -> dict[str, int]:
     lines = reply_cache_lines(src)  # before writing anything: a missing source folder stops here
     out.mkdir(parents=True, exist_ok=True)
     written = 0
-    with tarfile.open(src / ARCHIVE, "r:xz") as tar:
+    with open_checked(src / ARCHIVE, "run") as fh, tarfile.open(fileobj=fh, mode="r:xz") as tar:
         for member in tar.getmembers():
             name = Path(member.name).name
             if not member.isfile() or name != member.name or name in ("llm_cache.jsonl", REPLY_SOURCES):
                 continue  # flat files only: a member path never leaves the folder
+            if member.size > MAX_BYTES["run"]:
+                raise ValueError(f"{src / ARCHIVE}: its {name} claims {member.size} bytes; nothing more "
+                                 "written")
             (out / name).write_bytes(tar.extractfile(member).read())
             written += 1
     if lines:
@@ -47,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         done = replay_folder(args.src, args.out)
-    except (FileNotFoundError, FileExistsError, tarfile.TarError) as exc:
+    except (FileNotFoundError, FileExistsError, ValueError, tarfile.TarError) as exc:
         print(f"replay_folder: {exc}", file=sys.stderr)
         return 2
     print(f"{args.out}: {done['files']} files, {done['replies']} cached replies")

@@ -24,6 +24,8 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+from haystack_cfrag.stores.safe_files import MAX_BYTES, open_checked, read_text
+
 ARCHIVE = "replay.tar.xz"
 REPLY_SOURCES = "reply_sources.json"
 """An archive member naming the other run folders (beside it under docs/results/) whose archives hold the
@@ -33,25 +35,37 @@ the replies it added) names those runs, with n = 0."""
 
 
 def read_run_records(out: Path, name: str = "records.jsonl") -> list[dict[str, Any]]:
-    """The records of run folder `out`: its `name` file, or that member of its `replay.tar.xz`."""
+    """The records of run folder `out`: its `name` file, or that member of its `replay.tar.xz`; both read
+    through the package's safe opener (a FIFO or a device there is refused in one line naming it)."""
     out = Path(out)
-    if (out / name).exists():
-        return _parse((out / name).read_text(encoding="utf-8"))
-    text = read_member(out, name)
-    return _parse(text) if text else []
+    try:
+        return _parse(read_text(out / name, "run"))
+    except FileNotFoundError:
+        text = read_member(out, name)
+        return _parse(text) if text else []
 
 
 def read_member(out: Path, name: str) -> str | None:
-    """The text of member `name` of `out`'s `replay.tar.xz` (None: no archive, or no such member)."""
+    """The text of member `name` of `out`'s `replay.tar.xz` (None: no archive, or no such member); a member
+    that is not a regular file, or larger than a run file may be, is refused in one line naming it."""
     archive = Path(out) / ARCHIVE
-    if not archive.exists():
+    try:
+        fh = open_checked(archive, "run")
+    except FileNotFoundError:
         return None
-    with tarfile.open(archive, "r:xz") as tar:
+    with fh, tarfile.open(fileobj=fh, mode="r:xz") as tar:
         try:
-            member = tar.extractfile(name)
+            member = tar.getmember(name)
         except KeyError:
             return None
-        return member.read().decode("utf-8") if member else None
+        if not member.isfile() or member.size > MAX_BYTES["run"]:
+            raise ValueError(f"{archive}: its {name} is not a regular file of at most {MAX_BYTES['run']} "
+                             "bytes")
+        data = tar.extractfile(member).read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{archive}: its {name} is not UTF-8 text") from None
 
 
 def reply_cache_lines(out: Path) -> list[str]:
@@ -73,8 +87,15 @@ def reply_cache_lines(out: Path) -> list[str]:
             if line.strip() and line not in seen:
                 seen.add(line)
                 lines.append(line)
-        sources = json.loads(read_member(folder, REPLY_SOURCES) or "{}").get("archives", [])
-        queue += [folder.parent / name for name in sources]
+        try:
+            sources = json.loads(read_member(folder, REPLY_SOURCES) or "{}")
+        except (ValueError, RecursionError):
+            sources = None
+        names = sources.get("archives", []) if isinstance(sources, dict) else None
+        if not isinstance(names, list) or not all(isinstance(n, str) and n not in ("", ".", "..")
+                                                  and Path(n).name == n for n in names):
+            raise ValueError(f"{folder / ARCHIVE}: its {REPLY_SOURCES} does not list run folders beside it")
+        queue += [folder.parent / name for name in names]
     return lines
 
 
@@ -97,7 +118,9 @@ def _parse(text: str) -> list[dict[str, Any]]:
     out = []
     for line in text.splitlines():
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
             continue  # a line cut by an interrupted run (summary.read_records skips it too)
+        if isinstance(record, dict):
+            out.append(record)
     return out

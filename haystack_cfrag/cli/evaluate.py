@@ -90,18 +90,18 @@ RECORD_FILES = ("records.jsonl", "llm_cache.jsonl", "graph_stats.jsonl")
 def made_by_eval(folder: Path) -> bool:
     """Whether `folder` is a run folder cfrag eval wrote before its marker existed: its metadata, or its
     records and nothing but the files written beside them (a `report.md` there without metadata is the user's)."""
-    try:
-        meta = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
-        if isinstance(meta, dict) and {"haystack_cfrag", "config"} <= meta.keys():
-            return True
-    except (OSError, ValueError):
-        pass
+    from haystack_cfrag.evaluation.provenance import read_metadata  # noqa: PLC0415
+    from haystack_cfrag.stores.safe_files import open_checked  # noqa: PLC0415
+
+    meta = read_metadata(folder)  # through the safe opener: a FIFO there is refused, never waited on
+    if meta is not None and {"haystack_cfrag", "config"} <= meta.keys():
+        return True
     if any(p.name not in RECORD_FILES for p in folder.iterdir()):
         return False
     try:
-        with (folder / "records.jsonl").open(encoding="utf-8") as fh:
-            first = json.loads(fh.readline())
-    except (OSError, ValueError):
+        with open_checked(folder / "records.jsonl", "run") as fh:
+            first = json.loads(fh.readline(1 << 20))
+    except (OSError, ValueError, RecursionError):
         return False
     return isinstance(first, dict) and {"condition", "system", "qid"} <= first.keys()
 

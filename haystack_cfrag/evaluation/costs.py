@@ -14,9 +14,7 @@ and an overhead ratio is taken on those uncached-equivalent seconds.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -66,12 +64,9 @@ def overhead(system: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]
                                            if tokens.get(k) and base_tokens.get(k)}}
 
 
-def read_graph_stats(out: Path) -> list[dict[str, Any]]:
-    """CausalRAG's graph builds of an output folder (`graph_stats.jsonl`: one line per build, a resumed run's load included)."""
-    path = Path(out) / "graph_stats.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+GRAPH_STATS = "graph_stats.jsonl"
+"""CausalRAG's graph builds of an output folder: one line per build, a resumed run's load included
+(`summary.read_records(out, GRAPH_STATS)`)."""
 
 
 def index_cost(builds: list[dict[str, Any]]) -> dict[str, Any] | None:

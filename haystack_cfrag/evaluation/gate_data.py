@@ -18,13 +18,13 @@ a question without both answers or without a reading is left out (counted in `mi
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from haystack_cfrag.cascade.fit import Example
+from haystack_cfrag.evaluation.provenance import read_metadata
 from haystack_cfrag.evaluation.summary import read_records
 
 BASELINE = "standard_rag"
@@ -34,12 +34,8 @@ FOLDER = "_folder"
 
 def sample_name(folder: Path) -> str:
     """The sample a run folder read: its data file's stem (from `metadata.json`), else the folder's name."""
-    meta = Path(folder) / "metadata.json"
-    try:
-        data = json.loads(meta.read_text(encoding="utf-8")).get("config", {}).get("data")
-    except (OSError, ValueError, AttributeError):
-        data = None
-    return Path(str(data)).stem if data else Path(folder).name
+    data = ((read_metadata(folder) or {}).get("config") or {}).get("data")
+    return Path(data).stem if isinstance(data, str) and data else Path(folder).name
 
 
 def records_by_sample(folders: Iterable[str | Path]) -> dict[str, list[dict[str, Any]]]:

@@ -114,11 +114,21 @@ def differences(old: dict[str, Any], new: dict[str, Any], conditions: set[str]) 
     return out
 
 
-def _read(path: Path) -> dict[str, Any] | None:
-    """The metadata in `path`, or None when it is missing or not a JSON object."""
+def read_metadata(out: Path) -> dict[str, Any] | None:
+    """A run folder's `metadata.json`, read through the one safe opener (`stores.safe_files`); None when it is
+    missing or not a JSON object.
+
+    :raises ValueError: one line naming the file: a FIFO, a device, a link out of the folder, too large.
+    """
+    from haystack_cfrag.stores.safe_files import read_text  # noqa: PLC0415  (the stores package is large)
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        text = read_text(Path(out) / "metadata.json", "run")
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON, or nested or numbered beyond what Python reads
         return None
     return data if isinstance(data, dict) else None
 
@@ -130,7 +140,7 @@ def record_run(out: Path, new: dict[str, Any], conditions: set[str]) -> None:
     would not reproduce. The earlier invocations' configurations are kept under `invocations`.
     """
     path = out / "metadata.json"
-    old = _read(path)
+    old = read_metadata(out)
     if conditions and old is None:
         raise ResumeMismatchError(f"{path} is missing or not readable JSON, so what {out}'s records were computed "
                                   "with is unknown. Use a fresh --out, or restore the file.")

@@ -32,8 +32,9 @@ from haystack import logging
 
 from haystack_cfrag.common.files import replace_text
 from haystack_cfrag.evaluation.controls import against_controls
-from haystack_cfrag.evaluation.costs import cost_summary, index_cost, overhead, read_graph_stats, timed_shares
+from haystack_cfrag.evaluation.costs import GRAPH_STATS, cost_summary, index_cost, overhead, timed_shares
 from haystack_cfrag.evaluation.plots import plots
+from haystack_cfrag.evaluation.provenance import read_metadata
 from haystack_cfrag.evaluation.report import markdown
 from haystack_cfrag.evaluation.statistics import METRICS, injection_tables, paired, scores, sweep_tables
 from haystack_cfrag.evaluation.systems import BASELINE
@@ -42,16 +43,29 @@ from haystack_cfrag.registry import controls
 logger = logging.getLogger(__name__)
 
 
-def read_records(out: Path) -> list[dict[str, Any]]:
-    """Every record of an output folder (an unfinished last line is skipped with a warning)."""
-    path = Path(out) / "records.jsonl"
-    if not path.exists():
+def read_records(out: Path, name: str = "records.jsonl") -> list[dict[str, Any]]:
+    """Every record of an output folder's `name` file (also `graph_stats.jsonl`: a line per graph build),
+    read through the one safe opener (`stores.safe_files`); a line that is not a JSON object (an
+    unfinished last line) is skipped with a warning.
+
+    :raises ValueError: one line naming the file: a FIFO, a device, a link out of the folder, too large.
+    """
+    from haystack_cfrag.stores.safe_files import read_text  # noqa: PLC0415  (the stores package is large)
+
+    path = Path(out) / name
+    try:
+        text = read_text(path, "run")
+    except FileNotFoundError:
         return []
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in filter(str.strip, text.splitlines()):
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
+            record = json.loads(line)
+        except (ValueError, RecursionError):  # ValueError: not JSON, or an integer of more than 4,300 digits
+            record = None
+        if isinstance(record, dict):
+            records.append(record)
+        else:
             logger.warning("Skipping an unreadable line in {path}", path=str(path))
     return records
 
@@ -62,9 +76,9 @@ def write_outputs(out: Path, *, with_plots: bool = True) -> dict[str, Any]:
     records = read_records(out)
     if not records:
         raise ValueError(f"No records in {out}: run `cfrag eval` first.")
-    meta_path = out / "metadata.json"
-    metadata = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else None
-    results = {"metadata": metadata, **summarize(records), "index": index_cost(read_graph_stats(out))}
+    metadata = read_metadata(out)
+    index = index_cost(read_records(out, GRAPH_STATS))
+    results = {"metadata": metadata, **summarize(records), "index": index}
     replace_text(out / "results.json", json.dumps(results, indent=2, default=str))  # a link there: replaced
     report = markdown(results, metadata)
     if with_plots:

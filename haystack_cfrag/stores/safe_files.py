@@ -124,14 +124,14 @@ def size_of(fh: IO[bytes]) -> int:
     return os.fstat(fh.fileno()).st_size
 
 
-def read_text(path: str | os.PathLike[str], kind: str) -> str:
-    """The UTF-8 text of a user's file (a `cfrag eval` run folder's records or metadata), read through `open_checked`.
+def read_text(path: str | os.PathLike[str], kind: str, *, folder: Path | None = None) -> str:
+    """The UTF-8 text of a user's file (a `cfrag eval` folder's records, a cascade), read by `open_checked`.
 
     :raises FileNotFoundError: nothing is there.
     :raises ValueError: one line naming the file (as `open_checked`, or not UTF-8 text).
     """
-    with open_checked(path, kind) as fh:
-        data = fh.read(MAX_BYTES[kind] + 1)  # bounded, even for a file that grew after the check
+    with open_checked(path, kind, folder=folder) as fh:
+        data = fh.read(size_of(fh))  # the size checked: what a file that grows afterwards adds is not read
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
