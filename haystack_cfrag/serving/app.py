@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import math
 import os
 import sys
@@ -33,9 +34,9 @@ from haystack_cfrag.common.redaction import install_log_redaction, redact
 from haystack_cfrag.serving.middleware import LOOPBACK_HOSTS, BodyCheck, Guard
 from haystack_cfrag.serving.requests import (
     RequestError,
+    check_fields,
     check_openai_fields,
     check_pipeline_inputs,
-    check_run_request,
 )
 
 API_KEY_ENV = "CFRAG_API_KEY"
@@ -101,23 +102,41 @@ def mcp_app(pipelines_dir: Path, *, host: str, allow_deploy: bool, api_key: str 
         registry = load_pipeline_registry(pipelines_dir)
     json_safe_results(registry)
     server = create_mcp_server(registry=registry)
-    call_tool = server.request_handlers[types.CallToolRequest]
-
-    async def checked_call_tool(request: types.CallToolRequest) -> types.ServerResult:
-        name = request.params.name
-        check = pipeline_body_check(registry.get(name), registry.get_metadata(name))
-        if check is not None:
-            try:
-                check(request.params.arguments or {})
-            except ValueError as exc:  # RequestError
-                text = types.TextContent(type="text", text=str(exc))
-                return types.ServerResult(types.CallToolResult(content=[text], isError=True))
-        return await call_tool(request)
-
-    server.request_handlers[types.CallToolRequest] = checked_call_tool
+    server.request_handlers[types.CallToolRequest] = checked_tool_calls(
+        registry, server.request_handlers[types.CallToolRequest])
     app = create_starlette_app(server)
     quiet_sse_route(app.router)
     return Guard(app, api_key=api_key, allowed_hosts=allowed_hosts(host))
+
+
+def checked_tool_calls(registry: Any, call_tool: Any) -> Any:
+    """MCP's tool-call handler, narrowed: a CF-RAG pipeline is answered by its wrapper (`answer_body`: the
+    call's one check), a YAML pipeline's arguments are checked as its REST body is; a refusal (422) or a
+    failure (503) is the tool's one-line error (through Hayhooks: a traceback in the log, the text wrapped
+    twice)."""
+    import anyio  # noqa: PLC0415
+    import mcp.types as types  # noqa: PLC0415
+    from fastapi import HTTPException  # noqa: PLC0415
+
+    from haystack_cfrag.serving.wrapper import CFRAGPipelineWrapper  # noqa: PLC0415
+
+    async def checked_call_tool(request: types.CallToolRequest) -> types.ServerResult:
+        name = request.params.name
+        wrapper, arguments = registry.get(name), request.params.arguments or {}
+        try:
+            if isinstance(wrapper, CFRAGPipelineWrapper):
+                text = json.dumps(await anyio.to_thread.run_sync(wrapper.answer_body, arguments))
+                content = [types.TextContent(type="text", text=text)]
+                return types.ServerResult(types.CallToolResult(content=content))
+            check = pipeline_body_check(wrapper, registry.get_metadata(name))
+            if check is not None:
+                check(arguments)
+        except (ValueError, HTTPException) as exc:  # RequestError; HTTPException: the wrapper's 422 or 503
+            text = types.TextContent(type="text", text=str(getattr(exc, "detail", exc)))
+            return types.ServerResult(types.CallToolResult(content=[text], isError=True))
+        return await call_tool(request)
+
+    return checked_call_tool
 
 
 class _AlreadySent:
@@ -168,8 +187,8 @@ def pipeline_body_check(wrapper: Any, metadata: Any) -> BodyCheck | None:
 
     from haystack_cfrag.serving.wrapper import CFRAGPipelineWrapper  # noqa: PLC0415
 
-    if isinstance(wrapper, CFRAGPipelineWrapper):
-        return lambda body: check_run_request(body, wrapper.request_table)
+    if isinstance(wrapper, CFRAGPipelineWrapper):  # its run_api checks the values (once); here: the names
+        return lambda body: check_fields(body, wrapper.request_table)
     model = (metadata or {}).get("request_model")
     if isinstance(wrapper, YAMLPipelineWrapper) and model is not None:
         inputs = tuple(model.model_fields)

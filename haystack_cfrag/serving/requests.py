@@ -1,9 +1,12 @@
 """The one validation of what a served request carries, shared by REST, OpenAI chat/responses and MCP.
 
 Every check raises `RequestError` (HTTP 422) with one sentence naming the field and what is
-allowed. Parameter types and ranges come from the pipeline's table (its family's, via the registry); the question is
-cleaned with `core.text.clean_query` (what is answered and echoed back is the cleaned text),
-and only when its raw text is at most `MAX_RAW_QUESTION_CHARS` long: no text of unbounded
+allowed. A request is checked once, where it enters: a run body or MCP call by the pipeline's pydantic
+model (`request_model`, made from its family's table: the ranges are written there only) in the wrapper,
+an OpenAI body there too, a Python call in `CFRAGService.answer`; the guard in front checks only what
+Hayhooks' parsing would lose (strict JSON, a run body's field names, OpenAI's `stream` as sent). The
+question is cleaned with `core.text.clean_query` (what is answered and echoed back is the cleaned
+text), and only when its raw text is at most `MAX_RAW_QUESTION_CHARS` long: no text of unbounded
 length is ever normalised (the checks run on the server's event loop).
 Bodies are parsed strictly: NaN and ±Infinity are not JSON and a number too large for a
 float is not finite, so both are refused, naming the field; so is a string holding a lone
@@ -12,14 +15,17 @@ surrogate (a `\\ud800` escape), which is not Unicode text and could not be writt
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Annotated, Any
 
-from haystack_cfrag.common.text import clean_query
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, create_model
+
 from haystack_cfrag.common.parameters import Parameter, ParameterError, check_parameters
+from haystack_cfrag.common.text import clean_query
 
 MAX_QUESTION_CHARS = 2000
 MAX_RAW_QUESTION_CHARS = 4 * MAX_QUESTION_CHARS
@@ -64,6 +70,40 @@ RequestTable = Mapping[str, Parameter]
 """The parameters a request may set, with their ranges (`registry.ShippedPipeline.request_table`)."""
 
 
+class RunRequest(BaseModel):
+    """A `/<pipeline>/run` body or an MCP tool call's arguments: the question and the pipeline's request
+    parameters, nothing else (each served pipeline has its subclass: `request_model`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    question: Annotated[str, BeforeValidator(check_question)]
+
+    def params(self) -> dict[str, Any]:
+        """The parameters that are set (None: the pipeline file's value)."""
+        return {k: v for k, v in self if k != "question" and v is not None}
+
+
+def request_model(parameters: RequestTable) -> type[RunRequest]:
+    """The request model of a pipeline, made once from its table (`Parameter.check`: the ranges' one home).
+
+    >>> from haystack_cfrag.registry import REGISTRY
+    >>> request_model(REGISTRY["cer_auto"].request_table)(question=" Who? ", gate_threshold=1).params()
+    {'gate_threshold': 1.0}
+    """
+    return _model(tuple(dict(parameters).values()))
+
+
+@functools.cache
+def _model(parameters: tuple[Parameter, ...]) -> type[RunRequest]:
+    fields: dict[str, Any] = {p.name: (Annotated[Any, BeforeValidator(_checked(p))], None)
+                              for p in parameters}
+    return create_model("RunRequest", __base__=RunRequest, **fields)
+
+
+def _checked(parameter: Parameter) -> Callable[[Any], Any]:
+    return lambda value: None if value is None else parameter.check(value)
+
+
 def check_params(values: Mapping[str, Any], parameters: RequestTable) -> dict[str, Any]:
     """The per-request parameters that are set, checked against `parameters` (any other name is refused)."""
     try:
@@ -73,14 +113,28 @@ def check_params(values: Mapping[str, Any], parameters: RequestTable) -> dict[st
 
 
 def check_run_request(body: Any, parameters: RequestTable) -> tuple[str, dict[str, Any]]:
-    """(question, parameters) of a `/<pipeline>/run` body or an MCP tool call's arguments."""
-    fields = _object(body)
-    parameters = dict(parameters)
-    _known(fields, ("question", *parameters))
-    if "question" not in fields:
-        raise RequestError("'question' is required.")
-    return check_question(fields["question"]), check_params(
-        {k: v for k, v in fields.items() if k != "question"}, parameters)
+    """(question, parameters) of a `/<pipeline>/run` body or an MCP tool call's arguments: the one check of
+    either, by the pipeline's request model (`request_model`)."""
+    model = request_model(parameters)
+    try:
+        request = model.model_validate(_object(body))
+    except ValidationError as exc:
+        errors = exc.errors()
+        unknown = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden"]
+        if unknown:
+            known = ", ".join(model.model_fields)
+            raise RequestError(f"Unknown field(s) {_listed(unknown)} (known: {known}).") from None
+        first = errors[0]
+        if first["type"] == "missing":
+            raise RequestError(f"'{first['loc'][0]}' is required.") from None
+        raise RequestError(str((first.get("ctx") or {}).get("error") or first["msg"])) from None
+    return request.question, request.params()
+
+
+def check_fields(body: Any, parameters: RequestTable) -> None:
+    """Only the field names of a `/<pipeline>/run` body, as sent: what the guard checks, since Hayhooks' own
+    model drops an unknown field before the wrapper's `check_run_request` could refuse it."""
+    _known(_object(body), ("question", *parameters))
 
 
 def check_pipeline_inputs(body: Any, inputs: Iterable[str]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from haystack_cfrag.common.errors import one_line
 from haystack_cfrag.common.redaction import redact
 from haystack_cfrag.family import Reading
 from haystack_cfrag.registry import Resolved, resolve, served_pipelines
-from haystack_cfrag.serving.requests import RequestError, check_params, check_question
+from haystack_cfrag.serving.requests import RequestError, check_run_request
 
 logger = logging.getLogger(__name__)
 
@@ -179,16 +179,20 @@ class CFRAGService:
         return self.runtime.built(name)
 
     def answer(self, name: str, question: Any, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Answer one question; RequestError for bad input, PipelineFailedError when the pipeline raises.
+        """Answer one question, checked here (`requests.check_run_request`: a Python caller's door);
+        RequestError for bad input, PipelineFailedError when the pipeline raises."""
+        if name not in served_pipelines():  # the registry's now: a family registered later is served too
+            raise RequestError(f"Unknown pipeline '{name}' (served: {', '.join(served_pipelines())}).")
+        return self.answer_checked(name, *check_run_request({**(params or {}), "question": question},
+                                                            resolve(name).request_table))
+
+    def answer_checked(self, name: str, question: str, checked: dict[str, Any]) -> dict[str, Any]:
+        """`answer` for a request its route checked (the wrapper: `requests.check_*`): nothing checked again.
 
         The question runs through `Runtime.ask`, as in `cfrag ask` and the evaluation, untimed:
         requests against a server or the mock run concurrently.
         """
-        question = check_question(question)
-        if name not in served_pipelines():  # the registry's now: a family registered later is served too
-            raise RequestError(f"Unknown pipeline '{name}' (served: {', '.join(served_pipelines())}).")
         pipeline = resolve(name)
-        checked = check_params(dict(params or {}), pipeline.request_table)
         try:
             result = self.runtime.ask(pipeline, question, checked, timed=False)
         except Exception as exc:  # a model or component failure the components did not absorb

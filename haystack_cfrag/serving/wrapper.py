@@ -103,10 +103,15 @@ class CFRAGPipelineWrapper(BasePipelineWrapper):
                               "total_tokens": usage["total_tokens"]}
         return response
 
+    def answer_body(self, body: Any) -> dict[str, Any]:
+        """A `/run` body's or an MCP call's answer: its one check (`requests.check_run_request`), then
+        the service's."""
+        return self._answer(lambda: check_run_request(body, self.request_table))
+
     def _answer(self, check: Any) -> dict[str, Any]:
         try:
-            question, params = check()
-            return self.service.answer(self.pipeline_name, question, params)
+            question, params = check()  # the request's one check (`requests`)
+            return self.service.answer_checked(self.pipeline_name, question, params)
         except RequestError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from exc
         except PipelineFailedError as exc:
@@ -149,16 +154,15 @@ def _configure(cls: type[CFRAGPipelineWrapper]) -> None:
 def _install_run_api(cls: type[CFRAGPipelineWrapper]) -> None:
     """Give `cls` a `run_api` whose signature (what Hayhooks reads) lists its request fields.
 
-    The annotations carry JSON Schemas only (pydantic checks nothing): `requests.check_run_request`
-    checks the values, the same way for every route. The real method takes `**params`, so an MCP
+    The annotations carry JSON Schemas only (Hayhooks' model checks nothing): `requests.check_run_request`
+    checks the body once, with the pipeline's request model. The real method takes `**params`, so an MCP
     call with an unknown field reaches that check and is refused by name.
     """
     if "run_api" in cls.__dict__:
         return
 
     def run_api(self: CFRAGPipelineWrapper, question: Any = _UNSET, **params: Any) -> dict:
-        body = params if question is _UNSET else {"question": question, **params}
-        return self._answer(lambda: check_run_request(body, self.request_table))
+        return self.answer_body(params if question is _UNSET else {"question": question, **params})
 
     run_api.__doc__ = "\n".join([
         cls.description, "",
