@@ -67,22 +67,18 @@ def _number(value: Any) -> float:
     # an int compares with a float exactly: a 400-digit one is out of range here, never an OverflowError
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not abs(value) <= MAX_WEIGHT:
         huge = isinstance(value, int) and value.bit_length() >= 64
-        shown = "a huge integer" if huge else clip(repr(value))
-        raise ValueError(f"holds {shown}, not a finite number within ±{MAX_WEIGHT:g}")
+        raise ValueError(f"holds {'a huge integer' if huge else clip(repr(value))}, not a finite number "
+                         f"within ±{MAX_WEIGHT:g}")
     return float(value)
 
 
-def _scale(value: float) -> float:
-    if value < MIN_SCALE:
-        raise ValueError(f"holds {value:g}: every scale must be > 0 and at least {MIN_SCALE:g} "
-                         "(a smaller one makes an all-or-nothing gate)")
-    return value
+def _within(low: float, high: float, what: str) -> AfterValidator:
+    def check(value: float) -> float:
+        if not low <= value <= high:
+            raise ValueError(f"holds {value:g}: {what}")
+        return value
 
-
-def _probability(value: float) -> float:
-    if not PROBABILITY_RANGE[0] <= value <= PROBABILITY_RANGE[1]:
-        raise ValueError(f"must be a probability in [0, 1], got {value:g}")
-    return value
+    return AfterValidator(check)
 
 
 def _features(value: Any) -> tuple[str, ...]:
@@ -97,14 +93,9 @@ def _features(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _row(value: Any) -> Any:
-    if not isinstance(value, (list, tuple)):
-        raise ValueError("must be a list of numbers, one per feature")
-    return value
-
-
 Number = Annotated[float, BeforeValidator(_number)]
-Row = Annotated[tuple[Number, ...], BeforeValidator(_row)]
+Scale = Annotated[Number, _within(MIN_SCALE, MAX_WEIGHT, f"every scale must be > 0 and at least {MIN_SCALE:g} "
+                                                         "(a smaller one makes an all-or-nothing gate)")]
 
 
 class GateModel(BaseModel):
@@ -113,11 +104,11 @@ class GateModel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     features: Annotated[tuple[str, ...], BeforeValidator(_features)]
-    means: Row
-    scales: Annotated[tuple[Annotated[Number, AfterValidator(_scale)], ...], BeforeValidator(_row)]
-    weights: Row
+    means: tuple[Number, ...]
+    scales: tuple[Scale, ...]
+    weights: tuple[Number, ...]
     intercept: Number
-    threshold: Annotated[Number, AfterValidator(_probability)]
+    threshold: Annotated[Number, _within(*PROBABILITY_RANGE, "must be a probability in [0, 1]")]
     fitted_on: str = Field(default="", strict=True, max_length=500)  # what it was fitted on, for people
 
     @model_validator(mode="after")
@@ -136,7 +127,15 @@ class GateModel(BaseModel):
         try:
             return cls.model_validate(dict(data))
         except ValidationError as exc:
-            raise ValueError(f"gate model: {_first(exc)}.") from None
+            errors = exc.errors()
+        missing = [str(e["loc"][0]) for e in errors if e["type"] == "missing"]
+        extra = [clip(str(e["loc"][0])) for e in errors if e["type"] == "extra_forbidden"]
+        if missing or extra:
+            raise ValueError(f"gate model: missing {missing or 'nothing'}, unknown {extra or 'nothing'} "
+                             f"(keys: {', '.join(cls.model_fields)}).")
+        where = "".join(f"[{p}]" if isinstance(p, int) else f"'{p}'" for p in errors[0]["loc"])
+        text = (errors[0].get("ctx") or {}).get("error") or errors[0]["msg"]
+        raise ValueError(f"gate model: {where + ' ' if where else ''}{text}.")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain lists and numbers (what a YAML file holds)."""
@@ -163,20 +162,6 @@ class GateModel(BaseModel):
         """The `top` largest terms of the log-odds, for the trace: 'pile 1 (+1.52), support -0.9 (+0.80)'."""
         terms = sorted(self.contributions(values).items(), key=lambda kv: -abs(kv[1]))[:top]
         return ", ".join(f"{name} {_short(values.get(name))} ({term:+.2f})" for name, term in terms)
-
-
-def _first(exc: ValidationError) -> str:
-    """The first error of a check in words, naming its field (missing and unknown keys all at once)."""
-    errors = exc.errors()
-    missing = [str(e["loc"][0]) for e in errors if e["type"] == "missing"]
-    extra = [clip(str(e["loc"][0])) for e in errors if e["type"] == "extra_forbidden"]
-    if missing or extra:
-        return (f"missing {missing or 'nothing'}, unknown {extra or 'nothing'} "
-                f"(keys: {', '.join(GateModel.model_fields)})")
-    error = errors[0]
-    where = "".join(f"[{p}]" if isinstance(p, int) else f"'{p}'" for p in error["loc"])
-    text = str((error.get("ctx") or {}).get("error") or error["msg"])
-    return f"{where} {text}" if where else text
 
 
 def _short(value: float | None) -> str:
