@@ -21,9 +21,28 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from haystack_cfrag.common.parameters import Parameter
+
+
+@dataclass(frozen=True)
+class Cascade:
+    """What a cascade's file holds besides standard RAG, the gate, its router and its joiner: the method's
+    nodes as the method's own file has them (`cascade.contract.composed`, pinned by a test) but for
+    `escalation`."""
+
+    method: str | None = None
+    """The method's pipeline (None: the family's first pipeline)."""
+    prefix: str | None = None
+    """The prefix of a method node whose name standard RAG uses (`cf_retriever`; None: `method` less
+    `_rag`)."""
+    shared: tuple[str, ...] = ()
+    """The method's nodes that are standard RAG's own (the same but for the embeddings a retriever
+    returns)."""
+    escalation: Mapping[str, Any] = field(default_factory=dict)
+    """What the escalation sets on the method's nodes, as parameter overrides (`node.init_parameter`, a dotted
+    path into a part: `refiner.chat_generator.model`), named as in the method's own file."""
 
 
 @dataclass(frozen=True)
@@ -48,9 +67,9 @@ class Entry:
     RAG, one passage more, hybrid retrieval) or "order" (the same passages reordered: the reader's order noise)."""
     path: Path | None = None
     """The YAML file when it is not a shipped one (a family of your own: `registry.register_family`)."""
-    cascade: bool = False
-    """A cascade (`*_auto`): standard RAG, then the family's method where the escalation gate opens; its table
-    adds the gate's parameters (`haystack_cfrag.cascade.parameters`) to the family's."""
+    cascade: bool | Cascade = False
+    """A cascade (`*_auto`, True: `Cascade()`'s defaults): standard RAG, then the family's method where the
+    escalation gate opens; its table adds the gate's parameters (`haystack_cfrag.cascade.parameters`)."""
 
 
 @dataclass(frozen=True)
@@ -84,40 +103,67 @@ def read_degradations(trace: Any, outputs: Mapping[str, Any], answer: str, value
     return Reading(warnings=warnings)
 
 
-@dataclass(frozen=True)
-class StorePreparation:
+class StoreWrites(Protocol):
+    """What `cfrag index` asks of what a family stores beside a store while it writes the store."""
+
+    def check_graph_writable(self, spec: Any) -> None:
+        """ValueError (one line) where what is beside `spec` cannot be written (before a model loads)."""
+
+    def prepare_graph(self, spec: Any) -> None:
+        """Mark it as being written (a kill from then on leaves it marked, never silently stale)."""
+
+    def mark_stale(self, spec: Any) -> bool:
+        """Mark it stale (the store's passages changed without it); whether there was one to mark."""
+
+    def forget_marks(self) -> None:
+        """Forget the marks this process made (the command is over)."""
+
+
+class StorePreparation(Protocol):
     """What a family needs built over the store before it answers (CausalRAG's graph), built once per store.
 
-    The runtime calls `build(passages, chat_generator=…, text_embedder=…, cache_dir=…,
-    graph_extractor=…)` → (handle, stats) the first time a pipeline of the family meets a store,
-    `attach(pipeline, handle_of)` on every pipeline it builds or re-points (`handle_of()` builds on
-    first call, so a pipeline that needs nothing of it builds nothing), and `release(handle)` when
-    it moves to another store.
+    The runtime asks `needed_by(data)` of a pipeline's dict, opens what `cfrag index --graph` stored beside
+    the store (`load`) or else `build`s it, `attach`es it to every pipeline it builds (`handle_of()` builds
+    on first call: a pipeline that needs nothing of it builds nothing) and `release`s it when it moves to
+    another store. `cfrag index --graph` runs `index` (what `build` then reads from its cache) and prints
+    `summarize`.
     """
 
-    build: Callable[..., tuple[Any, dict[str, Any]]]
-    attach: Callable[[Any, Callable[[], Any]], None]
-    release: Callable[[Any], None]
-    what: str = "the index-time parts"
-    load: Callable[[Any], Any | None] | None = None
-    """`load(store_spec)` → the handle `cfrag index --graph` stored beside that store, or None (then `build`)."""
-    needed_by: Callable[[Any], bool] = lambda data: True  # noqa: E731
-    """Whether a pipeline's dict has a part that `attach` points at the handle (what `Runtime.prepare_stores` asks)."""
-    index: Callable[..., dict[str, Any]] | None = None
-    """`cfrag index --graph`: build ahead of time into the cache `build` reads, `index(passages, *, chat_generator,
-    cache_dir, progress, extractor, engine, ray_address)` → stats (None: nothing to build ahead)."""
-    summarize: Callable[[dict[str, Any]], str] = str
-    """One line of what `index` did, from its stats."""
-    extractors: tuple[str, ...] = ()
+    what: str
+    extractors: tuple[str, ...]
     """The names of what can build it (`--extractor`, `--graph-extractor`)."""
-    default_extractor: str = ""
-    parse_only: tuple[str, ...] = ()
+    default_extractor: str
+    parse_only: tuple[str, ...]
     """Those of `extractors` that need no LLM."""
-    scale_out: tuple[str, ...] = ()
+    scale_out: tuple[str, ...]
     """Those of `extractors` that `--engine ray` can run."""
-    writes: Callable[[], Any] | None = None
-    """What `cfrag index` asks of what it stores beside a store, returned on first call (imported then): an object with
-    `check_graph_writable(spec)`, `prepare_graph(spec)`, `mark_stale(spec) -> bool` and `forget_marks()`."""
+
+    def needed_by(self, data: Mapping[str, Any]) -> bool:
+        """Whether a pipeline's dict has a part that `attach` points at the handle."""
+
+    def load(self, store_spec: Any) -> Any | None:
+        """What `cfrag index --graph` stored beside that store, opened; None: none stored (then `build`)."""
+
+    def build(self, passages: list[Any], *, chat_generator: Any, text_embedder: Any, document_embedder: Any,
+              cache_dir: Any, graph_extractor: str) -> tuple[Any, dict[str, Any]]:
+        """(the handle, what building it cost) over `passages`."""
+
+    def attach(self, pipeline: Any, handle_of: Callable[[], Any]) -> None:
+        """Point the pipeline's parts that read it at `handle_of()`."""
+
+    def release(self, handle: Any) -> None:
+        """Free or close a handle."""
+
+    def index(self, passages: list[Any], **kwargs: Any) -> dict[str, Any]:
+        """`cfrag index --graph`: build ahead of time (`chat_generator`, `text_embedder`, `document_embedder`,
+        `cache_dir`, `progress`, `extractor`, `engine`, `ray_address`, `store_spec`) → stats."""
+
+    def summarize(self, stats: dict[str, Any]) -> str:
+        """One line of what `index` did, from its stats."""
+
+    def writes(self) -> StoreWrites:
+        """What it stores beside a store, as `cfrag index` keeps it consistent (imported on first call; a
+        preparation that stores nothing beside a store sets `writes = None`)."""
 
 
 def no_record(trace: Any) -> dict[str, Any]:
@@ -195,4 +241,5 @@ class Family:
         return (*names, *(short for short, name in self.sweeps.names.items() if name in names))
 
 
-__all__ = ["Commands", "Entry", "Family", "Reading", "StorePreparation", "Sweeps", "no_record", "read_degradations"]
+__all__ = ["Cascade", "Commands", "Entry", "Family", "Reading", "StorePreparation", "StoreWrites", "Sweeps",
+           "no_record", "read_degradations"]

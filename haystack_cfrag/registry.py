@@ -25,13 +25,13 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from haystack_cfrag.cascade.parameters import GATE_PARAMETERS, GATE_SWEEP_NAMES
 from haystack_cfrag.common.parameters import Parameter, ParameterError, check_parameters
-from haystack_cfrag.family import Entry, Family, StorePreparation
+from haystack_cfrag.family import Cascade, Entry, Family, StorePreparation
 from haystack_cfrag.pipelines import OWN_FILES, pipeline_path, read_pipeline
 
 BASELINE = "standard_rag"
@@ -63,6 +63,8 @@ class ShippedPipeline:
     file: Path | None = None
     control: str = ""
     """A cheap control every method is read beside: "retrieval" or "order" (`family.Entry.control`)."""
+    cascade: Cascade | None = None
+    """A cascade's declaration, its method and prefix filled in (`family.Cascade`); None: not a cascade."""
 
     @property
     def request_parameters(self) -> tuple[str, ...]:
@@ -99,6 +101,15 @@ def _method_table(family: Family, entry: Entry) -> Mapping[str, Parameter]:
     return table if entry.parameters is None else {name: table[name] for name in entry.parameters}
 
 
+def _cascade(family: Family, entry: Entry) -> Cascade | None:
+    """The entry's cascade with its defaults filled in: the family's first pipeline, its name less `_rag`."""
+    if not entry.cascade:
+        return None
+    declared = entry.cascade if isinstance(entry.cascade, Cascade) else Cascade()
+    method = declared.method or family.pipelines[0].name
+    return replace(declared, method=method, prefix=declared.prefix or method.removesuffix("_rag"))
+
+
 def request_names(family: Family) -> tuple[str, ...]:
     """What a request may set on a pipeline of `family`: its request parameters, and a cascade's gate threshold."""
     return (*family.request_parameters, *GATE_PARAMETERS)
@@ -121,7 +132,7 @@ def register_family(family: Family) -> None:
             entry.name, family.name, entry.description, _table(family, entry), served=not entry.indexing,
             injection=entry.injection, api_description=entry.api_description, indexing=entry.indexing,
             default_system=entry.default_system, file=entry.path,
-            control=entry.control)
+            control=entry.control, cascade=_cascade(family, entry))
     _resolved.clear()
 
 
@@ -256,12 +267,17 @@ def preparation_of(family: Family) -> StorePreparation | None:
     while isinstance(prep, str) and prep not in seen:
         seen.add(prep)
         prep = FAMILIES[prep].prepare_store
-    return prep if isinstance(prep, StorePreparation) else None
+    return None if isinstance(prep, str) else prep
 
 
 def store_preparation() -> StorePreparation | None:
     """The index-time preparation `cfrag index --graph` builds ahead (the first family's that has one)."""
     return next((p for f in FAMILIES.values() if (p := preparation_of(f)) is not None and p.index), None)
+
+
+def cascades() -> dict[str, Cascade]:
+    """Every cascade's declaration (`family.Cascade`), by name: what `cascade.contract.composed` checks."""
+    return {name: p.cascade for name, p in REGISTRY.items() if p.cascade is not None}
 
 
 def benchmarks() -> dict[str, Callable[[tuple[int, ...], float | None, str], str]]:
@@ -338,7 +354,8 @@ def _load() -> None:
 
 _load()
 
-__all__ = ["BASELINE", "FAMILIES", "FAMILY_MODULES", "REGISTRY", "ParameterError", "Resolved", "ShippedPipeline",
-           "ablations", "benchmarks", "cli_options", "controls", "default_systems", "describe", "injection_pipelines", "parameters_of",
-           "preparation_of", "query_pipelines", "register_family", "resolve", "served_pipelines", "store_preparation", "trace_view",
-           "unregister_family"]
+__all__ = ["BASELINE", "FAMILIES", "FAMILY_MODULES", "REGISTRY", "ParameterError", "Resolved",
+           "ShippedPipeline", "ablations", "benchmarks", "cascades", "cli_options", "controls",
+           "default_systems", "describe", "injection_pipelines", "parameters_of", "preparation_of",
+           "query_pipelines", "register_family", "resolve", "served_pipelines", "store_preparation",
+           "trace_view", "unregister_family"]

@@ -73,6 +73,7 @@ def extract_passages(
     ray_address: str | None = None,
     store_spec: Any = None,
     text_embedder: Any = None,
+    document_embedder: Any = None,
 ) -> dict[str, Any]:
     """Extract (or find in the cache) every passage's graph; the summed stats, seconds and the graph's size.
 
@@ -84,7 +85,8 @@ def extract_passages(
     :param batch_size: passages per extractor call (and per progress line); the LLM recipe goes one by one.
     :param engine: "local" or "ray" (then `ray_address`: None = a local Ray, or a cluster's address).
     :param store_spec: the store the passages are in: the graph is then written beside it
-        (`causal_rag.graph_write.write_graph`: node vectors embedded by `text_embedder`'s model in batches, edges
+        (`causal_rag.graph_write.write_graph`: node vectors in `text_embedder`'s space, by `document_embedder`
+        in batches (its model; None: the text embedder, one by one), edges
         in tables; a run killed before is finished), and its size read there; None: the graph is only put
         together in memory to count it.
     """
@@ -139,7 +141,7 @@ def extract_passages(
         from haystack_cfrag.causal_rag.node_store import TextEmbedderForDocuments  # noqa: PLC0415
         from haystack_cfrag.causal_rag.graph_write import write_graph  # noqa: PLC0415
 
-        embedder = TextEmbedderForDocuments(text_embedder)
+        embedder = TextEmbedderForDocuments(text_embedder, document_embedder)
         embedder.warm_up()
         stored = write_graph(every, store_spec, builder=builder, embedder=embedder, progress=progress)
         total.update(stored, stored_graph=True)

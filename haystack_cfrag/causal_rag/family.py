@@ -21,11 +21,12 @@ from typing import Any
 
 from haystack_cfrag.causal_rag.extractors import DEFAULT_EXTRACTOR, EXTRACTOR_NAMES, PARSE_ONLY, SCALE_OUT
 from haystack_cfrag.causal_rag.parameters import PARAMETERS
-from haystack_cfrag.family import Entry, Family, StorePreparation
+from haystack_cfrag.family import Cascade, Entry, Family
+from haystack_cfrag.models import EMBEDDED_SMALL_LLM
 
 
 def build_graph(passages: list[Any], *, chat_generator: Any, text_embedder: Any, cache_dir: Any,
-                graph_extractor: str = DEFAULT_EXTRACTOR) -> tuple[Any, Any]:
+                graph_extractor: str = DEFAULT_EXTRACTOR, document_embedder: Any = None) -> tuple[Any, Any]:
     """The node store of the passages' causal graph and what building it cost (`node_store.build_node_store`),
     extracted by `graph_extractor` (`causal_rag.extractors`: "llm", "llm-json" or "spacy")."""
     from haystack_cfrag.causal_rag.extractors import BUILDER_SETTINGS, make_extractor  # noqa: PLC0415
@@ -34,7 +35,7 @@ def build_graph(passages: list[Any], *, chat_generator: Any, text_embedder: Any,
     if graph_extractor in PARSE_ONLY:  # the builder warms what it holds: a parser needs no reader loaded
         chat_generator = None
     nodes, stats = build_node_store(passages, chat_generator=chat_generator, text_embedder=text_embedder,
-                                    cache_dir=cache_dir,
+                                    document_embedder=document_embedder, cache_dir=cache_dir,
                                     extractor=make_extractor(graph_extractor, chat_generator=chat_generator),
                                     builder_settings=BUILDER_SETTINGS.get(graph_extractor))
     return nodes, {**stats, "extractor": graph_extractor}
@@ -121,11 +122,24 @@ def record(trace: dict[str, Any]) -> dict[str, Any]:
     return {"selection": {k: trace[k] for k in RECORDED if k in trace}}
 
 
-GRAPH = StorePreparation(build=build_graph, attach=attach_graph, release=release_graph, what="CausalRAG's causal graph",
-                         load=load_graph, needed_by=reads_graph,
-                         index=index_graph, summarize=index_summary, extractors=EXTRACTOR_NAMES,
-                         default_extractor=DEFAULT_EXTRACTOR, parse_only=PARSE_ONLY, scale_out=SCALE_OUT,
-                         writes=lambda: importlib.import_module("haystack_cfrag.causal_rag.graph_write"))
+class CausalGraph:
+    """CausalRAG's graph, as the runtime and `cfrag index --graph` ask for it (`family.StorePreparation`)."""
+
+    what = "CausalRAG's causal graph"
+    extractors, default_extractor = EXTRACTOR_NAMES, DEFAULT_EXTRACTOR
+    parse_only, scale_out = PARSE_ONLY, SCALE_OUT
+    needed_by, load, build = staticmethod(reads_graph), staticmethod(load_graph), staticmethod(build_graph)
+    attach, release = staticmethod(attach_graph), staticmethod(release_graph)
+    index, summarize = staticmethod(index_graph), staticmethod(index_summary)
+
+    @staticmethod
+    def writes() -> Any:
+        """The stored graph's marks, kept while `cfrag index` writes its store (`graph_write.GraphWrites`)."""
+        return importlib.import_module("haystack_cfrag.causal_rag.graph_write").GraphWrites()
+
+
+GRAPH = CausalGraph()
+
 
 FAMILY = Family(
     name="causal_rag",
@@ -141,7 +155,12 @@ FAMILY = Family(
                   "\n\nReturns "
                   "the answer, the passages and the graph retriever's trace.")),
         Entry("causal_rag_auto", "the cascade: standard RAG, then CausalRAG only where the escalation gate says "
-              "the evidence may conflict (docs/cascade.md)", cascade=True),
+              "the evidence may conflict (docs/cascade.md)", cascade=Cascade(
+                  shared=("query_embedder", "retriever"),  # the method reads what standard RAG retrieved
+                  # issue 61's cheaper escalation (docs/cascade.md): the summary on the small model (the
+                  # reader's prompt cache left to the answer), its subgraph and reply capped
+                  escalation={"summarizer.chat_generator.model": EMBEDDED_SMALL_LLM,
+                              "summarizer.summary_max_tokens": 32, "summarizer.summary_max_edges": 12})),
         Entry("causal_rag_indexing", "index time: passages -> causal graph nodes and edges (the spaCy extractor by "
               "default, each passage cached) -> the node store", (), indexing=True),
     ),

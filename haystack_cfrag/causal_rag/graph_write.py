@@ -138,6 +138,15 @@ def mark_stale(spec: str | StoreSpec) -> bool:
     return True
 
 
+
+class GraphWrites:
+    """What `cfrag index` asks of the graph beside a store while it writes it (`family.StoreWrites`)."""
+
+    check_graph_writable = staticmethod(check_graph_writable)
+    prepare_graph = staticmethod(prepare_graph)
+    mark_stale = staticmethod(mark_stale)
+    forget_marks = staticmethod(forget_marks)
+
 def write_graph(
     passages: list[Document],
     spec: str | StoreSpec,
@@ -308,5 +317,5 @@ def _all_ids(store: Any) -> list[str]:
     return [d.id for d in store.filter_documents()]
 
 
-__all__ = ["COMPLETE", "PASSAGE_BATCH", "STALE", "STATE", "WRITING", "check_graph_writable", "forget_marks",
-           "graph_notice", "mark_stale", "prepare_graph", "write_graph"]
+__all__ = ["COMPLETE", "PASSAGE_BATCH", "STALE", "STATE", "WRITING", "GraphWrites", "check_graph_writable",
+           "forget_marks", "graph_notice", "mark_stale", "prepare_graph", "write_graph"]

@@ -16,8 +16,6 @@ model, into a store of their own: no other retriever of the user's pipelines eve
 
 from __future__ import annotations
 
-import inspect
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -27,7 +25,6 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_cfrag.causal_rag.components.causal_graph_builder import CausalGraphBuilder
-from haystack_cfrag.models import resolve_model
 
 logger = logging.getLogger(__name__)
 
@@ -35,78 +32,51 @@ NODE_INDEX = "cfrag_graph_nodes"
 
 
 NODE_BATCH = 256
-"""Node names embedded per call of the document-embedder twin."""
+"""Node names embedded per call of the document embedder."""
 
 
 class TextEmbedderForDocuments:
-    """Embeds Documents with a text embedder's configuration: nodes land in the query's vector space.
+    """Embeds Documents into the query's vector space: the nodes are matched against the question's embedding.
 
-    The text embedder's document twin in its own integration (`SentenceTransformersTextEmbedder` ->
-    `SentenceTransformersDocumentEmbedder`, `OpenAITextEmbedder` -> `OpenAIDocumentEmbedder`, …), built
-    with the same init parameters (model, prefix, normalisation), embeds them in batches of `batch_size`
-    (the graph of the 405-passage demo corpus: 5,369 names, 12 s instead of minutes one at a time). A text
-    embedder without a twin (a mock, a custom one) embeds one text at a time, as it would a query.
+    The document embedder handed in (the text embedder's model for documents: the runtime's, `cfrag index`'s)
+    embeds them in batches of `batch_size` (the graph of the 405-passage demo corpus: 5,369 names, 12 s
+    instead of minutes one at a time); without one, the text embedder embeds one text at a time, as it
+    would a query.
+
+        >>> from haystack_cfrag.testing.fakes import HashingDocumentEmbedder, HashingTextEmbedder
+        >>> nodes = [Document(content="flood"), Document(content="rain")]
+        >>> batched = TextEmbedderForDocuments(HashingTextEmbedder(), HashingDocumentEmbedder())
+        >>> one_by_one = TextEmbedderForDocuments(HashingTextEmbedder())
+        >>> [d.embedding == e.embedding for d, e in zip(batched.run(nodes)["documents"],
+        ...                                         one_by_one.run(nodes)["documents"])]
+        [True, True]
     """
 
-    def __init__(self, text_embedder: Any, *, batch_size: int = NODE_BATCH) -> None:
+    def __init__(self, text_embedder: Any, document_embedder: Any = None, *,
+                 batch_size: int = NODE_BATCH) -> None:
         self.text_embedder = text_embedder
+        self.document_embedder = document_embedder
         self.batch_size = batch_size
-        self.twin = document_twin(text_embedder, batch_size)
 
     def warm_up(self) -> None:
-        """Warm up the text embedder (and its twin, which shares its loaded model where the integration caches it)."""
-        for part in (self.text_embedder, self.twin):
+        """Warm up the embedders (a document embedder of the text embedder's model shares its loaded model
+        where the integration caches it)."""
+        for part in (self.text_embedder, self.document_embedder):
             if part is not None and hasattr(part, "warm_up"):
                 part.warm_up()
 
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
         """Copies of `documents` with their embeddings (inputs untouched)."""
         copies = [Document(id=d.id, content=d.content or "", meta=dict(d.meta)) for d in documents]
-        if self.twin is not None:
+        if self.document_embedder is not None:
             out: list[Document] = []
             for start in range(0, len(copies), self.batch_size):
-                out.extend(self.twin.run(documents=copies[start:start + self.batch_size])["documents"])
+                batch = copies[start:start + self.batch_size]
+                out.extend(self.document_embedder.run(documents=batch)["documents"])
             return {"documents": out}
-        for doc in copies:
-            doc.embedding = list(self.text_embedder.run(text=doc.content or "")["embedding"])
-        return {"documents": copies}
-
-
-def document_twin(text_embedder: Any, batch_size: int = NODE_BATCH) -> Any | None:
-    """The document embedder of `text_embedder`'s integration with its init parameters, or None (no twin).
-
-    >>> from haystack_cfrag.testing.fakes import HashingTextEmbedder
-    >>> document_twin(HashingTextEmbedder()) is None
-    True
-    """
-    to_dict = getattr(text_embedder, "to_dict", None)
-    if to_dict is None:
-        return None
-    for cls in type(text_embedder).__mro__:
-        if not cls.__name__.endswith("TextEmbedder"):
-            continue
-        name = cls.__name__[: -len("TextEmbedder")] + "DocumentEmbedder"
-        # its own module, or the package that exports both (haystack_integrations.…sentence_transformers)
-        homes = (cls.__module__, cls.__module__.rpartition(".")[0])
-        twin = next((t for home in homes if (t := getattr(sys.modules.get(home), name, None)) is not None), None)
-        if twin is None:
-            continue
-        try:
-            params = dict(to_dict().get("init_parameters", {}))
-            accepted = inspect.signature(twin.__init__).parameters
-            params = {k: v for k, v in params.items() if k in accepted}
-            if "batch_size" in accepted:
-                params["batch_size"] = batch_size
-            if "progress_bar" in accepted:
-                params["progress_bar"] = False
-            if isinstance(params.get("model"), str) and params["model"].startswith("embedded:"):
-                params["model"] = resolve_model(params["model"])
-            return twin.from_dict({"type": f"{twin.__module__}.{twin.__name__}", "init_parameters": params})
-        except Exception as exc:  # noqa: BLE001  (no twin: one text at a time, said once)
-            logger.warning("No batched twin for {cls}: {error}; graph nodes are embedded one at a time",
-                           cls=type(text_embedder).__name__, error=repr(exc))
-            return None
-    return None
+        return {"documents": [Document(id=d.id, content=d.content, meta=d.meta,
+                                       embedding=list(self.text_embedder.run(text=d.content)["embedding"]))
+                              for d in copies]}
 
 
 def build_node_store(
@@ -114,6 +84,7 @@ def build_node_store(
     *,
     chat_generator: Any,
     text_embedder: Any,
+    document_embedder: Any = None,
     cache_dir: str | Path | None = None,
     extractor: Any | None = None,
     builder_settings: dict[str, Any] | None = None,
@@ -121,9 +92,11 @@ def build_node_store(
     """The node store of `passages`' causal graph, and the builder's stats (passages, calls, tokens, seconds) with
     each distinct passage's extraction cost (`passage_costs`: the builder's `costs`).
 
+    `document_embedder`: embeds the nodes in batches (`TextEmbedderForDocuments`; None: the text embedder);
     `extractor`: a graph extractor (`causal_rag.extractors`) instead of the chat generator's recipe;
     `builder_settings`: more `CausalGraphBuilder` init parameters (`extractors.BUILDER_SETTINGS`)."""
-    builder = CausalGraphBuilder(chat_generator=chat_generator, document_embedder=TextEmbedderForDocuments(text_embedder),
+    builder = CausalGraphBuilder(chat_generator=chat_generator,
+                                 document_embedder=TextEmbedderForDocuments(text_embedder, document_embedder),
                                  cache_dir=str(cache_dir) if cache_dir is not None else None,
                                  extractor=extractor, **(builder_settings or {}))
     builder.warm_up()
@@ -145,4 +118,4 @@ def release_node_store(store: InMemoryDocumentStore) -> None:
         store.delete_documents(ids)
 
 
-__all__ = ["NODE_BATCH", "NODE_INDEX", "TextEmbedderForDocuments", "document_twin", "build_node_store", "release_node_store"]
+__all__ = ["NODE_BATCH", "NODE_INDEX", "TextEmbedderForDocuments", "build_node_store", "release_node_store"]

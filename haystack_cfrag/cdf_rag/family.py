@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from haystack_cfrag.cdf_rag import trace as view
 from haystack_cfrag.cdf_rag.parameters import PARAMETERS
-from haystack_cfrag.family import Commands, Entry, Family
+from haystack_cfrag.family import Cascade, Commands, Entry, Family
+from haystack_cfrag.models import EMBEDDED_SMALL_LLM
 
 FAMILY = Family(
     name="cdf_rag",
@@ -27,7 +28,10 @@ FAMILY = Family(
               parameters=("refinement", "tau", "delta", "support_threshold", "rewrite_mode", "graph_top_k",
                           "merge_mode", "refiner_model")),
         Entry("cdf_rag_auto", "the cascade: standard RAG, then CDF-RAG only where the escalation gate says the "
-              "evidence may conflict (docs/cascade.md)", cascade=True,
+              "evidence may conflict (docs/cascade.md)", cascade=Cascade(escalation={
+                  # issue 61's cheaper escalation (docs/cascade.md): the refinement on the small model (the
+                  # reader's prompt cache left to the answer), the hallucination check only reporting
+                  "refiner.chat_generator.model": EMBEDDED_SMALL_LLM, "hallucination_checker.delta": 1.0}),
               parameters=("refinement", "tau", "delta", "support_threshold", "rewrite_mode", "graph_top_k",
                           "merge_mode", "refiner_model")),
         Entry("grounded_rag", "standard RAG, then CDF-RAG's causal-consistency and hallucination checks alone "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from haystack_cfrag.cer import trace as view
 from haystack_cfrag.cer.parameters import PARAMETERS
-from haystack_cfrag.family import Commands, Entry, Family, Sweeps
+from haystack_cfrag.family import Cascade, Commands, Entry, Family, Sweeps
 
 FAMILY = Family(
     name="cer",
@@ -24,7 +24,9 @@ FAMILY = Family(
                   "supports, then one generation over that set.\n\nReturns the answer, the kept passages and the "
                   "selector's trace (F̂ per step, pruned passages, necessity).")),
         Entry("cer_auto", "the cascade: standard RAG, then CER only where the escalation gate says the evidence "
-              "may conflict (docs/cascade.md)", cascade=True),
+              "may conflict (docs/cascade.md)", cascade=Cascade(
+                  shared=("query_embedder", "retriever"),  # the method reads what standard RAG retrieved
+                  escalation={"selector.max_rounds": 1})),  # issue 61: one round of search (docs/cascade.md)
     ),
     record=view.record,
     commands=Commands(view=view),

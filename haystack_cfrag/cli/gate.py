@@ -70,14 +70,12 @@ def with_gate_model(text: str, model: dict[str, Any]) -> str:
              if isinstance(key, yaml.ScalarNode)}
     if not isinstance(params, yaml.MappingNode) or "model" not in pairs:
         raise ValueError(f"the cascade has no '{GATE_NODE}' component whose init_parameters hold a model")
-    edits = []  # (start, end, new text), applied from the end
     _, node = pairs["model"]
-    if isinstance(node, yaml.MappingNode) and not node.flow_style:  # a line per key, as the shipped cascades
-        lines = yaml.safe_dump(model, sort_keys=False, default_flow_style=None, width=10**6).splitlines()
-        lines = [line + THRESHOLD_NOTE if line.startswith("threshold:") else line for line in lines]
-        edits.append((node.start_mark.index, _end(node), ("\n" + " " * node.start_mark.column).join(lines)))
-    else:
-        edits.append((node.start_mark.index, _end(node), _flow(model)))
+    block = isinstance(node, yaml.MappingNode) and not node.flow_style  # a line per key, as the shipped ones
+    lines = yaml.safe_dump(model, sort_keys=False, default_flow_style=None if block else True,
+                           width=10**6).strip().splitlines()
+    lines = [line + THRESHOLD_NOTE if line.startswith("threshold:") else line for line in lines]
+    edits = [(node.start_mark.index, _end(node), ("\n" + " " * node.start_mark.column).join(lines))]
     if "threshold" in pairs:
         key, node = pairs["threshold"]
         if params.flow_style:  # {threshold: 0.3, …}: null is the gate's default (the model's own point)
@@ -107,10 +105,6 @@ def _end(node: yaml.Node) -> int:
         last = node.value[-1]
         return _end(last[1] if isinstance(node, yaml.MappingNode) else last)
     return node.end_mark.index
-
-
-def _flow(value: Any) -> str:
-    return yaml.safe_dump(value, sort_keys=False, default_flow_style=True, width=10**6).strip()
 
 
 def _cascade_with(cascade: str, model: dict[str, Any]) -> str:

@@ -287,12 +287,22 @@ def test_index_graph_and_bench_reach_the_families_through_their_declarations(tmp
     from haystack_cfrag.adapters import factories
     from haystack_cfrag.cli import app, bench, index
     from tests.fakes import HashingDocumentEmbedder
-    from haystack_cfrag.family import Family, StorePreparation
 
     seen = {}
-    prep = StorePreparation(build=lambda *a, **k: (None, {}), attach=lambda *a: None, release=lambda *a: None,
-                            index=lambda passages, **kw: seen.update(n=len(passages), **kw) or {"n": len(passages)},
-                            summarize=lambda stats: f"toy graph of {stats['n']} passages", parse_only=("spacy",))
+
+    class ToyPreparation:  # a `family.StorePreparation` of a family of your own
+        what, extractors, default_extractor = "toy", ("spacy",), "spacy"
+        parse_only, scale_out = ("spacy",), ()
+        writes = None  # nothing stored beside the store
+
+        def index(self, passages, **kw):
+            seen.update(n=len(passages), **kw)
+            return {"n": len(passages)}
+
+        def summarize(self, stats):
+            return f"toy graph of {stats['n']} passages"
+
+    prep = ToyPreparation()
     embedder = HashingDocumentEmbedder()
     embedder.warm_up = lambda: None
     monkeypatch.setattr(factories, "document_embedder", lambda *_a, **_k: embedder)

@@ -4,9 +4,7 @@ to `standard_rag.yml` or a method's YAML that its cascade does not follow fails 
 import pytest
 
 from haystack_cfrag import registry
-from haystack_cfrag.cascade.contract import (
-    CASCADES, ESCALATION, GATE_INPUTS, GATE_NODE, JOINER_NODE, ROUTER_NODE, ROUTES, composed,
-)
+from haystack_cfrag.cascade.contract import GATE_INPUTS, GATE_NODE, JOINER_NODE, ROUTER_NODE, ROUTES, composed
 from haystack_cfrag.cascade.model import GateModel
 
 
@@ -14,12 +12,17 @@ def components(name):
     return registry.resolve(name).data["components"]
 
 
-@pytest.mark.parametrize(("cascade", "method", "prefix", "shared"), [(c, *v) for c, v in CASCADES.items()])
-def test_a_cascade_is_standard_rag_the_gate_and_its_method(cascade, method, prefix, shared):
+CASCADES = registry.cascades()  # each declared in its family's entry (`family.Cascade`)
+
+
+@pytest.mark.parametrize("cascade", CASCADES)
+def test_a_cascade_is_standard_rag_the_gate_and_its_method(cascade):
+    declared = CASCADES[cascade]
     got = dict(components(cascade))
     gate, router, joiner = got.pop(GATE_NODE), got.pop(ROUTER_NODE), got.pop(JOINER_NODE)
-    settings = ESCALATION.get(cascade)  # the escalation's own settings (issue 61): the only differences
-    assert got == composed(components("standard_rag"), components(method), prefix, shared, settings)
+    settings = declared.escalation  # the escalation's own settings (issue 61): the only differences
+    assert got == composed(components("standard_rag"), components(declared.method), declared.prefix,
+                           declared.shared, settings)
     assert gate["type"].endswith("EscalationGate") and GateModel.from_dict(gate["init_parameters"]["model"])
     names = [r["output_name"] if isinstance(r["output_name"], list) else [r["output_name"]]
              for r in router["init_parameters"]["routes"]]
@@ -37,6 +40,8 @@ def test_the_gate_reads_what_the_contract_says(cascade):
 
 def test_every_cascade_is_declared_once():
     assert set(CASCADES) == {n for n in registry.REGISTRY if n.endswith("_auto")}
+    assert {(c.method, c.prefix) for c in CASCADES.values()} == {  # the defaults filled in
+        ("cf_rag", "cf"), ("cer", "cer"), ("causal_rag", "causal"), ("cdf_rag", "cdf")}
 
 
 def test_the_escalation_settings_are_set_on_the_methods_nodes_and_nothing_else():

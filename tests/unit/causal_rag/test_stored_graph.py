@@ -12,9 +12,10 @@ from haystack_cfrag.causal_rag import CausalGraphBuilder, CausalGraphRetriever
 from haystack_cfrag.causal_rag.extraction_run import extract_passages, summary_line
 from haystack_cfrag.causal_rag.graph_tables import GraphTables
 from haystack_cfrag.causal_rag.math.graph import Graph
-from haystack_cfrag.causal_rag.node_store import TextEmbedderForDocuments, document_twin
+from haystack_cfrag.causal_rag.node_store import TextEmbedderForDocuments
 from haystack_cfrag.causal_rag.stored_graph import graph_home, open_stored_graph
 from haystack_cfrag.stores.specs import StoreSpec
+from haystack_cfrag.testing.fakes import HashingTextEmbedder
 
 from .fakes import ScriptedExtractor, TableEmbedder
 from .test_causal_graph_retriever import DOCS, VECTORS
@@ -95,7 +96,7 @@ def test_index_writes_the_graph_beside_the_store_incrementally(tmp_path, monkeyp
               "text_embedder": None}
 
     import haystack_cfrag.causal_rag.node_store as node_store
-    monkeypatch.setattr(node_store, "TextEmbedderForDocuments", lambda _: embedder)  # seeded vectors, in batches
+    monkeypatch.setattr(node_store, "TextEmbedderForDocuments", lambda *_a: embedder)  # seeded vectors, in batches
 
     def index(docs):
         return extract_passages(docs, **kwargs)
@@ -187,23 +188,11 @@ def test_the_graph_is_never_saved_over_the_store_it_belongs_to(spec):
         check_home(spec, clash)
 
 
-def test_nodes_are_embedded_in_batches_by_the_text_embedders_document_twin():
-    import sys
-    import types
-
+def test_nodes_are_embedded_in_batches_by_the_injected_document_embedder():
     from haystack import component
-
-    module = types.ModuleType("fake_integration")
 
     @component
     class FakeTextEmbedder:
-        def __init__(self, model="m", prefix=""):
-            self.model, self.prefix = model, prefix
-
-        def to_dict(self):
-            return {"type": "fake_integration.FakeTextEmbedder", "init_parameters": {"model": self.model,
-                                                                                      "prefix": self.prefix}}
-
         @component.output_types(embedding=list[float])
         def run(self, text):
             raise AssertionError("one text at a time")
@@ -212,30 +201,19 @@ def test_nodes_are_embedded_in_batches_by_the_text_embedders_document_twin():
     class FakeDocumentEmbedder:
         calls: list = []
 
-        def __init__(self, model="m", prefix="", batch_size=32, progress_bar=True):
-            self.model, self.prefix, self.batch_size = model, prefix, batch_size
-
-        @classmethod
-        def from_dict(cls, data):
-            return cls(**data["init_parameters"])
-
         @component.output_types(documents=list[Document])
         def run(self, documents):
-            FakeDocumentEmbedder.calls.append((len(documents), self.prefix, self.model))
+            FakeDocumentEmbedder.calls.append(len(documents))
             return {"documents": [Document(id=d.id, content=d.content, embedding=[1.0]) for d in documents]}
 
-    FakeTextEmbedder.__module__ = FakeDocumentEmbedder.__module__ = "fake_integration"
-    module.FakeTextEmbedder, module.FakeDocumentEmbedder = FakeTextEmbedder, FakeDocumentEmbedder
-    sys.modules["fake_integration"] = module
-    try:
-        embedder = TextEmbedderForDocuments(FakeTextEmbedder(model="e5", prefix="query: "), batch_size=4)
-        docs = [Document(content=f"n{i}") for i in range(10)]
-        out = embedder.run(docs)["documents"]
-        assert FakeDocumentEmbedder.calls == [(4, "query: ", "e5"), (4, "query: ", "e5"), (2, "query: ", "e5")]
-        assert len(out) == 10 and all(d.embedding == [1.0] for d in out) and docs[0].embedding is None
-    finally:
-        del sys.modules["fake_integration"]
-    assert document_twin(object()) is None
+    embedder = TextEmbedderForDocuments(FakeTextEmbedder(), FakeDocumentEmbedder(), batch_size=4)
+    docs = [Document(content=f"n{i}") for i in range(10)]
+    out = embedder.run(docs)["documents"]
+    assert FakeDocumentEmbedder.calls == [4, 4, 2]
+    assert len(out) == 10 and all(d.embedding == [1.0] for d in out) and docs[0].embedding is None
+    # without one, the text embedder embeds one text at a time (nothing guessed from its class)
+    alone = TextEmbedderForDocuments(HashingTextEmbedder()).run(docs[:2])["documents"]
+    assert [d.embedding for d in alone] == [HashingTextEmbedder().run(text=d.content)["embedding"] for d in docs[:2]]
 
 
 def _stamped(path, fmt, version):
@@ -257,7 +235,7 @@ def test_a_retriever_given_only_the_store_spec_opens_its_stored_graph_and_passag
     embedder = TableEmbedder(VECTORS, dimension=5)
     embedder.warm_up = lambda: None
     import haystack_cfrag.causal_rag.node_store as node_store
-    monkeypatch.setattr(node_store, "TextEmbedderForDocuments", lambda _: embedder)
+    monkeypatch.setattr(node_store, "TextEmbedderForDocuments", lambda *_a: embedder)
     extract_passages(DOCS, chat_generator=ScriptedExtractor(), cache_dir=tmp_path / "cache",
                      store_spec=StoreSpec("memory", str(path)), text_embedder=None)
     stored = open_stored_graph(StoreSpec("memory", str(path)))
