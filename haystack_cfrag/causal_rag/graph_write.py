@@ -138,7 +138,6 @@ def mark_stale(spec: str | StoreSpec) -> bool:
     return True
 
 
-
 class GraphWrites:
     """What `cfrag index` asks of the graph beside a store while it writes it (`family.StoreWrites`)."""
 
@@ -146,6 +145,7 @@ class GraphWrites:
     prepare_graph = staticmethod(prepare_graph)
     mark_stale = staticmethod(mark_stale)
     forget_marks = staticmethod(forget_marks)
+
 
 def write_graph(
     passages: list[Document],
