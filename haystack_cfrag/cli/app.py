@@ -243,7 +243,7 @@ def compare(question: str, pipelines: str, as_json: bool, store_path: str | None
     runtime = _runtime(store_path, llm, embedder, scorer, device, max_tokens, logprobs, names)
     results = []
     for name in names:  # each timed from an empty prompt cache: none starts where the one before left the reader
-        runtime.forget_prompts()
+        runtime.models.forget_prompts()
         results.append(_ask(runtime, name, question, params))
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in results], indent=2, ensure_ascii=False))

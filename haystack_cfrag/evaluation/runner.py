@@ -213,7 +213,8 @@ def run_eval(
         # as `cfrag ask` makes them (`Runtime(aux_llm=…)`), uncached: cheap, and their own model's
         aux = None if chat_generator is not None or config.llm.startswith(("openai:", "hf:")) else models.EMBEDDED_SMALL_LLM
         runtime = Runtime(store=_empty_store(), chat_generator=generator, text_embedder=query_embedder,
-                          scorer=config.scorer, device=config.device, allowed_modules=config.allowed_modules,
+                          document_embedder=doc_embedder, scorer=config.scorer, device=config.device,
+                          allowed_modules=config.allowed_modules,
                           graph_extractor=config.graph_extractor, aux_llm=aux)
         runtime.warm_up()
         return runtime

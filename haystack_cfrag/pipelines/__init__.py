@@ -153,18 +153,13 @@ def read_pipeline(path: Path) -> dict[str, Any]:
 # Haystack 3.4's `default_from_dict` refuses a `type:` that is not the class's real import path, so
 # a re-export could not keep such files loading; `read_pipeline` rewrites them (stock
 # `Pipeline.loads` refuses them: write the new paths there).
-_MOVED_MODULES = {
-    ("components", "causal_arbitration_ranker"): "haystack_cfrag.cfrag.components.causal_arbitration_ranker",
-    ("components", "counterfactual_query_expander"): "haystack_cfrag.cfrag.components.counterfactual_query_expander",
-    ("components", "counterfactual_rag"): "haystack_cfrag.cfrag.components.counterfactual_rag",
-    ("components", "embedding_deduplicator"): "haystack_cfrag.cfrag.components.embedding_deduplicator",
-    ("components", "multi_query_retriever"): "haystack_cfrag.cfrag.components.multi_query_retriever",
-    ("components", "parallel_draft_generator"): "haystack_cfrag.cfrag.components.parallel_draft_generator",
-    ("components", "spectral_stratifier"): "haystack_cfrag.cfrag.components.spectral_stratifier",
-    ("components", "llama_cpp_logprobs"): "haystack_cfrag.adapters.llama_cpp_logprobs",
-    ("components", "model_spec_text_embedder"): "haystack_cfrag.adapters.model_spec_text_embedder",
-}
-RENAMED_TYPES = {".".join(("haystack_cfrag", *old)): new for old, new in _MOVED_MODULES.items()}
+_OLD = ".".join(("haystack_cfrag", "components"))  # the 0.1 layout's package
+_CFRAG = ("causal_arbitration_ranker", "counterfactual_query_expander", "counterfactual_rag",
+          "embedding_deduplicator", "multi_query_retriever", "parallel_draft_generator",
+          "spectral_stratifier")
+_ADAPTERS = ("llama_cpp_logprobs", "model_spec_text_embedder")
+RENAMED_TYPES = {**{f"{_OLD}.{m}": f"haystack_cfrag.cfrag.components.{m}" for m in _CFRAG},
+                 **{f"{_OLD}.{m}": f"haystack_cfrag.adapters.{m}" for m in _ADAPTERS}}
 """Old module path of a shipped class -> its module now (applied to every `type:` a pipeline file names)."""
 
 

@@ -2,11 +2,11 @@
 
 Wrapper folders (`<name>/pipeline_wrapper.py`) are written from `WRAPPER_TEMPLATE` for served pipelines of the registry.
 A shipped YAML file deployed as a Hayhooks YAML pipeline (`<name>_yaml.yml`) is the file as it
-is — top-level `inputs`/`outputs` included — with the changes serving needs: the text
-embedders given the service's embedder, the chat generator replaced by the mock when serving
-with the mock, and the in-memory document store pointed at the service's named index, so that
-it reads the same documents as the wrappers. `embedded:` model names stay as they are: the
-shipped files' generator and embedders resolve them when their models load.
+is — top-level `inputs`/`outputs` included — with the changes serving needs, made by the runtime's
+rule (`deployable_yaml`): the text embedders the service's embedder, the chat generators the mock
+when serving with the mock, and the retrievers and stores the service's named in-memory index, so
+that it reads the same documents as the wrappers. `embedded:` model names stay as they are: the
+files' generators and embedders resolve them when their models load.
 
 A deploy directory is never emptied blindly: `cfrag serve` writes into a new or empty folder,
 or into one it made before (its marker file, `.cfrag-serve.json`, lists what it wrote), and
@@ -28,10 +28,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from haystack.components.retrievers.in_memory import InMemoryBM25Retriever, InMemoryEmbeddingRetriever
+from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag.common.files import replace_text
-from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.registry import resolve
+from haystack_cfrag.runtime.parts import RuntimeParts
 from haystack_cfrag.serving.service import PIPELINES, ServingConfig
 
 WRAPPER_TEMPLATE = '''"""Hayhooks wrapper of the shipped pipeline {name}, written by `cfrag serve` (see haystack_cfrag.serving.wrapper)."""
@@ -44,6 +46,8 @@ class PipelineWrapper(CFRAGPipelineWrapper):
 '''
 """A wrapper folder's `pipeline_wrapper.py`: one per served pipeline of the registry, none written by hand."""
 MARKER = ".cfrag-serve.json"
+EMBEDDER = "haystack_cfrag.adapters.model_spec_text_embedder.ModelSpecTextEmbedder"
+"""The served YAML's text embedders: the service's `embedder` spec, resolved when the model loads."""
 
 
 class FolderOwnershipError(ValueError):
@@ -111,28 +115,19 @@ def check_deploy_dir(target: Path) -> list[str]:
 
 
 def deployable_yaml(name_or_path: str | Path, config: ServingConfig) -> str:
-    """A shipped pipeline file (or a file of the user's) as Hayhooks can deploy and run it in the served process."""
-    data = resolve(name_or_path).data  # `_rewrite` copies it
-    generator = serialize_component(config.mock_generator()) if config.generator == "mock" else None
-    data = _rewrite(data, config, generator)
+    """A pipeline file as Hayhooks deploys and runs it in the served process, its parts swapped by the
+    runtime's rule (`runtime.parts.RuntimeParts.plan`: roles read from the sockets and declared types, never
+    from a class name): the embedders the service's, every generator the mock when serving with the mock, and
+    the retrievers and every node's store the service's named in-memory index."""
+    store = InMemoryDocumentStore(index=config.store_index, embedding_similarity_function="cosine")
+    embedder = {"type": EMBEDDER, "init_parameters": {"model": config.embedder, "progress_bar": False,
+                                                      "normalize_embeddings": True}}
+    parts = RuntimeParts(generator=config.mock_generator() if config.generator == "mock" else None,
+                         text_embedder=embedder, scorer=None, store=store, keyword_store=None,
+                         retriever=InMemoryEmbeddingRetriever(document_store=store),
+                         keyword=InMemoryBM25Retriever(document_store=store))
+    data = parts.plan(resolve(name_or_path).data, swap=True)  # a copy
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-
-
-def _rewrite(data: Any, config: ServingConfig, generator: dict[str, Any] | None) -> Any:
-    if isinstance(data, dict):
-        kind = data.get("type") if isinstance(data.get("type"), str) else None
-        if kind and "init_parameters" in data:
-            if generator is not None and kind.endswith("ChatGenerator"):
-                return generator
-            if kind.endswith("TextEmbedder") and "model" in data["init_parameters"]:
-                return {**data, "init_parameters": {**data["init_parameters"], "model": config.embedder}}
-            if kind.endswith("InMemoryDocumentStore"):
-                params = {**data["init_parameters"], "index": config.store_index}
-                return {**data, "init_parameters": params}
-        return {k: _rewrite(v, config, generator) for k, v in data.items()}
-    if isinstance(data, list):
-        return [_rewrite(v, config, generator) for v in data]
-    return data
 
 
 def write_deploy_dir(

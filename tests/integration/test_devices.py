@@ -72,7 +72,7 @@ def test_runtime_passes_the_device_to_embedder_scorer_and_reader(tiny, device):
     """
     rt = Runtime(store=InMemoryDocumentStore(), llm=f"hf:{tiny['lm']}", scorer=tiny["ce"], device=device)
     wanted = ComponentDevice.from_str(device)
-    assert device_of(rt.text_embedder) == wanted and device_of(rt.scorer) == wanted
+    assert device_of(rt.text_embedder) == wanted and device_of(rt.models.scorer) == wanted
     assert rt.generator.huggingface_pipeline_kwargs["device"] == wanted.to_hf()
 
 

@@ -118,7 +118,7 @@ def test_runtime_puts_the_reader_and_the_graph_extraction_on_the_gpu(tiny, embed
     rt.warm_up()
     assert device_type(rt.generator.pipeline.model) == GPU.split(":")[0]
     assert device_type(rt.text_embedder.embedding_backend.model) == GPU.split(":")[0]
-    rt.graph_store()
+    rt.stores.graph_store()
     (stats,) = rt.graph_stats
     assert stats["passages"] == len(PASSAGES) and stats["llm_calls"] == len(PASSAGES) and stats["failed_calls"] == 0
     assert any(graph_cache.rglob("*")), "the extraction was not cached"

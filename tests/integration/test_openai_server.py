@@ -76,7 +76,7 @@ def test_openai_spec_talks_to_the_server(llama_server):
 
 def test_cf_rag_fast_through_the_server_with_concurrent_drafts(llama_server):
     rt = Runtime(store=open_model_store(), llm=f"openai:{llama_server}#{ALIAS}", max_tokens=48)
-    assert not rt.sequential  # a server: drafts may run at once
+    assert not rt.models.sequential  # a server: drafts may run at once
     calls: list[tuple[float, float]] = []
     inner = rt.generator.run
     lock = threading.Lock()

@@ -209,7 +209,7 @@ def test_runtime_runs_cf_rag_and_standard_rag_over_the_store(tmp_path, kind):
     assert cf.answer == "Christian Bale" and cf.trace["decision"]
     pipe = rt.pipeline(pipeline_path("cf_rag"))
     inner = pipe.get_component("retriever").retriever
-    assert type(inner) is type(rt.retriever) and getattr(inner, "document_store", None) in (store, None)
+    assert type(inner) is type(rt.stores.retriever) and getattr(inner, "document_store", None) in (store, None)
     assert rt.pipeline(pipeline_path("standard_rag")).get_component("retriever").to_dict()["init_parameters"][
         "top_k"] == 5  # the file's top_k is kept
     assert sorted((d.id, d.content) for d in store.filter_documents()) == before  # only read

@@ -102,7 +102,7 @@ def _store() -> InMemoryDocumentStore:
 def service(tmp_path_factory):
     svc = CFRAGService(ServingConfig(generator="mock"), store=_store(), chat_generator=MockChatGenerator(),
                        text_embedder=HashingTextEmbedder(), allowed_modules=["tests"])
-    svc.runtime.graph_cache = tmp_path_factory.mktemp("graph")
+    svc.runtime.stores.graph_cache = tmp_path_factory.mktemp("graph")
     return svc
 
 

@@ -53,8 +53,8 @@ def test_the_graph_is_built_once_for_the_store_and_its_nodes_stay_out_of_the_pas
     assert all(not d.meta.get("cfrag_graph_node") for d in rt.store.filter_documents())  # the user's store untouched
     assert rt.store.count_documents() == 4
     graph = rt.built("causal_rag").get_component("graph_retriever")
-    assert graph.node_retriever.document_store is rt.graph_store() and graph.document_store is rt.store
-    assert rt.graph_store().count_documents() >= 4  # rain, flood, crops, roads, drought …
+    assert graph.node_retriever.document_store is rt.stores.graph_store() and graph.document_store is rt.store
+    assert rt.stores.graph_store().count_documents() >= 4  # rain, flood, crops, roads, drought …
     assert result.documents  # the merged dense + graph passages the reader read
     rt.ask("causal_rag", "What closed the roads?")
     assert len(rt.graph_stats) == 1  # built once per store
@@ -169,7 +169,7 @@ def test_the_served_request_takes_summary_calls_and_refuses_it_out_of_range(tmp_
     store.write_documents(HashingDocumentEmbedder().run(PASSAGES)["documents"])
     service = CFRAGService(ServingConfig(generator="mock"), store=store, chat_generator=extractor,
                            text_embedder=HashingTextEmbedder(), allowed_modules=["tests"])
-    service.runtime.graph_cache = tmp_path / "graph"
+    service.runtime.stores.graph_cache = tmp_path / "graph"
     reader = service.runtime.prepare("causal_rag").get_component("generator")  # the summarizer reads with it too
     before = len(reader.prompts)
     out = service.answer("causal_rag", Q, {"summary_calls": 2})

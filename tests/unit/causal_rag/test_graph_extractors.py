@@ -583,7 +583,7 @@ def test_the_runtime_builds_the_store_graph_with_the_extractor_it_was_given(tmp_
         graph_cache=tmp_path / "graph",
         graph_extractor="spacy",
     )
-    assert rt.graph_store().count_documents() == 2 and generator.prompts == []  # no LLM call for the graph
+    assert rt.stores.graph_store().count_documents() == 2 and generator.prompts == []  # no LLM call for the graph
     assert rt.graph_stats[0]["extractor"] == "spacy" and rt.graph_stats[0]["causal_edges"] == 1
     with pytest.raises(ValueError, match="unknown graph extractor"):
         Runtime(
@@ -592,7 +592,7 @@ def test_the_runtime_builds_the_store_graph_with_the_extractor_it_was_given(tmp_
             text_embedder=HashingTextEmbedder(),
             graph_cache=None,
             graph_extractor="gliner",
-        ).graph_store()
+        ).stores.graph_store()
 
 
 def test_an_eval_folder_of_one_graph_extractor_is_not_resumed_with_another():

@@ -96,11 +96,10 @@ def test_an_auxiliary_call_moves_to_the_small_model_by_a_build_parameter(tmp_pat
     rt = Runtime(store=store, chat_generator=MockChatGenerator(), text_embedder=HashingTextEmbedder(),
                  allowed_modules=["tests"], graph_cache=tmp_path / "graph", graph_extractor="llm",
                  aux_llm=EMBEDDED_SMALL_LLM)
-    rt._aux = MockChatGenerator(seed=1)  # noqa: SLF001 - the auxiliary model, "loaded" (configured unlike the reader)
-    aux = rt._aux  # noqa: SLF001
+    rt.models.aux = aux = MockChatGenerator(seed=1)  # the auxiliary model, "loaded" (configured unlike the reader)
     assert rt.built(name, {parameter: EMBEDDED_SMALL_LLM}).get_component(node).chat_generator is aux
     assert rt.built(name, {parameter: EMBEDDED_LLM}).get_component(node).chat_generator is not aux
-    # the method's own file asks the reader; its cascade's escalation the small model (contract.ESCALATION)
+    # the method's own file asks the reader; its cascade's escalation the small model (its `family.Cascade`)
     assert (rt.built(name).get_component(node).chat_generator is aux) == name.endswith("_auto")
     with pytest.raises(ValueError, match=f"'{parameter}' must be one of"):
         check_systems(f"{name}[{parameter}=gpt-4]")

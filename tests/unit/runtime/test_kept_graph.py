@@ -36,14 +36,14 @@ def _runtime(store, spec, tmp_path, **kwargs):
 def test_the_graph_is_written_beside_the_store_once_then_opened(demo, tmp_path):
     store, spec, home = demo
     first = _runtime(store, spec, tmp_path, keep_graph=True)
-    graph = first.graph_store()
+    graph = first.stores.graph_store()
     assert graph.tables.counts()["passages"] == 2 and graph.tables.counts()["nodes"] > 0
     assert (home / "graph.sqlite").is_file() and (home / "nodes.json").is_file()
     assert first.graph_stats[-1]["kept"] is True
     written = (home / "graph.sqlite").stat().st_mtime_ns
 
     later = _runtime(store, spec, tmp_path, keep_graph=True)
-    reopened = later.graph_store()
+    reopened = later.stores.graph_store()
     assert later.graph_stats == [{"stored": True, "seconds": later.graph_stats[0]["seconds"],
                                   "built_on": later.graph_stats[0]["built_on"]}]  # opened, nothing built
     assert reopened.tables.counts() == graph.tables.counts()
@@ -52,9 +52,9 @@ def test_the_graph_is_written_beside_the_store_once_then_opened(demo, tmp_path):
 
 def test_without_keep_graph_or_with_another_extractor_nothing_is_written(demo, tmp_path):
     store, spec, home = demo
-    in_memory = _runtime(store, spec, tmp_path).graph_store()
+    in_memory = _runtime(store, spec, tmp_path).stores.graph_store()
     assert not hasattr(in_memory, "tables") and in_memory.count_documents() > 0
-    other = _runtime(store, spec, tmp_path, keep_graph=True, graph_extractor="llm").graph_store()
+    other = _runtime(store, spec, tmp_path, keep_graph=True, graph_extractor="llm").stores.graph_store()
     assert not hasattr(other, "tables")
     assert not home.exists()
 

@@ -95,9 +95,9 @@ def test_a_pipeline_is_built_once_per_file_and_parameters():
 def test_the_graph_is_prepared_before_the_reader_loads_and_only_for_pipelines_that_read_it(monkeypatch):
     """`prepare_stores` (cfrag ask/compare/serve) builds the graph of graph pipelines with the reader unloaded."""
     rt = runtime()
-    rt.graph_cache = None
+    rt.stores.graph_cache = None
     loaded = []
-    monkeypatch.setattr(rt, "warm_up", lambda: loaded.append("reader"))
+    monkeypatch.setattr(rt.models, "warm_up", lambda: loaded.append("reader"))
     rt.prepare_stores(["standard_rag", "grounded_rag_lite", "cer"])  # no node retriever among them
     assert rt.graph_stats == [] and loaded == []
     rt.prepare_stores(["causal_rag", "cdf_rag"])  # one graph for the store, built with the parser alone

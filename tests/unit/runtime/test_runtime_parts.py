@@ -1,4 +1,4 @@
-"""How a Runtime hands its models and store to what it builds: Haystack's pre-init callback (`runtime_parts`)."""
+"""How a Runtime hands its models and store to what it builds: the pre-init callback (`runtime.parts`)."""
 
 from typing import Any
 
@@ -12,7 +12,7 @@ from haystack_cfrag.common.protocols import ChatGenerator, Retriever
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.pipelines.loading import TRUSTED_PREFIXES, pipeline_from_dict
 from haystack_cfrag.runtime import Runtime
-from haystack_cfrag.runtime_parts import RuntimeParts
+from haystack_cfrag.runtime.parts import RuntimeParts
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
 
@@ -140,7 +140,7 @@ def small(model: str = "embedded:qwen2.5-coder-0.5b-instruct") -> dict[str, Any]
     return {"type": f"{__name__}.Unbuildable", "init_parameters": {"model": model}}
 
 
-def test_a_generator_naming_the_small_model_becomes_the_runtimes_auxiliary_one():
+def test_a_generator_of_the_model_the_files_metadata_declares_auxiliary_becomes_the_runtimes_auxiliary_one():
     store = dark_knight_store()
     aux = KeywordReader(candidates=["aux"])
     made = []
@@ -156,10 +156,27 @@ def test_a_generator_naming_the_small_model_becomes_the_runtimes_auxiliary_one()
         "asks_reader": {"type": f"{__name__}.Asker", "init_parameters": {"chat_generator": unbuildable(),
                                                                           "retriever": file_retriever()}}},
         "connections": []}
+    undeclared = pipeline_from_dict(rp.plan(data), share_models=False, allowed_modules=["tests"],
+                                    callbacks=rp.callbacks())
+    assert undeclared.get_component("asks_small").chat_generator is rp.generator and not made  # no guess
+    data["metadata"] = {"auxiliary_model": "embedded:qwen2.5-coder-0.5b-instruct"}
     pipe = pipeline_from_dict(rp.plan(data), share_models=False, allowed_modules=["tests"], callbacks=rp.callbacks())
     assert pipe.get_component("asks_small").chat_generator is aux
     assert pipe.get_component("asks_reader").chat_generator is rp.generator
-    assert made  # built only because a file named the small model
+    assert made  # built only because the file declared it and a generator of it
+
+
+def test_the_shipped_files_that_use_the_small_model_declare_it_auxiliary():
+    from haystack_cfrag import registry
+    from haystack_cfrag.models import AUXILIARY_MODELS, EMBEDDED_SMALL_LLM
+    from haystack_cfrag.runtime.parts import auxiliary_model
+
+    declaring = {name for name in registry.REGISTRY if auxiliary_model(registry.resolve(name).data)}
+    # a file whose parameters may name the small model (`refiner_model`, `summarizer_model`) declares it
+    may_name = {name for name, p in registry.REGISTRY.items()
+                if any(q.choices == AUXILIARY_MODELS for q in p.parameters.values())}
+    assert declaring == may_name == {"cdf_rag", "cdf_rag_auto", "causal_rag", "causal_rag_auto"}
+    assert {auxiliary_model(registry.resolve(name).data) for name in declaring} == {EMBEDDED_SMALL_LLM}
 
 
 def test_without_an_auxiliary_model_the_reader_makes_every_call():
@@ -175,9 +192,10 @@ def test_the_runtime_chooses_its_auxiliary_model_by_its_reader():
     store = dark_knight_store()
     handed = Runtime(store=store, chat_generator=KeywordReader(candidates=dk.CANDIDATES), text_embedder=HashingTextEmbedder())
     server = Runtime(store=store, llm="openai:http://127.0.0.1:9/v1#m", text_embedder=HashingTextEmbedder())
-    assert handed.aux_llm is None and server.aux_llm is None
+    assert handed.models.aux_llm is None and server.models.aux_llm is None
+    small = "embedded:qwen2.5-coder-0.5b-instruct"
     assert Runtime(store=store, chat_generator=KeywordReader(candidates=["a"]), text_embedder=HashingTextEmbedder(),
-                   aux_llm="embedded:qwen2.5-coder-0.5b-instruct").aux_llm == "embedded:qwen2.5-coder-0.5b-instruct"
+                   aux_llm=small).models.aux_llm == small
 
 
 def test_forget_prompts_empties_every_loaded_models_cache():
@@ -192,8 +210,8 @@ def test_forget_prompts_empties_every_loaded_models_cache():
     reader = KeywordReader(candidates=dk.CANDIDATES)
     reader._model = Llama()  # noqa: SLF001
     rt = Runtime(store=store, chat_generator=reader, text_embedder=HashingTextEmbedder())
-    rt.forget_prompts()
-    rt.forget_prompts()
+    rt.models.forget_prompts()
+    rt.models.forget_prompts()
     assert reader._model.resets == 2  # noqa: SLF001
 
 

@@ -134,6 +134,13 @@ def test_deployable_yaml_keeps_inputs_outputs_and_uses_the_mock_and_the_shared_i
     assert data["components"]["drafter"]["init_parameters"]["chat_generator"]["type"].endswith("MockChatGenerator")
     store = data["components"]["retriever"]["init_parameters"]["retriever"]["init_parameters"]["document_store"]
     assert store["init_parameters"]["index"] == "shared"
+    # the parts are swapped by the runtime's rule (sockets, declared types), not by class name: the graph's
+    # node store keeps its own index (the graph's nodes, not passages)
+    causal = yaml.safe_load(deployable_yaml("causal_rag", config))["components"]
+    assert causal["retriever"]["init_parameters"]["document_store"]["init_parameters"]["index"] == "shared"
+    nodes = causal["graph_retriever"]["init_parameters"]["node_retriever"]["init_parameters"]
+    assert nodes["document_store"]["init_parameters"]["index"] == "cfrag_graph_nodes"
+    assert causal["summarizer"]["init_parameters"]["chat_generator"]["type"].endswith("MockChatGenerator")
 
 
 def test_deploy_dir_holds_wrapper_folders_and_yaml_files(tmp_path):
@@ -315,9 +322,10 @@ def test_run_api_signature_is_the_parameter_table():
 
 
 def test_answers_report_the_tokens_of_their_own_request(mock_service):
-    from haystack_cfrag.runtime import _generators
+    from haystack_cfrag.runtime.runtime import generators_of
 
-    mocks = {id(g): g for _, comp in mock_service.pipeline("cf_rag").walk() for g in _generators(comp)}.values()
+    pipe = mock_service.pipeline("cf_rag")
+    mocks = {id(g): g for _, comp in pipe.walk() for g in generators_of(comp)}.values()
     for params in ({"n_counterfactuals": 0}, {"n_counterfactuals": 2, "n_subsets": 3}):
         before = sum(m.calls for m in mocks)
         usage = mock_service.answer("cf_rag", dk.QUESTION, params)["usage"]

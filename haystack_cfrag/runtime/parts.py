@@ -17,15 +17,18 @@ importable (llama.cpp may not be installed where the runtime reads with OpenAI).
 a component runs per query (`MultiQueryRetriever`'s); a graph's `node_retriever` (an `EmbeddingRetriever`)
 is not: the family's `StorePreparation.attach` points it at the graph.
 
-A chat generator (node or part) whose file names the small embedded model (`models.EMBEDDED_SMALL_LLM`: the
-auxiliary calls a method keeps off the reader, such as CF-RAG's counterfactual questions) becomes the runtime's
-auxiliary generator instead (`auxiliary`: the small model by default, the reader where a runtime says so).
+A file declares its auxiliary model in its metadata (`metadata: {auxiliary_model: <spec>}`: the calls a method
+keeps off the reader, such as CDF-RAG's refinement in its cascade): a chat generator (node or part) configured
+with that model becomes the runtime's auxiliary generator (`auxiliary`: the small model beside a local reader,
+the reader where a runtime says so). No role is read from a class name or a model name the package knows.
 
 A node with a role becomes the runtime's configuration (a node of the runtime's class: Haystack wires
-sockets per instance, and `loading.share_node_models` lends it the runtime's loaded model). A part with
+sockets per instance, and `pipelines.loading.share_node_models` lends it the runtime's loaded model). A part with
 a role is taken out of the dict, and the callback hands in the runtime's own instance when its parent is
 constructed (a retriever part: built on the runtime's store). Every node constructed with a
-`document_store` is handed the runtime's store (BM25 in memory: what `Runtime.keyword_store` gives).
+`document_store` is handed the runtime's store (BM25 in memory: what `StoreParts.keyword_store` gives).
+`plan(data, swap=True)` applies the same rule to a file written out for stock Hayhooks (`cfrag serve --yaml`):
+each part with a role replaced in place by the runtime's, serialised.
 """
 
 from __future__ import annotations
@@ -43,19 +46,23 @@ from haystack.core.serialization import DeserializationCallbacks, component_from
 from haystack_cfrag.common.protocols import ChatGenerator, Retriever, TextEmbedder
 from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.pipelines.loading import TRUSTED_PREFIXES, check_classes
-from haystack_cfrag.models import EMBEDDED_SMALL_LLM
 
 GENERATOR, EMBEDDER, RETRIEVER, KEYWORD, SCORER = "chat generator", "text embedder", "retriever", "keyword", "scorer"
 AUXILIARY = "auxiliary chat generator"
 
 
-def names_small_model(part: dict[str, Any]) -> bool:
-    """Whether a generator's dict names the small embedded model (the auxiliary role).
+AUXILIARY_KEY = "auxiliary_model"
+"""The pipeline `metadata:` key naming the model of the file's auxiliary calls."""
 
-    >>> names_small_model({"init_parameters": {"model": "embedded:qwen2.5-coder-0.5b-instruct"}})
-    True
+
+def auxiliary_model(data: dict[str, Any]) -> str | None:
+    """The model a pipeline dict's metadata declares auxiliary (None: none declared).
+
+    >>> auxiliary_model({"metadata": {"auxiliary_model": "embedded:qwen2.5-coder-0.5b-instruct"}})
+    'embedded:qwen2.5-coder-0.5b-instruct'
     """
-    return (part.get("init_parameters") or {}).get("model") == EMBEDDED_SMALL_LLM
+    declared = (data.get("metadata") or {}).get(AUXILIARY_KEY) if isinstance(data.get("metadata"), dict) else None
+    return declared if isinstance(declared, str) and declared else None
 
 
 def node_role(node: dict[str, Any], sends: set[str], receives: set[str]) -> str | None:
@@ -140,12 +147,16 @@ def qualified_name(cls: type) -> str:
 class RuntimeParts:
     """A runtime's parts for one build: `plan` rewrites the dict, `callbacks()` goes to `Pipeline.from_dict`.
 
-    :param generator, text_embedder, scorer: the runtime's model instances (handed in as they are).
+    :param generator, text_embedder, scorer: the runtime's model instances (handed in as they are; for `plan(swap=True)`,
+        instances or their dicts, and None keeps the file's own).
     :param retriever: the runtime's embedding retriever (None: the file's own, on the store).
     :param keyword: the store's own keyword retriever (pgvector), or None.
     :param store: the store every node and retriever part reads.
     :param keyword_store: gives the store BM25 in memory reads (built on first need).
     :param allowed: trusted module prefixes: a class is imported only after `loading.check_classes`.
+    :param auxiliary: gives the runtime's auxiliary generator, for the generators of the model the file's metadata
+        names (`auxiliary_model`; called only then: the small model loads for the pipelines that use it); None:
+        the reader makes those calls too.
     """
 
     generator: Any
@@ -157,15 +168,19 @@ class RuntimeParts:
     keyword_store: Any
     allowed: tuple[str, ...] = TRUSTED_PREFIXES
     auxiliary: Any | None = None
-    """What a generator naming the small model becomes (a callable giving the runtime's auxiliary generator,
-    called only when a file names one: the small model loads for the pipelines that use it); None: the reader."""
+    declared: str | None = None  # the model the file's metadata names auxiliary (read by `plan`)
     nodes: dict[str, str] = field(default_factory=dict)  # node -> the `type:` it is built as
     slots: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = field(default_factory=dict)
     """(node, the parent's `type:`, parameter) -> (role, the file's part) for every part taken out of the dict."""
 
-    def plan(self, data: dict[str, Any]) -> dict[str, Any]:
-        """A copy of `data` with nodes that have a role made the runtime's, and parts with a role taken out."""
+    def plan(self, data: dict[str, Any], *, swap: bool = False) -> dict[str, Any]:
+        """A copy of `data` with nodes that have a role made the runtime's, and parts with a role taken out.
+
+        `swap`: for a process that builds the file itself (stock Hayhooks: `cfrag serve --yaml`), the parts with
+        a role are replaced in place by the runtime's, serialised, and every node's `document_store` is the
+        runtime's store (no callback needed)."""
         data = copy.deepcopy(data)  # the resolved YAML is shared (`registry.resolve`): never changed
+        self.declared = auxiliary_model(data)
         wired = wired_sockets(data)
         for name, node in data["components"].items():
             role = node_role(node, *wired.get(name, (set(), set())))
@@ -173,7 +188,9 @@ class RuntimeParts:
             if new is not None:
                 data["components"][name] = node = new
             self.nodes[name] = node.get("type", "")
-            self._take_parts(name, node)
+            if swap and "document_store" in (node.get("init_parameters") or {}) and self.store is not None:
+                node["init_parameters"]["document_store"] = _as_dict(self.store)
+            self._take_parts(name, node, swap)
         return data
 
     def callbacks(self) -> DeserializationCallbacks:
@@ -195,39 +212,54 @@ class RuntimeParts:
     def _node(self, role: str | None, node: dict[str, Any]) -> dict[str, Any] | None:
         kept = node.get("init_parameters") or {}
         if role == GENERATOR:
-            return serialize_component(self._generator_for(node))
+            return _as_dict(self._generator_for(node))
         if role == EMBEDDER:
-            return serialize_component(self.text_embedder)
+            return _as_dict(self.text_embedder)
         if role == SCORER and self.scorer is not None:
-            return serialize_component(self.scorer)
+            return _as_dict(self.scorer)
         if role == RETRIEVER and self.retriever is not None:
             return _retriever_like(self.retriever, kept)
         if role == KEYWORD and self.keyword is not None:
-            new = serialize_component(self.keyword)
+            new = _as_dict(self.keyword)
             new["init_parameters"]["top_k"] = kept.get("top_k", 5)
             return new
         return None
 
-    def _take_parts(self, name: str, node: dict[str, Any]) -> None:
-        """Record and take out the parts with a role, at any depth (a support scorer's chat generator)."""
+    def _take_parts(self, name: str, node: dict[str, Any], swap: bool = False) -> None:
+        """Record and take out (`swap`: replace) the parts with a role, at any depth (a scorer's chat generator)."""
         params = node.get("init_parameters") or {}
         hints = self._init_hints(node.get("type"))
         for key, part in params.items():
-            if not (isinstance(part, dict) and isinstance(part.get("type"), str) and "init_parameters" in part):
-                continue
-            role = part_role(hints.get(key))
-            if role is None and self.scorer is not None and ranks(self._class(part["type"])):
-                role = SCORER
-            if role == GENERATOR and self.auxiliary is not None and names_small_model(part):
-                role = AUXILIARY
-            if role is not None:
+            role = self._part_role(hints, key, part)
+            if swap and role == RETRIEVER and not self._embeds(part):  # the file's own (keyword), on the store
+                role = None
+                if "document_store" in part["init_parameters"] and self.store is not None:
+                    part["init_parameters"]["document_store"] = _as_dict(self.store)
+            new = self._node(GENERATOR if role == AUXILIARY else role, part) if swap and role else None
+            if new is not None:
+                params[key] = new
+            elif role is not None and not swap:
                 self.slots[(name, node["type"], key)] = (role, part)
                 params[key] = None
-            else:
-                self._take_parts(name, part)
+            elif _is_part(part):
+                self._take_parts(name, part, swap)
+
+    def _part_role(self, hints: dict[str, Any], key: str, part: Any) -> str | None:
+        """The role of an init parameter that is a serialised part (None: not a part, or no role)."""
+        if not _is_part(part):
+            return None
+        role = part_role(hints.get(key))
+        if role is None and self.scorer is not None and ranks(self._class(part["type"])):
+            role = SCORER
+        return AUXILIARY if role == GENERATOR and self._is_auxiliary(part) else role
+
+    def _is_auxiliary(self, part: dict[str, Any]) -> bool:
+        """Whether a generator's dict is configured with the model the file declares auxiliary."""
+        model = (part.get("init_parameters") or {}).get("model")
+        return self.auxiliary is not None and self.declared is not None and model == self.declared
 
     def _generator_for(self, part: dict[str, Any]) -> Any:
-        return self.auxiliary() if self.auxiliary is not None and names_small_model(part) else self.generator
+        return self.auxiliary() if self._is_auxiliary(part) else self.generator
 
     def _part(self, role: str, part: dict[str, Any]) -> Any:
         if role == GENERATOR:
@@ -240,12 +272,15 @@ class RuntimeParts:
             return self.scorer
         # a retriever: the runtime's (the file's top_k kept), or the file's own, on the runtime's store
         kept = part.get("init_parameters") or {}
-        own = self._class(part["type"])
-        embeds = own is not None and "query_embedding" in inspect.signature(own.run).parameters
-        data = _retriever_like(self.retriever, kept) if self.retriever is not None and embeds else part
+        data = _retriever_like(self.retriever, kept) if self.retriever is not None and self._embeds(part) else part
         cls = import_class_by_name(data["type"])
         handed = DeserializationCallbacks(lambda _n, c, p: p.update(document_store=self._store_for(c)))
         return component_from_dict(cls, data, cls.__name__, callbacks=handed)
+
+    def _embeds(self, part: dict[str, Any]) -> bool:
+        """Whether a retriever part's own class retrieves by a query embedding."""
+        own = self._class(part["type"])
+        return own is not None and "query_embedding" in inspect.signature(own.run).parameters
 
     def _store_for(self, cls: type) -> Any:
         return self.keyword_store() if issubclass(cls, InMemoryBM25Retriever) else self.store
@@ -276,7 +311,7 @@ def _retriever_like(retriever: Any, kept: dict[str, Any]) -> dict[str, Any]:
     it read the whole store, 4 s per pipeline at 10,000 passages); the callback then hands in the
     runtime's own store at construction, and the placeholder is dropped.
     """
-    new = serialize_component(retriever)
+    new = _as_dict(retriever)
     params = new["init_parameters"]
     if "top_k" in kept:
         params["top_k"] = kept["top_k"]
@@ -288,4 +323,14 @@ def _retriever_like(retriever: Any, kept: dict[str, Any]) -> dict[str, Any]:
     return new
 
 
-__all__ = ["RuntimeParts", "node_role", "part_role", "wired_sockets"]
+def _is_part(value: Any) -> bool:
+    """Whether an init parameter is a serialised component (a `type` and `init_parameters`)."""
+    return isinstance(value, dict) and isinstance(value.get("type"), str) and "init_parameters" in value
+
+
+def _as_dict(part: Any) -> dict[str, Any] | None:
+    """A part as a pipeline dict holds it: an instance serialised, a dict (already serialised) copied."""
+    return copy.deepcopy(part) if isinstance(part, dict) else serialize_component(part)
+
+
+__all__ = ["AUXILIARY_KEY", "RuntimeParts", "auxiliary_model", "node_role", "part_role", "wired_sockets"]
