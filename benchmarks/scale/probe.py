@@ -61,10 +61,8 @@ def main() -> None:
     files = [Path(s.location).with_suffix(x) for x in (".faiss", ".json")] if s.kind == "faiss" else [Path(s.location)]
     disk = {"passages_bytes": sum(f.stat().st_size for f in files if f.exists())}
     if s.kind == "pgvector":  # the passages' table and the graph's (vectors, meta, nodes, edges, passages), indexes included
-        import psycopg
-
-        from haystack_cfrag.stores import pg_secret
-        with psycopg.connect(pg_secret(s.location).resolve_value()) as conn:
+        from haystack_cfrag.stores.kinds.pgvector import connect
+        with connect(s) as conn:
             size = lambda t: conn.execute("SELECT COALESCE(pg_total_relation_size(to_regclass(%s)), 0)",  # noqa: E731
                                           (f"public.{t}",)).fetchone()[0]
             disk = {"passages_bytes": size(s.name),

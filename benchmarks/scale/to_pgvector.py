@@ -42,7 +42,7 @@ def main() -> None:
     from haystack_cfrag.adapters import factories
     from haystack_cfrag.causal_rag.stored_graph import graph_home
     from haystack_cfrag.registry import store_preparation
-    from haystack_cfrag.stores import close_document_store, open_document_store, parse_store_spec, redact
+    from haystack_cfrag.stores import close_document_store, open_document_store, parse_store_spec
     from haystack_cfrag.stores.existing import stored_ids
 
     if parse_store_spec(args.target).kind != "pgvector":
@@ -73,7 +73,7 @@ def main() -> None:
                         extractor="spacy", engine="local", ray_address=None, store_spec=parse_store_spec(args.target),
                         text_embedder=factories.text_embedder())
     graph_s = time.perf_counter() - t2
-    line = {"target": redact(args.target), "passages": count, "copied": len(new), "already_held": len(held),
+    line = {"target": str(parse_store_spec(args.target)), "passages": count, "copied": len(new), "already_held": len(held),
             "read_faiss_s": round(read_s, 1), "write_passages_s": round(write_s, 1),
             "write_per_1000_s": round(1000 * write_s / max(1, len(new)), 2), "graph_s": round(graph_s, 1),
             "graph": {k: (round(v, 1) if isinstance(v, float) else v) for k, v in stats.items()

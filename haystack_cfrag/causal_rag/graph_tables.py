@@ -39,7 +39,6 @@ from haystack_cfrag.causal_rag.math.names import NODE_FLAG, node_document_id, no
 
 FORMAT = "haystack-cfrag causal graph"
 VERSION = "1"
-SQLITE_MAGIC = b"SQLite format 3\x00"
 PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,46}")
 """A table prefix: a plain SQL identifier short enough for Postgres's 63 characters with `_passages`."""
 DEFAULT_PREFIX = "cfrag_graph"
@@ -73,17 +72,16 @@ class GraphTables:
         :raises FileNotFoundError: no file and not `create`.
         :raises ValueError: one line, when the file is a link, not SQLite, another program's, or of another version.
         """
+        from haystack_cfrag.causal_rag.sqlite_guard import check_graph_file  # noqa: PLC0415
+
         path = Path(path)
-        if path.is_symlink() or (path.exists() and not path.is_file()):
-            raise ValueError(f"graph file {path}: not a regular file (a link or a folder); nothing read.")
+        if path.is_symlink():
+            raise ValueError(f"graph file {path}: not a regular file (a link); nothing read.")
         fresh = not path.exists()
         if fresh and not create:
             raise FileNotFoundError(f"no graph file at {path}: run `cfrag index --graph`.")
         if not fresh:
-            with path.open("rb") as fh:
-                if fh.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
-                    raise ValueError(f"graph file {path}: not an SQLite database (a foreign or corrupt file); "
-                                     "nothing read.")
+            check_graph_file(path)  # the safe opener: a link, a folder, a FIFO or another file is one line
         try:
             connection = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
             tables = cls(connection, dialect="sqlite", where=str(path))
@@ -95,14 +93,17 @@ class GraphTables:
         return tables
 
     @classmethod
-    def open_postgres(cls, url: str, prefix: str, *, create: bool = False, also: Sequence[str] = ()) -> GraphTables:
-        """The graph's tables named `prefix_*` in the Postgres database at `url` (psycopg 3).
+    def open_postgres(cls, connection: Any, prefix: str, *, create: bool = False,
+                      also: Sequence[str] = ()) -> GraphTables:
+        """The graph's tables named `prefix_*` over a psycopg 3 connection (autocommit: `kinds.pgvector.connect`).
 
         `create` refuses (one line) when the graph has no meta table yet but a table of its names, or of `also`
         (its node vectors' table), exists: a table of the user's own is never written into."""
-        import psycopg  # noqa: PLC0415  (pgvector-haystack's driver)
-
-        tables = cls(psycopg.connect(url, autocommit=True), dialect="postgres", prefix=prefix, where=f"{prefix}_*")
+        try:
+            tables = cls(connection, dialect="postgres", prefix=prefix, where=f"{prefix}_*")
+        except ValueError:
+            connection.close()
+            raise
         try:
             if create:
                 names = [f"{prefix}_{n}" for n in ("meta", "nodes", "edges", "passages")] + list(also)

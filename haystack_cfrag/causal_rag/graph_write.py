@@ -33,7 +33,7 @@ from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_cfrag.causal_rag.graph_state import COMPLETE, STALE, STATE, WRITING, graph_notice  # noqa: F401
 from haystack_cfrag.stores import checkpoints
-from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec, redact
+from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ PASSAGE_BATCH = 1000
 
 
 def _where(home: Any) -> str:
-    return str(home.sqlite) if home.sqlite is not None else f"tables {home.postgres[1]}_*"
+    return str(home.sqlite) if home.sqlite is not None else f"tables {home.postgres}_*"
 
 
 _marked: set[str] = set()
@@ -77,7 +77,7 @@ def _mark(home: Any, state: str, *, create: bool) -> None:
     except Exception as exc:  # psycopg's errors: a table of another owner, a read-only role
         if type(exc).__module__.split(".")[0] != "psycopg":
             raise
-        raise ValueError(f"graph {where} cannot be written ({redact(' '.join(str(exc).split()))[:100]}); "
+        raise ValueError(f"graph {where} cannot be written ({' '.join(str(exc).split())[:100]}); "
                          "nothing written.") from exc
     finally:
         tables.close()
@@ -94,13 +94,13 @@ def check_graph_writable(spec: str | StoreSpec) -> None:
     """Refuse (one line naming the file) a graph beside a file store that could not be written, before any model
     loads: a graph file, its node store's files or their folder that this user cannot write. Nothing is written;
     `prepare_graph`'s first write is the check of last resort (and of a pgvector graph)."""
-    from haystack_cfrag.causal_rag.stored_graph import check_home, graph_home, store_files  # noqa: PLC0415
+    from haystack_cfrag.causal_rag.stored_graph import check_home, graph_home  # noqa: PLC0415
 
     home = graph_home(spec)
     check_home(spec, home)
     if home.sqlite is None:
         return
-    for path in (home.sqlite, *store_files(home.nodes)):
+    for path in (home.sqlite, *home.nodes.store_kind.files(home.nodes)):
         if path.exists() and not os.access(path, os.W_OK):
             raise ValueError(f"graph file {path} is read-only; nothing written (make it writable, or index "
                              "without --graph).")
@@ -287,13 +287,13 @@ class _NodeVectors:
             self.changed = True
 
     def save(self, stats: dict[str, Any]) -> None:
-        from haystack_cfrag.causal_rag.stored_graph import _index_node_vectors, _names_only  # noqa: PLC0415
+        from haystack_cfrag.causal_rag.stored_graph import _index_node_vectors  # noqa: PLC0415
         from haystack_cfrag.stores.opening import save_document_store  # noqa: PLC0415
 
         if self.store is None or not self.changed:
             return
         t0 = time.perf_counter()
-        _names_only(self.store)
+        self.home.nodes.store_kind.slim(self.store)
         save_document_store(self.store, self.home.nodes)
         stats["node_save_seconds"] = time.perf_counter() - t0
         if self.home.postgres is not None:

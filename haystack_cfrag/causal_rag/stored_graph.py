@@ -22,17 +22,17 @@ store's files are checked as the store's are, and Postgres connections carry tim
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from haystack import logging
 
-from haystack_cfrag.causal_rag.graph_tables import GraphTables
 from haystack_cfrag.causal_rag.graph_folder import check_folder, make_folder
-from haystack_cfrag.stores.specs import NODE_SUFFIX, StoreSpec, parse_store_spec, redact
+from haystack_cfrag.causal_rag.graph_tables import GraphTables
 from haystack_cfrag.causal_rag.sqlite_guard import open_tables
+from haystack_cfrag.stores.kinds.base import Beside
+from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec
 
 logger = logging.getLogger(__name__)
 
@@ -41,13 +41,9 @@ INDEX_SECONDS = 3600
 
 
 @dataclass(frozen=True)
-class GraphHome:
-    """Where a store's graph lives: its node store's spec and its tables (an SQLite file, or a Postgres prefix)."""
-
-    nodes: StoreSpec
-    sqlite: Path | None = None
-    postgres: tuple[str, str] | None = None  # (the URL, the table prefix)
-    folder: Path | None = None  # the package's own folder the files live in (`causal_rag.graph_folder`)
+class GraphHome(Beside):
+    """Where a store's graph lives (its kind's `beside`): its node store's spec and its tables (an SQLite file, or
+    a prefix in the node store's Postgres database)."""
 
     def exists(self) -> bool:
         """Whether a graph was written here (its tables; the node store is checked when opened).
@@ -58,11 +54,10 @@ class GraphHome:
             if self.folder is not None and not check_folder(self.folder, writing=False):
                 return False
             return self.sqlite.exists() or self.sqlite.is_symlink()
-        from haystack_cfrag.stores.opening import pg_connect, pg_secret  # noqa: PLC0415
+        from haystack_cfrag.stores.kinds.pgvector import connect  # noqa: PLC0415
 
-        url, prefix = self.postgres  # type: ignore[misc]
-        with pg_connect(pg_secret(url).resolve_value()) as conn:
-            row = conn.execute("SELECT to_regclass(%s)::text", (f"public.{prefix}_meta",)).fetchone()
+        with connect(self.nodes) as conn:
+            row = conn.execute("SELECT to_regclass(%s)::text", (f"public.{self.postgres}_meta",)).fetchone()
         return row is not None and row[0] is not None
 
     def tables(self, *, create: bool = False, readonly: bool = False) -> GraphTables:
@@ -75,10 +70,9 @@ class GraphHome:
             elif self.folder is not None:
                 check_folder(self.folder, writing=not readonly)
             return open_tables(self.sqlite, create=create, readonly=readonly and not create)
-        from haystack_cfrag.stores.opening import pg_secret  # noqa: PLC0415
+        from haystack_cfrag.stores.kinds.pgvector import connect  # noqa: PLC0415
 
-        url, prefix = self.postgres  # type: ignore[misc]
-        return GraphTables.open_postgres(pg_secret(url).resolve_value(), prefix, create=create,
+        return GraphTables.open_postgres(connect(self.nodes, autocommit=True), self.postgres, create=create,
                                          also=(self.nodes.name,))
 
 
@@ -87,51 +81,26 @@ def graph_home(spec: str | StoreSpec, cache_dir: Path | None = None) -> GraphHom
 
     >>> graph_home("faiss:stores/demo#HNSW32").nodes
     StoreSpec(kind='faiss', location='stores/demo.graph/nodes', name='HNSW32')
-    >>> graph_home("pgvector:postgresql://u:p@h:5432/db#docs").postgres[1]
+    >>> graph_home("pgvector:postgresql://u:p@h:5432/db#docs").postgres
     'docs_graph'
     """
-    s = spec if isinstance(spec, StoreSpec) else parse_store_spec(spec)
-    if s.kind == "memory":
-        base = Path(s.location)
-        folder = Path(f"{base.with_suffix('') if base.suffix == '.json' else base}.graph")
-        return GraphHome(StoreSpec("memory", str(folder / "nodes.json")), sqlite=folder / "graph.sqlite",
-                         folder=folder)
-    if s.kind == "faiss":  # a folder of its own: `PATH.graph-nodes` would be saved as PATH.faiss, over the passages
-        folder = Path(f"{s.location}.graph")
-        return GraphHome(StoreSpec("faiss", str(folder / "nodes"), s.name), sqlite=folder / "graph.sqlite",
-                         folder=folder)
-    if s.kind == "pgvector":
-        return GraphHome(StoreSpec("pgvector", s.location, s.name + NODE_SUFFIX), postgres=(s.location, f"{s.name}_graph"))
-    nodes = StoreSpec("qdrant", s.location, s.name + NODE_SUFFIX)
-    if s.location == ":memory:" or s.location.startswith(("http://", "https://")):
-        from haystack_cfrag import models  # noqa: PLC0415
+    from haystack_cfrag import models  # noqa: PLC0415
 
-        digest = hashlib.sha256(f"{s.location}#{s.name}".encode()).hexdigest()[:16]
-        return GraphHome(nodes, sqlite=(cache_dir or models.graph_cache_dir()) / f"qdrant-{digest}.graph.sqlite")
-    folder = Path(f"{s.location}.{s.name}.graph")
-    return GraphHome(nodes, sqlite=folder / "graph.sqlite", folder=folder)
-
-
-def store_files(spec: StoreSpec) -> set[Path]:
-    """The files a file store is saved as (memory: its JSON; FAISS: PATH.faiss and PATH.json), resolved."""
-    if spec.kind == "memory":
-        return {Path(spec.location).resolve()}
-    if spec.kind == "faiss":
-        base = Path(spec.location)
-        return {base.with_suffix(".faiss").resolve(), base.with_suffix(".json").resolve()}
-    return set()
+    s = parse_store_spec(spec)
+    beside = s.store_kind.beside(s, cache_dir or models.graph_cache_dir())
+    return GraphHome(beside.nodes, beside.sqlite, beside.postgres, beside.folder)
 
 
 def check_home(spec: str | StoreSpec, home: GraphHome) -> None:
     """Refuse a graph home whose files would be the passages' own (a node store saved over the store), or whose
     folder the package did not create (a user's folder, a link: `causal_rag.graph_folder`)."""
-    s = spec if isinstance(spec, StoreSpec) else parse_store_spec(spec)
+    s = parse_store_spec(spec)
     if home.folder is not None:
         check_folder(home.folder, writing=True)
-    mine = store_files(home.nodes) | ({home.sqlite.resolve()} if home.sqlite is not None else set())
-    if mine & store_files(s) or (s.kind == home.nodes.kind and s.location == home.nodes.location
-                                 and s.name == home.nodes.name):
-        raise ValueError(f"the graph of {redact(str(s))} would be written over the store itself; nothing written.")
+    mine = home.nodes.store_kind.files(home.nodes) | ({home.sqlite.resolve()} if home.sqlite is not None else set())
+    if mine & s.store_kind.files(s) or (s.kind, s.location, s.name) == (home.nodes.kind, home.nodes.location,
+                                                                        home.nodes.name):
+        raise ValueError(f"the graph of {s} would be written over the store itself; nothing written.")
 
 
 @dataclass
@@ -157,6 +126,7 @@ def open_stored_graph(spec: str | StoreSpec) -> StoredGraph | None:
     """
     from haystack_cfrag.stores.opening import close_document_store, open_document_store  # noqa: PLC0415
 
+    spec = parse_store_spec(spec)  # every message below shows the spec's text: never a password
     home = graph_home(spec)
     if not home.exists():
         return None
@@ -165,34 +135,35 @@ def open_stored_graph(spec: str | StoreSpec) -> StoredGraph | None:
         nodes = open_document_store(home.nodes)
     except FileNotFoundError as exc:
         tables.close()
-        raise ValueError(f"graph of {redact(str(spec))}: its tables exist but not its node store ({redact(str(exc))}); run "
+        raise ValueError(f"graph of {spec}: its tables exist but not its node store ({exc}); run "
                          "`cfrag index --graph` again.") from exc
     except ValueError as exc:  # the checks of `stores.safe_files` & co: one line that names the file and why
         tables.close()
-        raise ValueError(f"graph of {redact(str(spec))}: {' '.join(str(exc).split())[:300]}") from exc
+        raise ValueError(f"graph of {spec}: {' '.join(str(exc).split())[:300]}") from exc
     except Exception as exc:  # a corrupt or foreign node store file: one line, nothing half-read
         tables.close()
-        raise ValueError(f"graph of {redact(str(spec))}: its node store {home.nodes} does not open "
+        raise ValueError(f"graph of {spec}: its node store {home.nodes} does not open "
                          f"({type(exc).__name__}: {' '.join(str(exc).split())[:120]}); nothing read.") from exc
     try:
         meta, counts = tables.meta(), tables.counts()
     except Exception as exc:  # a statement past its deadline, a corrupt page: one line, nothing half-read
         tables.close()
         close_document_store(nodes)
-        raise ValueError(f"graph of {redact(str(spec))}: its tables {tables.where} do not read "
+        raise ValueError(f"graph of {spec}: its tables {tables.where} do not read "
                          f"({type(exc).__name__}: {' '.join(str(exc).split())[:100]}); nothing read.") from exc
     if meta.get("nodes") != str(counts["nodes"]):
         tables.close()
-        raise ValueError(f"graph of {redact(str(spec))}: an index run did not finish ({counts['nodes']} nodes, "
+        raise ValueError(f"graph of {spec}: an index run did not finish ({counts['nodes']} nodes, "
                          f"{meta.get('nodes', 'none')} recorded); run `cfrag index --graph` again.")
     from haystack_cfrag.causal_rag.graph_state import graph_notice  # noqa: PLC0415  (issue 62: a stale graph is said)
 
-    if (notice := graph_notice(meta, redact(str(spec)))) is not None:
+    if (notice := graph_notice(meta, str(spec))) is not None:
         logger.warning("{notice}", notice=notice)
     return StoredGraph(nodes, tables, home)
 
 
-def open_for_retrieval(spec: str, *, node_top_k: int = 10, passages: bool = True) -> tuple[StoredGraph, Any, Any]:
+def open_for_retrieval(spec: str | StoreSpec, *, node_top_k: int = 10,
+                       passages: bool = True) -> tuple[StoredGraph, Any, Any]:
     """What `CausalGraphRetriever(graph=spec)` reads: the stored graph, a retriever of its node store's kind and,
     when `passages`, the store `spec` names (read only; else None).
 
@@ -200,10 +171,11 @@ def open_for_retrieval(spec: str, *, node_top_k: int = 10, passages: bool = True
     """
     from haystack_cfrag.stores.opening import embedding_retriever, open_document_store  # noqa: PLC0415
 
+    spec = parse_store_spec(spec)
     stored = open_stored_graph(spec)
     if stored is None:
-        raise ValueError(f"CausalGraphRetriever: no graph is stored beside {redact(spec)}; write it with "
-                         f"`cfrag index FILES --store {redact(spec)} --graph`.")
+        raise ValueError(f"CausalGraphRetriever: no graph is stored beside {spec}; write it with "
+                         f"`cfrag index FILES --store {spec} --graph`.")
     try:
         store = open_document_store(spec) if passages else None
     except Exception:
@@ -216,27 +188,15 @@ def _index_node_vectors(home: GraphHome) -> None:
     """pgvector: an HNSW index on the node vectors (cosine, the store's similarity), so that a query's seeds are
     found without scanning every node: 100 ms → 8 ms a seed query, graph retrieval median 407 → 226 ms at
     132,355 nodes (the scale run). Built once (66 s there), kept up to date by later inserts; names quoted."""
-    import psycopg  # noqa: PLC0415
     from psycopg import sql  # noqa: PLC0415
 
-    from haystack_cfrag.stores.opening import pg_secret  # noqa: PLC0415
+    from haystack_cfrag.stores.kinds.pgvector import connect  # noqa: PLC0415
 
-    url, _ = home.postgres  # type: ignore[misc]
     table = home.nodes.name
-    with psycopg.connect(pg_secret(url).resolve_value(), autocommit=True) as conn:
+    with connect(home.nodes, autocommit=True) as conn:
         conn.execute(f"SET statement_timeout = {int(INDEX_SECONDS * 1000)}")  # the one statement that runs long
         conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding vector_cosine_ops)").format(
             sql.Identifier(f"{table}_hnsw"), sql.Identifier(table)))
-
-
-def _names_only(node_store: Any) -> None:
-    """A FAISS node store keeps each node Document without its vector: the index holds the vectors, and
-    faiss-haystack saves its `documents` as JSON (with vectors, 65 MB and 7.5 s to open for the demo graph's
-    7,377 nodes; without, a tenth). Retrieval returns Documents from that dict; nothing reads their vectors."""
-    docs = getattr(node_store, "documents", None)
-    if type(node_store).__name__.endswith("FAISSDocumentStore") and isinstance(docs, dict):
-        node_store.documents = {k: replace(d, embedding=None) if d.embedding is not None else d
-                                for k, d in docs.items()}
 
 
 __all__ = ["GraphHome", "StoredGraph", "graph_home", "open_for_retrieval", "open_stored_graph"]

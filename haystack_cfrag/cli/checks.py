@@ -6,7 +6,6 @@ They raise `click.BadParameter` (exit code 2), naming the option and what to do 
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
 import socket
 from pathlib import Path
@@ -15,7 +14,6 @@ from typing import Any
 import click
 
 from haystack_cfrag import models
-from haystack_cfrag.common.redaction import check_postgres_url, redact
 from haystack_cfrag.common.parameters import INTEGER, NUMBER, ParameterError, clip, parse_value
 from haystack_cfrag.registry import cli_options, resolve
 
@@ -177,76 +175,15 @@ def check_ray_address(text: str, timeout: float = RAY_CONNECT_SECONDS) -> None:
 
 
 def check_store_spec(text: str, *, create: bool, option: str = "--store") -> Any:
-    """The parsed store spec, its local files checked where they can be seen, before anything loads or embeds.
-
-    For reading (`create=False`) the store must exist; an existing local file must be a store of
-    its kind (a user's own JSON file or a folder is refused, `create` or not: `cfrag index` never
-    replaces a file that is not a store).
-    """
+    """The parsed store spec, checked by its kind where it can be without loading or connecting anything
+    (`StoreKind.check`): for reading (`create=False`) the store must exist; an existing local file must be a
+    store of its kind (a user's own JSON file or a folder is refused, `create` or not: `cfrag index` never
+    replaces a file that is not a store)."""
     from haystack_cfrag.stores import parse_store_spec  # noqa: PLC0415
 
     try:
         spec = parse_store_spec(text)
-    except ValueError as exc:
-        raise click.BadParameter(redact(str(exc)), param_hint=option) from exc
-    if spec.kind == "pgvector" and not spec.location and not os.environ.get("PG_CONN_STR"):
-        raise click.BadParameter(f"'{text}' names no database and PG_CONN_STR is not set: use "
-                                 "pgvector:postgresql://USER:PASSWORD@HOST:PORT/DB[#TABLE]", param_hint=option)
-    if spec.kind == "pgvector" and spec.location:
-        try:
-            check_postgres_url(spec.location)  # before anything connects: libpq's errors may quote the password
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint=option) from None
-    local = {"memory": Path(spec.location), "faiss": Path(spec.location).with_suffix(".faiss"),
-             "qdrant": Path(spec.location)}.get(spec.kind)
-    if spec.kind == "qdrant" and (spec.location == ":memory:" or spec.location.startswith(("http://", "https://"))):
-        local = None
-    if local is None:
-        return spec
-    if create:
-        if spec.kind != "qdrant" and local.is_dir():
-            raise click.BadParameter(f"{local} is a folder: name a file", param_hint=option)
-    elif not local.exists():
-        raise click.BadParameter(f"no store at {local}: create it with `cfrag index FILES --store {text}`",
-                                 param_hint=option)
-    try:
-        _check_local_store(spec, local, create)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint=option) from exc
+        spec.store_kind.check(spec, create=create)
+    except (FileNotFoundError, ValueError) as exc:  # messages made from the parsed spec: no password
+        raise click.BadParameter(str(exc), param_hint=option) from None
     return spec
-
-
-def _check_local_store(spec: Any, local: Path, create: bool) -> None:
-    """ValueError when an existing local path is not a store of `spec`'s kind."""
-    from haystack_cfrag.stores.opening import check_memory_store_file  # noqa: PLC0415
-
-    if spec.kind == "memory" and local.exists():
-        check_memory_store_file(local)
-    elif spec.kind == "faiss":
-        companion = local.with_suffix(".json")
-        if local.exists() and not local.is_file():
-            raise ValueError(f"{local} is not a file: name the FAISS store cfrag index wrote (faiss:PATH)")
-        if create and not local.exists() and companion.exists():
-            raise ValueError(f"{companion} exists but {local} does not: it is not part of a FAISS store cfrag "
-                             "index wrote, and cfrag never replaces it; name another PATH")
-    elif spec.kind == "qdrant":
-        if local.exists() and not local.is_dir():
-            raise ValueError(f"{local} is not a folder: a local Qdrant store is the folder cfrag index wrote")
-        if create and local.is_dir() and any(local.iterdir()) and not _qdrant_folder(local):
-            shown = ", ".join(sorted(p.name for p in local.iterdir())[:5])
-            raise ValueError(f"{local} holds files that are not a local Qdrant store ({shown}): Qdrant would write "
-                             "its meta.json and collection/ among them; name a new folder or one cfrag index wrote")
-        if not create and not (local / "collection" / spec.name).is_dir():
-            raise ValueError(f"no Qdrant collection '{spec.name}' in {local}: create it with "
-                             f"`cfrag index FILES --store {spec}`")
-
-
-def _qdrant_folder(folder: Path) -> bool:
-    """Whether `folder` is a local Qdrant store (its meta.json lists collections)."""
-    import json  # noqa: PLC0415
-
-    try:
-        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(meta, dict) and "collections" in meta

@@ -137,7 +137,7 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
     if paths and not read.passages:  # each file without text, or too large, was logged as a warning
         raise click.ClickException(f"no passage to index: {len(read.files)} file(s) gave no text"
                                    + (f" ({skipped})" if skipped else "") + "; the store is unchanged.")
-    where = spec.location if spec.kind == "memory" else str(spec)
+    where = str(spec)  # a JSON store as its path
 
     def saved(done: Any) -> None:
         plan = done.plan

@@ -149,7 +149,7 @@ def serve(host: str, port: int, pipelines: tuple[str, ...], yaml_pipelines: tupl
         raise click.BadParameter("two YAML pipelines would be served under one name", param_hint="--yaml")
     if store is not None:
         spec = check_store_spec(store, create=False)
-        if yaml_pipelines and spec.kind != "memory":
+        if yaml_pipelines and not spec.store_kind.native:
             raise click.BadParameter(f"--yaml pipelines read the in-memory store; serve a {spec.kind}: store through "
                                      "the wrappers (--pipeline) only", param_hint="--store")
     if not mock:

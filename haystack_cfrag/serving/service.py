@@ -130,7 +130,7 @@ class CFRAGService:
         from haystack.document_stores.types import DuplicatePolicy  # noqa: PLC0415
 
         from haystack_cfrag.runtime import Runtime  # noqa: PLC0415
-        from haystack_cfrag.stores import open_query_store  # noqa: PLC0415
+        from haystack_cfrag.stores import kind_of, open_query_store  # noqa: PLC0415
 
         self.config = config
         start = time.perf_counter()
@@ -143,7 +143,7 @@ class CFRAGService:
         if store is None:
             # any spec `cfrag ask` reads (haystack_cfrag.stores); FAISS, pgvector, Qdrant are used as they are
             store = open_query_store(config.store, config.embedder, device=config.device)
-            if isinstance(store, InMemoryDocumentStore):
+            if (kind := kind_of(store)) is not None and kind.native:
                 # one named in-memory index: YAML pipelines deployed in the same process
                 # (`cfrag serve --yaml`) read the same documents through `index: <store_index>`
                 loaded, store = store, InMemoryDocumentStore(index=config.store_index,

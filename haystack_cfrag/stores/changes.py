@@ -262,10 +262,11 @@ def apply_changes(store: Any, plan: Changes, embedded: list[Document]) -> int:
     (a FAISS index that cannot remove one is rebuilt once, `removal.delete_documents`)."""
     from haystack.document_stores.types import DuplicatePolicy  # noqa: PLC0415
 
+    from haystack_cfrag.stores.kinds import kind_of  # noqa: PLC0415
     from haystack_cfrag.stores.removal import delete_documents  # noqa: PLC0415
 
-    faiss = type(store).__name__.endswith("FAISSDocumentStore")
-    gone = plan.remove + ([d.id for d in plan.replace] if faiss else [])
+    kind = kind_of(store)
+    gone = plan.remove + ([d.id for d in plan.replace] if kind is not None and not kind.overwrites else [])
     if gone:
         delete_documents(store, gone)
     _retag(store, plan.retag)

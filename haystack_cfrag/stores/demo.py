@@ -22,7 +22,8 @@ from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
 from haystack_cfrag.stores.sources import read_jsonl
 from haystack_cfrag.models import EMBEDDED_EMBEDDER, cache_dir
-from haystack_cfrag.stores.opening import open_document_store, open_memory_store, save_memory_store
+from haystack_cfrag.stores.kinds.memory import open_memory_store, save_memory_store
+from haystack_cfrag.stores.opening import open_document_store
 from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec
 
 logger = logging.getLogger(__name__)
@@ -86,8 +87,6 @@ def open_query_store(
     :raises FileNotFoundError: the store a spec names does not exist (nothing is created).
     :raises ValueError: a spec that does not parse (see `haystack_cfrag.stores.specs`).
     """
-    parsed = spec if isinstance(spec, StoreSpec) or spec is None else parse_store_spec(spec)
-    if parsed is None or parsed.kind == "memory":
-        return open_model_store(Path(parsed.location) if parsed else None, embedder, device=device,
-                                progress_bar=progress_bar)
-    return open_document_store(parsed)
+    if spec is None:
+        return open_model_store(None, embedder, device=device, progress_bar=progress_bar)
+    return open_document_store(parse_store_spec(spec))

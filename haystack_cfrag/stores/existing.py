@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from haystack_cfrag.stores.kinds import held_documents
+
 BATCH = 1000
 """Ids asked per query of a database store."""
 
@@ -25,7 +27,7 @@ BATCH = 1000
 def stored_ids(store: Any, ids: Sequence[str], *, batch: int = BATCH) -> set[str]:
     """The ids among `ids` that `store` holds.
 
-    File stores answer from their dict (faiss-haystack's `documents`, InMemory's `storage`); Qdrant by
+    File stores answer from the dict their kind holds (`StoreKind.held`); Qdrant by
     `get_documents_by_id`; any other store by a filter on `id`, `batch` ids a query.
     """
     return set(stored_documents(store, ids, batch=batch))
@@ -33,10 +35,8 @@ def stored_ids(store: Any, ids: Sequence[str], *, batch: int = BATCH) -> set[str
 
 def stored_documents(store: Any, ids: Sequence[str], *, batch: int = BATCH) -> dict[str, Any]:
     """id -> the stored Document, of the ids among `ids` that `store` holds (asked as `stored_ids` says)."""
-    for attribute in ("documents", "storage"):
-        held = getattr(store, attribute, None)
-        if isinstance(held, dict):
-            return {i: held[i] for i in ids if i in held}
+    if (held := held_documents(store)) is not None:
+        return {i: held[i] for i in ids if i in held}
     found: dict[str, Any] = {}
     for start in range(0, len(ids), batch):
         part = list(ids[start:start + batch])
@@ -52,14 +52,12 @@ def stored_documents(store: Any, ids: Sequence[str], *, batch: int = BATCH) -> d
 def documents_from(store: Any, key: str, values: Sequence[str] | None = None, *, batch: int = BATCH) -> list[Any]:
     """The stored Documents whose `meta[key]` is one of `values` (None: any value, every document that has the key).
 
-    File stores are read from their dict; other stores by a filter on `meta.KEY`, `batch` values a query
+    File stores are read from the dict their kind holds; other stores by a filter on `meta.KEY`, `batch` values a query
     (None: every document is read, then kept when it has the key).
     """
-    for attribute in ("documents", "storage"):
-        held = getattr(store, attribute, None)
-        if isinstance(held, dict):
-            wanted = None if values is None else set(values)
-            return [d for d in held.values() if key in d.meta and (wanted is None or d.meta[key] in wanted)]
+    if (held := held_documents(store)) is not None:
+        wanted = None if values is None else set(values)
+        return [d for d in held.values() if key in d.meta and (wanted is None or d.meta[key] in wanted)]
     if values is None:
         return [d for d in store.filter_documents() if key in d.meta]
     out: list[Any] = []

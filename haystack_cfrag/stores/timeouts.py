@@ -2,9 +2,9 @@
 
 - Postgres (the pgvector store, its graph tables, the advisory lock): libpq waits for ever for a
   host that accepts the connection and never answers (its `connect_timeout` defaults to none).
-  `pg_with_timeouts` adds ``connect_timeout`` (`PG_CONNECT_SECONDS`) and a server-side
-  ``statement_timeout`` (`PG_STATEMENT_SECONDS`) to a connection string that does not set them;
-  `stores.opening.pg_secret` gives every connection that string. A user's own values are kept.
+  Every connection string (`stores.kinds.pgvector.conninfo`) gets ``connect_timeout``
+  (`PG_CONNECT_SECONDS`) and a server-side ``statement_timeout`` (`PG_STATEMENT_SECONDS`) where it
+  sets none; a user's own values are kept.
 - Qdrant: every client gets `QDRANT_SECONDS` per request.
 - Ray: a port that accepts a TCP connection is not yet a Ray cluster (Ray's own `ray.init` then
   retries for minutes); `ray_refusal` asks it one gRPC question, bounded by `RAY_PROBE_SECONDS`,
@@ -16,7 +16,6 @@ The bounds can be set through the environment (``CFRAG_PG_CONNECT_SECONDS``, …
 from __future__ import annotations
 
 import os
-import urllib.parse
 
 
 def _seconds(name: str, default: float) -> float:
@@ -35,40 +34,6 @@ QDRANT_SECONDS = _seconds("CFRAG_QDRANT_SECONDS", 30)
 """How long one request to a Qdrant server may take."""
 RAY_PROBE_SECONDS = _seconds("CFRAG_RAY_PROBE_SECONDS", 5)
 """How long a Ray cluster's address may take to answer as Ray."""
-
-
-def pg_with_timeouts(conninfo: str, *, connect: float | None = None, statement: float | None = None) -> str:
-    """`conninfo` (a ``postgresql://`` URI or a libpq ``key=value`` string) with a connect and a statement
-    timeout added where it sets none; "" stays "".
-
-    >>> pg_with_timeouts("postgresql://u:p@h/db", connect=5, statement=60)
-    'postgresql://u:p@h/db?connect_timeout=5&options=-c%20statement_timeout%3D60000'
-    >>> pg_with_timeouts("postgresql://h/db?connect_timeout=3&options=-c%20search_path%3Dx", connect=5)
-    'postgresql://h/db?connect_timeout=3&options=-c%20search_path%3Dx'
-    >>> pg_with_timeouts("host=h dbname=db", connect=5, statement=60)
-    "host=h dbname=db connect_timeout=5 options='-c statement_timeout=60000'"
-    """
-    if not conninfo:
-        return conninfo
-    connect_s = max(2, int(connect if connect is not None else PG_CONNECT_SECONDS))
-    statement_ms = int(1000 * (statement if statement is not None else PG_STATEMENT_SECONDS))
-    if "://" in conninfo:
-        _, _, query = conninfo.partition("?")
-        keys = {k for k, _ in urllib.parse.parse_qsl(query, keep_blank_values=True)}
-        add = {}
-        if "connect_timeout" not in keys:
-            add["connect_timeout"] = str(connect_s)
-        if "options" not in keys:  # a user's own options are kept as they are
-            add["options"] = f"-c statement_timeout={statement_ms}"
-        if not add:
-            return conninfo
-        return conninfo + ("&" if query else "?") + urllib.parse.urlencode(add, quote_via=urllib.parse.quote)
-    text = conninfo.rstrip()
-    if "connect_timeout" not in text:
-        text += f" connect_timeout={connect_s}"
-    if "options" not in text:
-        text += f" options='-c statement_timeout={statement_ms}'"
-    return text
 
 
 RAY_METHODS = {False: "/ray.rpc.NodeInfoGcsService/GetClusterId", True: "/ray.rpc.RayletDriver/ClusterInfo"}
@@ -102,5 +67,4 @@ def ray_refusal(address: str, timeout: float | None = None) -> str | None:
         channel.close()
 
 
-__all__ = ["PG_CONNECT_SECONDS", "PG_STATEMENT_SECONDS", "QDRANT_SECONDS", "RAY_PROBE_SECONDS", "pg_with_timeouts",
-           "ray_refusal"]
+__all__ = ["PG_CONNECT_SECONDS", "PG_STATEMENT_SECONDS", "QDRANT_SECONDS", "RAY_PROBE_SECONDS", "ray_refusal"]

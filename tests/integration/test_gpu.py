@@ -163,7 +163,7 @@ def test_faiss_searches_a_gpu_copy_with_the_cpu_results(tmp_path):
     if GPU.startswith("cuda") and faiss.get_num_gpus() == 0:
         pytest.skip("faiss reports no GPU: a CPU build of faiss (faiss-gpu-cu12 or conda's faiss-gpu has one)")
     from haystack_cfrag.stores import embedding_retriever
-    from haystack_cfrag.stores.faiss_gpu import GpuFAISSDocumentStore
+    from haystack_cfrag.stores.kinds.faiss_gpu import GpuFAISSDocumentStore
 
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(500, 64)).astype("float32")

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
+from haystack_cfrag.common.redaction import redact
 from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.runtime import Runtime
 from haystack_cfrag.stores import (
@@ -22,7 +23,6 @@ from haystack_cfrag.stores import (
     faiss_cosine,
     open_document_store,
     parse_store_spec,
-    redact,
     save_document_store,
 )
 from tests import dark_knight as dk
@@ -74,6 +74,8 @@ def test_bad_store_specs_are_refused(bad):
 
 def test_passwords_are_redacted():
     assert redact("pgvector:postgresql://me:s3cret@db:5432/x#t") == "pgvector:postgresql://me:***@db:5432/x#t"
+    spec = parse_store_spec("pgvector:postgresql://me:s3cret@db:5432/x#t")  # parsed, the spec holds none in its text
+    assert str(spec) == "pgvector:postgresql://me@db:5432/x#t" and spec.password.resolve_value() == "s3cret"
 
 
 # ---------------------------------------------------------------- FAISS
@@ -143,7 +145,7 @@ def fake_faiss(n_gpus):
 
 
 def test_faiss_searches_a_gpu_copy_when_faiss_has_gpus(tmp_path, monkeypatch):
-    import haystack_cfrag.stores.faiss_gpu as fg
+    import haystack_cfrag.stores.kinds.faiss_gpu as fg
 
     fake = fake_faiss(n_gpus=2)
     monkeypatch.setattr(fg, "faiss", fake)
@@ -170,7 +172,7 @@ def test_faiss_searches_a_gpu_copy_when_faiss_has_gpus(tmp_path, monkeypatch):
 
 
 def test_faiss_gpu_device_choice():
-    from haystack_cfrag.stores.faiss_gpu import gpu_device
+    from haystack_cfrag.stores.kinds.faiss_gpu import gpu_device
 
     assert gpu_device(None, 0) is None and gpu_device(None, 2) == 0 and gpu_device(1, 2) == 1
     assert gpu_device(-1, 4) is None and gpu_device(0, 0) is None  # asked but none: CPU, with a warning
@@ -179,7 +181,7 @@ def test_faiss_gpu_device_choice():
 
 
 def test_faiss_without_gpu_is_the_plain_integration(tmp_path, monkeypatch):
-    import haystack_cfrag.stores.faiss_gpu as fg
+    import haystack_cfrag.stores.kinds.faiss_gpu as fg
 
     fake = fake_faiss(n_gpus=0)
     monkeypatch.setattr(fg, "faiss", fake)

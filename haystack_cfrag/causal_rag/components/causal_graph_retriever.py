@@ -26,7 +26,7 @@ from haystack_cfrag.causal_rag.math.graph import Graph
 from haystack_cfrag.causal_rag.math.names import NODE_FLAG, node_key
 from haystack_cfrag.common.plumbing import InjectedParts, accepts, degradation, run_async_or_thread, with_meta
 from haystack_cfrag.common.protocols import EmbeddingRetriever
-from haystack_cfrag.common.redaction import check_postgres_url, env_secret, has_password, redact
+from haystack_cfrag.common.redaction import env_secret
 from haystack_cfrag.common.serialization import deserialize_component, deserialize_init_components, serialize_component
 from haystack_cfrag.common.validation import check_bool, check_int
 
@@ -142,8 +142,7 @@ class CausalGraphRetriever(InjectedParts):
         :param raise_on_failure: raise when the retriever or the store fails instead of degrading.
         """
         if isinstance(graph, str):
-            _check_graph_spec(graph)  # a spec that does not parse: one line naming what is wrong
-            if has_password(graph):
+            if _check_graph_spec(graph).password is not None:  # a spec that does not parse: one line, no password
                 graph = env_secret(graph, GRAPH_ENV_PREFIX)
         elif graph is not None and not isinstance(graph, Secret):
             raise ValueError(f"{COMPONENT}: 'graph' must be a store spec string or a Secret, got {type(graph).__name__}.")
@@ -201,7 +200,7 @@ class CausalGraphRetriever(InjectedParts):
         Haystack's DeserializationError quotes `data`.
         """
         params = data.get("init_parameters")
-        if isinstance(params, dict) and isinstance(params.get("graph"), str) and has_password(params["graph"]):
+        if isinstance(params, dict) and isinstance(params.get("graph"), str) and _may_hold_password(params["graph"]):
             spec, params["graph"] = params["graph"], env_secret(params["graph"], GRAPH_ENV_PREFIX).to_dict()
             _check_graph_spec(spec)  # refused as the constructor refuses it, the data already without it
         data = deserialize_init_components(data, cls._INJECTED)
@@ -225,14 +224,9 @@ class CausalGraphRetriever(InjectedParts):
         spec = self.graph.resolve_value() if isinstance(self.graph, Secret) else self.graph
         if not isinstance(spec, str) or not spec.strip():
             raise ValueError(f"{COMPONENT}: 'graph' reads its spec from {_secret_name(self.graph)}, which is not set.")
-        _check_graph_spec(spec)
-        try:
-            self._stored, self.node_retriever, self._passages = open_for_retrieval(
-                spec, node_top_k=getattr(self.node_retriever, "top_k", 10), passages=self.document_store is None)
-        except Exception as exc:
-            if redact(str(exc)) == str(exc):
-                raise
-            raise ValueError(redact(str(exc))) from None  # the spec's password stays out of the error and its chain
+        self._stored, self.node_retriever, self._passages = open_for_retrieval(
+            _check_graph_spec(spec), node_top_k=getattr(self.node_retriever, "top_k", 10),
+            passages=self.document_store is None)
         self.graph_tables = self._stored.tables
 
     def close(self) -> None:
@@ -452,16 +446,22 @@ class CausalGraphRetriever(InjectedParts):
         logger.warning("{component}: {what}: {error}", component=COMPONENT, what=what, error=repr(exc))
 
 
-def _check_graph_spec(spec: str) -> None:
-    """ValueError, redacted, when `spec` is not a store spec (or names a Postgres URL libpq would misread)."""
+def _check_graph_spec(spec: str) -> Any:
+    """The parsed spec (its password a `Secret`); ValueError, in one line without it, when it does not parse."""
     from haystack_cfrag.stores.specs import parse_store_spec  # noqa: PLC0415
 
     try:
-        parsed = parse_store_spec(spec)
-        if parsed.kind == "pgvector" and parsed.location:
-            check_postgres_url(parsed.location)  # libpq's errors of a URL it misreads may quote the password
+        return parse_store_spec(spec)
     except ValueError as exc:
-        raise ValueError(f"{COMPONENT}: 'graph': {redact(str(exc))}") from None
+        raise ValueError(f"{COMPONENT}: 'graph': {exc}") from None
+
+
+def _may_hold_password(spec: str) -> bool:
+    """Whether `spec` holds a password, or does not parse (its text may then hold one: never kept in the data)."""
+    try:
+        return _check_graph_spec(spec).password is not None
+    except ValueError:
+        return True
 
 
 def _secret_name(secret: Any) -> str:
@@ -470,15 +470,11 @@ def _secret_name(secret: Any) -> str:
 
 
 def _held_documents(store: Any) -> dict[str, Document] | None:
-    """The id -> Document dict of a store that holds its documents in one (Haystack's in-memory `storage`,
-    faiss-haystack's `documents`), read by key: their `filter_documents` scans every document, so a query's
-    few passages would cost a pass over the corpus. None for other stores (an indexed query by id)."""
-    for attr in ("storage", "documents"):
-        held = getattr(store, attr, None) if type(store).__name__ in ("InMemoryDocumentStore", "FAISSDocumentStore",
-                                                                        "GpuFAISSDocumentStore") else None
-        if isinstance(held, dict):
-            return held
-    return None
+    """The id -> Document dict of a store that keeps one (its kind's `held`): read by key, where its
+    `filter_documents` would scan every document for a query's few passages. None: an indexed query by id."""
+    from haystack_cfrag.stores.kinds import held_documents  # noqa: PLC0415
+
+    return held_documents(store)
 
 
 def _filters(kind: str, args: dict[str, Any]) -> dict[str, Any]:

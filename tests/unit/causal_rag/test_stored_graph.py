@@ -168,7 +168,8 @@ def test_graph_home_per_store_kind(tmp_path):
     assert graph_home("memory:/d/s.json").sqlite.as_posix() == "/d/s.graph/graph.sqlite"
     assert graph_home("faiss:/d/f#HNSW32").nodes == StoreSpec("faiss", "/d/f.graph/nodes", "HNSW32")
     pg = graph_home("pgvector:postgresql://u:p@h:5432/db#docs")
-    assert (pg.nodes.name, pg.postgres[1], pg.sqlite) == ("docs_graph_vectors", "docs_graph", None)
+    assert (pg.nodes.name, pg.postgres, pg.sqlite) == ("docs_graph_vectors", "docs_graph", None)
+    assert pg.nodes.password.resolve_value() == "p" and "p@" not in str(pg.nodes)  # the node store's connection
     assert graph_home("qdrant:/d/q#c").sqlite.as_posix() == "/d/q.c.graph/graph.sqlite"
     served = graph_home("qdrant:http://h:6333#c", cache_dir=tmp_path)
     assert served.sqlite.parent == tmp_path and served.sqlite.name.startswith("qdrant-")
@@ -178,11 +179,12 @@ def test_graph_home_per_store_kind(tmp_path):
                                   "faiss:/d/store.graph-nodes"])
 def test_the_graph_is_never_saved_over_the_store_it_belongs_to(spec):
     # faiss:PATH saves PATH.faiss + PATH.json with Path.with_suffix: a node store at PATH.graph-nodes was PATH.faiss
-    from haystack_cfrag.causal_rag.stored_graph import check_home, store_files
+    from haystack_cfrag.causal_rag.stored_graph import check_home
     from haystack_cfrag.stores.specs import parse_store_spec
     home = graph_home(spec)
     check_home(spec, home)  # does not raise
-    assert not store_files(home.nodes) & store_files(parse_store_spec(spec))
+    files = parse_store_spec(spec).store_kind.files
+    assert not files(home.nodes) & files(parse_store_spec(spec))
     clash = type(home)(parse_store_spec(spec), sqlite=home.sqlite)
     with pytest.raises(ValueError, match="over the store itself"):
         check_home(spec, clash)

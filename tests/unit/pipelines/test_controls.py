@@ -8,7 +8,7 @@ from haystack_cfrag.baseline.components.document_order import ORDERS, DocumentOr
 from haystack_cfrag.evaluation.systems import parse_system
 from haystack_cfrag.registry import REGISTRY
 from haystack_cfrag.runtime import Runtime
-from haystack_cfrag.stores.keyword import keyword_store
+from haystack_cfrag.stores.opening import keyword_store
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
 

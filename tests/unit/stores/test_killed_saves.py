@@ -15,14 +15,15 @@ import pytest
 from haystack import Document
 
 from haystack_cfrag.stores import open_document_store, save_document_store
-from haystack_cfrag.stores.opening import finish_interrupted_save, remove_leftovers
+from haystack_cfrag.stores.kinds.base import remove_leftovers
+from haystack_cfrag.stores.kinds.faiss_files import finish_interrupted_save
 
 WRITER = """
 import os, signal, sys
 from haystack import Document
 from haystack.document_stores.types import DuplicatePolicy
 from haystack_cfrag.stores import open_document_store, save_document_store
-from haystack_cfrag.stores import opening
+from haystack_cfrag.stores.kinds import faiss_files
 
 spec, n, kill_at = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 real_replace = os.replace
@@ -32,7 +33,7 @@ def replace(src, dst):
         os.kill(os.getpid(), signal.SIGKILL)
     real_replace(src, dst)
 
-opening.os.replace = replace
+faiss_files.os.replace = replace
 store = open_document_store(spec, embedding_dim=4, create=True, faiss_device=-1)
 docs = [Document(id=f"d{i}", content=f"passage {i}", embedding=[float(i), 1.0, 0.0, 0.0]) for i in range(n)]
 store.write_documents(docs, policy=DuplicatePolicy.OVERWRITE)

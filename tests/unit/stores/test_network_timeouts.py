@@ -30,15 +30,20 @@ def test_d7_a_pgvector_host_that_never_answers_is_one_line_within_seconds(what):
 
 
 def test_d7_every_postgres_connection_string_gets_a_connect_and_a_statement_timeout(monkeypatch):
-    from haystack_cfrag.stores.opening import pg_secret
-    from haystack_cfrag.stores.timeouts import pg_with_timeouts
+    from haystack_cfrag.stores import parse_store_spec
+    from psycopg.conninfo import conninfo_to_dict
 
-    url = "postgresql://u:p@h:5432/db"
-    assert pg_secret(url).resolve_value() == pg_with_timeouts(url)
-    assert "connect_timeout=10" in pg_with_timeouts(url) and "statement_timeout%3D300000" in pg_with_timeouts(url)
+    from haystack_cfrag.stores.kinds.pgvector import PGVECTOR, conninfo
+
+    spec = parse_store_spec("pgvector:postgresql://u:p@h:5432/db")
+    assert PGVECTOR.secret(spec).resolve_value() == conninfo(spec)
+    assert "connect_timeout=10" in conninfo(spec) and "statement_timeout=300000" in conninfo(spec)
     monkeypatch.setenv("PG_CONN_STR", "host=h dbname=db")
-    assert pg_secret("").resolve_value() == "host=h dbname=db connect_timeout=10 options='-c statement_timeout=300000'"
-    assert pg_with_timeouts(url + "?connect_timeout=60") == url + "?connect_timeout=60&options=-c%20statement_timeout%3D300000"
+    assert conninfo_to_dict(PGVECTOR.secret(parse_store_spec("pgvector:")).resolve_value()) == {
+        "host": "h", "dbname": "db", "connect_timeout": "10", "options": "-c statement_timeout=300000"}
+    assert conninfo_to_dict(conninfo(parse_store_spec("pgvector:postgresql://u:p@h:5432/db?connect_timeout=60"))) == {
+        "user": "u", "password": "p", "host": "h", "port": "5432", "dbname": "db", "connect_timeout": "60",
+        "options": "-c statement_timeout=300000"}
 
 
 # ------------------------------------------------------------------ D19: Ray

@@ -14,7 +14,7 @@ from haystack_cfrag.cli import app, main
 from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec
 
 URL = "postgresql://u:s3cret@db:5432/rag"
-MAX_TABLE = 35  # specs.MAX_TABLE: 63 - len("_graph_vectors_keyword_index")
+MAX_TABLE = 35  # kinds.pgvector.MAX_TABLE: 63 - len("_graph_vectors_keyword_index")
 BAD = [
     # D9: a table whose graph's names ('…_graph_vectors_keyword_index') would pass Postgres's 63 characters
     (f"pgvector:{URL}#{'t' * (MAX_TABLE + 1)}", f"table name '{'t' * (MAX_TABLE + 1)}' is 36 characters, at most 35"),
@@ -56,9 +56,9 @@ def test_good_names_still_parse(spec, parsed):
 
 
 def test_the_longest_table_name_is_the_one_whose_graph_names_fit_postgres():
-    from haystack_cfrag.stores import specs
+    from haystack_cfrag.stores.kinds import pgvector
 
-    assert specs.MAX_TABLE == MAX_TABLE == specs.PG_NAME_LIMIT - len("x" + specs.LONGEST_SUFFIX) + 1
+    assert pgvector.MAX_TABLE == MAX_TABLE == pgvector.PG_NAME_LIMIT - len("x" + pgvector.LONGEST_SUFFIX) + 1
 
 
 @pytest.mark.parametrize("spec, message", [BAD[0], BAD[2], BAD[6], BAD[8]])

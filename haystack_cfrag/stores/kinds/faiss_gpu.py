@@ -97,9 +97,9 @@ class GpuFAISSDocumentStore(FAISSDocumentStore):  # type: ignore[misc,valid-type
         return self.index is not None and self.index is not self.__dict__.get("_cpu_index")
 
     def load(self, index_path: Any) -> None:
-        """Read the store's two files checked (`stores.faiss_files.load_store`: no FIFO, no header that claims
+        """Read the store's two files checked (`faiss_files.load_store`: no FIFO, no header that claims
         more than its file holds), never through faiss-haystack's unchecked reader."""
-        from haystack_cfrag.stores.faiss_files import load_store  # noqa: PLC0415
+        from haystack_cfrag.stores.kinds.faiss_files import load_store  # noqa: PLC0415
 
         load_store(self, index_path)
 
