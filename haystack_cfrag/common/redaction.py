@@ -12,12 +12,16 @@ dict's ``'password': …``). A spec that holds a password is serialised by name,
 from __future__ import annotations
 
 import hashlib
+import hmac
 import logging
 import os
 import re
+import secrets
 from typing import Any
 
 HIDDEN = "***"
+_NAME_KEY = secrets.token_bytes(16)
+"""This process's key for `env_secret`'s variable names."""
 PLACEHOLDER = "USER:PASSWORD"
 """The userinfo of the help texts' ``postgresql://USER:PASSWORD@HOST…``: shown as it is."""
 
@@ -146,7 +150,8 @@ def has_password(text: str) -> bool:
 
 def env_secret(value: str, prefix: str) -> Any:
     """A Haystack `Secret` of an environment variable holding `value`, set in this process under a name
-    derived from it (`prefix` + a hash): it serialises by that name, never by value.
+    derived from it (`prefix` + a hash keyed by a random key of this process, so that the name tells nothing
+    about the value, not even to a guess): it serialises by that name, never by value.
 
     >>> secret = env_secret("pgvector:postgresql://me:pw@db/x", "CFRAG_DOCTEST")
     >>> secret.to_dict()["env_vars"][0].startswith("CFRAG_DOCTEST_"), secret.resolve_value().endswith("@db/x")
@@ -154,7 +159,7 @@ def env_secret(value: str, prefix: str) -> Any:
     """
     from haystack.utils import Secret  # noqa: PLC0415
 
-    var = f"{prefix}_" + hashlib.sha256(value.encode()).hexdigest()[:10].upper()
+    var = f"{prefix}_" + hmac.new(_NAME_KEY, value.encode(), hashlib.sha256).hexdigest()[:10].upper()
     os.environ[var] = value
     return Secret.from_env_var(var)
 
