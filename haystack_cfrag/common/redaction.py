@@ -1,8 +1,8 @@
 """Passwords kept out of every message, log line and serialisation: `redact`, and the secrets that hold them.
 
-`redact` is the one redaction of the package: the CLI's error printer, `errors.one_line`, the
-degradations of a trace, the server's log and the components' error messages pass text through
-it. It hides the password of a URI's userinfo (``postgresql://USER:***@HOST``, also with an
+`redact` is the one redaction of the package, for text a user typed that may still hold a password
+(a store spec is parsed with its password apart, `stores.specs`): the CLI's error printer,
+`errors.one_line`, the degradations of a trace and the server's log pass text through it. It hides the password of a URI's userinfo (``postgresql://USER:***@HOST``, also with an
 empty user or a raw ``@`` in the password: everything up to the token's last ``@`` is hidden)
 and the value of ``password=``, ``passwd=`` or ``pwd=`` (a URI's query, a libpq keyword DSN, a
 dict's ``'password': …``). A spec that holds a password is serialised by name, never by value
@@ -107,47 +107,6 @@ def _hide_quoted_values(text: str) -> str:
     return "".join(out)
 
 
-def check_postgres_url(url: str) -> None:
-    """ValueError, in one redacted line, for a Postgres URL libpq cannot read, or reads with part of the
-    password as the host or the port (a raw '@' or '/' in it: the error of connecting would then show it).
-
-    No connection is made (libpq's own parser, through psycopg; without psycopg, nothing is checked). With
-    psycopg, `"postgresql://me:s3@cret@db/x"` is refused: "ValueError: 'postgresql://me:***@db/x': libpq reads
-    part of its password as the host or port: percent-encode '@' as %40, '/' as %2F".
-
-    >>> check_postgres_url("postgresql://me:s3cret@db:5432/x")  # well formed: silent, with or without psycopg
-    """
-    from urllib.parse import unquote  # noqa: PLC0415
-
-    try:
-        from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415
-    except ImportError:
-        return
-    shown = redact(url)
-    try:
-        parsed = conninfo_to_dict(url)
-    except Exception as exc:  # noqa: BLE001  (psycopg.ProgrammingError: libpq's message, which may quote a part)
-        message = " ".join(redact(str(exc)).split())[:160]
-        raise ValueError(f"'{shown}' is not a Postgres URL libpq reads ({message}): use "
-                         "postgresql://USER:PASSWORD@HOST:PORT/DB, the password percent-encoded") from None
-    rest = url.partition("://")[2]
-    userinfo = rest[:rest.rfind("@")] if "@" in rest else ""
-    if ":" in userinfo:
-        user, _, password = userinfo.partition(":")
-        if (parsed.get("user") or "", parsed.get("password") or "") != (unquote(user), unquote(password)):
-            raise ValueError(f"'{shown}': libpq reads part of its password as the host or port: percent-encode "
-                             "'@' as %40, '/' as %2F")
-
-
-def has_password(text: str) -> bool:
-    """Whether `text` holds a password `redact` would hide.
-
-    >>> has_password("faiss:stores/demo"), has_password("pgvector:postgresql://me:pw@db/x")
-    (False, True)
-    """
-    return redact(text) != text
-
-
 def env_secret(value: str, prefix: str) -> Any:
     """A Haystack `Secret` of an environment variable holding `value`, set in this process under a name
     derived from it (`prefix` + a hash keyed by a random key of this process, so that the name tells nothing
@@ -194,4 +153,4 @@ def install_log_redaction(*loggers: str) -> None:
             target.addFilter(_FILTER)
 
 
-__all__ = ["HIDDEN", "RedactingFilter", "check_postgres_url", "env_secret", "has_password", "install_log_redaction", "redact"]
+__all__ = ["HIDDEN", "RedactingFilter", "env_secret", "install_log_redaction", "redact"]

@@ -12,7 +12,7 @@ import pytest
 
 from haystack_cfrag.common.errors import MAX_CHARS, one_line
 from haystack_cfrag.common.plumbing import degradation
-from haystack_cfrag.common.redaction import HIDDEN, RedactingFilter, check_postgres_url, env_secret, redact
+from haystack_cfrag.common.redaction import HIDDEN, RedactingFilter, env_secret, redact
 
 PASSWORD = "s3cr3t-P4ss"
 RAW_AT = "s3cr@t-P4ss"
@@ -64,20 +64,6 @@ def test_keyword_dsns_dicts_and_libpq_messages_are_hidden(text):
                                   "openai:http://127.0.0.1:8080/v1#model", "postgresql://me@db:5432/rag#docs"])
 def test_text_without_a_password_is_unchanged(text):
     assert redact(text) == text
-
-
-@pytest.mark.parametrize("url", [f"postgresql://me:{RAW_AT}@db/x", "postgresql://me:s3cr/t-P4ss@db/x",
-                                 f"postgresql://me:{PASSWORD}@[::1", "postgresql://me:s3cr3t P4ss@db/x"])
-def test_a_url_libpq_would_misread_or_refuse_is_refused_redacted(url):
-    pytest.importorskip("psycopg", reason="libpq's own parser (haystack-cfrag[stores])")
-    with pytest.raises(ValueError) as caught:
-        check_postgres_url(url)
-    assert leaked(str(caught.value)) == [] and "\n" not in str(caught.value)
-
-
-def test_a_well_formed_url_passes_the_check():
-    check_postgres_url(f"postgresql://me:{PASSWORD}@db:5432/x")
-    check_postgres_url("postgresql://me:s3cr%40t@db/x")
 
 
 def test_the_log_filter_redacts_messages_and_tracebacks(caplog):

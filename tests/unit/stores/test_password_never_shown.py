@@ -128,3 +128,24 @@ def test_e5_a_password_with_a_space_after_100_characters_is_never_printed(caplog
     seen = _seen(E5, caplog)
     assert not [line for line in seen if "p" * 30 in line or "and then the rest" in line]
     assert any("cannot be reached" in line and "Connection refused" in line for line in seen), seen
+
+
+# moved from tests/unit/common/test_redaction.py with the check they test (was `check_postgres_url`, now the parse)
+RAW_AT, PASSWORD = "s3cr@t-P4ss", "s3cr3t-P4ss"
+
+
+def leaked(text: str) -> list[str]:
+    return [piece for piece in (PASSWORD, "s3cr3t", "P4ss", "s3cr@t", "t-P4ss") if piece in text]
+
+
+@pytest.mark.parametrize("url", [f"postgresql://me:{RAW_AT}@db/x", "postgresql://me:s3cr/t-P4ss@db/x",
+                                 f"postgresql://me:{PASSWORD}@[::1", "postgresql://me:s3cr3t P4ss@db/x"])
+def test_a_url_libpq_would_misread_or_refuse_is_refused_redacted(url):
+    with pytest.raises(ValueError) as caught:
+        parse_store_spec(f"pgvector:{url}")
+    assert leaked(str(caught.value)) == [] and "\n" not in str(caught.value)
+
+
+def test_a_well_formed_url_passes_the_check():
+    assert parse_store_spec(f"pgvector:postgresql://me:{PASSWORD}@db:5432/x").password.resolve_value() == PASSWORD
+    assert parse_store_spec("pgvector:postgresql://me:s3cr%40t@db/x").password.resolve_value() == "s3cr@t"
