@@ -39,11 +39,12 @@ GRAPH = store_preparation()
               help="Also read hidden files and folders (names starting with '.') inside a FOLDER, "
                    "e.g. .env or .git: secrets often live there. Their type must still be one of those read.")
 @click.option("--prune", is_flag=True,
-              help="Also remove the passages (and their part of the graph) whose every source file is gone (no such "
-                   "file: not one that cannot be read); PATHS may then be left out.")
+              help="Also remove the passages (and their part of the graph) whose every source file is gone "
+                   "(no such file: not one that cannot be read); PATHS may then be left out.")
 @click.option("--force", is_flag=True,
-              help="With --prune: remove the passages of files that are gone even when they are more than half of "
-                   "the store's files, or every passage of a folder that no longer exists (refused without it).")
+              help="With --prune: remove the passages of files that are gone even when they are more than "
+                   "half of the store's files, or every passage of a folder that no longer exists (refused "
+                   "without it).")
 @click.option("--dry-run", is_flag=True,
               help="Print what would be added, replaced, removed and kept, by file; embed and write nothing.")
 @click.option("--wait", "wait", default=None, type=FloatRange(min=0, max=86_400),
@@ -68,8 +69,8 @@ GRAPH = store_preparation()
 @click.option("--max-passage-chars", default=20_000, show_default=True, type=IntRange(min=100),
               help="Cut (and count) passages longer than this: a long JSONL line, or text without spaces.")
 def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str | None, words: int,
-          overlap: int, include_hidden: bool, prune: bool, force: bool, dry_run: bool, wait: float | None, graph: bool,
-          llm: str, graph_extractor: str, engine: str, ray_address: str | None, max_file_mb: float,
+          overlap: int, include_hidden: bool, prune: bool, force: bool, dry_run: bool, wait: float | None,
+          graph: bool, llm: str, graph_extractor: str, engine: str, ray_address: str | None, max_file_mb: float,
           max_passage_chars: int) -> None:
     """Split files into passages, embed them and write them to a store.
 
@@ -111,7 +112,8 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
         raise click.BadParameter("name the files or folders to index (or pass --prune alone to remove the passages "
                                  "of files that are gone)", param_hint="PATHS")
     if force and not prune:
-        raise click.BadParameter("only goes with --prune (it lets --prune past its guard)", param_hint="--force")
+        raise click.BadParameter("only goes with --prune (it lets --prune past its guard)",
+                                 param_hint="--force")
     spec = check_store_spec(store_path, create=True)
     check_model_spec(embedder, "--embedder")
     if graph and GRAPH is None:
@@ -129,7 +131,8 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
                                  + (f" ({skipped})" if skipped else ""), param_hint="PATHS")
     start = time.perf_counter()
     try:
-        read = read_sources(selection, words=words, overlap=overlap, max_file_bytes=int(max_file_mb * 1024 * 1024),
+        read = read_sources(selection, words=words, overlap=overlap,
+                            max_file_bytes=int(max_file_mb * 1024 * 1024),
                             max_passage_chars=max_passage_chars)
     except ValueError as exc:  # names the file (and line)
         raise click.ClickException(one_line(exc, typed=False)) from exc
@@ -141,22 +144,22 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
 
     def saved(done: Any) -> None:
         plan = done.plan
-        click.echo(f"{len(read.files)} files → {len(read.passages)} passages, "
-                   + (f"{len(plan.to_embed)} to write" if done.dry_run else f"{done.written} written")
+        click.echo(f"{len(read.files)} files → {len(read.passages)} passages, {done.written} written"
                    + (f" ({len(plan.kept)} already in the store, kept)" if plan.kept else "") + "; store has "
                    f"{done.count} in {time.perf_counter() - start:.1f} s → {where}; {plan.summary()}"
                    + (f"; {skipped}" if skipped else "")
-                   + ("; its graph is now stale: index with --graph to bring it up to date" if done.stale else ""))
+                   + ("; its graph is now stale: index with --graph to bring it up to date" if done.stale
+                      else ""))
 
     status = StatusLine(label="index") if graph else None
     build = GraphBuild(llm=llm, extractor=graph_extractor, engine=engine, ray_address=ray_address,
                        progress=status) if graph else None
     try:
-        done = update_store(spec, read, embedder=embedder, device=device, prune=prune, force=force, dry_run=dry_run,
-                            wait=DEFAULT_WAIT if wait is None else wait, graph=build, saved=saved,
-                            notify=lambda line: click.echo(line, err=True))
-    except (StoreBusy, ValueError, FileNotFoundError) as exc:  # one line: another writer, the prune guard, a store
-        raise click.ClickException(one_line(exc, typed=False)) from exc  # or graph that cannot be written
+        done = update_store(spec, read, embedder=embedder, device=device, prune=prune, force=force,
+                            dry_run=dry_run, wait=DEFAULT_WAIT if wait is None else wait, graph=build,
+                            saved=saved, notify=lambda line: click.echo(line, err=True))
+    except (StoreBusy, ValueError, FileNotFoundError) as exc:  # one line: another writer, the prune guard, a
+        raise click.ClickException(one_line(exc, typed=False)) from exc  # store or graph that cannot be written
     finally:
         if status is not None:
             status.done()

@@ -18,9 +18,9 @@ keeps them. Passages stored before sources were recorded are never removed.
 
 `prune` refuses (`Changes.refusal`, nothing written) to remove the passages of more than
 `max_share` of the files the store holds passages of, or every passage of a folder indexed that
-no longer exists (or is empty: an unmounted disk), unless `force`. A copy's entry in `ALSO_KEY`
-is found again when its file is the passage's own; in a database store that searches meta by
-value only, a copy edited since keeps a passage (never loses one) until the file is read again.
+no longer exists (or is empty: an unmounted disk), unless `force`. A store is searched by a
+passage's own file only: a copy edited so that it no longer gives a passage stays one of its
+sources until the copy owns it and is read again (kept longer, never lost).
 
 >>> store = InMemoryDocumentStore(index="changes_doctest")  # its own index: instances share one name's data
 >>> _ = store.write_documents([Document(id="a", content="old", meta={SOURCE_KEY: "/f"}),
@@ -32,10 +32,11 @@ value only, a copy edited since keeps a passage (never loses one) until the file
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -82,13 +83,13 @@ class Changes:
                 f"{len(self.kept)} kept" + (f"; {held}" if held else ""))
 
     def by_file(self) -> list[str]:
-        """One line a file: '/abs/a.md: 1 added, 2 kept', then those kept unread: '/abs/c.pdf: kept, gave no text …'."""
+        """One line a file ('/abs/a.md: 1 added, 2 kept'), then those kept unread ('/abs/c.pdf: kept, …')."""
         lines = [f"{f}: " + ", ".join(f"{n} {what}" for what, n in counts.items()) for f, counts in sorted(
             self.files.items())]
         return lines + [f"{f}: kept, {why}" for f, why in sorted(self.held.items())]
 
     def _count(self, doc: Document | None, what: str, file: str | None = None) -> None:
-        name = file if file is not None else str((doc.meta if doc is not None else {}).get(SOURCE_KEY) or "(no file)")
+        name = file or str((doc.meta if doc is not None else {}).get(SOURCE_KEY) or "(no file)")
         counts = self.files.setdefault(name, {})
         counts[what] = counts.get(what, 0) + 1
 
@@ -96,10 +97,10 @@ class Changes:
 def plan_changes(store: Any | None, passages: list[Document], *, sources: Iterable[str] = (),
                  prune: bool = False, unread: Mapping[str, str] | None = None, force: bool = False,
                  max_share: float = MAX_PRUNE_SHARE) -> Changes:
-    """What writing `passages` (unique ids) into `store` (None: a new store) adds, replaces, removes and keeps.
+    """What writing `passages` (unique ids) into `store` (None: a new store) adds, replaces, removes, keeps.
 
-    :param sources: the source keys of the files read now: their stored passages that `passages` lack, and that no
-        other file gave, are removed.
+    :param sources: the source keys of the files read now: their stored passages that `passages` lack, and
+        that no other file gave, are removed.
     :param prune: also remove the passages whose every file is provably gone (module doc).
     :param unread: source key -> why that file was not read (`Passages.kept`): reported when the store holds
         passages of it (they are kept).
@@ -107,7 +108,7 @@ def plan_changes(store: Any | None, passages: list[Document], *, sources: Iterab
     """
     from haystack_cfrag.stores.existing import documents_from, stored_documents  # noqa: PLC0415
 
-    plan, read, state = Changes(), set(sources), _States()
+    plan, read, state = Changes(), set(sources), functools.cache(_state)  # each path asked once a plan
     held = stored_documents(store, [p.id for p in passages]) if store is not None else {}
     for doc in passages:
         old = held.get(doc.id)
@@ -115,7 +116,8 @@ def plan_changes(store: Any | None, passages: list[Document], *, sources: Iterab
             plan.add.append(doc)
             plan._count(doc, "added")
         elif not same_text(old, doc):
-            plan.replace.append(replace(doc, meta={**_plain(doc), **_marks(doc, old, read, state, carry=False)}))
+            marks = _marks(doc, old, read, state, carry=False)
+            plan.replace.append(replace(doc, meta={**_plain(doc), **marks}))
             plan._count(doc, "replaced")
         else:
             plan.kept.append(doc.id)
@@ -125,8 +127,10 @@ def plan_changes(store: Any | None, passages: list[Document], *, sources: Iterab
     if store is None:
         return plan
     given = {p.id for p in passages}
-    for file, n in Counter(d.meta[SOURCE_KEY] for d in documents_from(store, SOURCE_KEY, sorted(unread or {}))).items():
-        plan.held[file] = f"{(unread or {})[file]} ({n} passage{'s' if n != 1 else ''})"
+    unread = unread or {}
+    held_unread = documents_from(store, SOURCE_KEY, sorted(unread))
+    for file, n in Counter(d.meta[SOURCE_KEY] for d in held_unread).items():
+        plan.held[file] = f"{unread[file]} ({n} passage{'s' if n != 1 else ''})"
     for doc in documents_from(store, SOURCE_KEY, sorted(read)) if read else []:
         if doc.id not in given:  # a file read now gives it no more: the others that gave it keep it
             _drop(plan, doc, [s for s in _sources(doc) if s not in read and not (prune and state(s) == GONE)])
@@ -136,8 +140,8 @@ def plan_changes(store: Any | None, passages: list[Document], *, sources: Iterab
     return plan
 
 
-def _prune(plan: Changes, every: list[Document], given: set[str], state: _States, force: bool,
-           max_share: float) -> None:
+def _prune(plan: Changes, every: list[Document], given: set[str], state: Callable[[str], str | None],
+           force: bool, max_share: float) -> None:
     """The passages whose every file is provably gone, removed unless the guard refuses (module doc)."""
     done = given | set(plan.remove) | {d.id for d in plan.retag}
     gone: list[Document] = []
@@ -167,8 +171,9 @@ def _prune(plan: Changes, every: list[Document], given: set[str], state: _States
         why = next((f"every passage of {root}, which {what}" for root, n in sorted(lost_roots.items())
                     if n == roots[root] and (what := _folder_gone(root))), "")
     if why and not force:
-        plan.refusal = (f"--prune would remove {why}; nothing written: if they were moved or are not mounted, "
-                        "index them where they are now, or run again with --prune --force to remove them.")
+        plan.refusal = (f"--prune would remove {why}; nothing written: if they were moved or are not "
+                        "mounted, index them where they are now, or run again with --prune --force to remove "
+                        "them.")
         return
     for doc in gone:
         plan.remove.append(doc.id)
@@ -190,7 +195,8 @@ def _drop(plan: Changes, doc: Document, left: list[str]) -> None:
     plan.retag.append(replace(doc, meta={**_plain(doc), **marks}))
 
 
-def _marks(doc: Document, old: Document, read: set[str], state: _States, *, carry: bool = True) -> dict[str, Any]:
+def _marks(doc: Document, old: Document, read: set[str], state: Callable[[str], str | None], *,
+           carry: bool = True) -> dict[str, Any]:
     """Where a passage read now came from, the files that gave it before and are left (`carry`) included: its
     owner stays the stored one while that file is left or gives it now (a copy never takes it over)."""
     now = [doc.meta[SOURCE_KEY], *doc.meta.get(ALSO_KEY, ())] if doc.meta.get(SOURCE_KEY) else []
@@ -223,24 +229,13 @@ def _root(doc: Document) -> str:
     return str(doc.meta.get(ROOT_KEY) or os.path.dirname(str(doc.meta.get(SOURCE_KEY))))
 
 
-class _States:
-    """Each path's state, asked once: None for a regular file, `GONE` when provably gone, else why it is kept."""
-
-    def __init__(self) -> None:
-        self.seen: dict[str, str | None] = {}
-
-    def __call__(self, path: str) -> str | None:
-        if path not in self.seen:
-            self.seen[path] = _state(path)
-        return self.seen[path]
-
-
 def _state(path: str) -> str | None:
+    """None for a regular file, `GONE` when provably gone, else why its passages are kept."""
     try:
         mode = os.stat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
         return GONE
-    except (OSError, ValueError) as exc:  # a permission, an I/O error, a stale NFS handle: not proof it is gone
+    except (OSError, ValueError) as exc:  # a permission, an I/O error, a stale NFS handle: not proof of it
         return f"could not be checked ({getattr(exc, 'strerror', None) or type(exc).__name__})"
     return None if stat.S_ISREG(mode) else "is not a regular file"
 

@@ -3,7 +3,8 @@
 Without `--store` the CLI and the server read the demo corpus shipped in `haystack_cfrag/data`,
 embedded on first use with the configured embedder and cached as an `InMemoryDocumentStore`
 saved as JSON (`default_store_path`). Any other spec is opened for reading only
-(`haystack_cfrag.stores.opening`): stores are only ever written by `cfrag index`.
+(`haystack_cfrag.stores.opening`): stores are only ever written by `stores.update.update_store` (`cfrag
+index`, and the demo store's first build, under its lock: two processes starting at once embed it once).
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ from typing import Any
 
 from haystack import Document, logging
 from haystack.document_stores.in_memory import InMemoryDocumentStore
-from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
 from haystack_cfrag.stores.sources import read_jsonl
 from haystack_cfrag.models import EMBEDDED_EMBEDDER, cache_dir
-from haystack_cfrag.stores.kinds.memory import open_memory_store, save_memory_store
+from haystack_cfrag.stores.kinds.memory import open_memory_store
 from haystack_cfrag.stores.opening import open_document_store
 from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec
 
@@ -51,11 +51,11 @@ def open_store(
     path = Path(path) if path else default_store_path(embedder)
     if path.exists() or path != default_store_path(embedder):
         return open_memory_store(path)
+    from haystack_cfrag.stores.update import update_store  # noqa: PLC0415
+
     logger.info("Embedding the demo corpus into {path} (first use)", path=str(path))
-    store = open_memory_store(path, create=True)
-    store.write_documents(embed_documents(read_jsonl(DEMO_CORPUS)), policy=DuplicatePolicy.OVERWRITE)
-    save_memory_store(store, path)
-    return store
+    update_store(f"memory:{path}", read_jsonl(DEMO_CORPUS), embedder=embed_documents)  # locked: built once
+    return open_memory_store(path)
 
 
 def open_model_store(

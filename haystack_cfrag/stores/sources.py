@@ -1,4 +1,4 @@
-"""Files to passages for a store: text, Markdown, PDF and JSONL files selected, read and split (`read_sources`).
+"""Files to passages for a store: text, Markdown, PDF and JSONL files selected, read, split (`read_sources`).
 
 `select_files` is the one file filter of `cfrag index`: a file named on the command line must
 be of a type read here (`SUFFIXES`: .txt .text .md .markdown .pdf .jsonl; a file without a
@@ -324,8 +324,8 @@ def split_documents(docs: list[Document], *, words: int = 190, overlap: int = 30
 
 
 def last_wins(passages: list[Document]) -> tuple[list[Document], int]:
-    """(passages with unique ids, how many were dropped): of passages sharing an id, the last one read is kept, in
-    the place of the first; the files of the same passage read earlier are kept as its `ALSO_KEY`.
+    """(passages with unique ids, how many were dropped): of passages sharing an id, the last one read is kept,
+    in the place of the first; the files of the same passage read earlier are kept as its `ALSO_KEY`.
 
     >>> kept, dropped = last_wins([Document(id="a", content="old"), Document(id="b", content="b"),
     ...                            Document(id="a", content="new")])
@@ -339,18 +339,20 @@ def last_wins(passages: list[Document]) -> tuple[list[Document], int]:
         source = doc.meta.get(SOURCE_KEY)
         if doc is not final and source and source != final.meta.get(SOURCE_KEY) and same_text(doc, final):
             also.setdefault(doc.id, []).append(source)
-    out = [last[i] if i not in also else replace(last[i], meta={**last[i].meta, ALSO_KEY: list(dict.fromkeys(also[i]))})
+    out = [last[i] if i not in also else replace(last[i], meta={**last[i].meta,
+                                                                 ALSO_KEY: list(dict.fromkeys(also[i]))})
            for i in dict.fromkeys(d.id for d in passages)]
     return out, len(passages) - len(out)
 
 
 def same_text(a: Document, b: Document) -> bool:
-    """Same text and same meta, the bookkeeping keys aside (meta compared as JSON, as a saved store reads it back)."""
+    """Same text and meta, the bookkeeping keys aside (meta compared as JSON, as a saved store reads it back)."""
     return (a.content or "") == (b.content or "") and _meta(a) == _meta(b)
 
 
 def _meta(doc: Document) -> str:
-    return json.dumps({k: v for k, v in doc.meta.items() if k not in BOOKKEEPING}, sort_keys=True, default=str)
+    plain = {k: v for k, v in doc.meta.items() if k not in BOOKKEEPING}
+    return json.dumps(plain, sort_keys=True, default=str)
 
 
 def cut_passages(passages: list[Document], max_chars: int = MAX_PASSAGE_CHARS) -> tuple[list[Document], int]:
@@ -376,7 +378,7 @@ def cut_passages(passages: list[Document], max_chars: int = MAX_PASSAGE_CHARS) -
 
 @dataclass
 class Passages:
-    """What files gave (`read_sources`): the passages, and what `update_store` must keep of the files not read."""
+    """What files gave (`read_sources`): the passages, and what `update_store` keeps of the files not read."""
 
     passages: list[Document]
     files: list[Path] = field(default_factory=list)
@@ -388,8 +390,8 @@ class Passages:
     """What was skipped, cut or dropped, in words (for a summary)."""
 
 
-def read_sources(paths: Iterable[str | os.PathLike[str]] | FileSelection, *, words: int = 190, overlap: int = 30,
-                 include_hidden: bool = False, max_file_bytes: int = MAX_FILE_BYTES,
+def read_sources(paths: Iterable[str | os.PathLike[str]] | FileSelection, *, words: int = 190,
+                 overlap: int = 30, include_hidden: bool = False, max_file_bytes: int = MAX_FILE_BYTES,
                  max_passage_chars: int = MAX_PASSAGE_CHARS) -> Passages:
     """The passages of files and folders (or of a `select_files` selection; module doc): selected, converted,
     split, cut, unique by id, marked with where they came from.
@@ -397,7 +399,8 @@ def read_sources(paths: Iterable[str | os.PathLike[str]] | FileSelection, *, wor
     :raises ValueError: one line naming the file (and line): a file named that is not read, text that is not
         UTF-8, a bad JSONL line.
     """
-    selection = paths if isinstance(paths, FileSelection) else select_files(paths, include_hidden=include_hidden)
+    selection = paths if isinstance(paths, FileSelection) else select_files(paths,
+                                                                             include_hidden=include_hidden)
     converted = convert_files(selection.files, max_file_bytes=max_file_bytes)
     passages, cut = cut_passages(split_documents(converted.documents, words=words, overlap=overlap,
                                                  whole=converted.whole), max_passage_chars)
@@ -414,10 +417,13 @@ def read_sources(paths: Iterable[str | os.PathLike[str]] | FileSelection, *, wor
              f"skipped {large} file(s) larger than {max_file_bytes / 2**20:g} MiB" if large else "",
              f"skipped {unreadable} file(s) that could not be read" if unreadable else "",
              f"cut {cut} passage(s) to {max_passage_chars} characters" if cut else "",
-             f"{duplicates} passage(s) shared an id with a later one: the last of each kept" if duplicates else ""]
-    return Passages(passages, selection.files, {source_of(p) for p in converted.read}, kept, [n for n in notes if n])
+             f"{duplicates} passage(s) shared an id with a later one: the last of each kept" if duplicates
+             else ""]
+    read = {source_of(p) for p in converted.read}
+    return Passages(passages, selection.files, read, kept, [n for n in notes if n])
 
 
-__all__ = ["ALSO_KEY", "BOOKKEEPING", "MAX_FILE_BYTES", "MAX_PASSAGE_CHARS", "ROOT_KEY", "SOURCE_KEY", "SUFFIXES",
-           "Converted", "FileSelection", "Passages", "convert_files", "cut_passages", "last_wins", "read_bounded",
-           "read_jsonl", "read_sources", "same_text", "select_files", "source_of", "split_documents", "unsupported"]
+__all__ = ["ALSO_KEY", "BOOKKEEPING", "MAX_FILE_BYTES", "MAX_PASSAGE_CHARS", "ROOT_KEY", "SOURCE_KEY",
+           "SUFFIXES", "Converted", "FileSelection", "Passages", "convert_files", "cut_passages", "last_wins",
+           "read_bounded", "read_jsonl", "read_sources", "same_text", "select_files", "source_of",
+           "split_documents", "unsupported"]

@@ -30,7 +30,7 @@ def new_store(request, tmp_path_factory):
     """A function that gives the spec of a new, empty store of the kind each time it is called."""
     if request.param == "pgvector":
         pytest.importorskip("haystack_integrations.document_stores.pgvector")
-        server = request.getfixturevalue("pg_server")  # the session's Postgres (a skip where pgvector cannot run)
+        server = request.getfixturevalue("pg_server")  # the session's Postgres (a skip: pgvector cannot run)
 
         def make() -> str:
             name = "k_" + uuid.uuid4().hex[:12]
@@ -115,8 +115,9 @@ def test_two_concurrent_index_runs_into_one_store_keep_every_passage_once(new_st
     assert child(tmp_path, "never", seed, "--store", spec).returncode == 0
     # each child waits after its embedding until both are there: without a lock, both read the store first
     env = _env(tmp_path, CHILD_BARRIER=f"{tmp_path / 'barrier'}:2:10")
-    procs = [subprocess.Popen([sys.executable, "-m", "tests.unit.indexing.child", "never", "--", "index", str(shared),
-                               str(mine), "--store", spec, "--wait", "300"] + (["--graph"] if i == 0 else []),
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.unit.indexing.child", "never", "--", "index",
+                               str(shared), str(mine), "--store", spec, "--wait", "300"]
+                              + (["--graph"] if i == 0 else []),
                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for i, mine in enumerate(own)]
     outs = [p.communicate(timeout=600) for p in procs]
@@ -124,7 +125,8 @@ def test_two_concurrent_index_runs_into_one_store_keep_every_passage_once(new_st
     expected = ({f"seed-{i}" for i in range(2)} | {f"shared-{i}" for i in range(3)}
                 | {f"w{w}-{i}" for w in range(2) for i in range(4)})
     final = child(tmp_path, "never", seed, shared, *own, "--store", spec, "--graph")
-    assert final.returncode == 0 and f"0 added, 0 replaced, 0 removed, {len(expected)} kept" in final.stdout, final
+    assert final.returncode == 0, final.stderr
+    assert f"0 added, 0 replaced, 0 removed, {len(expected)} kept" in final.stdout, final.stdout
     after = state(spec)
     assert sorted(after["passages"]) == sorted(expected)  # every passage once, none lost
     assert {r[0] for r in after["tables"]["passages"]} == expected and after["meta"]["state"] == "complete"

@@ -2,9 +2,10 @@
 hashing embedder in place of the model: `tests.unit.indexing.child`) on a FAISS store, the store's passages
 counted before and after each step.
 
-Before (58316b0): a PDF cut short by a partial download lost its passage on the next ordinary run ("1 removed",
-exit 0); `--prune` after the corpus folder was renamed emptied the store ("3 removed", exit 0); indexing a copy
-of the folder, deleting the copy and pruning emptied the store although the original files were still there.
+Before (58316b0): a PDF cut short by a partial download lost its passage on the next ordinary run ("1
+removed", exit 0); `--prune` after the corpus folder was renamed emptied the store ("3 removed", exit 0);
+indexing a copy of the folder, deleting the copy and pruning emptied the store although the original files
+were still there.
 """
 
 from __future__ import annotations

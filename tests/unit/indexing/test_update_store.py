@@ -1,4 +1,4 @@
-"""`update_store`, the one write of a store (issue 70, item 2): a Python caller gets what `cfrag index` does."""
+"""`update_store`, the one write of a store (issue 70, item 2): from Python, what `cfrag index` does."""
 
 from __future__ import annotations
 
@@ -49,10 +49,11 @@ def test_files_in_a_store_out_with_the_plan_by_file(tmp_path, embedder):
 def test_documents_as_they_are_and_an_embedder_function(tmp_path):
     spec = f"memory:{tmp_path / 'store.json'}"
     docs = [Document(id="x", content="one"), Document(id="y", content="two")]
-    done = update_store(spec, docs, embedder=lambda ds: [Document(id=d.id, content=d.content, embedding=[1.0, 0.0])
-                                                         for d in ds])
+    done = update_store(spec, docs, embedder=lambda ds: [
+        Document(id=d.id, content=d.content, embedding=[1.0, 0.0]) for d in ds])
     assert done.count == 2 and {d.id for d in open_document_store(spec).filter_documents()} == {"x", "y"}
-    assert update_store(spec, docs, embedder=lambda ds: 1 / 0).plan.summary() == "0 added, 0 replaced, 0 removed, 2 kept"
+    again = update_store(spec, docs, embedder=lambda ds: 1 / 0)  # nothing to embed: never called
+    assert again.plan.summary() == "0 added, 0 replaced, 0 removed, 2 kept"
 
 
 def test_a_dry_run_plans_and_touches_nothing(tmp_path, embedder):
@@ -70,7 +71,7 @@ def test_prune_past_the_guard_raises_one_line_and_force_removes(tmp_path, embedd
     update_store(spec, [folder], embedder=embedder)
     (folder / "a.txt").unlink()
     (folder / "b.txt").unlink()
-    with pytest.raises(PruneRefused, match=r"^--prune would remove the passages of 2 of the 2 files .* --force"):
+    with pytest.raises(PruneRefused, match=r"^--prune would remove the passages of 2 of the 2 files .*force"):
         update_store(spec, [], embedder=embedder, prune=True)
     assert open_document_store(spec).count_documents() == 2
     assert update_store(spec, [], embedder=embedder, prune=True, force=True).count == 0
@@ -83,14 +84,14 @@ def test_a_second_writer_is_refused_in_one_line_and_nothing_is_written(tmp_path,
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         os.write(fd, b"4242\n")
-        with pytest.raises(StoreBusy, match=r"being written by another cfrag index \(pid 4242\).*nothing written"):
+        with pytest.raises(StoreBusy, match=r"written by another cfrag index \(pid 4242\).*nothing written"):
             update_store(spec, [folder], embedder=embedder, wait=0)
     finally:
         os.close(fd)
     assert not (tmp_path / "store.json").exists()
 
 
-def test_a_graph_with_an_embedder_component_needs_its_query_embedder_before_anything_is_written(tmp_path, embedder):
+def test_a_graph_with_an_embedder_component_needs_its_query_embedder_first(tmp_path, embedder):
     folder = notes(tmp_path / "n", a="Rain causes floods.")
     with pytest.raises(ValueError, match=r"GraphBuild\(text_embedder=…\)"):
         update_store(f"memory:{tmp_path / 'store.json'}", [folder], embedder=embedder, graph=GraphBuild())
@@ -105,10 +106,11 @@ def test_the_example_keeps_a_store_up_to_date(tmp_path, embedder):
         spec.loader.exec_module(example)
     finally:
         sys.path.remove(str(EXAMPLES))
-    lines = example.keep_up_to_date(f"memory:{tmp_path / 'store.json'}", example.write_notes(tmp_path), embedder)
-    text = "\n".join(lines)
+    spec = f"memory:{tmp_path / 'store.json'}"
+    text = "\n".join(example.keep_up_to_date(spec, example.write_notes(tmp_path), embedder))
+    held = "kept: schools.txt gave no text (1 passage)"
     assert "first build: 3 added, 0 replaced, 0 removed, 0 kept (store has 3)" in text
-    assert "dry run: 1 added, 0 replaced, 1 removed, 1 kept; kept: schools.txt gave no text (1 passage)" in text
-    assert "update: 1 added, 0 replaced, 1 removed, 1 kept; kept: schools.txt gave no text (1 passage)" in text
+    assert f"dry run: 1 added, 0 replaced, 1 removed, 1 kept; {held}" in text
+    assert f"update: 1 added, 0 replaced, 1 removed, 1 kept; {held}" in text
     assert "prune: 0 added, 0 replaced, 1 removed, 1 kept" in text
     assert open_document_store(f"memory:{tmp_path / 'store.json'}").count_documents() == 2
