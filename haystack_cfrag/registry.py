@@ -33,6 +33,7 @@ from haystack_cfrag.cascade.parameters import GATE_PARAMETERS, GATE_SWEEP_NAMES
 from haystack_cfrag.common.parameters import Parameter, ParameterError, check_parameters
 from haystack_cfrag.family import Cascade, Entry, Family, StorePreparation
 from haystack_cfrag.pipelines import OWN_FILES, pipeline_path, read_pipeline
+from haystack_cfrag.stores.update import INDEX_TIME
 
 BASELINE = "standard_rag"
 """The pipeline every comparison measures against (standard RAG: top-k retrieval, one generation)."""
@@ -133,7 +134,7 @@ def register_family(family: Family) -> None:
             injection=entry.injection, api_description=entry.api_description, indexing=entry.indexing,
             default_system=entry.default_system, file=entry.path,
             control=entry.control, cascade=_cascade(family, entry))
-    _resolved.clear()
+    _changed()
 
 
 def unregister_family(name: str) -> None:
@@ -142,7 +143,13 @@ def unregister_family(name: str) -> None:
     for pipeline in [p for p, entry in REGISTRY.items() if entry.family == name]:
         del REGISTRY[pipeline]
         OWN_FILES.pop(pipeline, None)
+    _changed()
+
+
+def _changed() -> None:
+    """Forget the resolved files; hand `update_store` the index-time preparation (the stores import no family)."""
     _resolved.clear()
+    INDEX_TIME[:] = [p for p in (store_preparation(),) if p is not None]
 
 
 # ---------------------------------------------------------------- one resolution per pipeline file

@@ -1,7 +1,7 @@
 """`cfrag index --graph`: CausalRAG's graph extraction ahead of time, incremental, with progress and its cost.
 
 Every passage's extraction lands in the cache that `cfrag ask/compare/eval/serve` read
-(`Runtime.graph_cache`), keyed by the passage's content hash and the extractor (its model and
+(`StoreParts.graph_cache`), keyed by the passage's content hash and the extractor (its model and
 settings), so the graph is then put together from the cache the first time a question needs it.
 
 Incremental: run it over the store's passages after adding, changing or deleting some: a passage

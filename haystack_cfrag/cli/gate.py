@@ -22,7 +22,7 @@ from haystack_cfrag.cascade.fit import DEFAULT_C, fit_gate
 from haystack_cfrag.cascade.model import GateModel
 from haystack_cfrag.cascade.parameters import GATE_NODE
 from haystack_cfrag.common.parameters import clip
-from haystack_cfrag.pipelines import read_yaml
+from haystack_cfrag.pipelines import parse_yaml, read_yaml
 from haystack_cfrag.stores.safe_files import read_text
 
 THRESHOLD_NOTE = "  # the operating point (a request's gate_threshold overrides it)"
@@ -114,7 +114,7 @@ def _cascade_with(cascade: str, model: dict[str, Any]) -> str:
     try:
         path = resolve(cascade).path  # read and checked once already (a bounded, safe YAML read)
         text = with_gate_model(read_text(path, "meta", folder=Path(path.absolute().anchor)), model)
-        written = _dig(yaml.safe_load(text), "components", GATE_NODE, "init_parameters", "model")
+        written = _dig(parse_yaml(text, path), "components", GATE_NODE, "init_parameters", "model")
         if GateModel.from_dict(written) != GateModel.from_dict(model):
             raise ValueError("its gate's model could not be replaced in place")
         return text

@@ -97,7 +97,7 @@ def read_yaml(path: Path) -> Any:
     """A YAML file's data, safely loaded (no Python objects): the package's one YAML parse (a pipeline, a gate).
 
     Read through the one safe opener (`stores.safe_files`: a regular file, never a FIFO or a device), at most
-    `MAX_YAML_BYTES`, and its aliases expanded to at most `MAX_YAML_NODES` nodes before anything is built.
+    `MAX_YAML_BYTES`, then `parse_yaml`.
 
     :raises ValueError: one line naming the file when it is not readable YAML.
     """
@@ -107,21 +107,34 @@ def read_yaml(path: Path) -> Any:
     try:
         with open_checked(path, "meta", folder=Path(path.absolute().anchor)) as fh:  # a link anywhere, to a file
             raw = fh.read(MAX_YAML_BYTES + 1)
-        if len(raw) > MAX_YAML_BYTES:
-            raise ValueError(f"it is larger than {MAX_YAML_BYTES >> 20} MiB")
-        loader = _BoundedLoader(raw.decode("utf-8"))  # a SafeLoader: no Python objects
-        try:
-            return loader.get_single_data()
-        finally:
-            loader.dispose()
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file.") from None
-    except ValueError as exc:
-        text = " ".join(str(exc).split())
-        raise ValueError(text if text.startswith(str(path)) else f"{path}: not a readable YAML file ({text[:120]}).") \
-            from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, OverflowError) as exc:
+    except OSError as exc:
         raise ValueError(f"{path}: not a readable YAML file ({type(exc).__name__}).") from None
+    if len(raw) > MAX_YAML_BYTES:
+        raise ValueError(f"{path}: not a readable YAML file (it is larger than {MAX_YAML_BYTES >> 20} MiB).")
+    try:
+        return parse_yaml(raw.decode("utf-8"), path)
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a readable YAML file (UnicodeDecodeError).") from None
+
+
+def parse_yaml(text: str, where: str | Path) -> Any:
+    """YAML text's data, safely loaded, its aliases expanded to at most `MAX_YAML_NODES` nodes before anything
+    is built; a ValueError of one line naming `where` otherwise.
+
+    >>> parse_yaml("a: &x [1, 2]\nb: *x", "example.yml")
+    {'a': [1, 2], 'b': [1, 2]}
+    """
+    loader = _BoundedLoader(text)  # a SafeLoader: no Python objects
+    try:
+        return loader.get_single_data()
+    except ValueError as exc:
+        raise ValueError(f"{where}: not a readable YAML file ({' '.join(str(exc).split())[:120]}).") from None
+    except (yaml.YAMLError, RecursionError, OverflowError) as exc:
+        raise ValueError(f"{where}: not a readable YAML file ({type(exc).__name__}).") from None
+    finally:
+        loader.dispose()
 
 
 _parsed: dict[tuple[str, int, int], dict[str, Any]] = {}
@@ -183,4 +196,5 @@ def renamed_types(data: Any) -> Any:
     return data
 
 
-__all__ = ["MAX_YAML_BYTES", "MAX_YAML_NODES", "OWN_FILES", "PIPELINES_DIR", "RENAMED_TYPES", "pipeline_path", "read_pipeline", "renamed_types", "shipped_pipelines"]
+__all__ = ["MAX_YAML_BYTES", "MAX_YAML_NODES", "OWN_FILES", "PIPELINES_DIR", "RENAMED_TYPES", "parse_yaml",
+           "pipeline_path", "read_pipeline", "read_yaml", "renamed_types", "shipped_pipelines"]

@@ -189,10 +189,13 @@ def _name(embedder: Embedder) -> str:
     return embedder if isinstance(embedder, str) else type(embedder).__name__
 
 
-def _preparation() -> Any:
-    from haystack_cfrag.registry import store_preparation  # noqa: PLC0415  (families are above the stores)
+INDEX_TIME: list[Any] = []
+"""The index-time preparation `graph=` builds and a change marks stale (`family.StorePreparation`: CausalRAG's
+graph), put here by `haystack_cfrag.registry`: the families are above the stores, which import none."""
 
-    return store_preparation()
+
+def _preparation() -> Any:
+    return INDEX_TIME[0] if INDEX_TIME else None
 
 
 def _graph_writer() -> Any:
@@ -221,13 +224,17 @@ def _build_graph(spec: StoreSpec, embedder: Embedder, device: str | None, build:
         generator = factories.chat_generator(build.llm, device=device)
         interrupts.warm_up(generator)  # loaded before the extraction, with Ctrl-C held
     text_embedder = build.text_embedder or factories.text_embedder(embedder, device=device)
+    # the graph's node names in batches, by the passages' own model (a function embedder: one by one)
+    documents = factories.document_embedder(embedder, device=device) if isinstance(embedder, str) else (
+        embedder if hasattr(embedder, "run") else None)
     try:
         stats = prep.index(stored, chat_generator=generator, cache_dir=models.graph_cache_dir(),
                            progress=build.progress, extractor=extractor, engine=build.engine,
-                           ray_address=build.ray_address, store_spec=spec, text_embedder=text_embedder)
+                           ray_address=build.ray_address, store_spec=spec, text_embedder=text_embedder,
+                           document_embedder=documents)
     except (ImportError, RuntimeError) as exc:  # spaCy or Ray missing, a model not the pinned one
         raise ValueError(str(exc)) from exc
     return prep.summarize(stats)
 
 
-__all__ = ["GraphBuild", "PruneRefused", "Update", "update_store"]
+__all__ = ["INDEX_TIME", "GraphBuild", "PruneRefused", "Update", "update_store"]

@@ -286,6 +286,7 @@ def test_index_graph_and_bench_reach_the_families_through_their_declarations(tmp
     from haystack_cfrag import registry
     from haystack_cfrag.adapters import factories
     from haystack_cfrag.cli import app, bench, index
+    from haystack_cfrag.stores import parse_store_spec, update
     from tests.fakes import HashingDocumentEmbedder
 
     seen = {}
@@ -309,6 +310,7 @@ def test_index_graph_and_bench_reach_the_families_through_their_declarations(tmp
     query_embedder = object()  # what embeds the graph's node names: the query's model
     monkeypatch.setattr(factories, "text_embedder", lambda *_a, **_k: query_embedder)
     monkeypatch.setattr(index, "GRAPH", prep)
+    monkeypatch.setattr(update, "INDEX_TIME", [prep])  # what `update_store` builds (the registry puts it there)
     monkeypatch.setattr(bench, "benchmarks", lambda: {"toy": lambda counts, seconds, llm: f"toy {counts} {seconds}"})
     monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "notes.txt").write_text("Rain causes floods in the valley.")
@@ -317,7 +319,7 @@ def test_index_graph_and_bench_reach_the_families_through_their_declarations(tmp
     assert out.exit_code == 0, out.output
     assert out.output.strip().splitlines()[-1] == "toy graph of 1 passages"
     assert seen["n"] == 1 and seen["extractor"] == "spacy" and seen["chat_generator"] is None  # parse-only: no LLM
-    assert seen["text_embedder"] is query_embedder and str(seen["store_spec"]) == f"memory:{tmp_path / 's.json'}"
+    assert seen["text_embedder"] is query_embedder and seen["store_spec"] == parse_store_spec(f"memory:{tmp_path / 's.json'}")
     out = CliRunner().invoke(app.main, ["bench", "--sizes", "3", "--draft-seconds", "2"])
     assert out.exit_code == 0 and out.output.strip() == "toy:\ntoy (3,) 2.0"
     assert registry.store_preparation().extractors == ("llm", "llm-json", "spacy")
