@@ -204,8 +204,8 @@ def _marks(doc: Document, old: Document, read: set[str], state: Callable[[str], 
         return _marks_of(doc)
     carried = [s for s in _sources(old) if carry and s not in read and s not in now and state(s) != GONE]
     owner, root = now[0], doc.meta.get(ROOT_KEY)
-    if (stored := old.meta.get(SOURCE_KEY)) in carried or stored in now[1:]:
-        owner, root = stored, old.meta.get(ROOT_KEY)
+    if (stored := old.meta.get(SOURCE_KEY)) in carried or stored in now:  # its file stays its owner (and root)
+        owner, root = stored, old.meta.get(ROOT_KEY) or root
     others = list(dict.fromkeys(s for s in [*now, *carried] if s != owner))
     return {SOURCE_KEY: owner, **({ROOT_KEY: root} if root else {}), **({ALSO_KEY: others} if others else {})}
 
