@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import tempfile  # noqa: F401  (the doctest's folder)
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from haystack_cfrag.stores.sources import Passages, read_sources
 from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec
 
 Embedder = str | Callable[[list[Document]], list[Document]] | Any
-"""A model spec (`haystack_cfrag.models`), a Haystack document embedder (its `run(documents=…)`), or a function."""
+"""A model spec (`haystack_cfrag.models`), a Haystack document embedder (`run(documents=…)`), a function."""
 
 
 class PruneRefused(ValueError):
@@ -47,7 +47,8 @@ class PruneRefused(ValueError):
 
 @dataclass(frozen=True)
 class GraphBuild:
-    """What `update_store(graph=…)` builds after the passages: the family's index-time parts (CausalRAG's graph)."""
+    """What `update_store(graph=…)` builds after the passages: the family's index-time parts (CausalRAG's
+    graph)."""
 
     llm: str = models.EMBEDDED_LLM
     extractor: str = ""
@@ -73,36 +74,37 @@ class Update:
     graph: str = ""
     """The graph step's one-line summary ("" without `graph`)."""
     dry_run: bool = False
-    notes: list[str] = field(default_factory=list)
 
 
 def update_store(spec: str | os.PathLike[str] | StoreSpec, sources: Passages | Iterable[Any], *,
-                 embedder: Embedder = models.EMBEDDED_EMBEDDER, device: str | None = None, prune: bool = False,
-                 force: bool = False, dry_run: bool = False, wait: float = DEFAULT_WAIT,
+                 embedder: Embedder = models.EMBEDDED_EMBEDDER, device: str | None = None,
+                 prune: bool = False, force: bool = False, dry_run: bool = False, wait: float = DEFAULT_WAIT,
                  graph: GraphBuild | None = None, notify: Callable[[str], None] | None = None,
-                 saved: Callable[[Update], None] | None = None, max_prune_share: float = MAX_PRUNE_SHARE) -> Update:
+                 saved: Callable[[Update], None] | None = None,
+                 max_prune_share: float = MAX_PRUNE_SHARE) -> Update:
     """Write `sources` into the store `spec` (module doc) and return what changed, by file.
 
     :param sources: files and folders (read by `stores.sources.read_sources` with its defaults), what
         `read_sources` gave, or Documents as they are (never removed by file).
     :param embedder: embeds the added and replaced passages (loaded only when there are some).
-    :param prune: also remove the passages whose every file is provably gone; refused past `max_prune_share` of
-        the store's files or for every passage of a folder gone, unless `force`.
+    :param prune: also remove the passages whose every file is provably gone; refused past
+        `max_prune_share` of the store's files or for every passage of a folder gone, unless `force`.
     :param wait: seconds to wait for another writer of the store before refusing (`stores.lock.StoreBusy`).
     :param notify: told in one line when another writer holds the store and this one waits.
     :param saved: called with the result once the passages are saved, before the graph is built.
     :raises StoreBusy: another writer held the store for `wait` seconds.
     :raises PruneRefused: the prune guard (one line; nothing written).
-    :raises ValueError: one line: a store that cannot be opened or written, another embedding dimension, a file
-        that cannot be read.
+    :raises ValueError: one line: a store that cannot be opened or written, another embedding dimension, a
+        file that cannot be read.
     """
     s = spec if isinstance(spec, StoreSpec) else parse_store_spec(spec)
     if graph is not None and graph.text_embedder is None and not isinstance(embedder, str):
-        raise ValueError("graph= with an embedder that is not a model spec needs GraphBuild(text_embedder=…), the "
-                         "query embedder of the same model; nothing written.")
+        raise ValueError("graph= with an embedder that is not a model spec needs GraphBuild(text_embedder="
+                         "…), the query embedder of the same model; nothing written.")
     read = _passages(sources)
     if dry_run:
-        return _write(s, read, embedder, device, prune=prune, force=force, share=max_prune_share, dry_run=True)
+        return _write(s, read, embedder, device, prune=prune, force=force, share=max_prune_share,
+                      dry_run=True)
     try:
         with store_lock(s, wait=wait, notify=notify):
             done = _write(s, read, embedder, device, prune=prune, force=force, share=max_prune_share,
@@ -120,30 +122,30 @@ def update_store(spec: str | os.PathLike[str] | StoreSpec, sources: Passages | I
 def _passages(sources: Passages | Iterable[Any]) -> Passages:
     if isinstance(sources, Passages):
         return sources
-    items = list(sources)
+    items = [sources] if isinstance(sources, str | os.PathLike) else list(sources)
     if items and all(isinstance(i, Document) for i in items):
         return Passages(items)
     return read_sources(items)
 
 
-def _write(spec: StoreSpec, read: Passages, embedder: Embedder, device: str | None, *, prune: bool, force: bool,
-           share: float, graph: bool = False, dry_run: bool = False) -> Update:
+def _write(spec: StoreSpec, read: Passages, embedder: Embedder, device: str | None, *, prune: bool,
+           force: bool, share: float, graph: bool = False, dry_run: bool = False) -> Update:
     """The passages written into the store (under its lock), or only planned (`dry_run`)."""
-    from haystack_cfrag.stores import close_document_store, open_document_store, save_document_store  # noqa: PLC0415
+    from haystack_cfrag.stores import (  # noqa: PLC0415
+        close_document_store, open_document_store, save_document_store)
     from haystack_cfrag.stores.existing import stored_dim  # noqa: PLC0415
 
     writes = _graph_writer() if not dry_run else None
     if graph and writes is not None:
-        writes.check_graph_writable(spec)  # before any model loads: a read-only graph is refused, nothing written
+        writes.check_graph_writable(spec)  # before a model loads: a read-only graph refused, nothing written
     try:  # an existing store: the passages it holds as they are are neither embedded nor written
         store = open_document_store(spec)
     except FileNotFoundError:
         store = None
     try:
-        plan = plan_changes(store, read.passages, sources=read.read, prune=prune, unread=read.kept, force=force,
-                            max_share=share)
-        done = Update(plan, count=store.count_documents() if store is not None else 0, dry_run=dry_run,
-                      notes=read.notes)
+        plan = plan_changes(store, read.passages, sources=read.read, prune=prune, unread=read.kept,
+                            force=force, max_share=share)
+        done = Update(plan, count=store.count_documents() if store is not None else 0, dry_run=dry_run)
         if dry_run:
             return done
         if plan.refusal:
@@ -156,7 +158,8 @@ def _write(spec: StoreSpec, read: Passages, embedder: Embedder, device: str | No
         elif store is not None and dim is not None and (held_dim := stored_dim(store)) not in (None, dim):
             raise ValueError(f"{spec} holds {held_dim}-dimensional embeddings, not {dim} "
                              f"({_name(embedder)}); the store is unchanged.")
-        # the graph learns first that its passages change: a kill from here on leaves it marked, never silently stale
+        # the graph learns first that its passages change: a kill from here on leaves it marked, never stale
+        # without a word
         if graph and writes is not None:
             writes.prepare_graph(spec)
         elif plan.changes_store() and store is not None and writes is not None:
@@ -173,7 +176,7 @@ def _write(spec: StoreSpec, read: Passages, embedder: Embedder, device: str | No
 
 
 def _embed(embedder: Embedder, device: str | None) -> Callable[[list[Document]], list[Document]]:
-    """The embedding function of a model spec (its embedder made and loaded now), a component or a function."""
+    """The embedding function of a model spec (its embedder made and loaded now), a component, a function."""
     if isinstance(embedder, str):
         from haystack_cfrag.adapters import factories  # noqa: PLC0415
 
@@ -205,7 +208,8 @@ def _graph_writer() -> Any:
 
 
 def _build_graph(spec: StoreSpec, embedder: Embedder, device: str | None, build: GraphBuild) -> str:
-    """The graph of the store's passages, written beside it (new or changed passages extracted, others cached)."""
+    """The graph of the store's passages, written beside it (new or changed passages extracted, others
+    cached)."""
     from haystack_cfrag.adapters import factories  # noqa: PLC0415
     from haystack_cfrag.common import interrupts  # noqa: PLC0415
     from haystack_cfrag.stores import close_document_store, open_document_store  # noqa: PLC0415
