@@ -90,6 +90,8 @@ def update_store(spec: str | os.PathLike[str] | StoreSpec, sources: Passages | I
     :param prune: also remove the passages whose every file is provably gone; refused past
         `max_prune_share` of the store's files or for every passage of a folder gone, unless `force`.
     :param wait: seconds to wait for another writer of the store before refusing (`stores.lock.StoreBusy`).
+    :param graph: also build the family's index-time parts. Those and the stale mark a change leaves on them
+        are the registry's (`INDEX_TIME`, filled when `haystack_cfrag.registry` is imported, as `cfrag` does).
     :param notify: told in one line when another writer holds the store and this one waits.
     :param saved: called with the result once the passages are saved, before the graph is built.
     :raises StoreBusy: another writer held the store for `wait` seconds.
@@ -101,6 +103,8 @@ def update_store(spec: str | os.PathLike[str] | StoreSpec, sources: Passages | I
     if graph is not None and graph.text_embedder is None and not isinstance(embedder, str):
         raise ValueError("graph= with an embedder that is not a model spec needs GraphBuild(text_embedder="
                          "…), the query embedder of the same model; nothing written.")
+    if graph is not None and _preparation() is None:
+        raise ValueError(NO_PREPARATION)
     read = _passages(sources)
     if dry_run:
         return _write(s, read, embedder, device, prune=prune, force=force, share=max_prune_share,
@@ -197,6 +201,10 @@ INDEX_TIME: list[Any] = []
 graph), put here by `haystack_cfrag.registry`: the families are above the stores, which import none."""
 
 
+NO_PREPARATION = ("no index-time preparation is registered (graph=): import haystack_cfrag.registry first (cfrag "
+                  "does), or install a method that builds one; nothing written.")
+
+
 def _preparation() -> Any:
     return INDEX_TIME[0] if INDEX_TIME else None
 
@@ -216,7 +224,7 @@ def _build_graph(spec: StoreSpec, embedder: Embedder, device: str | None, build:
 
     prep = _preparation()
     if prep is None:
-        raise ValueError("no method of this installation builds anything at index time")
+        raise ValueError(NO_PREPARATION)
     store = open_document_store(spec)  # FileNotFoundError: --prune alone, into no store
     try:
         stored = [d for d in store.filter_documents() if d.content]
