@@ -201,8 +201,8 @@ INDEX_TIME: list[Any] = []
 graph), put here by `haystack_cfrag.registry`: the families are above the stores, which import none."""
 
 
-NO_PREPARATION = ("no index-time preparation is registered (graph=): import haystack_cfrag.registry first (cfrag "
-                  "does), or install a method that builds one; nothing written.")
+NO_PREPARATION = ("no index-time preparation is registered (graph=): import haystack_cfrag.registry first "
+                  "(cfrag does), or install a method that builds one; nothing written.")
 
 
 def _preparation() -> Any:
