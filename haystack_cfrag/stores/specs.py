@@ -54,7 +54,7 @@ class StoreSpec:
             location, password = without_password(self.location)
             if password is not None:
                 object.__setattr__(self, "location", location)
-                object.__setattr__(self, "password", Secret.from_token(unquote(password)))
+                object.__setattr__(self, "password", Secret.from_token(unquote(password)) if password else None)
 
     def __str__(self) -> str:
         return self.store_kind.text(self)
@@ -117,7 +117,7 @@ def parse_store_spec(spec: str | os.PathLike[str] | StoreSpec) -> StoreSpec:
                          "%20 (a URL's rule, which libpq reads by).")
     parsed = KINDS[kind].parse(location, name, shown)
     return StoreSpec(parsed.kind, parsed.location, parsed.name,
-                     None if password is None else Secret.from_token(unquote(password)))
+                     Secret.from_token(unquote(password)) if password else None)  # "me:@" is no password
 
 
 __all__ = ["StoreSpec", "parse_store_spec", "without_password"]
