@@ -123,7 +123,7 @@ def parse_yaml(text: str, where: str | Path) -> Any:
     """YAML text's data, safely loaded, its aliases expanded to at most `MAX_YAML_NODES` nodes before anything
     is built; a ValueError of one line naming `where` otherwise.
 
-    >>> parse_yaml("a: &x [1, 2]\nb: *x", "example.yml")
+    >>> parse_yaml("{a: &x [1, 2], b: *x}", "example.yml")
     {'a': [1, 2], 'b': [1, 2]}
     """
     loader = _BoundedLoader(text)  # a SafeLoader: no Python objects
