@@ -1,13 +1,11 @@
 """One writer per store: `cfrag index` holds the store's lock from before it reads the store until its graph is written.
 
-A file store (a JSON store, FAISS, a local Qdrant folder) and the graph beside it are locked with
-`filelock` (``flock``) on the lock file its kind names (`StoreKind.lock_path`: ``.NAME.cfrag-lock``
-beside the store; a Qdrant server's collection: a file in the cache, which excludes writers on this
-machine only), which records the holder's pid. The holder removes it before it lets go (filelock
-takes a file removed meanwhile as not held and tries again), so no lock file is left; a killed
-holder's file stays, unlocked, until the next writer removes it. A file at that name that is not a
-regular file (a FIFO, a device, a link) is refused in one line naming it and the store. A kind
-that locks otherwise does it itself (`StoreKind.acquire`: pgvector's advisory lock).
+A store's kind names its lock file (`StoreKind.lock_path`: ``.NAME.cfrag-lock`` beside a file store; a
+Qdrant server's collection: a file in the cache, for writers on this machine), locked with `filelock`
+and holding the holder's pid, or locks itself (`StoreKind.acquire`: pgvector's advisory lock). The
+holder removes the file before it lets go (filelock takes a file removed meanwhile as not held), so
+none is left; a killed holder's stays, unlocked, until the next writer removes it. A FIFO, device or
+link at its name is refused in one line naming it and the store.
 
 A second writer waits at most `wait` seconds (`cfrag index --wait`, default `DEFAULT_WAIT`),
 saying once that it waits, then refuses in one line naming the store and the holder's pid:

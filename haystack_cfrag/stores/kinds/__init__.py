@@ -1,15 +1,9 @@
-"""The store kinds, one declared object each, in one table: `KINDS`, looked up by a spec's kind (`kind_named`)
-or by a store (`kind_of`).
+"""The store kinds (`memory`, `faiss`, `pgvector`, `qdrant`; their specs: `stores.specs`), one declared object
+each, in one table: `KINDS`, looked up by a spec's kind (`kind_named`) or by a store (`kind_of`).
 
 Everything that differs between stores is a call on the kind (`base.StoreKind`): nothing outside this
 folder names a store's class or branches on a kind's name. A new kind is one object registered here
 (`register`): specs of its name parse, open, save, lock and retrieve through it.
-
-- `memory` (`memory.MEMORY`): Haystack's in-memory store saved as JSON;
-- `faiss` (`faiss.FAISS`): faiss-haystack, its files read checked (`faiss_header`, `faiss_files`), saved
-  atomically, searched on a GPU when there is one (`faiss_gpu`);
-- `pgvector` (`pgvector.PGVECTOR`): pgvector-haystack, its password a `Secret`, one `connect`;
-- `qdrant` (`qdrant.QDRANT`): qdrant-haystack, local, a server or in memory.
 
 >>> from haystack.document_stores.in_memory import InMemoryDocumentStore
 >>> kind_named("faiss").name, kind_of(InMemoryDocumentStore()).name, kind_of(object())

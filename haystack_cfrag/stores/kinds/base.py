@@ -1,13 +1,8 @@
-"""`StoreKind`: what varies between the document stores the package reads and writes, as one object per kind.
+"""`StoreKind`: what varies between the document stores, as one object per kind; a file store's shared parts.
 
-A kind parses the part of a spec after its ``KIND:`` (`parse`), checks what can be checked before anything
-loads (`check`), opens, saves, closes and deletes from a store, gives the retrievers that read it, locks it
-for one writer and tells its stores apart (`owns`). Where the graph of a store lives (`beside`) is the
-kind's too. The defaults here are those of a store written through to its home (a database): no save,
-no keyword retriever of its own (BM25 reads an in-memory copy, `keyword_store`), deletion by id.
-
-A file store's shared parts follow: a path that names a file (`file_path`), the lock file beside it
-(`lock_beside`), and the temporary files a killed save leaves (`remove_leftovers`).
+The defaults are those of a store written through to a database: no save, no keyword retriever of its
+own (BM25 reads an in-memory copy, `mirror`), deletion by id. A file store names a file (`file_path`), is
+locked beside it (`lock_beside`) and leaves temporary files when a save is killed (`remove_leftovers`).
 
 >>> Beside(StoreSpec("memory", "s.graph/nodes.json"), sqlite=Path("s.graph/graph.sqlite")).postgres is None
 True
@@ -41,10 +36,8 @@ class Beside:
 
     nodes: StoreSpec
     sqlite: Path | None = None
-    postgres: str | None = None
-    """The prefix of the graph's tables in the store's own database (the node store's connection)."""
-    folder: Path | None = None
-    """The package's own folder beside a file store that holds the graph's files (`causal_rag.graph_folder`)."""
+    postgres: str | None = None  # the tables' prefix in the node store's database
+    folder: Path | None = None  # the package's own folder of a file store's graph (`causal_rag.graph_folder`)
 
 
 class StoreKind(Protocol):
@@ -59,10 +52,7 @@ class StoreKind(Protocol):
     """A write with `DuplicatePolicy.OVERWRITE` replaces a held document's vector (FAISS: it is deleted first)."""
 
     def parse(self, location: str, name: str, shown: str) -> StoreSpec:
-        """The spec of `location` and `name` (the text after ``KIND:``), its names checked.
-
-        :raises ValueError: one line naming `shown` (the spec's text without its password).
-        """
+        """The spec of the text after ``KIND:``, its names checked; ValueError naming `shown` (no password)."""
         raise NotImplementedError
 
     def text(self, spec: StoreSpec) -> str:
@@ -70,8 +60,7 @@ class StoreKind(Protocol):
         return f"{spec.kind}:{spec.location}" + (f"#{spec.name}" if spec.name else "")
 
     def check(self, spec: StoreSpec, *, create: bool) -> None:
-        """Refuse in one line, before anything loads or connects, a store that cannot be read (or, with `create`,
-        written): a missing file, a user's own file or folder. FileNotFoundError for a store that is not there."""
+        """Refuse in one line, before anything loads or connects, what cannot be read (written, with `create`)."""
 
     def open(self, spec: StoreSpec, *, embedding_dim: int | None = None, create: bool = False,
              device: int | None = None) -> Any:
@@ -105,7 +94,7 @@ class StoreKind(Protocol):
         return None
 
     def slim(self, store: Any) -> None:
-        """Before a graph's node store is saved: drop what its index already holds (FAISS: the Documents' vectors)."""
+        """Before a graph's node store is saved: drop what its index holds already (FAISS: the vectors)."""
 
     def lock_path(self, spec: StoreSpec) -> Path | None:
         """The file `stores.lock` locks for one writer; None when the kind locks otherwise or needs no lock."""
@@ -154,13 +143,7 @@ def instance_of(store: Any, module: str, name: str) -> bool:
 
 # ---------------------------------------------------------------- file stores
 def file_path(location: str, shown: str, usage: str) -> None:
-    """Refuse a path that names no file: ``DIR/`` (its files would be written beside the folder), ``.``, ``..``.
-
-    >>> file_path("stores/", "faiss:stores/", "faiss:DIR/NAME")
-    Traceback (most recent call last):
-    ...
-    ValueError: Store spec 'faiss:stores/': 'stores/' ends with '/', a folder; name the store inside it: faiss:DIR/NAME.
-    """
+    """Refuse a path that names no file: ``DIR/`` (its files would be written beside the folder), ``.``, ``..``."""
     if location.endswith(("/", os.sep)):
         raise ValueError(f"Store spec '{shown}': '{location}' ends with '/', a folder; name the store inside it: "
                          f"{usage}.")

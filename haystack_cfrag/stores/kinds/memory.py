@@ -13,13 +13,12 @@ True
 
 from __future__ import annotations
 
-import contextlib
-import os
+import json
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from haystack_cfrag.common.files import replace_text
 from haystack_cfrag.stores.kinds.base import Beside, StoreKind, file_path, lock_beside, remove_leftovers
 from haystack_cfrag.stores.safe_files import open_checked, read_json
 from haystack_cfrag.stores.specs import StoreSpec
@@ -68,25 +67,12 @@ def check_memory_store_file(path: Path) -> None:
 
 
 def save_memory_store(store: Any, path: Path) -> None:
-    """Save an in-memory store as JSON atomically: a new temporary file beside it (a unique name), then rename.
-
-    Temporary files of earlier saves that were killed are removed first.
-    """
+    """Save an in-memory store as `save_to_disk` writes it, atomically (`common.files.replace_text`: a temporary file
+    beside it, then a rename), its mode kept; temporary files of earlier saves that were killed are removed first."""
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_leftovers(path)
-    mask = os.umask(0)
-    os.umask(mask)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~mask
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        store.save_to_disk(str(tmp))
-        tmp.chmod(mode)  # mkstemp's file is private (0600): the store keeps the mode a plain write gives
-        tmp.replace(path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+    data = {**store.to_dict(), "documents": [d.to_dict(flatten=False) for d in store.storage.values()]}
+    replace_text(path, json.dumps(data), mode=path.stat().st_mode & 0o777 if path.exists() else None)
 
 
 class MemoryKind(StoreKind):

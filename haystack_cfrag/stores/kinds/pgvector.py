@@ -1,16 +1,12 @@
-"""``pgvector:postgresql://USER:PASSWORD@HOST:PORT/DB[#TABLE]``: pgvector-haystack's store, cosine.
+"""``pgvector:postgresql://USER:PASSWORD@HOST:PORT/DB[#TABLE]`` (``pgvector:`` reads ``PG_CONN_STR``): pgvector-haystack.
 
-``pgvector:`` or ``pgvector:#TABLE`` reads the URL from ``PG_CONN_STR``. The password was taken out of the
-URL when the spec was parsed (`StoreSpec.password`); it is put back only into the connection string libpq
-reads (`conninfo`, built with psycopg's `conninfo_to_dict` and `make_conninfo`), which every connection
-takes: the store's own (through an environment variable's `Secret`, so that a pipeline's YAML names the
-variable, never the value: `secret`) and the package's (`connect`, the one place a connection is made).
-Every connection has a connect and a statement timeout where the URL sets none (`stores.timeouts`).
-
-A table is locked for one writer by a Postgres advisory lock keyed by its name (`acquire`), held on a
-connection of its own whose `application_name` names the holder's pid. Its keyword retriever is
-Postgres's full-text search. A table's name must leave room for its graph's tables and indexes in
-Postgres's 63 characters (`MAX_TABLE`).
+The spec's password (a `Secret` since it was parsed) is put back only into the connection string libpq
+reads (`conninfo`: psycopg's `conninfo_to_dict` and `make_conninfo`, with a connect and a statement
+timeout where the URL sets none), which the store takes through an environment variable's `Secret`
+(a pipeline's YAML names the variable: `secret`) and the package through `connect`, its one connection.
+A table is locked for one writer by a Postgres advisory lock keyed by its name (`acquire`) on a
+connection whose `application_name` names the holder's pid; its name must leave room for its graph's
+names in Postgres's 63 characters (`MAX_TABLE`); its keyword retriever is Postgres's full-text search.
 
 >>> PGVECTOR.parse("postgresql://me@db:5432/rag", "docs", "pgvector:…").name
 'docs'

@@ -14,6 +14,7 @@ StoreSpec(kind='qdrant', location='stores/q', name='cfrag')
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from dataclasses import replace
@@ -121,41 +122,31 @@ class QdrantKind(StoreKind):
         if local is not None:
             check_folder(local)
         if not create:
-            if not self._exists(spec):
+            if not self._collection(spec):
                 raise FileNotFoundError(f"No Qdrant collection '{spec.name}' at {spec.location}: create it with "
                                         f"`cfrag index FILES --store {spec}`.")
             if embedding_dim is None:
-                embedding_dim = self._dim(spec)
+                embedding_dim = self._collection(spec, dim=True)
         elif embedding_dim is None:
             raise ValueError("A new Qdrant collection needs embedding_dim.")
         return QdrantDocumentStore(**where, index=spec.name, embedding_dim=embedding_dim or 768, similarity="cosine",
                                    return_embedding=True, recreate_index=False)
 
-    def _exists(self, spec: StoreSpec) -> bool:
-        local = _local(spec)
-        if local is not None:  # local mode locks its folder: look at the files, open no client
-            return (local / "collection" / spec.name).is_dir()
-        if spec.location == ":memory:":
-            return False
-        with self._client(spec) as client:
-            return bool(client.collection_exists(spec.name))
-
-    def _dim(self, spec: StoreSpec) -> int | None:
-        local = _local(spec)
-        if local is not None:  # local mode keeps the collections' configuration in meta.json
-            return read_json(local / "meta.json", "meta")["collections"][spec.name]["vectors"]["size"]
-        if spec.location == ":memory:":
-            return None
-        with self._client(spec) as client:
-            return getattr(client.get_collection(spec.name).config.params.vectors, "size", None)
-
     @staticmethod
-    def _client(spec: StoreSpec) -> Any:
-        from contextlib import closing  # noqa: PLC0415
-
+    def _collection(spec: StoreSpec, dim: bool = False) -> Any:
+        """Whether the collection exists (with `dim`: its vectors' size), asked without locking a local folder."""
+        local = _local(spec)
+        if local is not None:  # local mode locks its folder: its files are read (the configuration in meta.json)
+            held = (local / "collection" / spec.name).is_dir()
+            return read_json(local / "meta.json", "meta")["collections"][spec.name]["vectors"]["size"] if dim else held
+        if spec.location == ":memory:":
+            return None if dim else False
         from qdrant_client import QdrantClient  # noqa: PLC0415
 
-        return closing(QdrantClient(url=spec.location, timeout=int(QDRANT_SECONDS)))
+        with contextlib.closing(QdrantClient(url=spec.location, timeout=int(QDRANT_SECONDS))) as client:
+            if dim:
+                return getattr(client.get_collection(spec.name).config.params.vectors, "size", None)
+            return bool(client.collection_exists(spec.name))
 
     def close(self, store: Any) -> None:
         client = getattr(store, "_client", None)  # local mode locks its folder until the client closes
