@@ -172,7 +172,8 @@ _CFRAG = ("causal_arbitration_ranker", "counterfactual_query_expander", "counter
           "spectral_stratifier")
 _ADAPTERS = ("llama_cpp_logprobs", "model_spec_text_embedder")
 RENAMED_TYPES = {**{f"{_OLD}.{m}": f"haystack_cfrag.cfrag.components.{m}" for m in _CFRAG},
-                 **{f"{_OLD}.{m}": f"haystack_cfrag.adapters.{m}" for m in _ADAPTERS}}
+                 **{f"{_OLD}.{m}": f"haystack_cfrag.adapters.{m}" for m in _ADAPTERS},
+                 "haystack_cfrag.stores.faiss_gpu": "haystack_cfrag.stores.kinds.faiss_gpu"}  # 0.3: under its kind
 """Old module path of a shipped class -> its module now (applied to every `type:` a pipeline file names)."""
 
 

@@ -149,3 +149,8 @@ def test_a_url_libpq_would_misread_or_refuse_is_refused_redacted(url):
 def test_a_well_formed_url_passes_the_check():
     assert parse_store_spec(f"pgvector:postgresql://me:{PASSWORD}@db:5432/x").password.resolve_value() == PASSWORD
     assert parse_store_spec("pgvector:postgresql://me:s3cr%40t@db/x").password.resolve_value() == "s3cr@t"
+
+
+def test_an_empty_password_is_no_password():  # pgserver's URLs: postgresql://postgres:@/DB?host=SOCKET
+    spec = parse_store_spec("pgvector:postgresql://postgres:@/t_1?host=/tmp/s#docs")
+    assert spec.password is None and str(spec) == "pgvector:postgresql://postgres@/t_1?host=/tmp/s#docs"

@@ -190,3 +190,13 @@ def test_a_link_at_the_lock_file_is_refused_and_its_target_left_alone(tmp_path):
     with pytest.raises(ValueError, match=r"cfrag-lock is a link, not a lock file"), store_lock(spec, wait=0):
         pass
     assert target.read_text(encoding="utf-8") == "mine"
+
+
+def test_a_pipeline_file_naming_the_faiss_gpu_classes_where_they_were_still_loads():
+    from haystack_cfrag.pipelines import renamed_types
+
+    old = {"type": "haystack_cfrag.stores.faiss_gpu.GpuFAISSEmbeddingRetriever",
+           "init_parameters": {"document_store": {"type": "haystack_cfrag.stores.faiss_gpu.GpuFAISSDocumentStore"}}}
+    new = renamed_types(old)
+    assert new["type"] == "haystack_cfrag.stores.kinds.faiss_gpu.GpuFAISSEmbeddingRetriever"
+    assert new["init_parameters"]["document_store"]["type"] == "haystack_cfrag.stores.kinds.faiss_gpu.GpuFAISSDocumentStore"
