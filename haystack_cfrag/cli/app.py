@@ -151,17 +151,18 @@ def _guarded(func: Any, *args: Any) -> Any:
 def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None, device: str | None,
              max_tokens: int, logprobs: bool, pipelines: list[str] | None = None) -> Any:
     from haystack_cfrag.runtime import Runtime  # noqa: PLC0415  (heavy imports only when needed)
-    from haystack_cfrag.stores import open_query_store  # noqa: PLC0415
+    from haystack_cfrag.stores import open_query_store, parse_store_spec  # noqa: PLC0415
     from haystack_cfrag.stores.demo import demo_spec  # noqa: PLC0415
 
+    spec = parse_store_spec(store_path or demo_spec(embedder))  # parsed once, here: the StoreSpec travels below
     start = time.perf_counter()
     status = StatusLine(label="setup")
     try:
         status("opening the store")
-        store = open_query_store(store_path, embedder, device=device, progress_bar=True)
+        store = open_query_store(spec if store_path else None, embedder, device=device, progress_bar=True)
         status("loading the models")
         runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device,
-                          max_tokens=max_tokens, logprobs=logprobs, store_spec=store_path or demo_spec(embedder),
+                          max_tokens=max_tokens, logprobs=logprobs, store_spec=spec,
                           keep_graph=store_path is None)  # the demo's graph is kept beside it, in the cache
         if pipelines:
             status("preparing the store (the causal graph)")

@@ -130,19 +130,20 @@ class CFRAGService:
         from haystack.document_stores.types import DuplicatePolicy  # noqa: PLC0415
 
         from haystack_cfrag.runtime import Runtime  # noqa: PLC0415
-        from haystack_cfrag.stores import kind_of, open_query_store  # noqa: PLC0415
+        from haystack_cfrag.stores import kind_of, open_query_store, parse_store_spec  # noqa: PLC0415
 
         self.config = config
         start = time.perf_counter()
-        store_spec = config.store if store is None else None  # a graph `cfrag index --graph` stored beside it is opened
+        # parsed once, here (a graph `cfrag index --graph` stored beside it is opened): the StoreSpec travels below
+        store_spec = parse_store_spec(config.store) if store is None and config.store else None
         keep_graph = store is None and not config.store  # the demo's: its graph is kept beside it, in the cache
         if keep_graph:
             from haystack_cfrag.stores.demo import demo_spec  # noqa: PLC0415
 
-            store_spec = demo_spec(config.embedder)
+            store_spec = parse_store_spec(demo_spec(config.embedder))
         if store is None:
             # any spec `cfrag ask` reads (haystack_cfrag.stores); FAISS, pgvector, Qdrant are used as they are
-            store = open_query_store(config.store, config.embedder, device=config.device)
+            store = open_query_store(store_spec if config.store else None, config.embedder, device=config.device)
             if (kind := kind_of(store)) is not None and kind.native:
                 # one named in-memory index: YAML pipelines deployed in the same process
                 # (`cfrag serve --yaml`) read the same documents through `index: <store_index>`
