@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from haystack_cfrag.registry import REGISTRY, served_pipelines
-from haystack_cfrag.testing.families import foreign_parameter, own_value
+from tests.families import foreign_parameter, own_value
 from haystack_cfrag.testing.server import served
 
 QUESTION = "Who is the lead actor in The Dark Knight?"

@@ -11,7 +11,7 @@ from haystack.dataclasses import ChatMessage
 from haystack_cfrag.cdf_rag.components import CausalConsistencyChecker, HallucinationChecker
 from haystack_cfrag.cdf_rag.math.checks import REWRITE_MODES
 from haystack_cfrag.cdf_rag.prompts import REANSWER_PROMPT, REGENERATE_PROMPT, REWRITE_PROMPT, REWRITE_PROMPTS
-from haystack_cfrag.testing.fakes import FixedReplyGenerator as ScriptedGenerator
+from tests.fakes import FixedReplyGenerator as ScriptedGenerator
 
 Q = "Who is the lead actor in The Dark Knight?"
 DOCS = [Document(content="Christian Bale stars as Bruce Wayne."), Document(content="Heath Ledger plays the Joker.")]

@@ -16,7 +16,7 @@ from haystack_cfrag.cer.components import EvidenceSetSelector
 from haystack_cfrag.pipelines.loading import pipeline_from_dict
 from haystack_cfrag.cer.components.evidence_set_selector import DELETION_KEY, NECESSITY_KEY, RANK_KEY
 from haystack_cfrag.cer.math.settings import CerSettings
-from haystack_cfrag.testing.fakes import FixedReplyGenerator as FakeGenerator
+from tests.fakes import FixedReplyGenerator as FakeGenerator
 from tests import dark_knight as dk
 
 
