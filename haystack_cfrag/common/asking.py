@@ -1,13 +1,7 @@
-"""One base for the components that ask a chat generator (in the spirit of Haystack's `LLMEvaluator`).
+"""One base for the components that ask a chat generator (like Haystack's `LLMEvaluator`).
 
-`AsksChatGenerator` owns the call: the messages (a prompt is one user message), the generation
-arguments where the generator takes them, the time limit (`timeout_s`), one generation at a time
-on an in-process model (`exclusive`), the `haystack_cfrag.llm_call` tracing span with its token
-usage, and a failure that either raises (`raise_on_failure`, message `FAILURE`) or comes back as
-the exception for the component to record as a named degradation. A component says only what it
-asks (`ask(prompt, call, what)`: the reply's text; `ask_result`: the generator's whole output, for
-log-probabilities and meta) and how it reads the reply; `run` and `run_async` share everything
-but the await.
+`AsksChatGenerator` owns the call (messages, generation arguments, `timeout_s`, `exclusive`, the tracing span, a
+failure raised or returned for a degradation); a component says only what it asks and how it reads the reply.
 
     >>> class Echo(AsksChatGenerator):
     ...     COMPONENT = "Echo"
@@ -57,13 +51,9 @@ def chat_kwargs(generator: Any, prompt: Prompt, generation_kwargs: dict[str, Any
 
 
 class AsksChatGenerator:
-    """Mixin of a component that asks `chat_generator` (or the `generator` a call names).
-
-    `timeout_s`, `generation_kwargs` and `raise_on_failure` are the component's where it has them
-    (None, None and False otherwise). A raised failure reads `FAILURE`, formatted with
-    `component` (`COMPONENT`), `what` (the call's `what`), `error` (the exception, or a reason)
-    and `reason` (the exception's repr, or the reason).
-    """
+    """Mixin of a component that asks `chat_generator` (or the `generator` a call names); `timeout_s`,
+    `generation_kwargs`, `raise_on_failure` are the component's. `FAILURE` is formatted with `component`, `what`,
+    `error` and `reason` (the exception's repr)."""
 
     COMPONENT: ClassVar[str] = ""
     FAILURE: ClassVar[str] = "{component}: the chat generator failed ({what}): {error}"

@@ -1,8 +1,4 @@
-"""One-line accounts of exceptions, for the CLI and the served error bodies (no tracebacks, no pipelines).
-
-Every line is redacted (`haystack_cfrag.common.redaction.redact`: no password of a connection
-string) before it is cut, so a cut never leaves half a password behind.
-"""
+"""One-line accounts of exceptions for the CLI and served error bodies, redacted before they are cut."""
 
 from __future__ import annotations
 
@@ -14,12 +10,8 @@ OPEN_ERRORS = (FileNotFoundError, ValueError, RuntimeError, OSError)
 
 
 def one_line(exc: BaseException, *, typed: bool = True) -> str:
-    """The message on one line, at most 300 characters, after `Type: ` when `typed`; redacted.
-
-    Haystack's `PipelineRuntimeError` spreads its message over several lines (and may carry the
-    serialised pipeline): for it, the component's name and the error that component raised. A
-    message of several lines raised from a cause (Haystack's `DeserializationError`, which quotes
-    the component's data before its cause): its first line, then the innermost cause.
+    """The message on one line, at most 300 characters, after `Type: ` when `typed`; redacted. A pipeline error:
+    the component and its error; a several-line message with a cause: its first line, then the innermost cause.
 
     >>> try:
     ...     try:
@@ -44,15 +36,14 @@ def one_line(exc: BaseException, *, typed: bool = True) -> str:
 
 
 def error_line(exc: BaseException) -> str:
-    """What `cfrag` prints after "Error: " when setting up fails (`ask`, and `serve`'s server before it starts):
-    the message of an `OPEN_ERRORS` one, else its type too and how to see its traceback."""
+    """What `cfrag` prints after "Error: " when setting up fails: an `OPEN_ERRORS` message, else typed, with a hint."""
     if isinstance(exc, OPEN_ERRORS):
         return one_line(exc, typed=False)
     return f"{one_line(exc)} (`cfrag --debug …` shows the traceback)"
 
 
 def root_cause(exc: BaseException) -> BaseException:
-    """The innermost exception of `exc`'s `__cause__` chain (`raise … from …`): what actually went wrong.
+    """The innermost exception of `exc`'s `__cause__` chain.
 
     >>> try:
     ...     try:

@@ -1,9 +1,5 @@
-"""Writing into a folder without following links: a whole file replaced atomically, a log appended to.
-
-`replace_text` writes a temporary file beside the target and renames it over the target: a
-crash leaves the old file or the new one, never half of one, and a link at the target's name is
-replaced, never written through. `open_append` opens a file to append to with `O_NOFOLLOW`: a
-link at its name is an error (OSError, ELOOP), not a way to write into another file.
+"""Writing into a folder without following links: `replace_text` (atomic, a link at the name replaced, never
+written through) and `open_append` (`O_NOFOLLOW`: a link at the name is an OSError).
 
 >>> import tempfile, pathlib
 >>> folder = pathlib.Path(tempfile.mkdtemp())

@@ -1,18 +1,8 @@
 """Ctrl-C in `cfrag` and the evaluation runner: "Interrupted." and exit 130, not lost in a model load.
 
-Two places would otherwise lose or garble it:
-
-- while modules import (an interrupt in the middle of one can leave a half-made module behind) and
-  while models load (llama.cpp calls back into Python as it loads; an interrupt raised in that
-  callback is swallowed by ctypes and the command goes on as if no key was pressed), so `held()`
-  only records SIGINT there and raises KeyboardInterrupt once the block is done;
-- CPython (3.11 at least) under `python -m`: an interrupt that passed through code run by `exec` or
-  `eval` of a string (for instance a dataclass's methods, made during a lazy import) sets a flag
-  that turns the command's exit 130 into death by SIGINT; `clear_stale_interrupt_flag()` clears it
-  before the exit.
-
-`warm_up(...)` loads components with it held: `Runtime.warm_up` (so `cfrag ask`, `compare`, `eval`)
-and the bare readers of `cfrag bench` and `index --graph` go through it.
+`held()` records SIGINT while modules import or models load (llama.cpp's load callback would swallow it) and
+raises KeyboardInterrupt after the block; `warm_up(...)` loads components so. `clear_stale_interrupt_flag()`
+clears CPython's flag that would turn exit 130 into death by SIGINT under `python -m`.
 
 >>> with held():
 ...     pass  # a Ctrl-C here raises KeyboardInterrupt at the end of the block

@@ -1,15 +1,8 @@
-"""Tunable parameters, their ranges and their one check: what every family's table is made of.
+"""Tunable parameters, their ranges and their one check: what every family's table (read by the CLI, the server's
+schema and the sweeps) is made of. A `per_request` parameter is also its component's run-time socket.
 
-A family declares its tunables as `Parameter`s (the component and init parameter each sets,
-its type, its range, whether a request may set it); the CLI, the server's request schema and
-the evaluation's sweeps read that table through the registry, so a range is written once.
-A parameter marked `per_request` is also a run-time input (socket) of its component: it can
-change per request without rebuilding the pipeline.
-
-Type rule, the same everywhere: an integer parameter takes an integer, or a number with no
-fraction (2.0 is 2, as JSON Schema counts it); a number parameter takes an integer or a
-float; booleans, strings and non-finite numbers (NaN, ±Infinity) are refused, never coerced.
-A choice parameter takes one of its strings, a switch takes true or false.
+An integer parameter takes an integer or a number with no fraction; a number takes an int or float; booleans,
+strings and NaN/±Infinity are refused, never coerced.
 
     >>> p = Parameter("theta", "selector", "theta", float, low=0.0, high=1.0, low_open=True)
     >>> p.describe(), p.check(1)
@@ -127,10 +120,8 @@ class Parameter:
 
 def check_parameters(values: Mapping[str, Any], table: Mapping[str, Parameter],
                      allowed: Iterable[str] | None = None) -> dict[str, Any]:
-    """The parameters that are set (None = not set), checked against `table`; ParameterError names unknown or bad ones.
-
-    `allowed`: the names that may be set here (default: every parameter of the table).
-    """
+    """The parameters set (None = not set), checked against `table` (ParameterError names unknown or bad ones);
+    `allowed`: the names that may be set here (default: all)."""
     allowed = tuple(table if allowed is None else allowed)
     unknown = [name for name in values if name not in allowed]
     if unknown:
@@ -147,10 +138,7 @@ NUMBER = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|nan|
 
 
 def parse_value(text: str) -> Any:
-    """A value as written on a command line or in an eval system: true/false, an integer, a number, else the text.
-
-    Numbers are ASCII decimal only (`INTEGER`, `NUMBER`): '٣' or '1_0' stays text, which a numeric
-    parameter refuses naming itself.
+    """A command-line value: true/false, an integer, a number (ASCII only), else the text.
 
     >>> parse_value("0.6"), parse_value("2"), parse_value("False"), parse_value("pmi"), parse_value("1_0")
     (0.6, 2, False, 'pmi', '1_0')

@@ -1,10 +1,4 @@
-"""Plumbing shared by the components: query cleaning, injected-component calls, embeddings.
-
-Nothing here is CF-RAG math (that lives in `haystack_cfrag.cfrag.math`); it is the glue that every
-component would otherwise repeat. Only the components use it: the helpers other packages use
-too are public, `haystack_cfrag.common.serialization` (injected components to and from dicts) and
-`haystack_cfrag.common.validation` (parameter checks).
-"""
+"""Plumbing the components share: query cleaning, injected-component calls with a time limit, embeddings."""
 
 from __future__ import annotations
 
@@ -35,11 +29,8 @@ DEFAULT_MAX_QUERY_CHARS = 2000
 
 
 def prepare_query(query: Any, component: str, max_chars: int | None, *, required: bool = True) -> str | None:
-    """The query cleaned (`clean_query`) and cut to `max_chars` with a warning.
-
-    Raises ValueError naming the component when a required query is not a string or is empty
-    after cleaning (an optional one gives None).
-    """
+    """The query cleaned and cut to `max_chars` (warned); ValueError naming the component when a required query
+    is not a string or empty after cleaning (an optional one gives None)."""
     if query is None and not required:
         return None
     if not isinstance(query, str):
@@ -92,14 +83,10 @@ def call_with_timeout(
     llm_call: LLMCall | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """`comp.run(**kwargs)`, abandoned with CallTimeoutError after `timeout_s` seconds (None = no limit).
+    """`comp.run(**kwargs)` in a daemon thread, abandoned with CallTimeoutError after `timeout_s` (None: no limit).
 
-    The call runs in a daemon thread: a stalled call cannot be killed, but the caller moves
-    on and the process can still exit. `exclusive=True` (for models that are not
-    thread-safe) holds a per-component lock for the whole call, so an abandoned call that is
-    still running is never overlapped by the next exclusive call; time spent waiting for
-    the lock counts against `timeout_s`. `llm_call` (an LLM call: its stage, caller, draft
-    index) wraps the call in a child span of the caller's span (`haystack_cfrag.common.tracing`).
+    `exclusive=True` holds a per-component lock for the whole call (a model that is not thread-safe; the wait
+    counts against `timeout_s`); `llm_call` wraps the call in a child span of the caller's.
     """
     with llm_span(comp, llm_call, kwargs) as traced:
         return traced.reply(_call_with_timeout(comp, timeout_s, exclusive, kwargs))
@@ -152,12 +139,8 @@ async def _call_async_with_timeout(
 
 
 def _daemon_future(comp: Any, kwargs: dict[str, Any], exclusive: bool) -> Future:
-    """A Future for `comp.run(**kwargs)` run in a daemon thread (not an executor, whose threads
-    the interpreter and the event loop wait for on shutdown).
-
-    The thread runs in a copy of the caller's contextvars, so a tracer that keeps its current
-    span in a contextvar (OpenTelemetry's) sees the caller's span (the LLM-call span) there.
-    """
+    """A Future for `comp.run(**kwargs)` in a daemon thread (no executor waits for it at shutdown), run in a copy
+    of the caller's contextvars (so a tracer sees the caller's span)."""
     future: Future = Future()
     context = contextvars.copy_context()
     lock = _exclusive_lock(comp) if exclusive else contextlib.nullcontext()
@@ -188,11 +171,8 @@ def first_reply_text(result: dict[str, Any] | None) -> str:
 
 
 def degradation(stage: str, reason: str, **details: Any) -> dict[str, Any]:
-    """One entry of `trace["degradations"]`: what stage gave less than asked, and why.
-
-    The reason and an `error` detail (a `repr(exc)`) are each one line of at most
-    `errors.MAX_CHARS` characters, redacted: a failing model's whole error (a traceback, a
-    connection string) never reaches a trace, a served answer or its `escalation`.
+    """One entry of `trace["degradations"]`: what stage gave less than asked, and why (the reason and an `error`
+    detail each squashed to one redacted line).
 
     >>> entry = degradation("gate", "support scorer failed: " + "x" * 1000 + "\\n  at line 3", error="a\\nb")
     >>> len(entry["reason"]) <= 300, "\\n" in entry["reason"], entry["error"]
@@ -221,11 +201,7 @@ def _closable(components: tuple[Any, ...]) -> list[Any]:
 
 
 def close_all(*components: Any) -> None:
-    """Call close on every injected component that has one, each once.
-
-    Haystack's convention: a component's `close` releases what it holds (a client, a loaded
-    model), may be called again, and a later `warm_up` or run opens it anew.
-    """
+    """Call close on every injected component that has one, each once."""
     for comp in _closable(components):
         if hasattr(comp, "close"):
             comp.close()
@@ -241,15 +217,8 @@ async def close_all_async(*components: Any) -> None:
 
 
 class InjectedParts:
-    """Mixin: `warm_up`, `close` and `close_async` over the injected components, from one tuple.
-
-    The components hold no resources of their own (their thread pools live for one run); the
-    generators, embedders and retrievers injected into them do (a client, a loaded model, a
-    store connection). `_INJECTED` names the attributes that hold them; the loader shares
-    identical injected parts between components through the same tuple
-    (`loading.share_injected_components`), so a new component that injects a `reader` cannot
-    lose model sharing.
-    """
+    """Mixin: `warm_up`, `close` and `close_async` over the injected components named in `_INJECTED` (the tuple
+    the loader also shares identical parts by)."""
 
     _INJECTED: tuple[str, ...] = ()
 
@@ -267,11 +236,8 @@ class InjectedParts:
 
 
 def accepts(comp: Any, parameter: str) -> bool:
-    """Whether the component's run accepts a keyword `parameter`.
-
-    Reads the signature of the *class's* `run` (after `functools.wraps` chains), so that an
-    instance whose `run` was wrapped for counting or caching with `(*args, **kwargs)` still
-    reports the parameters of the method it wraps. Only named parameters count (`**kwargs` does not).
+    """Whether the class's `run` (unwrapped) takes a named keyword `parameter`, even when the instance's `run` is
+    wrapped with `(*args, **kwargs)`.
 
     >>> class Gen:
     ...     def run(self, messages, generation_kwargs=None): ...
@@ -341,10 +307,7 @@ async def ensure_embeddings_async(documents: list[Document], document_embedder: 
 
 
 def split_by_embedding(documents: list[Document], component: str) -> tuple[list[Document], list[Document]]:
-    """(usable, skipped): skipped documents lack an embedding or have a NaN/inf/zero/wrong-size one.
-
-    Each skipped document is named in a warning.
-    """
+    """(usable, skipped): skipped documents (each warned) lack an embedding or have a NaN/inf/zero/wrong-size one."""
     mask = valid_embedding_mask([d.embedding for d in documents])
     usable = [d for d, ok in zip(documents, mask, strict=True) if ok]
     skipped = [d for d, ok in zip(documents, mask, strict=True) if not ok]

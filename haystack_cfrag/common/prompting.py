@@ -1,9 +1,4 @@
-"""Prompt pieces every family shares: standard RAG's prompt, evidence rendering, template checks.
-
-A component's `prompt_template` is a `str.format` string over its placeholders, checked at init
-by `check_template` (a one-line error naming the component and the placeholder). The families'
-own prompts live in their subpackages (`haystack_cfrag.cfrag.prompts`, …).
-"""
+"""Prompt pieces every family shares: standard RAG's prompt, evidence rendering, `str.format` template checks."""
 
 from __future__ import annotations
 
@@ -70,8 +65,7 @@ _SAMPLE_VALUES = {"query": "q", "n_candidates": 2, "evidence": "[1] e", "drafts"
 
 def check_template(template: str | None, fields: tuple[str, ...], *, component: str,
                    parameter: str = "prompt_template") -> None:
-    """Raise a one-line ValueError naming `component` unless `template` (None passes) is a
-    `str.format` string that uses every placeholder of `fields` and no other.
+    """Raise a one-line ValueError naming `component` unless `template` (None passes) uses exactly `fields`.
 
     >>> check_template("Q: {query} ({n_candidates})", ("query", "n_candidates"), component="X")
     >>> check_template("Q: {query}", ("query", "n_candidates"), component="X")
@@ -105,10 +99,8 @@ def check_template(template: str | None, fields: tuple[str, ...], *, component: 
 
 def check_prompt_templates(templates: Mapping[str, str] | None, defaults: Mapping[str, str],
                            fields: Mapping[str, tuple[str, ...]], *, component: str) -> None:
-    """Raise a one-line ValueError naming `component` unless `templates` (None passes) maps known keys to valid templates.
-
-    `defaults` are the built-in templates by key (the allowed keys), `fields[key]` the placeholders
-    the template of `key` must use (`check_template`).
+    """Raise a one-line ValueError unless `templates` (None passes) maps keys of `defaults` to templates
+    that pass `check_template` with `fields[key]`.
 
     >>> check_prompt_templates({"a": "Q: {query}"}, {"a": "{query}"}, {"a": ("query",)}, component="X")
     >>> check_prompt_templates({"b": "Q: {query}"}, {"a": "{query}"}, {"a": ("query",)}, component="X")

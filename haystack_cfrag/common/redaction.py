@@ -1,13 +1,5 @@
-"""Passwords kept out of every message, log line and serialisation: `redact`, and the secrets that hold them.
-
-`redact` is the one redaction of the package, for text a user typed that may still hold a password
-(a store spec is parsed with its password apart, `stores.specs`): the CLI's error printer,
-`errors.one_line`, the degradations of a trace and the server's log pass text through it. It hides the password of a URI's userinfo (``postgresql://USER:***@HOST``, also with an
-empty user or a raw ``@`` in the password: everything up to the token's last ``@`` is hidden)
-and the value of ``password=``, ``passwd=`` or ``pwd=`` (a URI's query, a libpq keyword DSN, a
-dict's ``'password': …``). A spec that holds a password is serialised by name, never by value
-(`env_secret`: a Haystack `Secret` of an environment variable set in this process).
-"""
+"""Passwords kept out of messages, log lines and serialisations: `redact` (the package's one redaction, for text
+a user typed) and `env_secret` (a password serialised by an environment variable's name, never by value)."""
 
 from __future__ import annotations
 
@@ -108,9 +100,8 @@ def _hide_quoted_values(text: str) -> str:
 
 
 def env_secret(value: str, prefix: str) -> Any:
-    """A Haystack `Secret` of an environment variable holding `value`, set in this process under a name
-    derived from it (`prefix` + a hash keyed by a random key of this process, so that the name tells nothing
-    about the value, not even to a guess): it serialises by that name, never by value.
+    """A Haystack `Secret` of an environment variable holding `value`, named `prefix` + a keyed hash (the name
+    tells nothing of the value): it serialises by that name, never by value.
 
     >>> secret = env_secret("pgvector:postgresql://me:pw@db/x", "CFRAG_DOCTEST")
     >>> secret.to_dict()["env_vars"][0].startswith("CFRAG_DOCTEST_"), secret.resolve_value().endswith("@db/x")
@@ -145,8 +136,7 @@ _FILTER = RedactingFilter()
 
 
 def install_log_redaction(*loggers: str) -> None:
-    """Redact every record the root logger's handlers (and Python's last-resort handler) write, and every
-    record of the named loggers (a second line of defence: messages are redacted where they are made)."""
+    """Redact every record the root logger's handlers (and the last-resort one) and the named loggers write."""
     handlers = [*logging.getLogger().handlers, *([logging.lastResort] if logging.lastResort else [])]
     for target in [*handlers, *(logging.getLogger(name) for name in loggers)]:
         if _FILTER not in target.filters:

@@ -1,7 +1,4 @@
-r"""Reading a model's reply: its JSON (fenced or bare), and a draft answer (JSON, labelled lines, first line).
-
-Pure (no Haystack). Shared by every family that asks the reader for an answer with a rationale
-(CF-RAG's drafts, CER's draft answer, CDF-RAG's answers).
+r"""Reading a model's reply (pure): its JSON (fenced or bare), and a draft answer (JSON, labelled lines, first line).
 
     >>> parse_draft_reply('Answer: Christian Bale\nRationale: he plays Batman')["answer"]
     'Christian Bale'
@@ -25,11 +22,8 @@ _LABEL = re.compile(
 
 
 def extract_json(text: str) -> Any | None:
-    """The top-level JSON object or array of a reply (inside ``` fences or bare); None if it does not parse.
-
-    Only the first opening bracket of each chunk is tried, so a truncated outer object is not
-    mistaken for one of its complete inner objects (see `parse_counterfactual_reply`).
-    """
+    """The top-level JSON object or array of a reply (inside ``` fences or bare); None if it does not parse
+    (only each chunk's first bracket is tried: a truncated outer object is not read as an inner one)."""
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     decoder = json.JSONDecoder()
     for chunk in candidates:
@@ -49,11 +43,8 @@ MAX_RATIONALE_CHARS = 2000
 
 
 def parse_draft_reply(text: str) -> dict[str, Any]:
-    """{"answer", "rationale", "key_evidence" (1-based ints), "conflicts", "parsed_by"} from a draft.
-
-    A runaway reply cannot make a runaway answer: the answer is cut to `MAX_ANSWER_CHARS`
-    and the rationale to `MAX_RATIONALE_CHARS`.
-    """
+    """{"answer", "rationale", "key_evidence" (1-based ints), "conflicts", "parsed_by"} from a draft (answer and
+    rationale cut to `MAX_ANSWER_CHARS` and `MAX_RATIONALE_CHARS`)."""
     parsed = _parse_draft_reply(text)
     parsed["answer"] = truncate_text(parsed["answer"], MAX_ANSWER_CHARS)
     parsed["rationale"] = truncate_text(parsed["rationale"], MAX_RATIONALE_CHARS)
@@ -98,8 +89,7 @@ def _ints(value: Any) -> list[int]:
 
 
 def reply_text(answer_prefix: str, claim: str) -> str:
-    """A claim (or answer) as the reply continues after `answer_prefix`: one space between them unless the
-    prefix ends in whitespace (so "Answer:" + " Paris" is tokenized as the reader wrote it).
+    """A claim as the reply continues after `answer_prefix`: one space between unless the prefix ends in one.
 
     >>> reply_text("Answer:", "Paris"), reply_text("", "Paris"), reply_text("A:\\n", "Paris")
     (' Paris', 'Paris', 'Paris')

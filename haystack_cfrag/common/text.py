@@ -1,9 +1,4 @@
-"""Text helpers: SQuAD normalisation, token overlap, answer mention and agreement, keywords.
-
-Pure functions, no Haystack. The normalisation is the official SQuAD / HotpotQA one
-(lower-case, strip punctuation, drop the articles a/an/the, fold white space), so that
-"agreement" between drafts and the evaluation's EM mean the same thing.
-"""
+"""Pure text helpers: SQuAD normalisation (so drafts' agreement and EM mean the same), overlap, mention, keywords."""
 
 from __future__ import annotations
 
@@ -92,12 +87,8 @@ def agreement_matrix(answers: list[str], threshold: float = 0.8) -> np.ndarray:
 
 
 def mention(answer: str, text: str) -> float:
-    """Normalised containment of an answer in a text, in [0, 1].
-
-    1.0 when the normalised answer occurs in the normalised text as a whole-token phrase;
-    otherwise the share of the answer's tokens that occur in the text. An empty answer
-    mentions nothing (0.0).
-    """
+    """Containment of an answer in a text: 1.0 as a whole-token phrase, else the share of its tokens present
+    (0.0 for an empty answer)."""
     ans = tokens(answer)
     if not ans:
         return 0.0
@@ -127,11 +118,7 @@ def keyword_distribution(text: str) -> np.ndarray:
 
 
 def bag_of_words_matrix(texts: list[str], vocabulary: dict[str, int] | None = None) -> np.ndarray:
-    """Term-count vectors over content words, L2-normalised rows (zero rows for empty texts).
-
-    A lexical stand-in for an embedder where none is configured; cosine of two rows is the
-    classic TF cosine.
-    """
+    """Term-count vectors over content words, L2-normalised rows (zero for empty texts): a lexical embedder."""
     if vocabulary is None:
         vocabulary = {}
         for text in texts:
@@ -147,14 +134,7 @@ def bag_of_words_matrix(texts: list[str], vocabulary: dict[str, int] | None = No
 
 
 def clean_query(text: str) -> str:
-    """A query fit for prompts and encoders: NFKC-normalised, control/format characters removed, spaces folded.
-
-    NFKC folds full-width and compatibility forms (so mixed scripts compare as users expect);
-    characters of Unicode category C (control, format such as zero-width or bidi overrides,
-    private use, unassigned, lone surrogates) become spaces; runs of white space become one
-    space. Letters of every script are kept. The text is made stream-safe first
-    (`stream_safe`), so the time is linear in its length for any input.
-    """
+    """A query fit for prompts and encoders: stream-safe, NFKC, category-C characters as spaces, spaces folded."""
     text = unicodedata.normalize("NFKC", stream_safe(text))
     text = "".join(" " if unicodedata.category(ch).startswith("C") else ch for ch in text)
     return " ".join(text.split())
@@ -166,14 +146,8 @@ _CGJ = "\u034f"  # COMBINING GRAPHEME JOINER: a starter that joins nothing, the 
 
 
 def stream_safe(text: str) -> str:
-    """`text` in the Stream-Safe Text Format of UAX #15: a CGJ after every 30 non-starters in a row.
-
-    Normalisation sorts each run of combining marks by class, in time quadratic in the run's
-    length: one letter and 60,000 marks of two classes in reverse order take seconds. No
-    language needs more than a few marks on a letter; the format caps runs at 30 (counted in
-    the compatibility decomposition, as the standard does), so normalising is linear in the
-    text's length. Text without such a run is returned unchanged.
-    """
+    """`text` in UAX #15's Stream-Safe Text Format (a CGJ after every 30 non-starters in a row), so that
+    normalising is linear in its length; unchanged without such a run."""
     if text.isascii():
         return text
     info, suspicious = _non_starter_table()
@@ -193,12 +167,8 @@ def stream_safe(text: str) -> str:
 
 @functools.cache
 def _non_starter_table() -> tuple[dict[str, tuple[int, int, bool]], re.Pattern[str]]:
-    """Per character with non-starters in its NFKD: (leading, trailing, all non-starters); and a
-    pattern of the stretches of leading-non-starter characters long enough to pass the cap.
-
-    Built once (about 0.1 s), from this Python's own Unicode tables; every combining mark and
-    decomposable character lies in planes 0-2.
-    """
+    """Per character with non-starters in its NFKD: (leading, trailing, all non-starters); and a pattern of
+    runs long enough to pass the cap. Built once from this Python's Unicode tables (planes 0-2)."""
     info: dict[str, tuple[int, int, bool]] = {}
     for cp in range(0x30000):
         ch = chr(cp)

@@ -1,12 +1,8 @@
 """Per-stage wall time and LLM usage of a pipeline run, through Haystack's tracing hooks.
 
-`StageTimer` is a Haystack tracer: it sums the wall time of each component run by component
-name (`seconds`), and reads the LLM-call spans our components open (`haystack_cfrag.common.tracing`):
-one `LLMCallRecord` per call in `llm_calls`, with `llm_seconds` by stage and `llm_usage()`.
-`count_llm_usage` counts the calls of given generator instances made in the current context
-(every call, ours or a pipeline's own generator component), so concurrent questions each get
-their own count. `timed_on` names the machine that measured a second (the evaluation's records
-and replayed replies carry it, so that a ratio never silently divides two machines' seconds).
+`StageTimer` (a tracer) sums each component's wall time and records our LLM-call spans; `count_llm_usage` counts
+the calls of given generators made in this context (each concurrent question its own); `timed_on` names the
+machine that measured a second.
 """
 
 from __future__ import annotations
@@ -37,13 +33,8 @@ UNKNOWN_MACHINE = "unknown"
 
 @functools.cache
 def timed_on() -> str:
-    """A short id of the machine as booted now: seconds measured under two ids compare machines as much as systems.
-
-    A run folder replays replies made in earlier sessions, possibly on other machines (the reply
-    cache keeps each call's seconds), so a latency ratio may divide one machine's seconds by
-    another's. Replies and records carry this id; the report flags a ratio whose two sides were
-    timed on different ones. The id hashes the kernel's boot id (a new machine or a reboot gives a
-    new one) with the host name, the processor and the CPU count (those alone where there is no boot id).
+    """A short id of the machine as booted now (the boot id, host, processor and CPU count hashed): replies and
+    records carry it, so the report can flag a ratio of seconds timed on two machines.
 
     >>> len(timed_on()), timed_on() == timed_on()
     (8, True)
@@ -62,7 +53,7 @@ REPLAYED_META = "cfrag_replayed"
 
 
 def replayed_call(meta: Any) -> tuple[str, float] | None:
-    """The machine and seconds of the original call when a reply's meta says it was replayed (`REPLAYED_META`); else None.
+    """(machine, seconds) of the original call when a reply's meta says it was replayed; else None.
 
     >>> replayed_call({REPLAYED_META: {"seconds": 9.5, "timed_on": "a1b2c3d4"}}), replayed_call({"usage": {}})
     (('a1b2c3d4', 9.5), None)
@@ -118,8 +109,7 @@ class LLMCallRecord:
 
 
 class StageTimer(Tracer):
-    """A Haystack tracer that sums the wall time of each component run, by component name, and
-    records the LLM calls made inside our components (`llm_calls`, `llm_seconds`, `llm_usage()`)."""
+    """A Haystack tracer: each component's wall time (`seconds`) and our LLM calls (`llm_calls`)."""
 
     def __init__(self, progress: Callable[[str], None] | None = None) -> None:
         """:param progress: told what starts, e.g. "drafter" or "drafter: draft 2" (a status line)."""
@@ -169,8 +159,7 @@ class StageTimer(Tracer):
 
     @property
     def llm_seconds(self) -> dict[str, float]:
-        """Seconds spent in LLM calls by stage ("counterfactuals", "draft", "duel", "synthesis");
-        concurrent drafts each count their own time, so "draft" can exceed the drafter's wall time."""
+        """Seconds in LLM calls by stage (concurrent drafts each count theirs)."""
         out: dict[str, float] = defaultdict(float)
         with self._lock:
             for call in self.llm_calls:
@@ -178,7 +167,7 @@ class StageTimer(Tracer):
         return dict(out)
 
     def llm_usage(self) -> LLMUsage:
-        """The recorded LLM calls summed as an LLMUsage (tokens as reported in the replies' meta["usage"])."""
+        """The recorded LLM calls summed as an LLMUsage."""
         usage = LLMUsage()
         with self._lock:
             for call in self.llm_calls:
@@ -208,10 +197,7 @@ def _llm_record(tags: dict[str, Any], seconds: float) -> LLMCallRecord:
 
 @contextlib.contextmanager
 def timed_stages(progress: Callable[[str], None] | None = None) -> Iterator[StageTimer]:
-    """Enable a StageTimer for the duration of the block (the previous tracer is restored).
-
-    `progress` is told each stage and LLM call as it starts (see `haystack_cfrag.cli.progress`).
-    """
+    """A StageTimer enabled for the block (the previous tracer restored); `progress` is told what starts."""
     timer = StageTimer(progress)
     previous = tracing.tracer.actual_tracer
     tracing.enable_tracing(timer)
@@ -238,8 +224,7 @@ class LLMUsage:
     scoring_seconds: float = 0.0
     cached_tokens: int = 0  # prompt tokens the model did not evaluate again (a shared prefix), as its replies say
     by_component: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Per pipeline component (as a `timed_stages` block names it; "" outside one): calls, prompt, cached and
-    completion tokens, scorings and scoring tokens, and the model of its calls: what a token model prices."""
+    """Per pipeline component ("" outside a `timed_stages` block): calls, tokens, scorings and the model."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def _entry(self, model: str | None = None) -> dict[str, Any]:
@@ -266,7 +251,7 @@ class LLMUsage:
         }
 
     def add_call(self, seconds: float, replies: list[Any], model: str | None = None) -> None:
-        """One finished call: its time and the tokens its replies report (read as its span reads them)."""
+        """One finished call: its time and the tokens its replies report."""
         metas = [getattr(reply, "meta", None) or {} for reply in replies]
         prompt, completion = lt.token_counts(metas)
         cached = lt.cached_token_count(metas)
@@ -291,11 +276,8 @@ _CURRENT_USAGE: contextvars.ContextVar[LLMUsage | None] = contextvars.ContextVar
 
 
 def watch_generators(*generators: Any) -> None:
-    """Wrap each generator's `run` once, so that its calls count into the current `count_llm_usage` block.
-
-    Outside such a block a wrapped generator runs as before (one context-variable read). A call
-    counts when it is made: a failed call is a call.
-    """
+    """Wrap each generator's `run` once, so that its calls (failed ones too) count into the current
+    `count_llm_usage` block; outside one it runs as before."""
     for generator in {id(g): g for g in generators}.values():
         if getattr(generator, "_cfrag_usage_watched", False):
             continue
@@ -333,8 +315,7 @@ def _counted(original: Any, model: str | None = None) -> Any:
 
 
 def count_scoring(tokens_evaluated: int, seconds: float, answer_tokens: int | None = None) -> None:
-    """One support scoring (`haystack_cfrag.support`) made in this context: counted into the current
-    `count_llm_usage` block beside the chat calls (outside such a block: nothing)."""
+    """Count one support scoring into the current `count_llm_usage` block (if any)."""
     usage = _CURRENT_USAGE.get()
     if usage is None:
         return
@@ -350,11 +331,8 @@ def count_scoring(tokens_evaluated: int, seconds: float, answer_tokens: int | No
 
 @contextlib.contextmanager
 def count_llm_usage(*generators: Any) -> Iterator[LLMUsage]:
-    """Count calls and tokens of these generators made in this context (this question) during the block.
-
-    Concurrent blocks in other threads or tasks count their own calls: the usage lives in a
-    context variable, not on the generator.
-    """
+    """Count calls and tokens of these generators made in this context (this question) during the block
+    (a context variable: concurrent blocks count their own)."""
     watch_generators(*generators)
     usage = LLMUsage()
     token = _CURRENT_USAGE.set(usage)

@@ -1,20 +1,8 @@
-"""Spans for the LLM calls made inside our components, through `haystack.tracing`.
+"""A child span `OPERATION` for each LLM call made inside a component's run, through `haystack.tracing`.
 
-A Haystack pipeline gives each component run a span ("haystack.component.run"); the chat
-calls a component makes inside its `run` (the expander's counterfactuals, each draft, the
-ranker's duel or synthesis) would otherwise vanish into it. Each one gets a child span
-`OPERATION` here, opened by `haystack_cfrag.common.plumbing.call_with_timeout` (and its async
-twin), the one door every such call goes through.
-
-The pattern is Haystack's own for chat generators called inside a component
-(`haystack.components.generators.utils._trace_chat_generator_run`): the parent is the current
-span unless one is passed (pass it when the call runs on a worker thread, as the drafter does);
-"haystack.component.name/type" name the generator, so backends that render chat generators as
-generations (Langfuse) do so here too; the inputs and the reply are set only with
-`set_content_tag`, i.e. only when content tracing is enabled (HAYSTACK_CONTENT_TRACING_ENABLED).
-Ordinary tags: the stage, the draft index, the calling component, the model and the token
-counts of the reply's meta["usage"] (OpenTelemetry GenAI names), and the error type of a
-failed or abandoned call. With tracing disabled nothing is done at all.
+Opened by `plumbing.call_with_timeout` as Haystack's `_trace_chat_generator_run` does: tags for the stage, draft
+index, caller, model, token counts (OpenTelemetry GenAI names) and error type; prompt and reply only as content
+tags; nothing at all with tracing disabled.
 """
 
 from __future__ import annotations
@@ -44,12 +32,8 @@ OUTPUT_CONTENT_TAG = "haystack.component.output"  # content only: the generator'
 
 @dataclass(frozen=True)
 class LLMCall:
-    """What one LLM call is for: its span's stage, caller and draft index, and its parent span.
-
-    `parent_span` None = the tracer's current span at the call. A component that fans calls out
-    to worker threads passes the span it captured before the fan-out (a tracer that tracks the
-    active span globally would otherwise give a sibling call as the parent).
-    """
+    """What one LLM call is for: its span's stage, caller and draft index, and its parent span (None: the tracer's
+    current one; a fan-out to worker threads passes the span it captured before)."""
 
     stage: str
     component: str
@@ -91,11 +75,8 @@ class _Recorder:
 
 @contextlib.contextmanager
 def llm_span(generator: Any, call: LLMCall | None, inputs: dict[str, Any]) -> Iterator[_Recorder]:
-    """A child span around one LLM call; hand the call's result to the yielded recorder's `reply`.
-
-    No span when `call` is None or tracing is disabled. An exception (a timeout included) is
-    tagged with its type and re-raised.
-    """
+    """A child span around one LLM call (none when `call` is None or tracing is off); hand the result to the
+    yielded recorder's `reply`. An exception is tagged with its type and re-raised."""
     if call is None or not tracing.is_tracing_enabled():
         yield _Recorder(None, True)
         return
@@ -121,8 +102,7 @@ def llm_span(generator: Any, call: LLMCall | None, inputs: dict[str, Any]) -> It
 
 
 def model_name(generator: Any, _depth: int = 0) -> str | None:
-    """The generator's model: its `model`/`model_name`/`model_path` attribute, a wrapped generator's,
-    or a "model" in its `to_dict()` init parameters; None when none is found.
+    """The generator's model: its `model`/`model_name`/`model_path`, a wrapped generator's, or its `to_dict()`'s.
 
     >>> class Gen:
     ...     model = "qwen2.5-1.5b"
@@ -165,8 +145,7 @@ def _find_model(params: Any, depth: int) -> str | None:
 
 
 def cached_token_count(metas: list[dict[str, Any]]) -> int:
-    """Prompt tokens the replies' servers or llama.cpp did not evaluate again (OpenAI's
-    `usage.prompt_tokens_details.cached_tokens`), summed; 0 where none says.
+    """Cached prompt tokens summed over the replies (OpenAI's `usage.prompt_tokens_details.cached_tokens`).
 
     >>> cached_token_count([{"usage": {"prompt_tokens": 9, "prompt_tokens_details": {"cached_tokens": 4}}}, {}])
     4

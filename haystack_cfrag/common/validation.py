@@ -1,8 +1,5 @@
 """Checks of init parameters that raise a ValueError naming the parameter and what it must be.
 
-The components check their numbers with these, and so does the mock chat generator; the
-parameter table (`haystack_cfrag.cfrag.parameters`) checks request and CLI values with its own types.
-
 >>> check_range("causal_weight", 0.4, 0.0, 1.0)
 >>> check_range("causal_weight", 1.5, 0.0, 1.0)
 Traceback (most recent call last):
@@ -56,7 +53,7 @@ def check_bool(name: str, value: bool, *, component: str | None = None) -> None:
 
 
 def check_optional_int(name: str, value: int | None, minimum: int, maximum: int | None = None) -> None:
-    """Raise ValueError unless `value` is None or an int ≥ minimum (and ≤ maximum when given): `check_int`'s rule.
+    """Raise ValueError unless `value` is None or passes `check_int`.
 
     >>> check_optional_int("max_query_chars", None, 1)
     >>> check_optional_int("max_query_chars", 0, 1)
@@ -69,7 +66,7 @@ def check_optional_int(name: str, value: int | None, minimum: int, maximum: int 
 
 
 def check_choice(name: str, value: str, choices: Collection[str]) -> None:
-    """Raise ValueError naming `name` and its choices (a tuple, or a dict's keys) unless `value` is one of them.
+    """Raise ValueError naming `name` and its choices unless `value` is one of them.
 
     >>> check_choice("rewrite_mode", "reanswer", ("correct", "reanswer"))
     >>> check_choice("rewrite_mode", "redo", ("correct", "reanswer"))
