@@ -135,7 +135,7 @@ def _passages(sources: Passages | Iterable[Any]) -> Passages:
 def _write(spec: StoreSpec, read: Passages, embedder: Embedder, device: str | None, *, prune: bool,
            force: bool, share: float, graph: bool = False, dry_run: bool = False) -> Update:
     """The passages written into the store (under its lock), or only planned (`dry_run`)."""
-    from haystack_cfrag.stores import (  # noqa: PLC0415
+    from haystack_cfrag.stores.opening import (  # noqa: PLC0415
         close_document_store, open_document_store, save_document_store)
     from haystack_cfrag.stores.existing import stored_dim  # noqa: PLC0415
 
@@ -220,7 +220,7 @@ def _build_graph(spec: StoreSpec, embedder: Embedder, device: str | None, build:
     cached)."""
     from haystack_cfrag.adapters import factories  # noqa: PLC0415
     from haystack_cfrag.common import interrupts  # noqa: PLC0415
-    from haystack_cfrag.stores import close_document_store, open_document_store  # noqa: PLC0415
+    from haystack_cfrag.stores.opening import close_document_store, open_document_store  # noqa: PLC0415
 
     prep = _preparation()
     if prep is None:
