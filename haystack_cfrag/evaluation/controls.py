@@ -1,17 +1,5 @@
-"""Every method beside its cheap controls: the best control, the order-noise floor, and what each win is.
-
-Read from the records alone (no model), for one condition of one run folder:
-
-- **the best control**: of the systems whose pipeline is a *retrieval* control in the registry
-  (`standard_rag`, `standard_rag[top_k=6]`, `hybrid_rag`, … — what a Haystack user would try
-  first), the one with the highest EM; each other system is compared with it on the same questions.
-- **the order-noise floor**: the *order* control (`order_rag`: standard RAG's passages in another
-  fixed order) against standard RAG — how many answers change, and the ΔEM, from order alone.
-  A method that re-orders passages moves answers at least this much without new evidence.
-- **what each win or loss is** (`change_kind`), the way issue 46 counted CDF-RAG's dev_c wins:
-  ``yes/no`` (a yes/no question whose answer flipped), ``answer form`` (both answers contain a
-  gold answer, or the wrong one still has token F1 ≥ 0.5 against it: only the form differs), ``new evidence`` (the gold passages read differ), ``same
-  evidence reordered`` (the same gold passages, in another order or with other passages around).
+"""Every method beside its cheap controls, from one condition's records: the best *retrieval* control (highest
+EM), the order-noise floor (`order_rag` against standard RAG) and what each win or loss is (`change_kind`).
 
     >>> a = {"em": 1.0, "f1": 1.0, "lenient": 1.0, "answers": ["Bale"], "support_recall": 0.5, "evidence": ["x", "y"]}
     >>> b = {"em": 0.0, "f1": 0.0, "lenient": 1.0, "answers": ["Bale"], "support_recall": 0.5, "evidence": ["y", "x"]}
@@ -33,18 +21,14 @@ KINDS = ("new evidence", "same evidence reordered", "answer form", "yes/no")
 """What a question won or lost against a reference is, in the order `change_kind` tests them (last three first)."""
 
 FORM_F1 = 0.5
-"""Token F1 of the wrong answer against the gold at which a change counts as form ("Army" for "Army, Navy",
-"Thomas De Quincey" for "Thomas Penson De Quincey"): the same entity, partly said."""
+"""Token F1 of the wrong answer against the gold at which a change counts as form (the entity partly said)."""
 
 Paired = Callable[[list[dict[str, Any]], list[dict[str, Any]], str], "dict[str, Any] | None"]
 
 
 def change_kind(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
-    """Why record `a` scored another EM than record `b` on the same question (one of `KINDS`); None: same EM.
-
-    Gold passages are compared by gold recall (the share of the question's gold titles read); a
-    record without one (no gold titles) compares the set of passage titles read instead.
-    """
+    """Why record `a` scored another EM than `b` on the same question (one of `KINDS`; None: same EM); evidence is
+    compared by gold recall, else by the titles read."""
     if a["em"] == b["em"]:
         return None
     if {normalize_answer(g) for g in a.get("answers") or []} <= {"yes", "no"} and a.get("answers"):
@@ -83,14 +67,11 @@ def answers_changed(system: list[dict[str, Any]], reference: list[dict[str, Any]
 def against_controls(
     systems: Mapping[str, list[dict[str, Any]]], roles: Mapping[str, str], baseline: str, paired: Paired,
 ) -> dict[str, Any]:
-    """One condition's comparison with the controls (see the module doc).
+    """One condition's comparison with the controls: {"best_control", "order_noise", "systems": name ->
+    {"vs_best_control", "kinds_vs_baseline", "kinds_vs_best_control"}} (controls: only `kinds_vs_baseline`).
 
-    :param systems: system name -> its records in this condition.
-    :param roles: pipeline name -> control role (`haystack_cfrag.registry.controls()`).
-    :param baseline: the baseline's system name (standard RAG).
+    :param roles: pipeline name -> control role (`registry.controls()`).
     :param paired: the paired difference of two record lists on a metric (`statistics.paired`).
-    :returns: {"best_control", "order_noise", "systems": name -> {"vs_best_control", "kinds_vs_baseline",
-        "kinds_vs_best_control"}}; the controls themselves get only `kinds_vs_baseline`.
     """
     def role(name: str) -> str:
         recs = systems[name]

@@ -1,18 +1,7 @@
-"""Stores for an evaluation: passages embedded once, then a pooled store or one store per
-question, with adversarial passages injected on demand (paper 6.6).
-
-Corpus modes:
-- `pooled`: every passage of every sampled question in one store (the realistic default: the
-  retriever must find a question's paragraphs among everybody's);
-- `per-question`: each question's own passages only (what the paper's code did).
-
-Injection variants (per question, `n` passages added to its own passages):
-- `distractor`: the `n` passages most similar to the question among other questions' passages
-  that contain none of its answers;
-- `near_duplicate`: `n` near-copies (one word dropped each) of the most similar such distractor;
-- `conflicting`: `n` forged copies of the question's gold passages that all name the same wrong
-  answer (another question's answer swapped in); near-copies (one word dropped) where the gold
-  passages naming the answer are fewer than `n`; none where no gold passage names the answer.
+"""Stores for an evaluation: passages embedded once, then a `pooled` store (every question's passages) or one
+`per-question` store, with `n` adversarial passages injected on demand (paper 6.6): `distractor` (the most
+similar other passages without the answer), `near_duplicate` (near-copies of the top distractor), `conflicting`
+(forged gold passages naming another question's answer).
 """
 
 from __future__ import annotations
@@ -55,12 +44,7 @@ def swap_answer(text: str, answer: str, replacement: str) -> str | None:
 
 
 class Corpus:
-    """The passages of the sampled questions, embedded once.
-
-    :param items: the questions.
-    :param embed_documents: Haystack documents → the same documents with embeddings.
-    :param embed_query: a question → its embedding.
-    """
+    """The passages of the sampled `items`, embedded once (`embed_documents`: documents → embedded documents)."""
 
     def __init__(
         self,
@@ -76,7 +60,6 @@ class Corpus:
                 self.passages.setdefault(p.id, p)
                 self.owners.setdefault(p.id, item.id)
         self._embed_documents = embed_documents
-        self._embed_query = embed_query
         self.embeddings: dict[str, list[float]] = self._embed(list(self.passages.values()))
         self.question_embeddings = {item.id: embed_query(item.question) for item in self.items}
         self._ids = list(self.passages)
@@ -124,11 +107,8 @@ class Corpus:
         return [Passage(found[0].title, text) for text in near_copies(found[0].content, n)]
 
     def _conflicting(self, item: EvalItem, n: int) -> list[Passage]:
-        """`n` forged gold passages that all name the same wrong answer: the Correlation Trap's pile.
-
-        The wrong answer is another question's (picked by a stable hash of this question's id);
-        the swapped gold passages are repeated as near-copies when there are fewer than `n`.
-        """
+        """`n` forged gold passages naming the same wrong answer (another question's, by a stable hash), padded
+        with near-copies: the Correlation Trap's pile."""
         answer = item.answers[0]
         if normalize_answer(answer) in ("yes", "no", ""):
             return []

@@ -1,9 +1,5 @@
-"""What the systems and the index cost: latency (and where it was timed), LLM calls and tokens, support scorings,
-overhead against the baseline, and CausalRAG's graph builds (`graph_stats.jsonl`).
-
-Latency is wall time per question; where a system's replies came from the LLM cache (the λ sweep
-reuses cf_rag's drafts), `seconds_equivalent` adds back the seconds those calls took when they were made,
-and an overhead ratio is taken on those uncached-equivalent seconds.
+"""What the systems and the index cost: latency (where timed), LLM calls and tokens, support scorings, overhead
+against the baseline (on uncached-equivalent seconds), and CausalRAG's graph builds (`graph_stats.jsonl`).
 
     >>> base = cost_summary([{"seconds": 1.0, "seconds_equivalent": 2.0, "llm": {"calls": 1}}])
     >>> base["latency"]["mean"], base["latency"]["mean_equivalent"], base["llm"]["calls"], base["llm"]["scorings"]
@@ -26,13 +22,11 @@ from haystack_cfrag.common.timing import UNKNOWN_MACHINE
 LLM_COUNTS = ("calls", "prompt_tokens", "completion_tokens")
 """Chat calls and their tokens, per question (0 for a question that failed)."""
 SCORING_COUNTS = ("scorings", "scoring_tokens", "scoring_seconds")
-"""The reader's support scorings, the tokens they evaluated and the seconds they took, per question (None in records
-written before scorings were counted, 2026-11-26: those runs' scorings are in their traces only)."""
+"""The reader's support scorings, their tokens and seconds, per question (None in records before they were counted)."""
 
 
 def cost_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
-    """One system's cost per question: latency (mean, p50, p95 and the uncached-equivalent mean), the mean seconds
-    of each stage, LLM calls and tokens, support scorings and cached calls."""
+    """One system's cost per question: latency, each stage's mean seconds, LLM calls and tokens, scorings, hits."""
     seconds = [r["seconds"] for r in recs]
     equivalent = [r.get("seconds_equivalent", r["seconds"]) for r in recs]
     stages: dict[str, list[float]] = defaultdict(list)
@@ -52,8 +46,8 @@ def cost_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def overhead(system: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
-    """A system's uncached-equivalent latency over the baseline's, and whether the two were timed on different
-    machines (the ratio then compares machines as much as systems); nothing when the baseline took no time."""
+    """A system's uncached-equivalent latency over the baseline's, and whether they were timed on different
+    machines; nothing when the baseline took no time."""
     base_latency = baseline["latency"]["mean_equivalent"]
     if not base_latency:
         return {}
@@ -65,18 +59,12 @@ def overhead(system: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]
 
 
 GRAPH_STATS = "graph_stats.jsonl"
-"""CausalRAG's graph builds of an output folder: one line per build, a resumed run's load included
-(`summary.read_records(out, GRAPH_STATS)`)."""
+"""CausalRAG's graph builds of an output folder: one line per build, a resumed run's load included."""
 
 
 def index_cost(builds: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The graph builds summed, with the cost per passage the LLM extracted, each passage counted once
-    (`counted_once`); None: no graph was built.
-
-    A run that resumes loads the graph again from the extraction cache: that build counts its
-    passages as cached and costs no call. A folder restored where the extraction cache is not
-    (another machine) extracts again through the run's reply cache: those calls are `replayed`, at
-    the seconds they took when made, and a passage an earlier build counted is not counted again.
+    """The graph builds summed, with the cost per extracted passage, each counted once (`counted_once`; a reload
+    from the extraction cache is `cached`, one through the reply cache `replayed`); None: no graph was built.
 
     >>> cost = index_cost([{"passages": 4, "extracted": 4, "llm_calls": 4, "prompt_tokens": 300,
     ...                     "completion_tokens": 100, "seconds": 40.0},
@@ -105,18 +93,9 @@ def index_cost(builds: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def counted_once(builds: list[dict[str, Any]]) -> dict[str, Any]:
-    """The graph builds' extraction cost with each distinct passage counted once: passages, seconds (and by
-    machine, `timed_on`) and tokens.
-
-    A build with per-passage prices (`passage_costs`, the builder's `costs`) counts its time outside the
-    calls (reading the cache, merging, embedding the nodes: `seconds - call_seconds`) and, for each
-    passage no earlier build counted, the price its extraction had when made: made in this build,
-    replayed from the run's reply cache, or found in the extraction cache with its price (a build
-    stopped before it wrote its line is paid for by the one that resumes it). A passage whose price
-    is unknown (cached before prices were kept) is not counted. A build from before the prices counts
-    as a whole: its seconds, replayed ones included, over the passages it extracted.
-
-    `distinct_passages`: the priced builds' distinct passages (extracted or cached): the graph's.
+    """The graph builds' extraction cost, each distinct passage counted once: passages, seconds (by machine) and
+    tokens. A priced build (`passage_costs`) counts its time outside the calls and each new passage's price when
+    made (unknown prices not counted); an unpriced build counts whole. `distinct_passages`: the graph's.
 
     >>> priced = {"how": "extracted", "seconds": 10.0, "timed_on": {"a1": 10.0}, "prompt_tokens": 90, "completion_tokens": 10}
     >>> first = {"seconds": 12.0, "call_seconds": 10.0, "built_on": "a1", "passage_costs": [{"key": "k1", **priced}]}
@@ -158,11 +137,8 @@ def counted_once(builds: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def unparsed_chunks(builds: list[dict[str, Any]]) -> int:
-    """The graph's chunks whose extraction reply did not parse, each passage once however many builds read it.
-
-    A passage's price says how many (`unparsed`); a build whose prices do not (written before that
-    field, 2026-11-27) counts its own total unless a later build says it for its passages; a build
-    from before the prices counts its total.
+    """The graph's chunks whose extraction reply did not parse, each passage once (a price's `unparsed`; else the
+    build's `parse_failures` unless a later build says it per passage).
 
     >>> older = {"parse_failures": 1, "passage_costs": [{"key": "k1"}, {"key": "k2"}]}
     >>> reload = {"parse_failures": 1, "passage_costs": [{"key": "k1", "unparsed": 1}, {"key": "k2", "unparsed": 0}]}
@@ -184,8 +160,7 @@ def unparsed_chunks(builds: list[dict[str, Any]]) -> int:
 
 
 def timed_shares(recs: list[dict[str, Any]]) -> dict[str, float]:
-    """The share of the records' (or graph builds') uncached-equivalent seconds timed on each machine
-    (`timing.timed_on`); those from before the field count as "unknown".
+    """The share of the records' uncached-equivalent seconds timed on each machine (untagged: "unknown").
 
     >>> timed_shares([{"seconds": 1.0, "timed_on": {"a1": 3.0}}, {"seconds": 1.0, "seconds_equivalent": 1.0}])
     {'a1': 0.75, 'unknown': 0.25}
@@ -200,7 +175,7 @@ def timed_shares(recs: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def machines_differ(a: dict[str, float], b: dict[str, float], floor: float = 0.01) -> bool:
-    """Whether two systems' seconds were timed on different machines (each machine's share above `floor` counted).
+    """Whether two systems' seconds were timed on different machines (shares above `floor`).
 
     >>> machines_differ({"a1": 1.0}, {"a1": 0.995, "b2": 0.005}), machines_differ({"a1": 1.0}, {"unknown": 1.0})
     (False, True)

@@ -1,12 +1,5 @@
-"""Evaluation rows in four formats, read into one shape (`EvalItem`).
-
-- `hotpotqa`: Hugging Face `hotpot_qa` distractor rows (`context {title[], sentences[][]}`,
-  `supporting_facts {title[]}`, `type`); each paragraph is one passage, the supporting titles are gold.
-- `popqa`: PopQA rows with CRAG passages (`answers`, `crag_internal_knowledge`,
-  `crag_web_knowledge`); the knowledge strings are cut into ~100-word passages.
-- `trap`: Correlation-Trap rows (`answer`, `aliases`, `failure_mode`, `trap_answer`, `gold_docs`,
-  `spurious_docs`); the gold documents are gold.
-- `generic`: `question`, `answers` (or `answer`), `documents` [{content, title?, id?, gold?}].
+"""Evaluation rows read into one shape (`EvalItem`): `hotpotqa` (distractor rows), `popqa` (with CRAG passages
+cut to ~100 words), `trap` (Correlation-Trap rows) and `generic` (`question`, `answers`, `documents`).
 
 Usage:
     >>> item = parse_row({"question": "Who?", "answers": ["Ann"],

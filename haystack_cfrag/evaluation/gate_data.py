@@ -1,11 +1,6 @@
-"""Labelled gate examples from `cfrag eval` run folders: what a gate is fitted on (`cascade.fit`).
-
-A question is labelled by what the always-on method did to standard RAG's answer in the same folder
-(both ran end to end there): "won", "lost" or "same" (strict EM). Its features are the gate's reading
-of standard RAG's answer, from any record of the same sample that holds one (`gate`: a cascade or
-`benchmarks/gate_signals.yml`). A sample is a data file and a corpus mode (`trap_dev`, or
-`hotpotqa_distractor_dev_a/per-question`): folders over the same file and mode are joined by question id;
-a question without both answers or without a reading is left out (counted in `missing`).
+"""Labelled gate examples from `cfrag eval` run folders (what `cascade.fit` fits): "won", "lost" or "same" by
+what the method did to standard RAG's answer (EM), features from the sample's gate reading; a question lacking
+either is counted in `missing`.
 
     >>> recs = [{"system": "standard_rag", "params": {}, "qid": "q1", "question": "Who?", "em": 0.0},
     ...         {"system": "cf_rag", "params": {}, "qid": "q1", "question": "Who?", "em": 1.0},

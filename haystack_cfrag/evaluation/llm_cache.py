@@ -1,11 +1,6 @@
-"""A chat generator wrapper that answers a repeated prompt from a cache (evaluation only).
+"""A chat generator wrapper that answers a repeated prompt (greedy decoding) from a cache (evaluation only).
 
-With greedy decoding the same messages give the same reply, so systems that differ only after
-generation (the λ sweep, the λ=0 ablation) and resumed runs reuse replies instead of paying for
-them again. Every hit is counted with the seconds the original call took, so that reports can
-show latency as if the call had been made, and by the machine that timed it (`timed_on`); a
-replayed reply says so in its meta (`timing.REPLAYED_META`: those seconds and that machine), so
-that a component that keeps a call's cost (CausalRAG's extraction cache) keeps the original one.
+Each hit counts the original call's seconds and machine; a replayed reply's meta says so (`timing.REPLAYED_META`).
 
 Usage:
     >>> from haystack.dataclasses import ChatMessage
@@ -57,9 +52,7 @@ MACHINE_LOCAL = ("model", "model_path", "n_threads", "n_threads_batch", "verbose
 
 
 NEWER_SETTINGS = ("use_mmap",)
-"""Settings a generator's serialisation gained after replies were stored under the whole serialisation (the key
-without `model_id`, and the older key looked up with it): left out of that key, so that those replies are still
-found (`use_mmap`: 2026-11-28, since the reader reads its GGUF instead of mapping it)."""
+"""Settings a generator's serialisation gained later: left out of the full-serialisation key (older replies found)."""
 
 
 def _without(params: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -77,8 +70,7 @@ def without_newer(described: dict[str, Any]) -> dict[str, Any]:
 
 
 def portable(described: dict[str, Any] | None, model_id: str) -> dict[str, Any]:
-    """A serialised generator without what only this machine or this code layout has (`MACHINE_LOCAL`,
-    the class's module), with the model named by `model_id`.
+    """A serialised generator without `MACHINE_LOCAL` and the class's module, its model named by `model_id`.
 
     >>> portable({"type": "pkg.adapters.Gen", "init_parameters": {"model": "models/m.gguf", "n_ctx": 4096,
     ...     "model_kwargs": {"n_threads": 2, "seed": 0}, "generation_kwargs": {"temperature": 0.0}}}, "sha:1")
@@ -91,8 +83,7 @@ def portable(described: dict[str, Any] | None, model_id: str) -> dict[str, Any]:
 
 
 def stored_reply(message: ChatMessage) -> dict[str, Any]:
-    """A reply as the cache file keeps it: its meta's `model` cut to the file name, so that a run folder (and its
-    archive) names no path of the machine that made it (llama-cpp-python reports the GGUF's full path).
+    """A reply as the cache file keeps it: its meta's `model` cut to the file name (no machine's path).
 
     >>> stored_reply(ChatMessage.from_assistant("Bale", meta={"model": "/opt/models/m.gguf"}))["meta"]["model"]
     'm.gguf'
@@ -121,12 +112,8 @@ class CachingChatGenerator:
 
     :param generator: the generator to wrap (named so that usage counters do not count it twice).
     :param path: a JSONL file that keeps the cache across runs (appended, never rewritten).
-    :param model_id: a fingerprint of the generator's model (the evaluation passes the model file's
-        sha256). With it, replies are keyed by a portable description of the generator (`portable`):
-        the class name, this fingerprint and the settings that shape a reply, not the file's path,
-        the module the class lives in or the thread count, so that a run folder replays on another
-        machine and after a refactor. Replies stored under the older key (the generator's full
-        serialisation, which is still the key without `model_id`) are found too.
+    :param model_id: a fingerprint of the model (its sha256): replies are then keyed by `portable`, so a run
+        folder replays on another machine; replies under the full-serialisation key are found too.
     """
 
     def __init__(self, *, generator: Any, path: str | None = None, model_id: str | None = None) -> None:

@@ -1,7 +1,4 @@
-"""Answer metrics: strict EM and F1 with the official SQuAD/HotpotQA normalisation first,
-the paper-style lenient containment beside them (labelled as such), and paired bootstrap
-confidence intervals for differences between systems.
-"""
+"""Answer metrics: strict EM and F1 (SQuAD/HotpotQA), the paper's lenient containment, paired bootstrap."""
 
 from __future__ import annotations
 
@@ -19,10 +16,7 @@ def exact_match(prediction: str, golds: Sequence[str]) -> float:
 
 
 def f1(prediction: str, golds: Sequence[str]) -> float:
-    """SQuAD token F1 against the best-matching gold answer.
-
-    As in the official HotpotQA script, yes/no/noanswer only score when both sides say it.
-    """
+    """SQuAD token F1 against the best gold answer (yes/no/noanswer score only when both sides say it)."""
     pred = normalize_answer(prediction)
     best = 0.0
     for gold in golds:
@@ -34,10 +28,7 @@ def f1(prediction: str, golds: Sequence[str]) -> float:
 
 
 def lenient_containment(prediction: str, golds: Sequence[str]) -> float:
-    """Paper-style lenient "EM": 1.0 if a normalised gold answer occurs inside the normalised prediction.
-
-    Not exact match: a long answer that mentions the gold among other names scores 1.
-    """
+    """Paper-style lenient "EM" (not exact): 1.0 if a normalised gold answer occurs inside the prediction."""
     pred = f" {normalize_answer(prediction)} "
     return float(any(normalize_answer(g) and f" {normalize_answer(g)} " in pred for g in golds))
 
@@ -69,11 +60,7 @@ def paired_bootstrap(
     system: Sequence[float], baseline: Sequence[float], *, n_resamples: int = 10_000, seed: int = 0,
     confidence: float = 0.95,
 ) -> dict[str, float]:
-    """Mean difference system − baseline over the same questions, with a percentile bootstrap interval.
-
-    Also counts the questions where the system scored higher (``wins``) and lower (``losses``) than the
-    baseline: with 0/1 scores such as EM, only these discordant questions move the difference.
-    """
+    """Mean difference system − baseline over the same questions, a percentile bootstrap interval, wins, losses."""
     a, b = np.asarray(system, dtype=float), np.asarray(baseline, dtype=float)
     if a.shape != b.shape or a.ndim != 1 or a.size == 0:
         raise ValueError("paired_bootstrap needs two non-empty score lists over the same questions.")

@@ -1,14 +1,5 @@
-"""What a run's records depend on: written to `metadata.json`, checked before a run resumes.
-
-A record's key is (condition, system, question), so a second run into the same folder would
-otherwise keep old records that were computed over another corpus or with other models and
-pair them with new ones. `record_run` refuses that, naming what differs:
-
-- the data file (sha256), the models and their hashes, the scorer and `max_tokens`, always;
-- the rows read (`format`, `offset`, `limit`), when the folder holds records whose store is
-  built from every row read: the pooled main comparison (its store is all questions'
-  passages) and the injection levels (their distractors come from the other questions).
-  Use `main_limit` / `inject_limit` to evaluate fewer questions over the same corpus.
+"""What a run's records depend on: written to `metadata.json`; `record_run` refuses to resume a folder whose
+records another data file, models, scorer or `max_tokens` made (or other rows, where a store is built from all).
 
 Usage:
     >>> config = {"format": "auto", "offset": 0, "limit": 100, "max_tokens": 256, "scorer": None}
@@ -68,8 +59,7 @@ def metadata(config: Any, injected: list[Any] | None = None) -> dict[str, Any]:
 
 
 def portable_path(path: Any) -> Any:
-    """A path as the results record it: relative to the working directory, so that no machine's
-    absolute paths land in committed metadata (None and relative paths stay as they are).
+    """A path relative to the working directory (no machine's absolute path in metadata); others unchanged.
 
     >>> import os
     >>> portable_path(os.path.join(os.getcwd(), "runs", "x"))
@@ -115,8 +105,7 @@ def differences(old: dict[str, Any], new: dict[str, Any], conditions: set[str]) 
 
 
 def read_metadata(out: Path) -> dict[str, Any] | None:
-    """A run folder's `metadata.json`, read through the one safe opener (`stores.safe_files`); None when it is
-    missing or not a JSON object.
+    """A run folder's `metadata.json` through the safe opener; None when missing or not a JSON object.
 
     :raises ValueError: one line naming the file: a FIFO, a device, a link out of the folder, too large.
     """
@@ -134,11 +123,8 @@ def read_metadata(out: Path) -> dict[str, Any] | None:
 
 
 def record_run(out: Path, new: dict[str, Any], conditions: set[str]) -> None:
-    """Check that `out`'s records (of `conditions`) match this run, then write this run's metadata.
-
-    Raises `ResumeMismatchError`, before writing anything, when the folder holds records this run
-    would not reproduce. The earlier invocations' configurations are kept under `invocations`.
-    """
+    """Check that `out`'s records match this run (`ResumeMismatchError` before writing anything), then write
+    this run's metadata, earlier invocations kept."""
     path = out / "metadata.json"
     old = read_metadata(out)
     if conditions and old is None:

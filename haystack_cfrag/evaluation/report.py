@@ -1,7 +1,4 @@
-"""The Markdown report of an evaluation (`report.md`), from its `results.json` and metadata.
-
-Scores are fractions in `results.json` and percentages here; a difference is shown in points with its
-95% interval and the questions won and lost against the other side.
+"""The Markdown report (`report.md`) from `results.json`: percentages, differences with 95% interval, wins/losses.
 
     >>> _pct(0.125), _ci({"difference": 0.1, "low": -0.05, "high": 0.2, "wins": 4, "losses": 1}), _ci(None)
     ('12.5', '+10.0 [-5.0, +20.0] (4↑ 1↓)', '–')
@@ -23,7 +20,7 @@ def _pct(value: float | None) -> str:
 
 
 def _scorings(llm: dict[str, float | None]) -> str:
-    """Support scorings per question, with the tokens they evaluated and their seconds ("–": not counted in these records).
+    """Support scorings per question, with their tokens and seconds ("–": not counted).
 
     >>> _scorings({"scorings": 13.9, "scoring_tokens": 812.0, "scoring_seconds": 9.62}), _scorings({"scorings": None})
     ('13.9 (812 tok, 9.6 s)', '–')
@@ -41,7 +38,7 @@ def _ci(b: dict[str, float] | None) -> str:
 
 
 def _extracted_by(results: dict[str, Any]) -> str:
-    """Who extracted the graph, from the run's settings: "the LLM" (also for runs from before the setting).
+    """Who extracted the graph, from the run's settings (older runs: "the LLM").
 
     >>> _extracted_by({"metadata": {"config": {"graph_extractor": "spacy"}}}), _extracted_by({})
     ("the 'spacy' extractor", 'the LLM')

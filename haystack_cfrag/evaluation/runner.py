@@ -1,9 +1,5 @@
-"""`cfrag eval`: systems side by side on one store with the same models, scored per question.
-
-Every (condition, system, question) result is appended to `records.jsonl` in the output folder
-as soon as it exists; a second run with the same folder skips what is there (resume). LLM
-replies are cached too (`llm_cache.jsonl`, see `llm_cache.py`). `summary.py` turns the records
-into `results.json`, `report.md` and plots.
+"""`cfrag eval`: systems side by side on one store with the same models, scored per question, each result
+appended to `records.jsonl` at once (a second run resumes); replies cached in `llm_cache.jsonl`.
 
 Usage (the fakes stand in for the models):
     >>> import tempfile
@@ -55,10 +51,8 @@ class EvalConfig:
     """What to evaluate (every field is also a `cfrag eval` option).
 
     :param data: a JSONL file in one of the formats of `datasets.py`.
-    :param limit, offset: the rows read (the file's order). The pooled store holds all their passages and the
-        injected distractors come from all of them.
-    :param main_limit: questions of the main comparison (default: all of `limit`), e.g. 50 for the ablations
-        over the same pooled store as a 100-question run.
+    :param limit, offset: the rows read (the pooled store and the distractors come from all of them).
+    :param main_limit: questions of the main comparison (default: all of `limit`).
     :param corpus: `pooled` or `per-question` for the main comparison.
     :param systems: system names for the main comparison (see `systems.py`).
     :param inject_levels: N_inject levels; each runs in per-question mode with the injected passages.
@@ -67,13 +61,9 @@ class EvalConfig:
     :param inject_limit: questions per injection level (default: all of `limit`).
     :param out: the output folder (records, cache, results, report, plots).
     :param allowed_modules: extra trusted modules for pipeline files given by path (your components).
-    :param cache: answer repeated prompts from `out/llm_cache.jsonl` (their first seconds counted).
-        False = a latency run: every call is made, and each system has its own model instance, so
-        llama.cpp's prompt-prefix reuse only carries over between that system's own calls, as in a
-        deployment that runs it alone.
-    :param graph_extractor: what extracts the graph of the graph family's systems (`causal_rag.extractors`:
-        "llm", "llm-json" or "spacy"; None: the family's default, recorded by name); each extractor's
-        extractions are cached apart.
+    :param cache: answer repeated prompts from `out/llm_cache.jsonl`; False: a latency run (every call made,
+        each system its own model instance).
+    :param graph_extractor: "llm", "llm-json" or "spacy" for the graph family (None: its default).
     """
 
     data: str
@@ -146,9 +136,8 @@ def conditions(config: EvalConfig, items: list[EvalItem]) -> list[Condition]:
 
 
 def run_order(conds: list[Condition], *, main: int) -> list[tuple[Condition, EvalItem]]:
-    """(condition, question) pairs in run order: the first `main` conditions question by question,
-    then the injection conditions interleaved per question (question 1 at every level, then
-    question 2, ...), so that a run stopped early leaves every level with the same questions.
+    """(condition, question) pairs: the first `main` conditions, then the injection levels interleaved per
+    question (a run stopped early leaves every level with the same questions).
 
     >>> a, b = EvalItem("a", "?", ["x"], []), EvalItem("b", "?", ["y"], [])
     >>> conds = [Condition(f"inject:distractor:{n}", "per-question", n, "distractor", (), (a, b)) for n in (2, 4)]
@@ -187,11 +176,8 @@ def run_eval(
     text_embedder: Any | None = None,
     document_embedder: Any | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every condition, system and question not yet in the output folder; return all records.
-
-    `chat_generator`/`text_embedder`/`document_embedder`: ready instances instead of the config's
-    model specs (tests). Each question's LLM calls are cached in `out/llm_cache.jsonl`.
-    """
+    """Run every condition, system and question not yet in the output folder; return all records
+    (`chat_generator`/`text_embedder`/`document_embedder`: instances instead of the config's specs)."""
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     items = load_items(config.data, config.format, limit=config.limit, offset=config.offset)
@@ -228,8 +214,7 @@ def run_eval(
     runtimes: dict[str, Runtime] = {}
 
     def runtime_for(system: System) -> Runtime:
-        """One runtime for every system (through the reply cache), or in a latency run one per
-        system, with its own model instance and so its own llama.cpp KV state."""
+        """One runtime for every system, or in a latency run one per system (its own model and KV state)."""
         key = "" if cached is not None else system.key()
         if key not in runtimes:
             runtimes[key] = new_runtime(cached if cached is not None else new_generator())
@@ -271,12 +256,8 @@ def run_eval(
 
 
 def _append_graph_stats(out: Path, runtimes: list[Runtime], written: dict[int, int]) -> None:
-    """Append to `graph_stats.jsonl` the graph builds (CausalRAG's index-time cost) that ended since the last call.
-
-    Written as soon as a build ends, not when the run does: a run stopped during its answers
-    resumes with the graph in the extraction cache, and its next build costs no call, so the
-    stopped build's line is the only record of what the graph cost.
-    """
+    """Append the graph builds that ended since the last call to `graph_stats.jsonl` (at once: a resumed
+    run's build costs no call, so a stopped build's line is its only record)."""
     new = []
     for rt in runtimes:
         new += rt.graph_stats[written.get(id(rt), 0):]

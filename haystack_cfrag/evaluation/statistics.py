@@ -1,8 +1,5 @@
-"""Scores over evaluation records: means, paired differences with bootstrap intervals, the oracle, and the
-injection and sweep tables.
-
-A difference is paired over the questions both sides answered (`paired`), with a 95% percentile
-bootstrap interval and the counts of wins and losses (`metrics.paired_bootstrap`).
+"""Scores over evaluation records: means, paired differences (over the questions both answered, 95% bootstrap
+interval, wins and losses), the oracle, and the injection and sweep tables.
 
     >>> a = [{"condition": "c", "qid": q, "em": e} for q, e in [("1", 1.0), ("2", 1.0), ("3", 0.0)]]
     >>> b = [{"condition": "c", "qid": q, "em": e} for q, e in [("1", 0.0), ("2", 1.0)]]
@@ -50,8 +47,7 @@ def paired(recs_a: list[dict[str, Any]], recs_b: list[dict[str, Any]], metric: s
 
 
 def scores(recs: list[dict[str, Any]]) -> dict[str, Any]:
-    """One system's answers summed up: how many, how often escalated (cascades), the mean scores, gold recall,
-    the oracle, errors, and the scores by question type and by failure mode (trap sets).
+    """One system's answers summed up: count, escalations, mean scores, recall, oracle, errors, by type and mode.
 
     >>> s = scores([{"em": 1.0, "f1": 1.0, "lenient": 1.0, "qtype": "bridge"}, {"em": 0.0, "f1": 0.5, "lenient": 1.0}])
     >>> s["n"], s["em"], s["f1"], s["support_recall"], s["by_type"]["bridge"]["n"]
@@ -84,11 +80,8 @@ def scores(recs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def injection_tables(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """variant → system → level → scores, from the `inject:*` conditions and `per-question` as N_inject = 0.
-
-    A variant's table covers only the questions that every level and system of it answered, so a run stopped
-    part-way does not set 30 questions at N=0 against 11 at N=16; `em_vs_0` is ΔEM against N=0, paired.
-    """
+    """variant → system → level → scores (`per-question` as N_inject = 0), over the questions every level and
+    system answered; `em_vs_0` is ΔEM against N=0, paired."""
     table: dict[str, Any] = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))  # → level → qid → record
     for r in records:
         if r.get("variant") and r["condition"].startswith("inject:"):
@@ -126,13 +119,8 @@ def _file_default(pipeline: str, parameter: str, cache: dict[tuple[str, str], An
 
 
 def sweep_tables(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """"pipeline:parameter" → {"default", "values": value → scores}: every pipeline's variants with one parameter changed.
-
-    The default is the pipeline file's own value (any family's: `registry.resolve(…).values()`); the
-    pipeline's records without parameters stand for it. Each parameter's values are compared over the
-    questions that every value answered (an ablation run on the first 50 questions is not set against
-    the default's 100), with ΔEM against the default, paired.
-    """
+    """"pipeline:parameter" → {"default", "values": value → scores}: each one-parameter variant, over the questions
+    every value answered, with ΔEM against the file's own value (its records without parameters), paired."""
     table: dict[str, dict[Any, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     defaults: dict[str, Any] = {}
     cache: dict[tuple[str, str], Any] = {}

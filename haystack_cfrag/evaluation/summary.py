@@ -1,14 +1,5 @@
-"""From per-question records to `results.json`, a Markdown report and PNG plots.
-
-Scores are fractions in `results.json` and percentages in the report. Differences against the
-baseline (standard RAG) are paired over the questions both systems answered, with a 95%
-percentile bootstrap interval. Latency is wall time per question; where a system's replies came
-from the LLM cache (the λ sweep reuses cf_rag's drafts), `latency_equivalent` adds back the
-seconds those calls took when they were made.
-
-This module gathers the parts: `statistics` (scores, paired differences, the oracle, the injection
-and sweep tables), `costs` (latency, calls, tokens, overhead, the graph builds), `report` (the
-Markdown) and `plots` (the PNG files).
+"""From per-question records to `results.json`, a Markdown report and PNG plots (gathering `statistics`,
+`costs`, `report` and `plots`).
 
 Usage:
     >>> recs = [{"condition": "pooled", "system": s, "qid": q, "em": e, "f1": e, "lenient": e,
@@ -44,9 +35,8 @@ logger = logging.getLogger(__name__)
 
 
 def read_records(out: Path, name: str = "records.jsonl") -> list[dict[str, Any]]:
-    """Every record of an output folder's `name` file (also `graph_stats.jsonl`: a line per graph build),
-    read through the one safe opener (`stores.safe_files`); a line that is not a JSON object (an
-    unfinished last line) is skipped with a warning.
+    """Every record of an output folder's `name` file (or `graph_stats.jsonl`) through the safe opener; a line
+    that is not a JSON object is skipped with a warning.
 
     :raises ValueError: one line naming the file: a FIFO, a device, a link out of the folder, too large.
     """

@@ -1,14 +1,5 @@
-"""The systems an evaluation compares: a pipeline file plus parameter overrides.
-
-Names: every pipeline of `haystack_cfrag.registry` (`closed_book`, `standard_rag`, `cf_rag`,
-`cer`, `causal_rag`, …), the families' ablations (`cf_rag_n3`: the paper's N = 3, `cf_rag_n0`, `cf_rag_k1`,
-`cf_rag_lambda0`, `cf_rag_no_override`), any YAML path, and any of these with overrides in
-brackets: `cf_rag[causal_weight=0.2,n_subsets=2]`, `cer[theta=0.6]` (each family's table, its
-short names too: `cf_rag[lambda=0.2]`; each value is checked against its range when the system
-is read). `check_systems` also checks, before anything runs, that each pipeline is a
-registered name or a YAML pipeline file (`cfrag eval` refuses anything else; `run_eval` records
-a system that cannot load as a failed result). A sweep (`sweep_systems`) takes any family's
-axis: `cer:theta`, or a name only one family has (`lambda`, `K`).
+"""The systems an evaluation compares: a registered pipeline, a family's ablation (`cf_rag_n3`, `cf_rag_k1`, …)
+or a YAML path, with checked overrides in brackets (`cf_rag[lambda=0.2]`); `sweep_systems` takes any family's axis.
 
 Usage:
     >>> [s.name for s in parse_systems("standard_rag,cf_rag[causal_weight=0.2]")]
@@ -155,10 +146,7 @@ def sweep_base(family: str) -> str:
 
 
 def sweep_systems(parameter: str, values: list[Any], base: str | None = None) -> list[System]:
-    """The family's pipeline (or `base`) with one parameter at each value, the others at their defaults.
-
-    `parameter`: `family:name` (`cer:theta`), or a name only one family has (`lambda`, `N`, `K`, `M`).
-    """
+    """The family's pipeline (or `base`) with `parameter` (`cer:theta`, or a name one family has) at each value."""
     axes = sweep_axes()
     check_choice("sweep parameter", parameter, sorted(axes))
     family, name = axes[parameter]

@@ -1,16 +1,6 @@
-"""A cost that a noisy machine cannot disturb: tokens priced at each model's measured rates on 2 cores.
-
-seconds ≈ Σ over a question's calls of  prompt tokens / prompt rate + completion tokens / decode rate,
-plus the support scorings' evaluated tokens at the reader's prompt rate. Two readings:
-
-- `all`: every prompt token priced, the reused prefix too (the reading issue 61's figures use);
-- `evaluated`: the prompt tokens llama.cpp evaluated (a prefix shared with the previous call is not
-  evaluated again: `usage.prompt_tokens_details.cached_tokens`, `timing.LLMUsage.by_component`).
-
-A record made before calls were counted by component prices everything at the reader's rates. The cascade's
-gate scores standard RAG's answer as the reply to the prompt the reader has just read, so a cascade pays
-for the answer's tokens only; in a run whose reader replies came from the reply cache the gate had to read
-the prompt itself, which the token model does not charge (`GATE`: its answer tokens are priced).
+"""A cost a noisy machine cannot disturb: Σ prompt tokens / prompt rate + completion tokens / decode rate (each
+model's measured rates), plus scoring tokens; `all` prices every prompt token, `evaluated` leaves out cached ones.
+The gate is priced for its answer tokens only (`GATE`).
 
     >>> llm = {"prompt_tokens": 620, "completion_tokens": 14, "scoring_tokens": 62, "by_component": {
     ...     "generator": {"prompt_tokens": 496, "cached_tokens": 0, "completion_tokens": 6, "model": READER},
@@ -70,8 +60,7 @@ def token_seconds(llm: Mapping[str, Any] | None) -> dict[str, float]:
 
 
 def by_component(recs: list[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
-    """Mean tokens per question by component (calls, prompt, cached, completion, scoring tokens) and their
-    token-model seconds (`all`): where a system's cost goes.
+    """Mean tokens per question by component, with their token-model seconds (`all`).
 
     >>> by_component([{"llm": {"by_component": {"expander": {"calls": 1, "prompt_tokens": 124, "completion_tokens": 40,
     ...                                                       "model": READER}}}}])["expander"]["seconds"]
