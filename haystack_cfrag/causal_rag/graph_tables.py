@@ -39,6 +39,7 @@ from haystack_cfrag.causal_rag.math.names import NODE_FLAG, node_document_id, no
 
 FORMAT = "haystack-cfrag causal graph"
 VERSION = "1"
+SQLITE_MAGIC = b"SQLite format 3\x00"
 PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,46}")
 """A table prefix: a plain SQL identifier short enough for Postgres's 63 characters with `_passages`."""
 DEFAULT_PREFIX = "cfrag_graph"
@@ -72,7 +73,7 @@ class GraphTables:
         :raises FileNotFoundError: no file and not `create`.
         :raises ValueError: one line, when the file is a link, not SQLite, another program's, or of another version.
         """
-        from haystack_cfrag.causal_rag.sqlite_guard import check_graph_file  # noqa: PLC0415
+        from haystack_cfrag.stores.safe_files import open_checked  # noqa: PLC0415
 
         path = Path(path)
         if path.is_symlink():
@@ -81,7 +82,10 @@ class GraphTables:
         if fresh and not create:
             raise FileNotFoundError(f"no graph file at {path}: run `cfrag index --graph`.")
         if not fresh:
-            check_graph_file(path)  # the safe opener: a link, a folder, a FIFO or another file is one line
+            with open_checked(path, "sqlite") as fh:  # the one opener: a folder or a FIFO is one line, unread
+                if fh.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
+                    raise ValueError(f"graph file {path}: not an SQLite database (a foreign or corrupt file); "
+                                     "nothing read.")
         try:
             connection = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
             tables = cls(connection, dialect="sqlite", where=str(path))

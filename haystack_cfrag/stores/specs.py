@@ -35,6 +35,9 @@ from haystack.utils import Secret
 
 from haystack_cfrag.common.redaction import redact
 
+KINDS: dict[str, Any] = {}
+"""Kind name (a spec's ``KIND:``) -> its `stores.kinds.StoreKind`: filled by `stores.kinds` (imported with the
+`stores` package, before this module), so that this module needs none of the kinds."""
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _QUERY_PASSWORD = re.compile(r"(?<=[?&])password=([^&#]*)(&|(?=#)|$)")
 
@@ -61,10 +64,10 @@ class StoreSpec:
 
     @property
     def store_kind(self) -> Any:
-        """The `stores.kinds.StoreKind` of this spec."""
-        from haystack_cfrag.stores.kinds import kind_named  # noqa: PLC0415
-
-        return kind_named(self.kind)
+        """The `stores.kinds.StoreKind` of this spec (ValueError for a kind no longer registered)."""
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown store kind '{self.kind}' (known: {', '.join(KINDS)})")
+        return KINDS[self.kind]
 
 
 def without_password(url: str) -> tuple[str, str | None]:
@@ -96,8 +99,6 @@ def parse_store_spec(spec: str | os.PathLike[str] | StoreSpec) -> StoreSpec:
     """
     if isinstance(spec, StoreSpec):
         return spec
-    from haystack_cfrag.stores.kinds import KINDS  # noqa: PLC0415
-
     text = os.fspath(spec).strip()
     kind, sep, rest = text.partition(":")
     if not sep or re.fullmatch(r"[A-Za-z]", kind):  # "C:\\…" is a path
@@ -120,4 +121,4 @@ def parse_store_spec(spec: str | os.PathLike[str] | StoreSpec) -> StoreSpec:
                      Secret.from_token(unquote(password)) if password else None)  # "me:@" is no password
 
 
-__all__ = ["StoreSpec", "parse_store_spec", "without_password"]
+__all__ = ["KINDS", "StoreSpec", "parse_store_spec", "without_password"]

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from haystack_cfrag.stores.kinds.base import Beside, StoreKind
+from haystack_cfrag.stores.kinds.base import Beside, StoreKind, StoreSpec
 from haystack_cfrag.stores.kinds.faiss import FAISS
 from haystack_cfrag.stores.kinds.memory import MEMORY
 from haystack_cfrag.stores.kinds.pgvector import PGVECTOR
 from haystack_cfrag.stores.kinds.qdrant import QDRANT
+from haystack_cfrag.stores.specs import KINDS
 
-KINDS: dict[str, StoreKind] = {kind.name: kind for kind in (MEMORY, FAISS, PGVECTOR, QDRANT)}
-"""Kind name (a spec's ``KIND:``) -> its kind."""
+KINDS.update((kind.name, kind) for kind in (MEMORY, FAISS, PGVECTOR, QDRANT))  # the table is `specs.KINDS`
 
 
 def register(kind: StoreKind) -> StoreKind:
@@ -32,14 +32,8 @@ def register(kind: StoreKind) -> StoreKind:
 
 
 def kind_named(name: str) -> StoreKind:
-    """The kind of a spec's ``KIND:``.
-
-    :raises ValueError: no such kind.
-    """
-    try:
-        return KINDS[name]
-    except KeyError:
-        raise ValueError(f"unknown store kind '{name}' (known: {', '.join(KINDS)})") from None
+    """The kind of a spec's ``KIND:``; ValueError for none."""
+    return StoreSpec(name, "").store_kind
 
 
 def kind_of(store: Any) -> StoreKind | None:
