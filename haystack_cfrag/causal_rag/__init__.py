@@ -1,12 +1,8 @@
-"""CausalRAG, "Integrating Causal Graphs into Retrieval-Augmented Generation" (paper 004).
+"""CausalRAG, "Integrating Causal Graphs into Retrieval-Augmented Generation" (paper 004; docs/causal_rag.md).
 
-Index time, an LLM extracts nodes and relations from 1,000-character chunks of the passages
-and `CausalGraphBuilder` stores the graph as node Documents (edges in their meta) in the user's
-document store. Query time, `CausalGraphRetriever` takes the k nodes nearest the query,
-expands s hops along the edges (both ways, each edge in its own direction) and fetches the
-source passages; `CausalSummarizer` writes the causal-paths report and the causal summary
-that goes, with the passages, into the answer prompt. `causal_rag.math` holds the pure graph
-and parsing; see docs/causal_rag.md. The components are imported on first use.
+`CausalGraphBuilder` extracts the graph at index time; `CausalGraphRetriever` takes the k nodes nearest the
+query, expands s hops and fetches the source passages; `CausalSummarizer` writes the causal summary for the
+answer prompt. `causal_rag.math` holds the pure parts; components are imported on first use.
 """
 
 from typing import TYPE_CHECKING

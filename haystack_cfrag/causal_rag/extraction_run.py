@@ -1,18 +1,8 @@
 """`cfrag index --graph`: CausalRAG's graph extraction ahead of time, incremental, with progress and its cost.
 
-Every passage's extraction lands in the cache that `cfrag ask/compare/eval/serve` read
-(`StoreParts.graph_cache`), keyed by the passage's content hash and the extractor (its model and
-settings), so the graph is then put together from the cache the first time a question needs it.
-
-Incremental: run it over the store's passages after adding, changing or deleting some: a passage
-whose text is in the cache for this extractor costs nothing, a new or changed one is extracted,
-and a deleted one is simply not among the store's passages, so the graph of the store (built from
-its passages) no longer holds its nodes and edges. The store's documents are only read.
-
-Engines: in process (default), or on Ray (`engine="ray"`, a local Ray or a cluster by
-`ray_address`): the passages not in the cache are extracted by Ray tasks in batches, the driver
-writes their records into the cache, and the graph is put together from it as in process, so
-both give the same graph.
+Each passage's extraction lands in the cache the runtime reads, keyed by its content hash and the extractor: a
+cached passage costs nothing, a new or changed one is extracted, a deleted one leaves the graph. The store's
+documents are only read. In process, or on Ray (`engine="ray"`): the same graph.
 
 >>> from haystack import Document
 >>> from haystack_cfrag.testing import MockChatGenerator
@@ -84,11 +74,8 @@ def extract_passages(
     :param builder_settings: more `CausalGraphBuilder` init parameters (`extractors.BUILDER_SETTINGS`).
     :param batch_size: passages per extractor call (and per progress line); the LLM recipe goes one by one.
     :param engine: "local" or "ray" (then `ray_address`: None = a local Ray, or a cluster's address).
-    :param store_spec: the store the passages are in: the graph is then written beside it
-        (`causal_rag.graph_write.write_graph`: node vectors in `text_embedder`'s space, by `document_embedder`
-        in batches (its model; None: the text embedder, one by one), edges
-        in tables; a run killed before is finished), and its size read there; None: the graph is only put
-        together in memory to count it.
+    :param store_spec: the store of the passages: the graph is written beside it (`graph_write.write_graph`,
+        nodes embedded by `document_embedder` in batches, else the text embedder); None: only counted in memory.
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r:.40}; choose one of {', '.join(ENGINES)}.")
@@ -153,10 +140,8 @@ def extract_passages(
 
 
 def _in_stored_graph(passages: list[Document], store_spec: Any) -> set[str]:
-    """Ids of the passages whose graph the store's tables already hold, with the same text: an incremental
-    `cfrag index --graph` neither extracts nor reads them (reading 40,383 cached extractions took 521 s in the
-    scale run). Empty when a passage recorded there is gone or changed: the tables are then rebuilt from the
-    cache, which must hold every passage."""
+    """Ids of the passages the store's tables already hold with the same text (neither extracted nor read);
+    empty when a recorded passage is gone or changed (the tables are then rebuilt from the cache)."""
     from haystack_cfrag.causal_rag.stored_graph import graph_home  # noqa: PLC0415
 
     home = graph_home(store_spec)

@@ -1,29 +1,9 @@
-"""The graph extractor socket: passage text -> nodes and edges, in the graph's one schema.
+"""The graph extractor socket (`GraphExtractor`): passage text -> nodes and edges, in the graph's one schema.
 
-`CausalGraphBuilder(extractor=…)` takes any component with this shape (`GraphExtractor`):
-
-- `run(texts: list[str]) -> {"extractions": list[Extraction], "meta": list[dict]}`: one
-  `Extraction` (nodes as (name, type), `Triple`s; a causal triple carries the cue that fired in
-  `Triple.cue`) per text, in order; each meta may say `prompt_tokens`, `completion_tokens` and
-  `rejected` (candidate edges a validation refused);
-- `fingerprint() -> str`: what decides its output besides the text (model, version, settings):
-  part of every extraction-cache key, so one extractor's graph never replays another's;
-- `warm_up()` (optional): load the model.
-
-The implementations, by the name `cfrag index --graph --extractor NAME`, `cfrag eval
---graph-extractor NAME` and `Runtime(graph_extractor=NAME)` take:
-
-| name | extractor | cost |
-|---|---|---|
-| `spacy` (default) | `SpacyGraphExtractor`: entities, noun chunks, dependency relations, causal cues | parsing only |
-| `llm` | the builder's own chat-generator recipe (CausalRAG's prompt), the default until 2026-11-27 | a generation a chunk |
-| `llm-json` | `LLMGraphExtractor`: the same prompt, the output constrained by a JSON schema | the same |
-
-The default answered as the LLM graph does over four samples taken together (worse on dev_c, better on
-trap_dev_b) at about 1/2,000 of the cost (docs/causal_rag.md, "Which extractor by default").
-
-To plug in a trained tagger (UniCausal's cause-effect spans, GLiNER entities + GLiREL relations),
-write a component with this `run` and `fingerprint` and pass it as `extractor`.
+An extractor has `run(texts) -> {"extractions": [Extraction], "meta": [dict]}` (one per text; a meta may say
+`prompt_tokens`, `completion_tokens`, `rejected`), `fingerprint()` (part of every extraction-cache key) and an
+optional `warm_up()`. By name: `spacy` (default, `SpacyGraphExtractor`: parsing only), `llm` (the builder's
+chat-generator recipe) and `llm-json` (`LLMGraphExtractor`: the same prompt, JSON-schema constrained).
 """
 
 from __future__ import annotations
@@ -64,11 +44,8 @@ def check_extractor_name(name: Any) -> str:
 
 
 def make_extractor(name: str, *, chat_generator: Any | None = None, **kwargs: Any) -> Any | None:
-    """The extractor called `name`: None for "llm" (the builder's chat-generator path), else a component.
-
-    :param chat_generator: the LLM of "llm-json" (and of the spaCy extractor's optional validation
-        when `validate=True` is passed).
-    """
+    """The extractor called `name`: None for "llm" (the builder's own path), else a component whose LLM
+    (for "llm-json", or spaCy's `validate=True`) is `chat_generator`."""
     check_extractor_name(name)
     if name == "llm":
         return None
@@ -85,8 +62,7 @@ def make_extractor(name: str, *, chat_generator: Any | None = None, **kwargs: An
 
 
 BUILDER_SETTINGS: dict[str, dict[str, Any]] = {"spacy": {"chunk_chars": 20_000, "chunk_overlap": 0}}
-"""`CausalGraphBuilder` settings an extractor wants: a parser reads whole passages (no 1,000-character windows
-that cut sentences)."""
+"""`CausalGraphBuilder` settings an extractor wants (a parser reads whole passages)."""
 
 
 __all__ = [

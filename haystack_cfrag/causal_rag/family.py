@@ -1,13 +1,5 @@
 """CausalRAG as the layers above see it: k, s and the summary's recipe per request, its pipelines, and its
-graph at index time.
-
-`summary_calls` (1 by default; 2 = the official code's two calls and the archived runs' answer prompt:
-the eval system `causal_rag[summary_calls=2]`) and `summary_max_tokens` (the one call's budget, set
-with `--param` or an eval system, not per request) are in `causal_rag/parameters.py`.
-
-The graph (`prepare_store`) is built once per store the first time one of its pipelines runs on
-it (or read from the extraction cache that `cfrag index --graph` fills), and every component with
-a `node_retriever` is pointed at it.
+graph, built (or read from the extraction cache) once per store on first need, every `node_retriever` pointed at it.
 
     >>> FAMILY.request_parameters, FAMILY.prepare_store.what
     (('graph_top_k', 'hops', 'summary_calls'), "CausalRAG's causal graph")
@@ -59,8 +51,7 @@ def reads_graph(data: Any) -> bool:
 
 def attach_graph(pipeline: Any, graph: Callable[[], Any]) -> None:
     """Point every graph retriever of `pipeline` at the graph (built or opened on first need): an in-memory node
-    store, or a stored graph (`stored_graph.StoredGraph`: its node store, with a retriever of its kind, and its
-    tables)."""
+    store, or a `stored_graph.StoredGraph`."""
     for _, comp in pipeline.walk():
         node_retriever = getattr(comp, GRAPH_READER, None)  # the nodes live in a store of their own
         if node_retriever is None or not hasattr(node_retriever, "document_store"):

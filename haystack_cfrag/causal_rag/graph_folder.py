@@ -1,12 +1,7 @@
 """The folder a file store's graph lives in (``STORE.graph/``): the package's own, or refused.
 
-`cfrag index --graph` writes a graph's files (its tables, its node store) into a folder beside the
-store. A folder of that name that the package did not create may be the user's: writing there
-overwrote their ``nodes.json``, and a link of that name was written through into its target.
-So the package creates the folder itself and leaves a marker file in it (`MARKER`); a folder
-that is a link, or that exists without the marker, is refused in one line before anything is
-written. A graph folder written before the marker existed (it holds a haystack-cfrag graph
-file that passes `sqlite_guard`'s checks) is taken as the package's, and marked.
+The package creates it with a marker file (`MARKER`); a link, or a folder without the marker (the user's), is
+refused in one line before anything is written (an older graph folder holding a valid graph file is marked).
 Reading only refuses a link or a non-folder (`check_folder`).
 """
 

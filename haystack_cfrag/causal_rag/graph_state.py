@@ -1,9 +1,4 @@
-"""A stored graph's state, as its meta table records it, and what a reader is told of it (pure).
-
-`cfrag index --graph` marks the graph `writing` before it writes and `complete` when it is done; passages written
-without `--graph` mark it `stale` (`causal_rag.graph_write`). Opening a graph that is not `complete` warns
-(`causal_rag.stored_graph`).
-"""
+"""A stored graph's state (`writing`, `complete`, `stale`: `graph_write`) and what a reader is told of it (pure)."""
 
 from __future__ import annotations
 

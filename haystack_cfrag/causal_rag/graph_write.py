@@ -1,23 +1,9 @@
 """Writing a store's causal graph so that a writer killed at any moment is finished by the next run.
 
-The graph lives beside the store (`stored_graph.graph_home`): tables (nodes, edges, the passages
-merged, a meta table) and a node store of one vector per node. `write_graph` is the one writer
-(`cfrag index --graph`, and the demo store's kept graph); it holds the store's lock
-(`stores.lock`) and keeps one fact in the meta table, `state`:
-
-- `writing` from the first write of a run (`prepare_graph`: a graph file that cannot be written
-  is refused in one line here, before any passage is written) until the run has saved the node
-  store and recorded the graph's counts, then `complete`;
-- `stale` when `cfrag index` without `--graph` changed the passages of a store that has a graph.
-
-The tables commit batch by batch (a batch's nodes, edges and passage records in one
-transaction); node vectors are written into the node store, which is saved (atomically) once
-at the end. So a run killed anywhere leaves tables that are right for the passages they record
-and a node store that may lack vectors, or hold vectors of nodes a rebuild dropped. The next
-run merges the passages the tables lack, then embeds every node whose vector is missing or was
-made from another name, and deletes the vectors of nodes that are gone (`_reconcile`, run when
-the graph was not `complete` or was rebuilt): it ends in the state a clean build gives.
-`graph_notice` is the warning a reader gives for a graph that is not `complete`.
+`write_graph` is the one writer (under the store's lock) of the graph beside the store: tables committed batch
+by batch, a node store saved once at the end, and a `state` of `writing` until then, `complete` after, `stale`
+when `cfrag index` without `--graph` changed the passages. A run that finds the graph not `complete` merges
+what the tables lack and reconciles the node vectors (`_reconcile`); `graph_notice` warns a reader.
 """
 
 from __future__ import annotations
@@ -50,10 +36,8 @@ _marked: set[str] = set()
 
 
 def _mark(home: Any, state: str, *, create: bool) -> None:
-    """Set the graph's state, the run's first write: refused in one line when the graph cannot be written.
-
-    Marking `writing` also records `repair` = 1 when the graph was left by a run that did not finish (its state
-    `writing`, or node counts that are not the ones recorded): `write_graph` then reconciles the node vectors."""
+    """Set the graph's state (the run's first write, refused in one line when it cannot be written); `writing`
+    records `repair` = 1 over a graph an unfinished run left."""
     where = _where(home)
     if state == WRITING and where in _marked:
         return
@@ -91,9 +75,8 @@ def forget_marks() -> None:
 
 
 def check_graph_writable(spec: str | StoreSpec) -> None:
-    """Refuse (one line naming the file) a graph beside a file store that could not be written, before any model
-    loads: a graph file, its node store's files or their folder that this user cannot write. Nothing is written;
-    `prepare_graph`'s first write is the check of last resort (and of a pgvector graph)."""
+    """Refuse in one line, before any model loads, a graph beside a file store whose files or folder this user
+    cannot write (nothing written)."""
     from haystack_cfrag.causal_rag.stored_graph import check_home, graph_home  # noqa: PLC0415
 
     home = graph_home(spec)
@@ -113,8 +96,7 @@ def check_graph_writable(spec: str | StoreSpec) -> None:
 def prepare_graph(spec: str | StoreSpec) -> None:
     """Before `cfrag index --graph` writes anything: the graph's home checked, created, and marked `writing`.
 
-    :raises ValueError: one line naming the graph file or tables, when they would be the store's own, are foreign,
-        or cannot be written.
+    :raises ValueError: one line naming the graph, when it would be the store's own, foreign, or not writable.
     """
     from haystack_cfrag.causal_rag.stored_graph import check_home, graph_home  # noqa: PLC0415
 
@@ -160,8 +142,8 @@ def write_graph(
 
     :param builder: a `CausalGraphBuilder` of the extractor and cache the passages were extracted with.
     :param embedder: embeds node Documents in batches (`node_store.TextEmbedderForDocuments`).
-    :returns: seconds spent assembling, writing tables and embedding nodes, the graph's size, `nodes_embedded`,
-        `merged_passages`, `rebuilt`, `recovered` (a run that found the graph incomplete), `nodes_deleted`.
+    :returns: the seconds, the graph's size, `nodes_embedded`, `merged_passages`, `rebuilt`, `recovered`,
+        `nodes_deleted`.
     """
     from haystack_cfrag.causal_rag.math.extraction import passage_hash  # noqa: PLC0415
     from haystack_cfrag.causal_rag.stored_graph import check_home, graph_home  # noqa: PLC0415

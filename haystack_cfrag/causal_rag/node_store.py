@@ -1,9 +1,5 @@
-"""CausalRAG's graph for a store of passages, built where `cfrag` and the evaluation need it.
-
-`build_node_store` runs `CausalGraphBuilder` over every passage of a store (extraction cached
-per passage hash in `cache_dir`, so a second build, or a resumed one, costs no LLM call for the
-passages already seen) and writes the node Documents, embedded with the query embedder's
-model, into a store of their own: no other retriever of the user's pipelines ever sees a node.
+"""CausalRAG's graph for a store of passages: `build_node_store` runs `CausalGraphBuilder` over them (extraction
+cached per passage hash) into a node store of their own, embedded with the query embedder's model.
 
     >>> from haystack import Document
     >>> from haystack_cfrag.testing import MockChatGenerator
@@ -36,12 +32,8 @@ NODE_BATCH = 256
 
 
 class TextEmbedderForDocuments:
-    """Embeds Documents into the query's vector space: the nodes are matched against the question's embedding.
-
-    The document embedder handed in (the text embedder's model for documents: the runtime's, `cfrag index`'s)
-    embeds them in batches of `batch_size` (the graph of the 405-passage demo corpus: 5,369 names, 12 s
-    instead of minutes one at a time); without one, the text embedder embeds one text at a time, as it
-    would a query.
+    """Embeds Documents into the query's vector space: by the document embedder handed in (the same model), in
+    batches of `batch_size`, else one by one through the text embedder.
 
         >>> from haystack_cfrag.testing.fakes import HashingDocumentEmbedder, HashingTextEmbedder
         >>> nodes = [Document(content="flood"), Document(content="rain")]
@@ -89,12 +81,10 @@ def build_node_store(
     extractor: Any | None = None,
     builder_settings: dict[str, Any] | None = None,
 ) -> tuple[InMemoryDocumentStore, dict[str, Any]]:
-    """The node store of `passages`' causal graph, and the builder's stats (passages, calls, tokens, seconds) with
-    each distinct passage's extraction cost (`passage_costs`: the builder's `costs`).
+    """The node store of `passages`' causal graph, and the builder's stats with `passage_costs`.
 
-    `document_embedder`: embeds the nodes in batches (`TextEmbedderForDocuments`; None: the text embedder);
-    `extractor`: a graph extractor (`causal_rag.extractors`) instead of the chat generator's recipe;
-    `builder_settings`: more `CausalGraphBuilder` init parameters (`extractors.BUILDER_SETTINGS`)."""
+    `document_embedder`: embeds the nodes in batches; `extractor`: a graph extractor instead of the chat
+    generator's recipe; `builder_settings`: more `CausalGraphBuilder` init parameters."""
     builder = CausalGraphBuilder(chat_generator=chat_generator,
                                  document_embedder=TextEmbedderForDocuments(text_embedder, document_embedder),
                                  cache_dir=str(cache_dir) if cache_dir is not None else None,

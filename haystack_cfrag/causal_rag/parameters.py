@@ -1,17 +1,6 @@
-"""The tunable parameters of the `causal_rag` pipeline: k seed nodes and s hops (the paper sweeps both over
-1–5), and the summary's recipe: one call (the default) or the official code's two.
-
-The ranges of k and s come from `haystack_cfrag.causal_rag.math.expansion` (their one home); those of
-the summary's settings are here (`RANGES`, read by `CausalSummarizer`). k, s and `summary_calls`
-are run-time inputs of their components, so they change per request without rebuilding the
-pipeline; `summary_max_tokens` builds the pipeline with it (the CLI's `--param`, eval systems).
-
-- `summary_calls`: 1 = the causal paths and the summary asked in one prompt
-  (`prompts.ONE_CALL_SUMMARY_PROMPT`), at most `summary_max_tokens` tokens, no call when the
-  subgraph has no relation; 2 = the official code's causal-paths report, then its summary
-  (`CAUSAL_PATHS_PROMPT`, `CAUSAL_SUMMARY_PROMPT`, byte for byte), and in the shipped
-  `causal_rag.yml` the answer prompt of the runs archived before 2026-11-27: `causal_rag[summary_calls=2]`
-  is the pipeline those runs measured.
+"""The tunable parameters of `causal_rag`: k seed nodes and s hops (ranges from `math.expansion`), and the
+summary's recipe (`RANGES`): `summary_calls` 1 (one prompt, at most `summary_max_tokens`) or 2 (the official
+code's two calls). k, s and `summary_calls` change per request; `summary_max_tokens` builds the pipeline.
 
     >>> PARAMETERS["graph_top_k"].describe(), PARAMETERS["hops"].per_request
     ('an integer in [1, 10]', True)

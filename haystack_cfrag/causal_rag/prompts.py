@@ -1,26 +1,9 @@
-"""CausalRAG's prompts: node and relation extraction (index time), the causal-discovery report over the
-retrieved subgraph and the causal summary (query time), and an answer template for the reader.
+"""CausalRAG's prompts: extraction (`EXTRACTION_PROMPT`, the official code's LLMGraphTransformer prompt-based
+mode in one message), the official causal-paths report and summary (`CAUSAL_PATHS_PROMPT`, `CAUSAL_SUMMARY_PROMPT`,
+App. A), both in one call (`ONE_CALL_SUMMARY_PROMPT`, ours) and the reader's Jinja answer templates.
 
-- `EXTRACTION_PROMPT` mirrors what the official code (Pwnb/CausalRAG) sends through LangChain's
-  `LLMGraphTransformer`: its "Knowledge Graph Instructions" system prompt with the JSON output
-  instructions and examples of its prompt-based mode (the mode for models without tool calls,
-  which is what a local reader is), in one user message. Placeholder {text}.
-- `CAUSAL_PATHS_PROMPT` and `CAUSAL_SUMMARY_PROMPT` are the official code's
-  `CAUSAL_DISCOVERY_PROMPT` and `CAUSAL_SUMMARY_PROMPT` (the paper's App. A, Fig. 7) verbatim;
-  placeholders {graph_data}, and {causal_summary}, {response_type}, {query}.
-- `ONE_CALL_SUMMARY_PROMPT` (not the official code's) asks for both in one call: the causal
-  paths that bear on the question, then a one-sentence summary (`CausalSummarizer`'s default,
-  `summary_calls=1`); placeholders {graph_data}, {query}.
-- `CAUSAL_RAG_ANSWER_TEMPLATE` is a Jinja template (PromptBuilder / ChatPromptBuilder): standard
-  RAG's prompt with the summary after the passages, as notes (here the summary is the reader's
-  context, not the answer; docs/causal_rag.md says why); with no summary it is standard RAG's
-  prompt, byte for byte. `SUMMARY_FIRST_ANSWER_TEMPLATE` is the answer prompt of the runs
-  archived before 2026-11-27 (the summary before the passages), kept with `summary_calls=2`.
-
-Templates are plain `str.format` strings (literal braces doubled). A component's
-`prompt_template(s)` replaces them with other strings over the same placeholders (the `*_FIELDS`
-below), checked at init (`check_prompt_templates`, `check_template`): a one-line error naming
-the component, the key and the placeholder.
+The `str.format` templates may be replaced by a component's `prompt_template(s)` over the same placeholders
+(the `*_FIELDS`), checked at init.
 """
 
 from __future__ import annotations
@@ -147,9 +130,8 @@ CAUSAL_RAG_ANSWER_TEMPLATE = STANDARD_RAG_TEMPLATE.replace(DOCUMENTS_BLOCK, DOCU
 Notes (a causal summary of the documents, for context only):
 {{ summary }}
 {% endif %}""")
-"""The reader's prompt (Jinja: `summary`, `documents`, `query`): standard RAG's
-(`common.prompting.STANDARD_RAG_TEMPLATE`), with the summary after the passages as notes; no summary:
-standard RAG's prompt, byte for byte."""
+"""The reader's prompt (Jinja: `summary`, `documents`, `query`): standard RAG's with the summary after the
+passages as notes (no summary: standard RAG's, byte for byte)."""
 
 SUMMARY_FIRST_ANSWER_TEMPLATE = """Answer the question using the causal summary and the documents below.
 
@@ -157,9 +139,7 @@ Causal summary:
 {{ summary }}
 
 """ + DOCUMENTS_BLOCK + "\n" + SHORT_ANSWER_BLOCK
-"""The reader's prompt of the runs archived before 2026-11-27 (the summary before the passages;
-`summary_calls=2` in `pipelines/causal_rag.yml`). On PopQA 16 of CausalRAG's 31 losses against standard
-RAG were answers in the summary's prose, not the question's form."""
+"""The reader's prompt with the summary before the passages (the archived runs' `summary_calls=2`)."""
 
 NO_RELATIONS_TEXT = "- (no relationships retrieved)"
 
@@ -167,10 +147,8 @@ NO_RELATIONS_TEXT = "- (no relationships retrieved)"
 def render_network_data(nodes: Sequence[tuple[str, str]], edges: Sequence[Mapping[str, Any]],
                         max_chars: int | None = None,
                         passages: Sequence[str] = ()) -> str:
-    """The subgraph as the official code writes its "Network Data": entities, then cause → effect lines.
-
-    `nodes` are (node id, type) pairs (seeds first); an edge end without a listed node is shown
-    untyped. `passages` (optional) are appended as numbered source passages. Cut to `max_chars`.
+    """The subgraph as the official code's "Network Data": (node, type) entities, then cause → effect lines, then
+    the optional numbered `passages`; cut to `max_chars`.
 
     >>> print(render_network_data([("Rain", "Weather"), ("Flood", "")],
     ...                           [{"source": "Rain", "target": "Flood", "relation": "CAUSES"}]))

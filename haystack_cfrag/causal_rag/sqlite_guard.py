@@ -1,17 +1,8 @@
 """The graph's SQLite file opened without trusting it: exactly its tables, and no statement without a deadline.
 
-A graph file is the user's file, and SQLite runs what its schema says: a `meta` or `nodes` table
-replaced by a VIEW over a recursive CTE made every read of it run for ever (Ctrl-C ignored) or
-grow to gigabytes. `open_tables` therefore, before `GraphTables` reads a row:
-
-- checks the file (`safe_files`: a regular file of bounded size, no FIFO or device, and the same
-  for its `-journal`, `-wal` and `-shm` companions, which SQLite would open too) and its magic;
-- opens it read-only (a ``file:…?mode=ro`` URI) when only reading, with `trusted_schema` off;
-- compares its `sqlite_master` with the schema `GraphTables.create` writes, entry by entry (type,
-  name, table and SQL text): a view, a trigger, a generated column, an index of its own, a table
-  more or less is refused in one line naming the file, before any of it runs;
-- bounds every value (`SQLITE_LIMIT_LENGTH`) and every statement (`deadline`: a progress handler
-  that interrupts a statement running longer than `STATEMENT_SECONDS`).
+`open_tables` checks the file and its companions (`safe_files`) and magic, opens read-only when reading with
+`trusted_schema` off, refuses in one line a `sqlite_master` other than `GraphTables.create`'s (a view, a
+trigger…), and bounds every value and statement (`deadline`, `STATEMENT_SECONDS`).
 """
 
 from __future__ import annotations
@@ -99,11 +90,8 @@ def check_schema(connection: sqlite3.Connection, path: Path) -> None:
 
 
 def check_graph_file(path: Path) -> None:
-    """The file and its SQLite companions: regular files of bounded size; the file begins with SQLite's magic.
-
-    :raises FileNotFoundError: no file.
-    :raises ValueError: one line naming the file.
-    """
+    """Check the file and its companions (regular, bounded) and SQLite's magic: FileNotFoundError, or a
+    one-line ValueError naming the file."""
     with open_checked(path, "sqlite") as fh:
         if fh.read(len(MAGIC)) != MAGIC:
             raise ValueError(f"graph file {path}: not an SQLite database (a foreign or corrupt file); nothing read.")
@@ -121,11 +109,8 @@ def _read_only(path: Path) -> sqlite3.Connection:
 
 
 def open_tables(path: str | Path, *, create: bool = False, readonly: bool = False) -> Any:
-    """`GraphTables` over the graph file at `path`, checked as the module says (created when missing and `create`).
-
-    :raises FileNotFoundError: no file and not `create`.
-    :raises ValueError: one line naming the file.
-    """
+    """`GraphTables` over the graph file at `path`, checked (created when missing and `create`): FileNotFoundError,
+    or a one-line ValueError naming the file."""
     from haystack_cfrag.causal_rag.graph_tables import GraphTables  # noqa: PLC0415
 
     path = Path(path)

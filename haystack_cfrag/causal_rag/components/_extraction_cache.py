@@ -1,13 +1,5 @@
-"""The extraction cache: one JSON file per passage (by `cache_key`), written atomically, read safely.
-
-- A file is written to a temporary file in the same folder, flushed, fsync'ed and moved into
-  place with `os.replace`: a crash leaves the old file or none, never half a file, so an
-  interrupted indexing run resumes where it stopped.
-- Names are hex digests: no name can leave the folder. A file that is a symbolic link, or
-  resolves outside the folder, is not read (and `os.replace` replaces the link itself, never
-  its target); files are opened with O_NOFOLLOW where the system has it.
-- A file that does not read back as a valid record (truncated, edited, another version) is
-  reported as corrupt; the builder re-extracts the passage and overwrites it.
+"""The extraction cache: one JSON file per passage, named by its hex `cache_key`, written atomically (fsync,
+`os.replace`), never read through a link or outside the folder; an invalid file is reported corrupt (re-extracted).
 """
 
 from __future__ import annotations
@@ -51,10 +43,7 @@ class ExtractionCache:
         return self.folder / f"{key}.json"
 
     def load(self, key: str) -> dict[str, Any] | None:
-        """The record under `key`; None when there is none.
-
-        :raises CacheCorruptError: when a file is there but is not a valid record (or is a link).
-        """
+        """The record under `key`; None when there is none; CacheCorruptError for an invalid file or a link."""
         path = self.path(key)
         if not os.path.lexists(path):
             return None

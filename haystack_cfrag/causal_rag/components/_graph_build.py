@@ -1,10 +1,5 @@
-"""One run of `CausalGraphBuilder`: its passages planned, the extractions recorded and cached, the graph assembled.
-
-No model I/O here: the component makes the calls (`run`, `run_async`) and hands each reply or
-batch to a `GraphBuild`, which plans the passages (the extraction cache and this run's memo
-serve the ones already extracted), records each passage's extraction and price, writes the
-cache, merges the extractions into the `Graph` and turns it into node Documents (`outputs`).
-"""
+"""One run of `CausalGraphBuilder` (no model I/O): its passages planned, each reply's extraction recorded, priced
+and cached, the `Graph` assembled into node Documents."""
 
 from __future__ import annotations
 
@@ -82,8 +77,7 @@ class Passage:
     completion_tokens: int = 0
     failed: int = 0
     timed: dict[str, float] | None = field(default_factory=dict)
-    """Seconds its calls took, by the machine that timed them (a replayed call: the original's); None: unknown
-    (cached before the cache kept seconds)."""
+    """Seconds its calls took, by machine (a replayed call: the original's); None: unknown."""
     calls: int = 0
     replayed: int = 0
     wall: float = 0.0  # its calls' wall time in this build (a replayed call's is its replay's)
@@ -242,9 +236,8 @@ class GraphBuild:
         passage.timed[machine] = passage.timed.get(machine, 0.0) + seconds
 
     def cost(self, passage: Passage, how: str) -> None:
-        """Note once per distinct passage what its extraction cost: `how` it came ("extracted", "replayed": every
-        call answered by a replaying generator, "cached"), the seconds by machine (None: not known), tokens, and
-        how many of its chunks' replies did not parse."""
+        """Note once per distinct passage its extraction's cost: `how` ("extracted", "replayed", "cached"), the
+        seconds by machine (None: unknown), tokens, unparsed chunks."""
         if not passage.key or passage.key in self.costs:
             return
         if how != "cached":  # a failed call's time is not a passage's price: it stays in the build's other time

@@ -40,36 +40,18 @@ _EXTRACT_CALL = LLMCall(stage="graph_extraction", component=COMPONENT)
 @component
 class CausalGraphBuilder(AsksChatGenerator, InjectedParts):
     """
-    Builds CausalRAG's graph of a corpus: an LLM extracts nodes and relations from each passage
-    (1,000-character chunks, 100 overlap, LangChain's graph-transformer prompt), the extractions
-    are merged into one graph (a node per name, a directed edge per (cause, relation, effect),
-    each citing its passages), and every node becomes a Document with an embedding of its name.
+    Builds CausalRAG's graph of a corpus: an LLM (or an `extractor`) extracts nodes and relations from each
+    passage's chunks, merged into one graph (a node per name, a directed edge per (cause, relation, effect)
+    citing its passages); each node becomes a Document with an embedding of its name and stable id.
 
-    Edges live in the nodes' meta (`edges_out`, `edges_in`: {"source", "target", "relation",
-    "passage_ids"}), not in a sidecar file: every Haystack document store returns a document's
-    meta with it, so the graph is stored and read back by the same store that serves node
-    retrieval (InMemory, FAISS, pgvector, Qdrant, …) and written by a plain DocumentWriter.
-    Node Documents have stable ids (`node_document_id`), so writing with
-    `DuplicatePolicy.OVERWRITE` replaces an earlier graph's nodes. Build the graph of the whole
-    corpus in one run: a node rebuilt from a later batch alone would lose the edges of the
-    earlier ones (the cache makes a full re-run cheap).
+    Edges live in the nodes' meta (`edges_out`, `edges_in`), so any document store holds the graph; build the
+    whole corpus in one run (a node rebuilt from one batch would lose the others' edges). With `cache_dir`,
+    each passage's extraction is cached atomically by its text and settings: an interrupted run resumes and an
+    unchanged passage is never sent again. A chunk that fails or does not parse is counted.
 
-    Extraction is the expensive step: with `cache_dir`, each passage's extraction is kept in
-    one JSON file named by the hash of its text and of the extraction settings (prompt,
-    chunking, triple limit, model), written atomically, so an interrupted run resumes where it
-    stopped and an unchanged passage is never sent again. A corrupt cache file is re-extracted
-    with a warning; links are never followed. A chunk whose reply does not parse (or whose call
-    fails) is logged and counted; its passage still goes out as text.
-
-    Outputs `nodes` (the node Documents, meta {"cfrag_graph_node": True, "node_id", "node_type",
-    "edges_out", "edges_in", "passage_ids"}), `documents` (the passages, copies with meta
-    {"cfrag_graph_passage": True}, ids unchanged), `stats` (passages, chunks, parse_failures,
-    cached, llm_calls, prompt_tokens, completion_tokens, seconds, call_seconds, nodes, edges; replayed
-    and replayed_seconds: the calls a replaying generator answered (the evaluation's reply cache) and
-    the seconds they took when made; timed_on: those seconds and this build's by machine, …),
-    `costs` (one entry per distinct passage: what its extraction cost when it was made, see
-    `GraphBuild.cost`; the cache keeps it, so a passage found there still has its price) and
-    `degradations`.
+    Outputs `nodes`, `documents` (the passages, marked `cfrag_graph_passage`), `stats` (counts, tokens,
+    seconds, replayed calls, by machine), `costs` (each distinct passage's extraction cost, kept in the cache)
+    and `degradations`.
 
     ### Usage example
     ```python
@@ -115,33 +97,26 @@ class CausalGraphBuilder(AsksChatGenerator, InjectedParts):
         """
         :param chat_generator: any Haystack ChatGenerator: the extractor (CausalRAG's prompt), unless
             `extractor` is given.
-        :param extractor: a graph extractor component (`causal_rag.extractors.GraphExtractor`: texts ->
-            extractions), e.g. `SpacyGraphExtractor` or `LLMGraphExtractor`; replaces the chat generator's
-            recipe. Its `fingerprint()` is part of the cache key: one extractor's graph never replays
-            another's.
+        :param extractor: a graph extractor (`extractors.GraphExtractor`, e.g. `SpacyGraphExtractor`) instead of
+            the chat generator's recipe; its `fingerprint()` is part of the cache key.
         :param batch_size: chunks sent to `extractor` in one call, in [1, 4096].
         :param document_embedder: any Haystack document embedder; embeds the node Documents (their
             content is the node's name). None: the nodes go out without embeddings (embed them downstream).
         :param chunk_chars: characters per chunk, in [100, 20000] (official: 1000).
         :param chunk_overlap: characters consecutive chunks share, in [0, chunk_chars // 2] (official: 100).
         :param max_triples: triples kept from one chunk's reply, in [1, 500].
-        :param max_chunks_per_passage: chunks of one passage extracted at most, in [1, 1000]; the rest is
-            not read (a degradation says so).
+        :param max_chunks_per_passage: chunks of one passage extracted at most, in [1, 1000] (a degradation).
         :param cache_dir: folder of the extraction cache (created if missing); None = no cache.
-        :param prompt_template: replaces the extraction prompt; a `str.format` string with the
-            placeholder {text} (literal braces doubled).
+        :param prompt_template: replaces the extraction prompt (`str.format`, placeholder {text}).
         :param generation_kwargs: passed to generators that accept them (e.g. {"max_tokens": 512}).
         :param timeout_s: seconds an extraction call may take before it is abandoned (None = no limit).
         :param raise_on_failure: raise when an extraction call fails instead of skipping the chunk.
         :param max_nodes: nodes the graph may hold, in [1, 200000]; more raises a ValueError.
         :param max_edges: edges the graph may hold, in [1, 1000000]; more raises a ValueError.
-        :param grounded_only: keep only triples and nodes whose names occur in their passage (small
-            extractors copy the prompt's example: "PRODUCED_BY Microsoft" for a film); the cache keeps
-            the replies as they were, the filter applies when the graph is put together.
-        :param flat_meta: store `edges_out`, `edges_in` and `passage_ids` as JSON strings, for stores whose
-            meta holds only scalars (Chroma, Pinecone); `CausalGraphRetriever` reads both forms.
-        :param progress_bar: show a progress bar over the passages (as Haystack's document embedders do):
-            an uncached build makes one LLM call per chunk and can take hours.
+        :param grounded_only: keep only triples and nodes whose names occur in their passage (applied when the
+            graph is put together; the cache keeps the replies).
+        :param flat_meta: store `edges_out`, `edges_in` and `passage_ids` as JSON strings (scalar-meta stores).
+        :param progress_bar: show a progress bar over the passages.
         """
         if chat_generator is None and extractor is None:
             raise ValueError(f"{COMPONENT}: give a 'chat_generator' or an 'extractor' (what reads the "
@@ -266,8 +241,7 @@ class CausalGraphBuilder(AsksChatGenerator, InjectedParts):
 
     def assemble(self, documents: list[Document]) -> dict[str, Any]:
         """The graph of `documents` from the extraction cache alone (no extraction, no embedding): `run`'s
-        outputs, with the passages not in the cache counted in stats["not_cached"]. What `cfrag index --graph`
-        reports after extracting, and what a store's graph is once every passage is in the cache."""
+        outputs, the passages not in the cache counted in stats["not_cached"]."""
         build = GraphBuild(self, documents, cache_only=True)
         for _ in build.plan():
             pass

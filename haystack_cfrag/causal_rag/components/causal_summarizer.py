@@ -49,30 +49,15 @@ logger = logging.getLogger(__name__)
 @component
 class CausalSummarizer(AsksChatGenerator, InjectedParts):
     """
-    Writes CausalRAG's causal summary of a retrieved subgraph ("Network Data": its entities and
-    cause → effect relations).
+    Writes CausalRAG's causal summary of a retrieved subgraph, the reader's context beside the passages
+    (`prompts.CAUSAL_RAG_ANSWER_TEMPLATE`; in the official code it is the answer).
 
-    `summary_calls=1` (default): one call (`prompts.ONE_CALL_SUMMARY_PROMPT`) asks for the causal
-    paths that bear on the query and a one-sentence summary, at most `summary_max_tokens` tokens;
-    the reply's "Summary:" line is `summary`, what precedes it `paths` (no such line: the whole
-    reply is both). No call when the subgraph has no relation (`trace["skipped"]`: "no_relations").
-    `summary_calls=2`: the official code's two calls, a causal-discovery report over the subgraph,
-    then the causal summary of that report for the query (`CAUSAL_PATHS_PROMPT`,
-    `CAUSAL_SUMMARY_PROMPT`, unchanged), with `generation_kwargs` as given.
+    `summary_calls=1` (default): one call asks for the causal paths and a one-sentence summary (the reply's
+    "Summary:" line); none when the subgraph has no relation. `summary_calls=2`: the official code's report,
+    then its summary. Degrades instead of failing (no subgraph, a failed call: empty outputs; a failed summary
+    call: the report stands in), each case in `degradations` (or raised with `raise_on_failure`).
 
-    In the official code the summary is the final answer. Here it is the reader's context: put
-    `summary` into the answer prompt together with the passages (`prompts.CAUSAL_RAG_ANSWER_TEMPLATE`),
-    because strict EM/F1 need a short answer and small readers answer better with the passage
-    text in front of them.
-
-    Degrades instead of failing: no subgraph → no call, empty outputs ("no_subgraph"); the
-    report call (or the one call) fails or replies nothing → empty outputs; the summary call fails
-    → the report stands in for the summary. Each case is in `degradations` (or raised with
-    `raise_on_failure`).
-
-    Outputs `summary`, `paths` (the causal paths, or the causal-discovery report), `summary_calls`
-    (the recipe that ran: 1 or 2; the shipped pipeline's answer prompt reads it), `trace` (calls,
-    counts, the rendered subgraph, the paths and the summary, cut) and `degradations`.
+    Outputs `summary`, `paths`, `summary_calls` (the recipe that ran), `trace` and `degradations`.
 
     ### Usage example
     ```python
@@ -111,22 +96,16 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
     ) -> None:
         """
         :param chat_generator: any Haystack ChatGenerator (writes the paths and the summary).
-        :param summary_calls: 1 (paths and summary in one call) or 2 (the official code's report, then
-            summary); a run may set it too. Range: `causal_rag.parameters.RANGES`.
-        :param summary_max_tokens: the one call's token budget (`max_tokens` over `generation_kwargs`), in
-            [8, 1024]; the two calls keep `generation_kwargs` as given.
-        :param response_type: the two-call summary's target length and format (official: "Multiple
-            Paragraphs"; e.g. "One short paragraph" on a CPU), 1–200 characters.
-        :param prompt_templates: replaces built-in prompts by key: "paths" (placeholder {graph_data}),
-            "summary" ({causal_summary}, {response_type}, {query}), "one_call" ({graph_data}, {query});
-            `str.format` strings, literal braces doubled.
+        :param summary_calls: 1 (paths and summary in one call) or 2 (the official report, then summary); a run
+            may set it too.
+        :param summary_max_tokens: the one call's token budget, in [8, 1024].
+        :param response_type: the two-call summary's length and format (official: "Multiple Paragraphs").
+        :param prompt_templates: replaces built-in prompts by key: "paths" ({graph_data}), "summary"
+            ({causal_summary}, {response_type}, {query}), "one_call" ({graph_data}, {query}).
         :param max_graph_chars: the rendered subgraph is cut to this many characters, in [200, 100000].
-        :param summary_max_edges: the summary reads the first this many relations (the graph retriever's
-            order: nearest the seeds first) and the entities they name (None = the whole subgraph; range:
-            `causal_rag.parameters.RANGES`): a shorter prompt (issue 61).
+        :param summary_max_edges: the summary reads the first this many relations (None: all).
         :param max_report_chars: the report is cut to this many characters for the summary call, in [200, 100000].
-        :param passages_in_prompt: also list the source passages under the subgraph in the report prompt
-            (not in the official code; off by default).
+        :param passages_in_prompt: also list the source passages in the report prompt (not official; off).
         :param max_passage_chars: each passage listed is cut to this many characters, in [50, 10000].
         :param generation_kwargs: passed to generators that accept them (e.g. {"max_tokens": 400}).
         :param timeout_s: seconds a call may take before it is abandoned (None = no limit).
@@ -374,9 +353,7 @@ class _Job:
 
 
 def split_one_call_reply(text: str) -> tuple[str, str]:
-    r"""(paths, summary) of a one-call reply: the summary is what follows its last "Summary:" line label,
-    the paths what precedes it (their "Causal paths:" label dropped); no label, or nothing after it: the
-    whole reply is both.
+    r"""(paths, summary) of a one-call reply, split at its last "Summary:" label (none: the whole reply is both).
 
     >>> split_one_call_reply("Causal paths:\n- Rain -> CAUSES -> Flood\n**Summary:** Rain caused the flood.")
     ('- Rain -> CAUSES -> Flood', 'Rain caused the flood.')

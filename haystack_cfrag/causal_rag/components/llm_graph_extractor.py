@@ -53,13 +53,8 @@ def extraction_schema(max_triples: int) -> dict[str, Any]:
 
 
 def max_reply_tokens(schema: dict[str, Any]) -> int:
-    """A token limit above the longest reply the schema allows, so that no reply is cut mid-JSON.
-
-    Counts every character of the longest strings and keys as one token, plus quotes, colons,
-    commas, braces and SPACE_TOKENS of whitespace at each separator. It assumes at most one token
-    per character, true of Latin-script text in the BPE vocabularies seen here; text whose
-    characters split into several byte tokens could still reach the limit, and that reply is then
-    salvaged like any other (its complete triples kept).
+    """A token limit above the longest reply the schema allows (a token per character, plus separators), so no
+    reply is cut mid-JSON (one that still is gets salvaged).
 
     >>> max_reply_tokens(extraction_schema(8))
     2030
@@ -76,15 +71,9 @@ def max_reply_tokens(schema: dict[str, Any]) -> int:
 @component
 class LLMGraphExtractor(AsksChatGenerator, InjectedParts):
     """
-    CausalRAG's extraction (the official prompt: LangChain's graph-transformer format) as a graph extractor
-    (`CausalGraphBuilder(extractor=…)`), with a reply that always parses: the generator is asked for
-    JSON that follows `extraction_schema(max_triples)` — llama.cpp turns the schema into a grammar
-    (`response_format={"type": "json_object", "schema": …}`), an OpenAI-compatible server (vLLM,
-    llama.cpp's server) takes `{"type": "json_schema", …}` — and its token limit is
-    `max_reply_tokens(schema)`, more than the longest reply the schema allows, so no reply is cut.
-
-    `chat_generators` (optional) is a pool of generators (one per server: vLLM replicas); texts go to
-    them round-robin, `max_workers` at a time. In-process models (llama.cpp) are called one at a time.
+    CausalRAG's extraction (the official prompt) as a graph extractor whose reply always parses: JSON constrained
+    by `extraction_schema(max_triples)` (a llama.cpp grammar, or a server's `json_schema`), with a token limit of
+    `max_reply_tokens(schema)`. `chat_generators`: a pool of servers used round-robin, `max_workers` at a time.
 
     ### Usage example
     ```python
@@ -123,8 +112,7 @@ class LLMGraphExtractor(AsksChatGenerator, InjectedParts):
         :param prompt_template: replaces the extraction prompt ({text} placeholder).
         :param constrained: ask for schema-constrained JSON (False: the free-text reply, parsed as before).
         :param max_workers: calls in flight at once (servers only), in [1, 64].
-        :param timeout_s: the time limit of one extraction call in seconds (None: none); a call past it fails
-            like any failed call.
+        :param timeout_s: the time limit of one extraction call in seconds (None: none).
         """
         if chat_generator is None:
             raise ValueError(f"{COMPONENT}: 'chat_generator' is required.")

@@ -40,20 +40,11 @@ logger = logging.getLogger(__name__)
 @component
 class SpacyGraphExtractor(InjectedParts):
     """
-    A graph extractor that generates nothing: spaCy parses each text, entities and noun chunks become
-    nodes, the dependency tree gives the relations (subject-verb-object, prepositional, passive,
-    apposition) and causal cue patterns ("because", "due to", "caused", "led to", "resulted in",
-    "therefore", "as a result", "so that", …) mark causal edges (relation "CAUSES"), each with the cue
-    that fired (`causal_rag.math.cues`). Plug it into `CausalGraphBuilder(extractor=…)`.
-
-    The default model is spaCy's small English pipeline from a pinned PyPI wheel whose files' hash is
-    checked when it loads (`models.SPACY_MODELS`); any installed spaCy pipeline name or folder works too
-    (`en_core_web_trf` where a model hub is at hand).
-
-    Optional validation (CDF-RAG's idea: a tagger proposes, an LLM validates): with `validator` (a chat
-    generator whose log-probabilities the support scorer can read: llama.cpp, transformers, vLLM), each
-    candidate causal edge is scored once, log P("Yes" | "does the passage state that X causes Y?"), and
-    dropped below `min_probability`; the rejections are counted in each text's meta (`rejected`).
+    A graph extractor that generates nothing: spaCy parses each text; entities and noun chunks become nodes,
+    the dependency tree gives relations and causal cue patterns mark `CAUSES` edges (`causal_rag.math.cues`).
+    The default model is a pinned, hash-checked wheel of spaCy's small English pipeline (any pipeline works).
+    With `validator` (a generator the support scorer reads), each causal edge is dropped below
+    `min_probability` of "Yes" (counted in the meta's `rejected`).
 
     ### Usage example
     ```python
@@ -221,8 +212,7 @@ class SpacyGraphExtractor(InjectedParts):
 
 
 _PATTERNS_VERSION = 1
-"""Bumped when `causal_rag.math.cues` (or `sentences`, `relations`) changes what it extracts (cached extractions
-then miss)."""
+"""Bumped when the pattern logic changes what it extracts (cached extractions then miss)."""
 
 
 def _sentence(sent: Any) -> Sentence:

@@ -1,24 +1,9 @@
-"""A non-generative extractor's pattern logic, pure: parsed sentences -> nodes, relations, causal edges.
+"""A non-generative extractor's pattern logic, pure: parsed sentences (`math.sentences`) -> nodes, relations
+(`math.relations`) and causal edges (`CAUSES`, `Triple.cue` = the words that fired).
 
-Input is a parsed sentence in a library-neutral form (`math.sentences`: `Token`, `Phrase`,
-`Sentence`). The spaCy component (`SpacyGraphExtractor`) converts its `Doc` into this form; any
-other parser can. `extract_sentences` puts the three kinds of findings together:
-
-- **Nodes**: entities and noun chunks (`math.sentences`).
-- **Relations** from the dependency tree (`math.relations`).
-- **Causal edges** (relation `CAUSES`, `Triple.cue` = the words that fired), from cue patterns
-  (Khoo et al. 1998-style): causal verbs with their subject as the cause ("caused", "led to",
-  "resulted in", "triggered", the passive "caused by" and the reversed "resulted from");
-  prepositions whose object is the cause ("because of", "due to", "owing to", "as a result
-  of"); the conjunction "because" (its clause is the cause of the main clause); and discourse
-  cues whose clause is the effect of the clause or sentence before ("therefore", "thus",
-  "hence", "consequently", "as a result", ", so"); "so that" (the main clause's purpose).
-  A clause stands in the graph for its focus: the patient of the effect clause (passive
-  subject, then object), the agent of the cause clause (subject, then object).
-
-Known limits (what a trained tagger such as UniCausal would do better): no coreference ("he",
-"it" end no edge), "since" and "as" are not read as causal (mostly temporal), implicit
-causation without a cue is missed, and negation ("did not cause") is not detected.
+Cues (Khoo et al. 1998-style): causal verbs ("caused", "led to", "caused by", "resulted from"), prepositions
+("because of", "due to"), "because", discourse cues ("therefore", "as a result", ", so") and "so that"; a
+clause stands for its focus. No coreference, no "since"/"as", no implicit causation or negation.
 
 >>> from haystack_cfrag.causal_rag.math.sentences import Phrase, Sentence, Token
 >>> toks = [Token("Heavy", "heavy", "ADJ", "JJ", "amod", 1), Token("rain", "rain", "NOUN", "NN", "nsubj", 2),

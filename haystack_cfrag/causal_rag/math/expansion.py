@@ -1,15 +1,6 @@
-"""CausalRAG's retrieval around the query (paper 004, §4.2): k seeds, s-hop expansion, passage ranking.
-
-Pure: no Haystack. The retriever rebuilds the part of the `Graph` around the query from the
-node Documents it reads back and expands it with `expand_hops`.
-
-- `expand_hops` is the official retriever's expansion (Pwnb/CausalRAG `expand_subgraph`):
-  from the seeds, `hops` rounds; each round collects every edge that touches the frontier,
-  followed in either direction but reported in its own direction, and the nodes it reaches
-  that were not seen yet form the next frontier. Cycles end because a node is entered once.
-  Order is deterministic: seeds as given, then each node's edges out before edges in, each
-  sorted by (other node, relation).
-- The ranges of k (seed nodes) and s (hops) and the subgraph's edge limit live here.
+"""CausalRAG's retrieval around the query (paper 004, §4.2), pure: k seeds, s-hop expansion, passage ranking,
+and the ranges of k and s. `expand_hops` is the official `expand_subgraph` (edges followed both ways, reported in
+their own direction, each node entered once, in a deterministic order).
 
 >>> from haystack_cfrag.causal_rag.math.graph import Graph
 >>> g = Graph()
@@ -75,10 +66,8 @@ class Subgraph:
 
 def expand_hops(graph: Graph, seeds: Sequence[str], hops: int = DEFAULT_HOPS, *,
                 max_edges: int = DEFAULT_MAX_SUBGRAPH_EDGES) -> Subgraph:
-    """Expand `hops` rounds from `seeds`, following edges both ways and keeping each edge's direction.
-
-    Seeds that are not in the graph stay as seeds without edges; repeated seeds count once.
-    At most `max_edges` edges are kept (`truncated` says when the limit stopped the expansion).
+    """Expand `hops` rounds from `seeds` (unknown ones kept edgeless), following edges both ways and keeping each
+    edge's direction; at most `max_edges` (`truncated`).
 
     >>> g = Graph()
     >>> for s, t in [("A", "B"), ("B", "C"), ("C", "A")]:       # a cycle
@@ -130,10 +119,7 @@ def expand_hops(graph: Graph, seeds: Sequence[str], hops: int = DEFAULT_HOPS, *,
 
 
 def rank_passages(graph: Graph, subgraph: Subgraph, limit: int) -> list[str]:
-    """Passage ids the subgraph cites, nearest the seeds first, each once, at most `limit`.
-
-    A seed's passages (hop 0) come first, then, hop by hop, the passages of that hop's edges and
-    of the nodes first reached at it; ties keep the order they were met in.
+    """Passage ids the subgraph cites, hop by hop from the seeds (ties as met), each once, at most `limit`.
 
     >>> g = Graph()
     >>> _ = g.add_node("A", passage_ids=["pa"])

@@ -1,18 +1,6 @@
-"""CausalRAG's extraction step (paper 004, §4.1), pure: chunking, the extractor's reply parsed, cache keys.
-
-- `chunk_text`: the official code's character windows (1,000 characters, 100 overlap), except
-  that it stops once a window reaches the end of the text (the official loop adds a last window
-  that lies inside the one before it).
-- `parse_extraction`: the reply of the extraction prompt (LangChain's prompt-based graph
-  transformer format, a JSON list of {"head", "head_type", "relation", "tail", "tail_type"})
-  read into nodes and triples. Also read: LLMGraphTransformer's structured format
-  {"nodes": [{"id", "type"}], "relationships": [{"source", "target", "type"}]}, a list wrapped
-  in an object, JSON in a code fence or after a preamble, the complete objects of a reply cut
-  off mid-list, and, when there is no JSON at all, "head -> relation -> tail" lines (what small
-  readers write instead). What does not parse is counted (`invalid`), never raised: a reply
-  is untrusted text, and a hostile one (huge, deeply nested, not JSON, special tokens in
-  names) yields a bounded, possibly empty, extraction.
-- `passage_hash` / `cache_key`: the extraction cache's key.
+"""CausalRAG's extraction step (paper 004, §4.1), pure: the official character windows (`chunk_text`), the
+reply read into nodes and triples (`parse_extraction`: the prompt-based list, LLMGraphTransformer's structured
+format, fenced or cut-off JSON, "head -> relation -> tail" lines; bounded, never raises), and the cache's keys.
 
 >>> ex = parse_extraction('[{"head": "Aspirin", "head_type": "Drug", "relation": "REDUCES", '
 ...                       '"tail": "Inflammation", "tail_type": "Condition"}, {"head": "x"}]')
@@ -67,12 +55,8 @@ _REL_KEYS = ("relation", "type", "relationship", "predicate", "label")
 
 @dataclass(frozen=True)
 class Extraction:
-    """One chunk's extraction: named nodes (name, type), triples, and what could not be read.
-
-    `parsed` is False when the reply held nothing readable as an extraction (a parse failure);
-    an empty JSON list parses (the chunk states no relation). `invalid` counts items that did
-    not make a node or triple; `truncated` is set when the reply or the triples were cut.
-    """
+    """One chunk's extraction: nodes (name, type), triples; `parsed` False when nothing was readable (an empty
+    list parses), `invalid` items that made nothing, `truncated` when cut."""
 
     nodes: tuple[tuple[str, str], ...] = ()
     triples: tuple[Triple, ...] = ()
@@ -154,8 +138,7 @@ def passage_hash(text: str) -> str:
 
 
 def cache_key(content_hash: str, fingerprint: str) -> str:
-    """The cache file's key: the passage hash and what else decides the extraction (prompt, chunking,
-    model), as one hex digest; a file name that cannot leave the cache folder.
+    """The cache file's key: the passage hash and what else decides the extraction, as one hex digest.
 
     >>> len(cache_key(passage_hash("a"), "prompt|1000|100|model"))
     64
@@ -328,11 +311,8 @@ def _words(text: str) -> str:
 
 
 def grounded(name: str, text: str) -> bool:
-    """Whether a node name occurs in `text` as whole words (case, accents' forms and punctuation aside).
-
-    Small extractors copy the prompt's few-shot example into their replies ("PRODUCED_BY
-    Microsoft" for a film passage that names no company): a triple whose ends are not in the
-    passage is not the passage's.
+    """Whether a node name occurs in `text` as whole words (case, accents' forms, punctuation aside): small
+    extractors copy the prompt's few-shot example into their replies.
 
     >>> grounded("Christopher Nolan", "…directed by Christopher  Nolan, and…"), grounded("Microsoft", "a 2008 film")
     (True, False)
@@ -356,11 +336,8 @@ def grounded_triples(triples: list[Triple], text: str) -> tuple[list[Triple], in
 
 
 def per_extracted_passage(stats: dict[str, Any]) -> tuple[float, float] | None:
-    """Seconds and LLM tokens per passage the LLM extracted (None when every passage came from the cache).
-
-    The cost of the expensive step: a passage found in the cache costs no call, so dividing by
-    all passages would understate it on a resumed or partly cached run. Calls that a reply cache
-    replayed (`replayed`, the evaluation's) count at the seconds they took when made (`replayed_seconds`).
+    """Seconds and LLM tokens per passage the LLM extracted, replayed calls at their original seconds (None when
+    every passage came from the cache).
 
     >>> per_extracted_passage({"extracted": 3, "seconds": 30.0, "prompt_tokens": 900, "completion_tokens": 300})
     (10.0, 400.0)

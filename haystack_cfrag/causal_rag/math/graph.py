@@ -1,14 +1,5 @@
-"""CausalRAG's graph (paper 004, §4.1): nodes and directed edges citing the passages they come from.
-
-Pure: no Haystack. The builder merges the extractions of many passages into a `Graph`; the
-retriever rebuilds the part of it around the query from the node Documents it reads back
-(its expansion: `math.expansion`).
-
-- A node's id is its name as first written; two names with the same `node_key` are one node
-  (`math.names`).
-- An edge is (source, relation, target), directed as extracted (cause → effect, head → tail),
-  and cites the ids of the passages it was extracted from; the same triple from several
-  passages is one edge citing them all (at most `MAX_PASSAGES_PER_EDGE`).
+"""CausalRAG's graph (paper 004, §4.1), pure: nodes (one per `node_key`) and directed edges (source, relation,
+target), each citing the passages it came from (at most `MAX_PASSAGES_PER_EDGE`).
 
 >>> g = Graph()
 >>> g.add_edge("Rain", "causes", "Flood", passage_id="p1")
@@ -137,10 +128,7 @@ class Graph:
 
     # ---------------------------------------------------------- building
     def add_node(self, name: Any, node_type: Any = "", passage_ids: Iterable[Any] = ()) -> str | None:
-        """Add (or merge into) the node named `name`; its id, or None when the name is not usable.
-
-        :raises ValueError: naming MAX_NODES when the graph is full.
-        """
+        """Add (or merge into) the node named `name`; its id, or None (unusable name). ValueError when full."""
         clean = clean_name(name)
         key = clean_key(clean)
         if not key:
@@ -159,12 +147,8 @@ class Graph:
     def add_edge(self, source: Any, relation: Any, target: Any, *, passage_id: str | None = None,
                  passage_ids: Iterable[Any] = (), source_type: Any = "", target_type: Any = "",
                  cue: Any = "") -> Edge | None:
-        """Add (or merge into) the edge source --relation--> target; None for an unusable one or a self-loop.
-
-        Both ends become nodes citing the passage too. `cue`: the causal cue that fired (the first kept).
-
-        :raises ValueError: naming MAX_EDGES (or MAX_NODES) when the graph is full.
-        """
+        """Add (or merge into) the edge source --relation--> target (its ends become nodes citing the passage;
+        `cue`: the first that fired); None for an unusable one or a self-loop. ValueError when full."""
         cited = ([passage_id] if passage_id else []) + list(passage_ids)
         s_key, t_key = node_key(source), node_key(target)
         rel = clean_relation(relation) or DEFAULT_RELATION

@@ -1,9 +1,4 @@
-"""CausalRAG's node names (paper 004, §4.1): cleaned, keyed, and the ids of the node Documents.
-
-Pure: no Haystack. A node's id is its name as first written (cleaned: `clean_name`); two names
-with the same `node_key` (case, spacing, surrounding quotes and punctuation, a leading "the"
-ignored) are one node. Relations and node types are cleaned alike (`clean_relation`,
-`clean_type`); two relations with the same `relation_key` are one.
+"""CausalRAG's node names (paper 004, §4.1), pure: cleaned, keyed (one node per `node_key`), node Document ids.
 
 >>> clean_name('  "Heath   Ledger" '), node_key("The  Joker"), relation_key("PLAYS_ROLE")
 ('Heath Ledger', 'joker', 'plays_role')
@@ -34,8 +29,7 @@ _LEADING_ARTICLE = re.compile(r"^(?:the|a|an)\s+")
 
 
 def clean_name(text: Any) -> str:
-    """A node name as shown: NFKC, no control characters or chat-template tokens, single spaces,
-    no surrounding quotes, markdown or punctuation; "" when nothing is left or it is too long.
+    """A node name as shown (NFKC, no control or template tokens, quotes, markdown; single spaces); "" if none.
 
     >>> clean_name('  "Heath   Ledger" ')
     'Heath Ledger'

@@ -1,10 +1,5 @@
-"""Relations from a parsed sentence's dependency tree (a non-generative extractor's, pure).
-
-Subject -verb-> object ("Nolan DIRECT The Dark Knight"), subject -verb_prep-> prepositional
-object ("Scott REACH_AT pole"), the passive read actively ("X was directed by Nolan": "Nolan
-DIRECT X"), participles on a noun ("a film starring Bale": "film STAR Bale"), a noun's
-prepositional phrase ("flood IN Paris") and apposition ("Nolan IS director"). Tokens of a causal
-cue that fired (`ParsedSentence.cue_tokens`) make no relation.
+"""Relations from a parsed sentence's dependency tree (pure): subject-verb-object, verb_prep objects, the passive
+read actively, participles, a noun's prepositional phrase, apposition; a fired cue's tokens make none.
 
 >>> from haystack_cfrag.causal_rag.math.sentences import Phrase, Sentence, Token
 >>> toks = (Token("Nolan", "Nolan", "PROPN", "NNP", "nsubj", 1), Token("directed", "direct", "VERB", "VBD", "ROOT", 1),

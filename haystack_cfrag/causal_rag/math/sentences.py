@@ -1,12 +1,5 @@
-"""Parsed sentences in a library-neutral form, and the lookups the extraction patterns need. Pure.
-
-`Token`: text, lemma, part of speech, fine tag, dependency label, head index; `Phrase`: an
-entity or a noun chunk; `Sentence`: its tokens and phrases. The spaCy component
-(`SpacyGraphExtractor`) converts its `Doc` into this form; any other parser can.
-
-**Nodes**: entities (typed by their label) and noun chunks (type "Concept"); pronouns and
-relative pronouns are no nodes (no coreference here), leading articles and possessives are
-dropped from the name (`ParsedSentence.phrase_of`).
+"""Parsed sentences in a library-neutral form (`Token`, `Phrase`, `Sentence`: any parser can fill it) and the
+patterns' lookups, pure. Nodes are entities (their label) and noun chunks ("Concept"), pronouns excluded.
 
 >>> toks = (Token("The", "the", "DET", "DT", "det", 1), Token("flood", "flood", "NOUN", "NN", "ROOT", 1))
 >>> ParsedSentence(Sentence(toks, (Phrase(0, 2),))).phrase_of
