@@ -1,8 +1,4 @@
-"""What every reader-support backend shares: the prompt type, the result, the protocol and the errors.
-
-A backend (`support.backends`) scores an answer as the assistant's reply to a `Prompt` and returns
-`AnswerLogprobs`; `SupportBackend` is the protocol the scorer relies on.
-"""
+"""What every reader-support backend shares: the `Prompt` type, `AnswerLogprobs`, `SupportBackend`, the errors."""
 
 from __future__ import annotations
 
@@ -50,8 +46,7 @@ class AnswerLogprobs:
     tokens_reused: int
     seconds: float
     token_margins: tuple[float, ...] = ()
-    """Per answer position, the reader's top-1 − top-2 log-probability gap (`support.math.token_read`);
-    empty where a backend cannot read whole logit rows (a server's top log-probabilities)."""
+    """Per answer position, the reader's top-1 − top-2 gap (empty where whole logit rows are not read)."""
     token_ranks: tuple[int, ...] = ()
     """Per answer position, how many tokens the reader preferred to the answer's (0: its first choice)."""
 

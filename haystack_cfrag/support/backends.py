@@ -1,23 +1,9 @@
-"""Reading log P(answer | prompt) from a generator: llama-cpp-python, transformers, vLLM-style servers.
+"""Reading log P(answer | prompt) from a generator: a backend renders the prompt with the model's chat template,
+appends the answer as the reply (after `reply_prefix`) and returns its tokens' log-probabilities and counts.
 
-A backend renders the user prompt (or a list of chat messages, `Prompt`) with the model's chat
-template, appends the answer as the assistant's reply (after `reply_prefix`, the reply's text
-before the answer, when given) and returns the answer tokens' log-probabilities, with how many
-tokens it evaluated and how many it reused from the previous call. `backend_for(generator)` picks one
-from the injected generator's type:
-
-| generator | backend | prefix reuse |
-|---|---|---|
-| `LlamaCppChatGenerator` (and `LlamaCppLogprobsChatGenerator`) | `LlamaCppBackend`: `Llama.eval` + logits, in process | yes (llama.cpp's KV cache) |
-| `HuggingFaceLocalChatGenerator` / `TransformersChatGenerator` | `TransformersBackend`: one forward pass | no |
-| `OpenAIChatGenerator` with an `api_base_url` | `OpenAICompatibleBackend`: `/completions`, `echo=true, logprobs=1` | the server's |
-| anything with a `support_backend()` method | what that method returns | its own |
-
-A server that returns no prompt log-probabilities (llama.cpp's server) is refused on its
-first reply with `NoPromptLogprobsError`, never read as log-prob 0.
-
-Each backend lives in its own module (`llama_cpp_backend`, `transformers_backend`,
-`openai_backend`), what they share in `backend_common`; all are importable from here.
+`backend_for(generator)` picks `LlamaCppBackend` (llama.cpp, in process, prefix reuse), `TransformersBackend`,
+`OpenAICompatibleBackend` (a server with an `api_base_url` that echoes prompt log-probabilities) or what a
+`support_backend()` method returns. The backends are importable from here.
 """
 
 from __future__ import annotations
@@ -43,12 +29,8 @@ def _class_names(obj: Any) -> set[str]:
 
 
 def backend_for(generator: Any, *, chat_template: str | None = None, prefix_states: int = DEFAULT_PREFIX_STATES) -> SupportBackend:
-    """The backend that reads answer log-probabilities from `generator` (see the module's table).
-
-    `chat_template` (Jinja) renders prompts for the OpenAI-compatible backend (default ChatML);
-    `prefix_states`, the earlier prompts' KV states an in-process llama.cpp model keeps (`LlamaCppBackend`).
-    Raises UnsupportedGeneratorError (one line) for any other generator.
-    """
+    """The backend that reads answer log-probabilities from `generator` (UnsupportedGeneratorError otherwise);
+    `chat_template`: the server backend's (default ChatML); `prefix_states`: llama.cpp's kept KV states."""
     own = getattr(generator, "support_backend", None)
     if callable(own):
         return own()

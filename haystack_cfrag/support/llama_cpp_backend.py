@@ -1,8 +1,4 @@
-"""The llama-cpp-python backend: log P(answer | prompt) from a `llama_cpp.Llama`'s logits, in process.
-
-The model's KV cache is reused across calls (the previous call's prefix and a few kept prompt
-states); see `LlamaCppBackend`.
-"""
+"""The llama-cpp-python backend: log P(answer | prompt) from a `llama_cpp.Llama`'s logits, in process."""
 
 from __future__ import annotations
 
@@ -39,28 +35,11 @@ def _model_lock(model: Any) -> threading.Lock:
 class LlamaCppBackend:
     """log P(answer | prompt) from a `llama_cpp.Llama`, computed from its logits.
 
-    The prompt is rendered with the model's own chat template (GGUF metadata
-    `tokenizer.chat_template`, as llama-cpp-python's "chat_template.default" format does) with
-    the assistant turn opened; the answer is tokenized on its own (no special tokens) and
-    appended, so its tokens are exactly those the model would emit for it. The model keeps its
-    state between calls: the longest common prefix with the previous evaluation is reused
-    (`prefix_reuse`), the rest of the prompt evaluated in one batch with `Llama.eval`
-    except its last token, which is evaluated alone, as is each answer token after it,
-    reading the last logits after each: no `logits_all` needed (the generator's generation
-    stays as fast as it was), and the answer's log-probabilities do not depend on how much
-    was reused (llama.cpp's CPU arithmetic differs by batch size: up to ~0.3 nats per token
-    measured on the embedded Qwen model between a batched and a single-token decode). `create_completion(echo=True)` is not
-    used (llama-cpp-python #1983: its echo log-probs are reported off by one).
-
-    Beyond the previous call, the KV state of the last `prefix_states` prompts (each up to its
-    last token; llama.cpp's per-sequence state copy, ~28 KB a token for the embedded model) is
-    kept, and a call whose prompt shares a longer prefix with one of them than with the model's
-    current state starts from that copy: CER's round k + 1 scores C ∪ {d*} ∪ {d} after round
-    k's last candidate, and reads C ∪ {d*} from the copy made when it was scored instead of
-    evaluating d* again. The copy holds the numbers that call computed; a prefix computed in
-    another batch split can differ in the last digits (12 CER-like scorings of the embedded
-    model with and without kept states: at most 0.0034 nats a token apart, as a different
-    previous call makes them too). 0 keeps only the previous call's prefix.
+    The prompt is rendered with the model's GGUF chat template, assistant turn opened, and the answer tokenized
+    on its own. The longest common prefix with the previous evaluation (or with one of the last `prefix_states`
+    kept prompt states) is reused; the rest is evaluated in one batch but for its last token, which is evaluated
+    alone as is each answer token, so the answer's numbers do not depend on the reuse (no `logits_all`, no
+    `echo=True`, which is off by one: llama-cpp-python #1983).
     """
 
     name = "llama_cpp"
@@ -185,9 +164,8 @@ class LlamaCppBackend:
             self._states.popitem(last=False)
 
     def _restore(self, llm: Any, prompt_ids: list[int], reuse: int) -> int:
-        """Load the kept state sharing the longest prefix with `prompt_ids` if it beats `reuse`.
-
-        Returns the tokens of the prompt whose state the model now holds."""
+        """Load the kept state sharing the longest prefix with `prompt_ids` if it beats `reuse`; the tokens
+        whose state the model now holds."""
         best, length = None, reuse
         for key in self._states:
             n = prefix_reuse(key, prompt_ids)

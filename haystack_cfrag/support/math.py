@@ -1,14 +1,5 @@
-"""The reader's support score, pure: token alignment, length normalisation, margins, PMI, options.
-
-support(a | q, E) = mean over a's tokens of log P(token | prompt(q, E), previous tokens of a):
-the generator's own log-probability of a *given* answer a, read after a prompt that shows the
-evidence E and the question q, divided by the number of a's tokens. Everything here is numpy
-and the standard library (no Haystack): the backends (`support.backends`) read the numbers
-from a model, the scorer (`support.scorer`) calls these functions.
-
-Conventions: log-probabilities are natural logs; a "span" is a half-open token index range
-(start, end); row i of a logits matrix is the model's output *after* reading token i, so it
-predicts token i + 1 (the off-by-one every echo/prompt-log-prob API must get right).
+"""The reader's support score, pure: support(a | q, E) = mean over a's tokens of log P(token | prompt(q, E), a's
+earlier tokens). Natural logs; a span is a half-open token range; logits row i predicts token i + 1.
 """
 
 from __future__ import annotations
@@ -31,11 +22,7 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
 
 
 def shifted_token_logprobs(logits: np.ndarray, token_ids: Sequence[int]) -> np.ndarray:
-    """log P(token_i | tokens_<i) for i = 1..n-1, read from row i − 1 of the logits (n × V).
-
-    Token 0 has no prediction, so the result has n − 1 entries: entry k is token k + 1's
-    log-probability. This is the alignment an echo API must reproduce (llama-cpp-python #1983
-    reports an off-by-one in `echo=True` log-probs).
+    """log P(token_i | tokens_<i) for i = 1..n-1, read from row i − 1 of the logits (n × V): n − 1 entries.
 
     >>> logits = np.log(np.array([[0.5, 0.25, 0.25], [0.1, 0.1, 0.8], [1/3, 1/3, 1/3]]))
     >>> np.round(np.exp(shifted_token_logprobs(logits, [0, 1, 2])), 3).tolist()   # P(1|0), P(2|0,1)
@@ -61,11 +48,8 @@ def token_logprob(logits_row: np.ndarray, token_id: int) -> float:
 
 
 def token_read(logits_row: np.ndarray, token_id: int) -> tuple[float, float, int]:
-    """One answer position read off the reader's logits: (log P(token), top-1 − top-2 margin, rank).
-
-    The margin is the gap between the reader's two most probable next tokens in nats, whatever the
-    answer's token is (TARG's reading of a reader's indecision); the rank counts the tokens the reader
-    found more probable than the answer's (0: the answer's token is its first choice).
+    """One answer position read off the logits: (log P(token), the top-1 − top-2 gap in nats, the token's rank:
+    0 when it is the reader's first choice).
 
     >>> lp, margin, rank = token_read(np.log(np.array([0.2, 0.5, 0.3])), 2)
     >>> round(math.exp(lp), 3), round(margin, 3), rank
@@ -80,13 +64,8 @@ def token_read(logits_row: np.ndarray, token_id: int) -> tuple[float, float, int
 def answer_token_span(
     offsets: Sequence[tuple[int, int]], answer_start: int, answer_end: int
 ) -> tuple[int, int]:
-    """The half-open token span (i, j) of the tokens that overlap characters [answer_start, answer_end).
-
-    `offsets` are each token's (start, end) characters in the scored text (a tokenizer's offset
-    mapping, or an echo API's `text_offset` with each token's length). A token that straddles
-    the boundary (part prompt, part answer) counts as the answer's: its log-probability is the
-    nearest one to the answer's first characters. Zero-width tokens (special tokens) inside
-    the answer's range are kept; none overlapping raises ValueError.
+    """The half-open span (i, j) of the tokens (by their character `offsets`) that overlap [answer_start,
+    answer_end); a straddling token counts as the answer's; none overlapping raises ValueError.
 
     >>> offsets = [(0, 9), (9, 10), (10, 19), (19, 24)]      # "Question:" " " "Christian" " Bale"
     >>> answer_token_span(offsets, 10, 24)
@@ -107,9 +86,7 @@ def answer_token_span(
 
 
 def offsets_from_text_offsets(text_offsets: Sequence[int], text_length: int) -> list[tuple[int, int]]:
-    """(start, end) per token from start offsets only (an OpenAI echo reply's `text_offset`).
-
-    Each token ends where the next starts; the last ends at `text_length`.
+    """(start, end) per token from start offsets only (an echo reply's `text_offset`; the last ends at `text_length`).
 
     >>> offsets_from_text_offsets([0, 9, 10], 19)
     [(0, 9), (9, 10), (10, 19)]
@@ -120,10 +97,7 @@ def offsets_from_text_offsets(text_offsets: Sequence[int], text_length: int) -> 
 
 
 def mean_logprob(token_logprobs: Sequence[float]) -> float:
-    """Length normalisation: the mean log-probability per answer token (support(a | q, E)).
-
-    Raises ValueError on an empty answer or a non-finite value (a backend that gave nothing
-    must not read as a certain answer, log-prob 0).
+    """The mean log-probability per answer token (support(a | q, E)); ValueError when empty or not finite.
 
     >>> mean_logprob([math.log(0.5), math.log(0.125)])   # (−0.693 − 2.079) / 2
     -1.3862943611198906
@@ -137,11 +111,8 @@ def mean_logprob(token_logprobs: Sequence[float]) -> float:
 
 
 def counterfactual_margin(support_q: float, supports_cf: Sequence[float]) -> float | None:
-    """The reader's counterfactual test: support(a | q, E) − max_j support(a | q'_j, E).
-
-    Positive: the evidence makes a more likely for q than for any counterfactual (decisive);
-    near zero or negative: the evidence makes a as likely for some q' (correlated). None when
-    there is no counterfactual to contrast with.
+    """support(a | q, E) − max_j support(a | q'_j, E): positive when the evidence is decisive for q; None
+    without counterfactuals.
 
     >>> counterfactual_margin(-0.5, [-2.0, -1.0])
     0.5
@@ -157,8 +128,6 @@ def counterfactual_margin(support_q: float, supports_cf: Sequence[float]) -> flo
 def evidence_pmi(support_with: float, support_without: float) -> float:
     """The evidence-erased contrast (PMI): support(a | q, E) − support(a | q, ∅).
 
-    How much the evidence, rather than the reader's prior, makes a the answer to q.
-
     >>> evidence_pmi(-0.25, -2.0)
     1.75
     """
@@ -166,13 +135,7 @@ def evidence_pmi(support_with: float, support_without: float) -> float:
 
 
 def calibrate(value: float, scale: float = 1.0, bias: float = 0.0) -> float:
-    """A support value mapped to [0, 1]: sigmoid(scale · value + bias).
-
-    With the defaults on a PMI: 0.5 when the evidence changes nothing, above 0.5 when it makes
-    the answer more likely (sigmoid(1) ≈ 0.73 for e times more likely per token). On a mean
-    log-prob (≤ 0) it reads as an odds: sigmoid(log p) = p / (1 + p). Uncalibrated against
-    labels: fit `scale` and `bias` on held-out items (Platt scaling) before trusting it as a
-    probability.
+    """A support value mapped to [0, 1]: sigmoid(scale · value + bias) (fit both on held-out items first).
 
     >>> calibrate(0.0), round(calibrate(1.0), 4), round(calibrate(math.log(0.5)), 4)
     (0.5, 0.7311, 0.3333)
@@ -188,11 +151,8 @@ OPTION_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def option_orders(n: int, max_orders: int | None = None) -> list[tuple[int, ...]]:
-    """Orders in which to list n candidates as options: the n cyclic rotations.
-
-    Each candidate takes every position exactly once over the n rotations, so a bias towards a
-    position (the first option, the letter A) adds the same to every candidate and cancels in
-    the average. `max_orders` keeps the first rotations only (then the cancellation is partial).
+    """The n cyclic rotations of n options (each candidate at each position once: a position bias cancels);
+    `max_orders` keeps the first ones.
 
     >>> option_orders(3)
     [(0, 1, 2), (1, 2, 0), (2, 0, 1)]
@@ -205,16 +165,8 @@ def option_orders(n: int, max_orders: int | None = None) -> list[tuple[int, ...]
 
 
 def option_scores(orders: Sequence[Sequence[int]], letter_logprobs: Sequence[Sequence[float]]) -> list[float]:
-    """Per candidate: its option letter's log-probability, renormalised over the options shown
-    and averaged over the orders (a multiple-choice reading that cancels position bias).
-
-    `orders[k][p]` is the candidate listed at position p in order k; `letter_logprobs[k][p]` is
-    log P(letter p | the prompt listing order k). Each order's letters are renormalised with a
-    log-softmax (the reader's choice among the options shown), then each candidate's value is
-    averaged over the orders where it appears.
-
-    Each order's normaliser is shared by all candidates and each candidate appears once per
-    rotation, so the differences between candidates are free of any position bias:
+    """Per candidate: its option letter's log-probability, log-softmaxed over each order's options and averaged
+    over the orders (`orders[k][p]` is listed at p; `letter_logprobs[k][p]` its letter's): no position bias.
 
     >>> # a reader that favours option A by a factor 3 and candidate 1 over 0 by a factor 2
     >>> orders = [(0, 1), (1, 0)]
@@ -240,11 +192,8 @@ def option_scores(orders: Sequence[Sequence[int]], letter_logprobs: Sequence[Seq
 
 
 def prefix_reuse(cached: Sequence[int], tokens: Sequence[int], keep_last: int = 1) -> int:
-    """Tokens of `tokens` whose state a model can keep from `cached` (the longest common prefix),
-    leaving at least `keep_last` tokens to evaluate so that fresh logits exist for them.
-
-    llama.cpp keeps its KV cache for the longest common prefix of consecutive evaluations; the
-    scorer puts the evidence first so that consecutive scorings share it.
+    """Tokens of `tokens` whose state a model can keep from `cached` (the longest common prefix), leaving at least
+    `keep_last` to evaluate.
 
     >>> prefix_reuse([1, 2, 3, 4], [1, 2, 3, 9, 9])
     3

@@ -1,8 +1,4 @@
-"""The OpenAI-compatible backend: log P(answer | prompt) from a server's echoed prompt log-probabilities (vLLM).
-
-The prompt is rendered client-side (`CHATML_TEMPLATE` by default); a server that echoes no
-prompt log-probabilities (llama.cpp's server) is refused with `NoPromptLogprobsError`.
-"""
+"""The OpenAI-compatible backend: log P(answer | prompt) from a server's echoed prompt log-probabilities (vLLM)."""
 
 from __future__ import annotations
 
@@ -33,15 +29,9 @@ CHATML_TEMPLATE = (
 """ChatML: the client-side template for servers whose template the client cannot read (Qwen's turns)."""
 
 class OpenAICompatibleBackend:
-    """log P(answer | prompt) from an OpenAI-compatible server that echoes prompt log-probabilities.
-
-    One `POST {api_base_url}/completions` per scoring with `echo=true, logprobs=1,
-    max_tokens=1` (vLLM returns the prompt's token log-probabilities and offsets this way).
-    The prompt is rendered client-side with `chat_template` (Jinja; default ChatML, the
-    embedded Qwen model's turns): `/completions` applies no template. The first reply is
-    checked: a server that echoes no prompt log-probabilities (llama.cpp's server) is refused
-    with `NoPromptLogprobsError`. Token counts come from the reply (`usage`); the server's own
-    prefix cache is not visible, so `tokens_reused` is 0.
+    """log P(answer | prompt) from one `POST {api_base_url}/completions` (`echo=true, logprobs=1, max_tokens=1`)
+    per scoring, the prompt rendered client-side with `chat_template` (default ChatML). A server whose first reply
+    echoes no prompt log-probabilities is refused (`NoPromptLogprobsError`); `tokens_reused` is 0.
     """
 
     name = "openai_compatible"

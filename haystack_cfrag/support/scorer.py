@@ -87,19 +87,11 @@ class ReaderSupportScorer(InjectedParts):
     """
     Scores given answers by the reader's own log-probabilities: support(a | q, E).
 
-    For each answer a: `support` = mean log P(a's tokens | prompt(q, E)) with the evidence E
-    rendered first (as the drafter renders it), the question q last and a as the assistant's
-    reply; `counterfactual_support` = the same under each counterfactual question q'_j;
-    `margin` = support(a | q, E) − max_j support(a | q'_j, E) (None without counterfactuals);
-    with `erased_contrast=True`, `erased_support` = support(a | q, ∅) and `pmi` = support −
-    erased_support. Calls run in the order that reuses llama.cpp's prompt prefix (every answer
-    under q, then under each q'_j, then without evidence); `trace` gives the cost: calls,
-    tokens evaluated and reused, seconds per call. The generator is any
-    LlamaCppChatGenerator, HuggingFaceLocalChatGenerator/TransformersChatGenerator or
-    OpenAIChatGenerator pointed at a server that returns prompt log-probabilities (vLLM);
-    other generators, and servers without prompt log-probabilities, are refused with a one-line
-    error. Other components call `score` (one answer) or `scores` (the run's outputs as a
-    dataclass), sharing this implementation.
+    For each answer a: `support` = mean log P(a's tokens | evidence first, question last, a as the reply);
+    `counterfactual_support` under each q'_j; `margin` = support − max_j of those; with `erased_contrast`,
+    `erased_support` (no evidence) and `pmi`. Calls run in the order that reuses the prompt prefix; `trace`
+    gives their cost. The reader is a llama.cpp, transformers or log-prob-echoing OpenAI-compatible generator
+    (others refused in one line); components call `score` or `scores`.
 
     ### Usage example
     ```python
@@ -135,11 +127,8 @@ class ReaderSupportScorer(InjectedParts):
         :param max_evidence_chars: each passage is cut to this many characters (None = whole), as the drafter does.
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
         :param prompt_template: replaces the built-in user turn: a `str.format` string with {query} and {evidence}.
-        :param chat_template: Jinja chat template for OpenAI-compatible servers (None = ChatML);
-            in-process models use their own.
-        :param prefix_states: the KV states of this many earlier prompts kept for a later call to start from
-            (in-process llama.cpp only; about 28 KB a token each for the embedded model): CER's rounds read their
-            shared passages from them. 0 where one prompt is scored a question (a cascade's gate).
+        :param chat_template: Jinja chat template for OpenAI-compatible servers (None = ChatML).
+        :param prefix_states: KV states of this many earlier prompts kept to start from (in-process llama.cpp).
         """
         check_bool("erased_contrast", erased_contrast, component=COMPONENT)
         check_optional_int("max_evidence_chars", max_evidence_chars, 1)
@@ -216,9 +205,8 @@ class ReaderSupportScorer(InjectedParts):
         :param answers: the candidate answers to score.
         :param documents: the evidence E, in the order it is shown.
         :param counterfactual_queries: the counterfactual questions q'_j (None or [] = no margin).
-        :returns: `support` (per answer), `counterfactual_support` (per answer × q'), `margin`
-            (per answer; None without counterfactuals), `erased_support` and `pmi` (per answer, with
-            `erased_contrast=True`, else None), `trace` (backend, calls, tokens evaluated/reused, seconds).
+        :returns: `support`, `counterfactual_support` (per answer × q'), `margin`, `erased_support` and `pmi`
+            (None unless enabled), `trace`.
         """
         return self.scores(query, answers, documents, counterfactual_queries).as_outputs()
 
@@ -240,20 +228,15 @@ class ReaderSupportScorer(InjectedParts):
         return self._scores(query, [answer], documents, None, erased=False).support[0]
 
     def score_reply(self, messages: list[ChatMessage], answer: str, reply_prefix: str = "") -> float:
-        """support(answer | messages): the length-normalised log-probability of `answer` as the
-        reader's reply to `messages` (the prompt it was written from), after `reply_prefix`
-        ("Answer:" for a reply in that format; not scored). A reader that has just answered these
-        messages re-reads nothing: llama.cpp keeps their state, and only the answer's tokens are evaluated.
-        """
+        """support(answer | messages): `answer`'s length-normalised log-probability as the reader's reply to
+        `messages`, after the unscored `reply_prefix` (a reader that just answered them re-reads nothing)."""
         return self.read_reply(messages, answer, reply_prefix)["support"]
 
     def read_reply(self, messages: list[ChatMessage], answer: str, reply_prefix: str = "") -> dict[str, Any]:
         """`score_reply`'s scoring with what the same logits say besides (one reading, no second pass).
 
-        :returns: `support` (as `score_reply`), and where the backend reads whole logit rows (llama.cpp,
-            transformers) `margin` (the reader's top-1 − top-2 gap at the answer's first token, nats),
-            `min_margin` (the smallest gap over the answer's tokens) and `rank` (how many tokens the reader
-            preferred to the answer's first token: 0 when it is its first choice); else those are None.
+        :returns: `support`, and where whole logit rows are read `margin` (the top-1 − top-2 gap at the first
+            answer token), `min_margin` (over its tokens) and `rank` (of its first token); else None.
         """
         if not isinstance(messages, list) or not messages or not all(isinstance(m, ChatMessage) for m in messages):
             raise ValueError(f"{COMPONENT}: 'messages' must be a non-empty list of ChatMessage.")
@@ -314,10 +297,8 @@ class ReaderSupportScorer(InjectedParts):
     def option_support(
         self, query: str, answers: list[str], documents: list[Document], max_orders: int | None = None
     ) -> list[float]:
-        """The multiple-choice reading: the answers listed as lettered options after the question,
-        each order's letters scored as the reply, renormalised over the options and averaged over
-        the cyclic orders (`option_scores`: a position bias cancels). One call per option per order.
-        """
+        """The multiple-choice reading: the answers as lettered options, each order's letters scored as the reply
+        and averaged over the cyclic orders (`option_scores`)."""
         query, answers, documents, _ = self._check(query, answers, documents, None)
         if not answers:
             return []

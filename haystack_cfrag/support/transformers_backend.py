@@ -14,13 +14,8 @@ with LazyImport("Run 'pip install torch' for the transformers backend.") as torc
     import torch
 
 class TransformersBackend:
-    """log P(answer | prompt) from a transformers causal LM in one forward pass.
-
-    The prompt is rendered with the tokenizer's chat template (assistant turn opened), the
-    answer appended, the whole text tokenized once with offsets (a fast tokenizer) and the
-    answer's tokens picked by their characters (`answer_token_span`); with a slow tokenizer
-    the prompt and the answer are tokenized apart and concatenated. No prefix is reused.
-    """
+    """log P(answer | prompt) from a transformers causal LM in one forward pass (the answer's tokens picked by
+    offsets; a slow tokenizer tokenizes prompt and answer apart). No prefix is reused."""
 
     name = "transformers"
 
