@@ -1,10 +1,6 @@
-"""CDF-RAG, "Causal Dynamic Feedback for Adaptive Retrieval-Augmented Generation" (paper 002), zero-shot.
-
-Refine the question (expand, simplify or decompose), retrieve on two paths, generate, then
-check the answer against the retrieved causal edges (S_causal, a stricter regeneration below
-τ) and against the evidence claim by claim (S_hall, a rewrite above δ), in a bounded loop.
-`cdf_rag.math` holds the pure checks, reply parsing and the dual-path merge; see docs/cdf_rag.md.
-The components are exported here and imported on first use.
+"""CDF-RAG, "Causal Dynamic Feedback for Adaptive Retrieval-Augmented Generation" (paper 002), zero-shot
+(docs/cdf_rag.md): refine the question, retrieve on two paths, generate, then check the answer against the causal
+edges (S_causal < τ: regenerate) and claim by claim (S_hall > δ: rewrite), in a bounded loop. Components lazy.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""CDF-RAG as the layers above see it: its table, its three pipelines, its by-stage trace view.
-
-Its YAML names CausalRAG's graph retriever (the graph path): the graph's `k` is CausalRAG's
-parameter (`borrowed`) and the graph is built by CausalRAG's preparation (`prepare_store`
-names that family); this package imports nothing of it.
+"""CDF-RAG as the layers above see it: its table, its three pipelines, its by-stage trace view. Its graph path
+borrows CausalRAG's `k` and graph preparation by name (nothing of it is imported).
 
     >>> FAMILY.request_parameters, FAMILY.borrowed
     (('refinement', 'graph_top_k'), {'graph_top_k': 'causal_rag'})

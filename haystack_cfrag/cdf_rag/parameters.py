@@ -1,12 +1,8 @@
-"""The tunable parameters of the `cdf_rag` pipeline: the refinement's action and the two checks' thresholds.
-
-The action is a run-time input of the refiner (per request); τ, δ and the merge build the pipeline once.
+"""The tunable parameters of `cdf_rag`: the refinement's action (per request) and the checks' thresholds and the
+merge (build time); `graph_top_k` is borrowed from CausalRAG (`cdf_rag.family`).
 
     >>> PARAMETERS["refinement"].describe()
     "one of 'auto', 'rule', 'expand', 'simplify', 'decompose', 'none'"
-
-The graph path's k (`graph_top_k`) is CausalRAG's parameter: the family declaration borrows it
-(`cdf_rag.family`), so its range keeps one home. Which of these each pipeline has: its `Entry`.
 """
 
 from __future__ import annotations

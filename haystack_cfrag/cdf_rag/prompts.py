@@ -1,10 +1,5 @@
-"""CDF-RAG's prompt templates: the refinement actions (paper App. A.4), the reader's choice of action,
-the stricter-grounding regeneration (§2.4) and the knowledge rewrite (§2.5).
-
-Templates are plain `str.format` strings (literal braces doubled). A component's
-`prompt_templates` replaces any of them by key with another string over the same placeholders
-(`*_FIELDS` below), checked at init by `check_prompt_templates` (a one-line error naming the
-component, the key and the placeholder).
+"""CDF-RAG's `str.format` prompts: the refinement actions (App. A.4), the reader's choice of action, the
+stricter-grounding regeneration (§2.4) and the knowledge rewrite (§2.5); replaceable by key over the `*_FIELDS`.
 """
 
 from __future__ import annotations
@@ -36,9 +31,7 @@ Expanded Query: Why is chronic stress considered a public health concern in rela
 
 Original Question: {query}
 Expanded Query:"""
-"""The paper's expansion prompt (App. A.4) as a completion. The embedded 1.5B reader answered it
-with the example's own expansion on trap_dev (8 of its 12 fallbacks, asked again; all of them); kept for
-`prompt_templates={"expand": PAPER_EXPAND_PROMPT}`."""
+"""The paper's expansion prompt (App. A.4) as a completion (small readers repeat its example)."""
 
 EXPAND_PROMPT = """Rewrite the question at the end into a more detailed, specific version of the same question: name
 the key entities and the domain it is about. Keep its intent, so that it has the same answer. Reply
@@ -50,8 +43,7 @@ disease risk?"
 
 Question: {query}
 Rewritten question:"""
-"""The default expansion: the paper's instruction and example, with the example inside the
-instruction rather than as a question-answer pair the reader continues (it no longer repeats it)."""
+"""The default expansion: the paper's instruction with its example inside it (not one to continue)."""
 
 SIMPLIFY_PROMPT = """Your task is to simplify a complex or ambiguous question into a clearer, more direct version
 that preserves the original intent. Reply with one concise, self-contained question on one line;
@@ -130,9 +122,7 @@ states it as the answer to this question.
 
 Reply in this format:
 Answer: <the short answer only>"""
-"""The rewrite as a fresh answer (`rewrite_mode="reanswer"`): asked to "correct or remove" the only
-statement of a one-claim answer, the reader repeats it (docs/cdf_rag.md); here it answers again,
-told which answer was flagged. Same placeholders as REWRITE_PROMPT."""
+"""The rewrite as a fresh answer, told which was flagged (`rewrite_mode="reanswer"`; REWRITE_PROMPT's fields)."""
 
 REWRITE_PROMPTS = {"correct": REWRITE_PROMPT, "reanswer": REANSWER_PROMPT}
 """The hallucination checker's rewrite prompt by `rewrite_mode`."""

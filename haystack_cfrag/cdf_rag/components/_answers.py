@@ -23,11 +23,8 @@ logger = logging.getLogger(__name__)
 
 
 def answer_text(answer: Any, replies: Any, component: str) -> str:
-    """The answer to check: `answer`, else the first of `replies` (ChatMessages or strings).
-
-    A reply in the draft format ("Answer: …", "Rationale: …") gives its answer line; any other
-    text is the answer as a whole. Raises ValueError naming the component when neither is given.
-    """
+    """The answer to check: `answer`, else the first of `replies` (a draft-format reply: its answer line);
+    ValueError naming the component when neither is given."""
     if answer is not None:
         if not isinstance(answer, str):
             raise ValueError(f"{component}: 'answer' must be a string, got {type(answer).__name__}.")
@@ -53,11 +50,8 @@ def reply_answer(result: dict[str, Any]) -> str:
 
 
 class ChecksAnswer(AsksChatGenerator, InjectedParts):
-    """Base of a checker that may correct the answer it checks with one call of `CALL`.
-
-    `CALL.stage` ("regeneration", "rewrite") names the call's degradation and its raised failure;
-    `FIELDS` are the placeholders of the checker's `prompt_template`.
-    """
+    """Base of a checker that may correct the answer with one call of `CALL` (its stage names the degradation);
+    `FIELDS`: its `prompt_template`'s placeholders."""
 
     FAILURE = "{component}: the {what} failed: {error}"
     CALL: ClassVar[LLMCall]
@@ -103,11 +97,8 @@ class ChecksAnswer(AsksChatGenerator, InjectedParts):
 
 
 class Correction:
-    """One answer checked, and its correction (no I/O here): the base of each checker's `_Check`.
-
-    A subclass sets `original` and `answer`, `wants_correction` when the check decides to correct,
-    and writes `prompt()`.
-    """
+    """One answer checked and its correction (no I/O): a subclass sets `original`, `answer`, `wants_correction`
+    and writes `prompt()`."""
 
     original: str
     answer: str

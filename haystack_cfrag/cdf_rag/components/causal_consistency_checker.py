@@ -30,21 +30,11 @@ class CausalConsistencyChecker(ChecksAnswer):
     """
     Checks an answer against retrieved causal edges C → E; below τ, regenerates it once under stricter grounding.
 
-    S_causal = respected / (respected + violated) over the edges the answer takes a position on
-    (`cdf_rag.math.checks.edge_verdict`): an edge is respected when the answer states C causes
-    E ("C causes / leads to E", "E is caused by / results from / is due to C", or a short answer
-    to "What causes E?" that names C), violated when it states the reverse or denies the edge,
-    and neutral (left out) otherwise. With no edge judged, S_causal is undefined and nothing is
-    decided. When S_causal < τ and a `chat_generator` is given, one regeneration asks for the
-    answer again from the evidence only, with the edges listed as constraints; the new answer's
-    S_causal is in the trace.
-
-    Edges come as dicts (cause/effect, source/target, head/tail, subject/object), pairs or
-    triples, or "C -> E" strings; others are skipped and counted in `degradations`. Outputs
-    `answer` and `replies` (the regenerated answer, or the answer as it came), `s_causal`,
-    `decision` ("keep", "regenerate" or "undefined"), `regenerated`, `verdicts` (cause, effect,
-    verdict), `trace` and `degradations`. A regeneration that fails or replies nothing keeps the
-    answer and says so.
+    S_causal = respected / (respected + violated) over the edges the answer speaks to (`math.checks.edge_verdict`;
+    none: undefined). Below τ, with a `chat_generator`, one regeneration answers from the evidence with the edges
+    as constraints. Edges come as dicts, pairs, triples or "C -> E" strings (others counted in `degradations`).
+    Outputs `answer`, `replies`, `s_causal`, `decision` ("keep", "regenerate", "undefined"), `regenerated`,
+    `verdicts`, `trace`, `degradations`; a failed regeneration keeps the answer and says so.
 
     ### Usage example
     ```python
@@ -81,15 +71,14 @@ class CausalConsistencyChecker(ChecksAnswer):
         """
         :param chat_generator: writes the regeneration (None = check only: the decision is reported, the answer kept).
         :param tau: τ in [0, 1]: regenerate when S_causal < τ.
-        :param use_question: read a short answer through a causal question ("What causes E?" answered "C" states C → E).
+        :param use_question: read a short answer through a causal question ("What causes E?").
         :param max_edges: edges checked (the first given), in [1, 10000].
         :param max_evidence_chars: each passage is cut to this many characters in the prompt (None = whole).
         :param generation_kwargs: passed to generators that accept them.
         :param raise_on_failure: raise when the regeneration fails instead of keeping the answer.
         :param timeout_s: seconds the regeneration may take before it is abandoned (None = no limit).
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
-        :param prompt_template: replaces the regeneration prompt: a `str.format` string with the
-            placeholders {query}, {evidence} and {causal_edges}.
+        :param prompt_template: replaces the regeneration prompt ({query}, {evidence}, {causal_edges}).
         """
         check_range("tau", tau, 0.0, 1.0)
         check_bool("use_question", use_question)

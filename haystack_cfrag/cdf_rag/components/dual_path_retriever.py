@@ -40,24 +40,11 @@ class DualPathRetriever(InjectedParts):
     """
     Merges the dense path's passages with the causal-graph path's passages, with provenance.
 
-    A joiner, like Haystack's DocumentJoiner, placed after two retrievers: the dense retriever's
-    `documents` and a graph retriever's source passages (CausalRAG's `CausalGraphRetriever`:
-    its `documents` and `causal_edges`; its `nodes` are not passages and are not merged). It
-    queries no store. Passages are deduplicated by id (`dedupe_by="id"`; a passage without an
-    id by a hash of its text) or by text (`"content"`). Each output is a copy with
-    `meta["cfrag_paths"]` (["dense"], ["graph"] or ["dense", "graph"]) and `meta["cfrag_ranks"]`
-    (its 1-based rank on each path that found it); a passage both paths found is the dense copy,
-    with the graph copy's meta keys it lacks. Order: reciprocal rank fusion (`merge_mode="rrf"`,
-    the default: Σ 1/(k + rank), k = 60, in `meta["cfrag_rrf_score"]`; rank-based, so the two
-    paths' scores need no common scale, and a passage both found comes first) or
-    `"interleave"` (dense 1, graph 1, dense 2, …) or `"dense_only"` (the ablation without the graph
-    path: the dense passages alone, the graph path's counted in the trace); then cut to `top_k`.
-
-    `causal_edges` (dicts such as {"source", "target", "relation", "passage_ids"}; pairs,
-    triples and "C -> E" strings become {"source", "target"[, "relation"]}) are passed on when
-    they cite a kept passage in `passage_ids`; when no edge cites a passage, all are passed on.
-    At most `max_edges`. A missing or empty graph path gives the dense passages alone, with a
-    note in the trace (not an error). Inputs are never changed.
+    A joiner (like DocumentJoiner) after a dense retriever and a graph retriever (`CausalGraphRetriever`'s
+    `documents` and `causal_edges`); it queries no store. Passages are deduplicated by id or text, copied with
+    `meta["cfrag_paths"]` and `meta["cfrag_ranks"]`, ordered by reciprocal rank fusion (`"rrf"`, k = 60),
+    `"interleave"` or `"dense_only"` (the ablation), and cut to `top_k`. The edges citing a kept passage (all
+    when none cites) are passed on, at most `max_edges`. No graph path: the dense passages alone, noted.
 
     ### Usage example
     ```python

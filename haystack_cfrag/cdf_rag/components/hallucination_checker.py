@@ -45,24 +45,13 @@ class HallucinationChecker(ChecksAnswer):
     """
     Checks an answer claim by claim against the evidence; above δ, rewrites it from the evidence.
 
-    The answer (`answer`, or the first of a generator's `replies`) is split into claims
-    (sentences and clauses; a short answer is one claim). Each claim's support is the reader's
-    length-normalised log P(claim | query, documents) (`support_scorer.score`); a claim is
-    supported when its support is ≥ `support_threshold`. Given `prompt` (the messages the
-    generator answered), each claim is scored as the reader's reply to that prompt after
-    `answer_prefix` (`support_scorer.score_reply`): the same question and passages, read where
-    the reader has just written the answer, so llama.cpp evaluates only the claim's tokens (a
-    second reading of the passages was most of CDF-RAG's cost). S_hall = 1 − supported / claims; when
-    S_hall > δ and a `chat_generator` is given, one rewrite asks it to correct the answer from
-    the evidence, naming the unsupported claims (`rewrite_mode="correct"`, the paper's), or to
-    answer again from the evidence, told which answer was flagged (`"reanswer"`). With no claim,
-    S_hall is undefined and nothing is decided.
+    The answer is split into claims, each supported when the reader's length-normalised log P(claim | query,
+    documents) is ≥ `support_threshold` (given `prompt`, scored as the reply to it after `answer_prefix`, so only
+    the claim's tokens are evaluated). S_hall = 1 − supported / claims; above δ, with a `chat_generator`, one
+    rewrite corrects the answer (`rewrite_mode="correct"`) or answers again (`"reanswer"`).
 
-    Outputs `answer` and `replies` (the rewritten answer, or the answer as it came), `s_hall`,
-    `decision` ("keep", "rewrite", "undefined" or "scorer_failed"), `rewritten`, `claims`
-    (text, support, supported), `trace` and `degradations`. A scorer that fails (raises, or
-    gives a non-number) leaves the answer as it was and says so; so does a rewrite that fails
-    or replies nothing.
+    Outputs `answer`, `replies`, `s_hall`, `decision` ("keep", "rewrite", "undefined", "scorer_failed"),
+    `rewritten`, `claims`, `trace`, `degradations`; a failed scorer or rewrite keeps the answer and says so.
 
     ### Usage example
     ```python
@@ -111,8 +100,7 @@ class HallucinationChecker(ChecksAnswer):
         :param chat_generator: writes the rewrite (None = check only: the decision is reported, the answer kept).
         :param delta: δ in [0, 1]: rewrite when S_hall > δ.
         :param support_threshold: a claim is supported when its support is ≥ this, in [-20, 0] (nats per token).
-        :param rewrite_mode: "correct" (correct or remove the unsupported statements: the paper's rewrite),
-            or "reanswer" (a fresh answer from the evidence, the flagged answer named).
+        :param rewrite_mode: "correct" (the paper's rewrite) or "reanswer" (a fresh answer, the flagged one named).
         :param max_claims: claims scored per answer, in [1, 50] (the rest are joined into the last).
         :param short_answer_words: an answer of at most this many words and one sentence is one claim, in [0, 100].
         :param max_evidence_chars: each passage is cut to this many characters in the rewrite prompt (None = whole).
@@ -120,10 +108,8 @@ class HallucinationChecker(ChecksAnswer):
         :param raise_on_failure: raise when the scorer or the rewrite fails instead of keeping the answer.
         :param timeout_s: seconds the rewrite call may take before it is abandoned (None = no limit).
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
-        :param prompt_template: replaces the rewrite prompt: a `str.format` string with the placeholders
-            {query}, {evidence}, {answer} and {unsupported} (it replaces the prompt of either rewrite_mode).
-        :param answer_prefix: with a `prompt`, the reply's text before the answer in that prompt's
-            format ("Answer:" for the house prompts), at most 200 characters; not scored.
+        :param prompt_template: replaces the rewrite prompt ({query}, {evidence}, {answer}, {unsupported}).
+        :param answer_prefix: with a `prompt`, the reply's text before the answer ("Answer:"), not scored.
         """
         if not callable(getattr(support_scorer, "score", None)):
             raise ValueError(

@@ -57,22 +57,12 @@ class QueryRefiner(AsksChatGenerator, InjectedParts):
     """
     Rewrites a question for retrieval: expand it, simplify it, or decompose it into sub-questions.
 
-    The action is the reader's choice (`action="auto"`: one short call asks it to name one of
-    expand / simplify / decompose), a rule's (`"rule"`: decompose comparison and bridge
-    questions over two named things, simplify long questions, expand short ones; see
-    `cdf_rag.math.refinement.choose_action`), or fixed (`"expand"`, `"simplify"`,
-    `"decompose"`, or `"none"`: no call, the question as it is). One more call writes the
-    refinement with the paper's prompt for that action (App. A.4). The paper's PPO policy is
-    not reproduced (docs/cdf_rag.md); the rule's choice is always in the trace, so the reader's
-    choice can be measured against it.
+    The action is the reader's choice (`"auto"`, one short call), the rule's (`"rule"`, `choose_action`; always in
+    the trace) or fixed (`"expand"`, `"simplify"`, `"decompose"`, `"none"`: no call); one more call writes it with
+    the paper's prompt (App. A.4). The paper's PPO policy is not reproduced.
 
-    Outputs `refined_query` (the refined question; the original for a decomposition, a
-    fallback or "none"), `queries` (what to retrieve with: the sub-questions, else the refined
-    question), `action` (the action applied; "none" after a fallback), `sub_queries`, `trace`
-    (requested and chosen action, who chose, the rule's choice and reason, the replies, the
-    number of calls) and `degradations`. A generator that fails, or a reply that does not parse
-    (no action named, no query, fewer than two sub-questions, nothing on the question's topic),
-    falls back to the original question and says so in `degradations`.
+    Outputs `refined_query`, `queries` (the sub-questions, else the refined question), `action`, `sub_queries`,
+    `trace` and `degradations`; a failed call or unusable reply falls back to the original question.
 
     ### Usage example
     ```python
@@ -116,8 +106,8 @@ class QueryRefiner(AsksChatGenerator, InjectedParts):
         :param raise_on_failure: raise when a chat call fails instead of falling back to the question.
         :param timeout_s: seconds a chat call may take before it is abandoned (None = no limit).
         :param max_query_chars: longer questions are cut to this many characters, with a warning (None = whole).
-        :param prompt_templates: replaces built-in prompts by key: "choose", "expand", "simplify",
-            "decompose"; each a `str.format` string with the placeholder {query} (literal braces doubled).
+        :param prompt_templates: replaces built-in prompts by key ("choose", "expand", "simplify", "decompose";
+            placeholder {query}).
         """
         _check_action(action)
         if chat_generator is None and action != NONE:

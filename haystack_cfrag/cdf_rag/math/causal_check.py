@@ -1,13 +1,5 @@
-"""CDF-RAG's causal check, pure (paper 002, §2.4): the answer's causal statements against the graph's edges.
-
-- Statements: cause → effect read from an answer's causal connectives (`causal_statements`) or,
-  for a short answer, through its causal question (`question_statements`).
-- S_causal = share of the retrieved causal edges C → E that the answer respects, over the edges
-  the answer takes a position on (see `edge_verdict`: what "respects" means here).
-- Decision: regenerate when S_causal < τ (strict, as in the paper); None (no edge the answer
-  speaks to) decides nothing.
-
-The paper gives no value for τ; the default below is ours (docs/cdf_rag.md).
+"""CDF-RAG's causal check, pure (paper 002, §2.4): S_causal, the share of the retrieved edges C → E the answer's
+causal statements respect (`edge_verdict`) over those it speaks to; regenerate when S_causal < τ (τ is ours).
 """
 
 from __future__ import annotations
@@ -53,12 +45,8 @@ class CausalStatement:
 
 
 def causal_statements(text: str) -> list[CausalStatement]:
-    """Directed cause → effect statements in `text`, read from its causal connectives.
-
-    Per sentence, the first connective splits it: "A causes / leads to / results in B" and "A,
-    so B" give A → B; "B is caused by / results from / is due to / because (of) A" give A → B.
-    A negator right before the connective ("does not cause", "is not caused by") negates it.
-    Text without a connective states nothing.
+    """Directed cause → effect statements in `text`: per sentence, its first causal connective ("A causes B",
+    "B is caused by A", …) splits it; a negator right before it negates it.
 
     >>> causal_statements("Smoking causes lung cancer.")
     [CausalStatement(cause='Smoking', effect='lung cancer', negated=False)]
@@ -100,10 +88,7 @@ _QUESTION_BACKWARD = re.compile(  # "what does C cause?" / "what is the effect o
 
 
 def question_statements(question: str, answer: str) -> list[CausalStatement]:
-    """The statement a short answer makes through its causal question.
-
-    "What causes E?" answered "C" states C → E; "What does C cause?" / "What is the effect of
-    C?" answered "E" states C → E. Any other question states nothing this way.
+    """The statement a short answer makes through its causal question ("What causes E?", "What is the effect of C?").
 
     >>> question_statements("What causes acid rain?", "sulfur dioxide")
     [CausalStatement(cause='sulfur dioxide', effect='acid rain', negated=False)]
@@ -143,10 +128,8 @@ _EFFECT_KEYS = ("effect", "target", "tail", "object", "to")
 
 
 def as_edge(item: object) -> tuple[str, str] | None:
-    """An edge (cause, effect) from the shapes graph components give, or None when `item` is none of them.
-
-    A mapping with cause/effect (or source/target, head/tail, subject/object, from/to) keys; a
-    sequence (cause, effect[, relation]); a string "cause -> effect" (or →, =>).
+    """An edge (cause, effect) from a mapping (cause/effect, source/target, head/tail, …), a sequence or a
+    "cause -> effect" string; None otherwise.
 
     >>> as_edge({"source": "rain", "target": "flood"}), as_edge(("rain", "flood", "causes")), as_edge("rain → flood")
     (('rain', 'flood'), ('rain', 'flood'), ('rain', 'flood'))
@@ -172,15 +155,8 @@ RESPECTED, VIOLATED, NEUTRAL = "respected", "violated", "neutral"
 
 
 def edge_verdict(cause: str, effect: str, statements: Iterable[CausalStatement]) -> str:
-    """Whether the answer's statements respect the edge cause → effect.
-
-    - "violated": a statement names the effect as causing the cause (the edge reversed), or
-      denies the edge ("C does not cause E"); one violation outweighs any agreement;
-    - "respected": a statement names the cause as causing the effect;
-    - "neutral": no statement links the two ends (one end or none named, both named with no
-      causal connective between them, or only "E does not cause C", which does not speak to
-      C → E). Neutral edges are left out of S_causal: nothing there is measured.
-    """
+    """"violated" (a statement reverses or denies the edge; it outweighs agreement), "respected" (one states it)
+    or "neutral" (none links the two ends: left out of S_causal)."""
     verdict = NEUTRAL
     for st in statements:
         forward = names(cause, st.cause) and names(effect, st.effect)
@@ -212,10 +188,7 @@ class CausalCheck:
 def causal_consistency(
     edges: Sequence[tuple[str, str]], answer: str, question: str | None = None
 ) -> CausalCheck:
-    """S_causal = respected / (respected + violated) over the edges (cause, effect); None when no edge is judged.
-
-    The answer's statements are read from its causal connectives (`causal_statements`) and,
-    for a short answer to a causal question, through the question (`question_statements`).
+    """S_causal = respected / (respected + violated) over the edges; None when no edge is judged.
 
     >>> check = causal_consistency([("rain", "flood"), ("flood", "crop loss"), ("wind", "fire")],
     ...                            "Heavy rain caused the flood. The crop loss led to the flood.")

@@ -1,17 +1,5 @@
-"""CDF-RAG's two answer checks and the bounded feedback loop (paper 002, §2.4–2.5), pure: one import for all three.
-
-- Claims: an answer split into sentences and clauses (`split_claims`); a short answer (an
-  entity, a date, a few words) is one claim.
-- S_hall = 1 − |K ∩ Y| / |Y| (Eq. in §2.5): Y the claims, K ∩ Y the claims whose support
-  (the reader's length-normalised log P(claim | q, K)) reaches `support_threshold`.
-- S_causal = share of the retrieved causal edges C → E that the answer respects (§2.4), over
-  the edges the answer takes a position on (see `edge_verdict`: what "respects" means here).
-- Decisions: regenerate when S_causal < τ, rewrite when S_hall > δ (both strict, as in the
-  paper); an undefined score (None: no claims, no edge the answer speaks to) decides nothing.
-- `LoopState` and `next_step`: a state machine that bounds the corrective rounds.
-
-The paper gives no value for τ or δ; the defaults are ours (docs/cdf_rag.md). Each part lives in
-its own module: `claims` (claims, S_hall), `causal_check` (S_causal), `feedback_loop` (the loop).
+"""CDF-RAG's two answer checks and the bounded feedback loop (paper 002, §2.4–2.5), pure, in one import:
+`claims` (S_hall), `causal_check` (S_causal) and `feedback_loop` (`LoopState`, `next_step`).
 """
 
 from haystack_cfrag.cdf_rag.math.causal_check import (

@@ -1,13 +1,5 @@
-"""CDF-RAG's hallucination check, pure (paper 002, §2.5): an answer's claims and S_hall.
-
-- Claims: an answer split into sentences and clauses (`split_claims`); a short answer (an
-  entity, a date, a few words) is one claim.
-- S_hall = 1 − |K ∩ Y| / |Y|: Y the claims, K ∩ Y the claims whose support (the reader's
-  length-normalised log P(claim | q, K)) reaches `support_threshold`.
-- Decision: rewrite when S_hall > δ (strict, as in the paper); None (no claims) decides nothing.
-
-The paper gives no value for δ; the default below is ours (docs/cdf_rag.md).
-"""
+"""CDF-RAG's hallucination check, pure (paper 002, §2.5): S_hall = 1 − |K ∩ Y| / |Y|, the share of the answer's
+claims Y whose support stays below `support_threshold`; rewrite when S_hall > δ (δ is ours)."""
 
 from __future__ import annotations
 
@@ -19,13 +11,11 @@ from collections.abc import Sequence
 DELTA = 0.5
 """δ: rewrite when S_hall > δ (ours: more than half the claims unsupported)."""
 SUPPORT_THRESHOLD = -1.0
-"""A claim is supported when its mean token log-probability is ≥ this (≈ a geometric-mean token
-probability of e^-1 ≈ 0.37; ours, to be calibrated on the reader)."""
+"""A claim is supported when its mean token log-probability is ≥ this (ours; calibrate on the reader)."""
 SUPPORT_RANGE = (-20.0, 0.0)
 """The range a support threshold may take (nats per token)."""
 REWRITE_MODES = ("correct", "reanswer")
-"""The rewrite's prompt: "correct" asks to correct or remove the unsupported statements (the paper's
-knowledge rewrite); "reanswer" asks for a fresh answer from the evidence, naming the flagged one."""
+"""The rewrite's prompt: "correct" (the paper's knowledge rewrite) or "reanswer" (a fresh answer)."""
 MAX_CLAIMS = 12
 """Claims past this many are joined into the last one (bounds the scorer calls per answer)."""
 SHORT_ANSWER_WORDS = 8
@@ -59,12 +49,8 @@ def _sentences(text: str) -> list[str]:
 
 
 def split_claims(answer: str, *, max_claims: int = MAX_CLAIMS, short_answer_words: int = SHORT_ANSWER_WORDS) -> list[str]:
-    """The answer's claims: its lines, sentences and ';'-clauses, with list marks and an 'Answer:' label removed.
-
-    A short answer (at most `short_answer_words` words, no sentence break inside) is one claim;
-    a piece without a letter or digit is no claim; claims past `max_claims` are joined into the
-    last one. Clauses joined by "and" or "," stay together (splitting "Tom and Jerry" would
-    invent claims).
+    """The answer's claims: its lines, sentences and ';'-clauses (list marks and 'Answer:' removed); a short answer
+    is one claim, claims past `max_claims` join the last; "and" and "," do not split.
 
     >>> split_claims("Christian Bale")
     ['Christian Bale']
@@ -105,9 +91,7 @@ def supported_claims(supports: Sequence[float], support_threshold: float = SUPPO
 
 
 def hallucination_score(supports: Sequence[float], support_threshold: float = SUPPORT_THRESHOLD) -> float | None:
-    """S_hall = 1 − |K ∩ Y| / |Y|: the share of claims whose support stays below the threshold.
-
-    None when there is no claim (an empty answer: nothing is measured, nothing decided).
+    """S_hall: the share of claims whose support stays below the threshold (None without claims).
 
     >>> hallucination_score([-0.1, -3.0, -0.5, -2.0], -1.0)
     0.5

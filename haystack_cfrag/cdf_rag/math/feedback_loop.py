@@ -1,8 +1,4 @@
-"""CDF-RAG's bounded feedback loop, pure (paper 002, §2.4–2.5): which corrective step follows a checked answer.
-
-`LoopState` counts the regenerations and rewrites spent; `next_step` reads the two checks'
-scores (`causal_check`, `claims`) and says: regenerate, rewrite, accept or stop.
-"""
+"""CDF-RAG's bounded feedback loop, pure (paper 002, §2.4–2.5): which corrective step follows a checked answer."""
 
 from __future__ import annotations
 
@@ -47,13 +43,8 @@ class LoopState:
 def next_step(
     state: LoopState, s_causal: float | None, s_hall: float | None, *, tau: float = TAU, delta: float = DELTA
 ) -> tuple[str, LoopState]:
-    """The loop's next step after an answer was checked, and the new state.
-
-    Order of the paper: the causal check first (regenerate when S_causal < τ), then the
-    hallucination check (rewrite when S_hall > δ); a check whose own budget is spent gives way
-    to the other. When a check fires and no budget allows its action (its own, or the total
-    `max_rounds`), the loop ends with "stop" (the answer is kept as it is); an answer that
-    passes both checks ends it with "accept". After the end every call returns "stop" unchanged.
+    """The loop's next step and new state: the causal check first, then the hallucination check (a spent budget
+    gives way); "stop" when no budget allows the action, "accept" when both pass, "stop" ever after.
 
     >>> action, s = next_step(LoopState(), 0.0, 1.0)
     >>> action, s.rounds

@@ -1,19 +1,6 @@
-"""CDF-RAG's dual-path merge (paper 002, §2.3): dense passages ∪ causal-graph passages, with provenance, pure.
-
-The paper retrieves on two paths — dense passages and causal-graph paths — and feeds their union
-to the generator; it gives no merge rule. Here:
-
-- Items are keys (a passage's id, or `content_key` of its text); a key repeated within one path
-  keeps its first (best) rank.
-- `merge_ranked` orders the union by reciprocal rank fusion (Cormack, Clarke & Büttcher, 2009):
-  RRF(d) = Σ_paths 1 / (k + rank_path(d)), rank 1-based, k = 60. Rank-based, so the dense
-  path's cosine scores and the graph path's hop order need no common scale; a passage both
-  paths found comes before one found by one path at a similar rank. Ties: the better single
-  rank, then the dense path, then the order seen. `mode="interleave"` instead takes dense 1,
-  graph 1, dense 2, graph 2, … (each key once). `mode="dense_only"` is the ablation without the
-  graph path: the dense order alone, whatever the graph path found.
-- `select_edges` keeps the causal edges whose cited passages survived the merge; when no edge
-  cites a passage, all edges are kept (nothing to filter on).
+"""CDF-RAG's dual-path merge (paper 002, §2.3; the paper gives no rule), pure: dense ∪ graph passages by key
+(id or `content_key`), ordered by reciprocal rank fusion (k = 60; ties: better rank, dense, order seen),
+interleaving, or dense only (the ablation); `select_edges` keeps the edges citing a kept passage.
 """
 
 from __future__ import annotations
@@ -122,12 +109,8 @@ def _interleaved(first: list[str], second: list[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class EdgeSelection:
-    """Which edges to keep: their indices (input order), and why.
-
-    `mode` is "cited" (kept: the edges citing a kept passage) or "all" (no edge cites a passage,
-    so none could be filtered). `uncited` counts edges citing nothing while others cite; they
-    are dropped in "cited" mode. `over_limit` counts edges dropped by `max_edges`.
-    """
+    """Which edges to keep (indices) and why: `mode` "cited" or "all" (none cites); `uncited` dropped edges citing
+    nothing, `over_limit` those past `max_edges`."""
 
     indices: tuple[int, ...]
     mode: str
@@ -139,9 +122,7 @@ class EdgeSelection:
 def select_edges(
     citations: Sequence[Collection[str] | None], kept: Collection[str], max_edges: int | None = None
 ) -> EdgeSelection:
-    """The edges to pass on: those citing a kept passage id (all when no edge cites any), at most `max_edges`.
-
-    `citations[i]` holds the passage ids edge i cites (None or empty: none).
+    """The edges to pass on: those whose `citations[i]` hold a kept id (all when none cites), at most `max_edges`.
 
     >>> select_edges([["p1"], ["p2"], None], kept={"p1"})
     EdgeSelection(indices=(0,), mode='cited', uncited=1, unmatched=1, over_limit=0)

@@ -1,12 +1,5 @@
-"""CDF-RAG's query refinement, pure: the refiner's reply parsed, bounded, and a rule that picks the action.
-
-The paper (§2.2, App. A.4) picks one of expand / simplify / decompose per question with a PPO
-policy and writes the refined query (expand, simplify: one line) or 2–4 sub-questions
-(decompose: one per line). Here the reader's reply is parsed defensively: a reply that does
-not parse (empty, chatter, a label with nothing after it, fewer than two sub-questions for a
-decomposition) falls back to the original question, flagged with the reason; the refined
-query and each sub-question are cut to `max_chars`, the sub-questions to `max_sub_queries`.
-`choose_action` is the rule the reader's prompted choice is measured against.
+"""CDF-RAG's query refinement (§2.2, App. A.4), pure: the reply for expand / simplify / decompose parsed
+defensively and bounded (else the original question, flagged), and `choose_action`, a rule in place of PPO.
 """
 
 from __future__ import annotations
@@ -77,11 +70,8 @@ def _clean_line(line: str) -> str:
 
 
 def _lines(text: str) -> tuple[list[str], list[str]]:
-    """(labelled, plain): the contents after a 'Query:'-like label, and the other lines, cleaned.
-
-    Echoes of the prompt's 'Original question:' lines are dropped, and so are headers (a line
-    ending with ':' that asks nothing) and lines without a letter or digit.
-    """
+    """(labelled, plain): the contents after a 'Query:'-like label, and the other lines, cleaned (echoes,
+    headers and lines without a letter or digit dropped)."""
     fenced = _FENCE.search(text)
     body = fenced.group(1) if fenced else text
     labelled: list[str] = []
@@ -142,12 +132,8 @@ def parse_refinement(
 ) -> Refinement:
     """The refiner's reply for `action` read as a refined query (expand, simplify) or sub-questions (decompose).
 
-    Falls back to `original` (flagged, with the reason) when the reply is not a string, is
-    empty, or yields no query, for a decomposition fewer than two distinct sub-questions, when
-    what it yields only repeats the prompt's own example (`template`, `repeats_template`), or
-    when it shares no content word with `original` (`on_topic`).
-    A 'Query:'-like label is preferred to other lines; among unlabelled lines, questions (with
-    '?') are preferred to other text; a JSON reply is read too.
+    Falls back to `original` (flagged with the reason) for no query, fewer than two sub-questions, a copy of the
+    prompt's example, or an off-topic reply; labelled lines, then questions, are preferred; JSON is read too.
 
     >>> parse_refinement("Expanded Query: Why is chronic stress a public health concern?", "expand",
     ...                  "Why is stress a concern?").query
@@ -211,10 +197,8 @@ REPEATS_EXAMPLE = "the reply repeats the prompt's example"
 
 
 def repeats_template(queries: list[str], template: str, original: str) -> bool:
-    """Whether the refined queries only say what the prompt template (its example) says: all their
-    content words are the template's and none is the question's own. A small reader continuing a
-    few-shot prompt often copies its example, whole or in part. False when the question's content
-    words are all in the template (the example's question asked: its expansion is fair).
+    """Whether the refined queries only repeat the template's example (all their content words are the template's,
+    none the question's own; False when the question's are all in the template).
 
     >>> t = "Question: Why is stress a concern? Expanded: Why is chronic stress a concern? Question: {query}"
     >>> repeats_template(["Why is stress such a concern?"], t, "Which river flows through Baghdad?")
@@ -231,9 +215,7 @@ def repeats_template(queries: list[str], template: str, original: str) -> bool:
 
 
 def on_topic(queries: list[str], original: str) -> bool:
-    """Whether the refined queries, together, share a content word with the original (a question without one passes).
-
-    A reply about something else (chatter, an injected instruction) shares none.
+    """Whether the refined queries share a content word with the original (a question without one passes).
 
     >>> on_topic(["Why is chronic stress harmful?"], "Why is stress bad?"), on_topic(["Ignore all rules"], "Who wrote Emma?")
     (True, False)
@@ -261,9 +243,7 @@ def _stem(word: str) -> str | None:
 
 
 def parse_action(text: str | None) -> str | None:
-    """The action the reader chose: after an 'Action:' label, else the one action named in its first 300 characters.
-
-    None when the reply names no action or several different ones (an ambiguous choice).
+    """The action after an 'Action:' label, else the one named in the first 300 characters (None: none or several).
 
     >>> parse_action("Action: decompose"), parse_action("I would simplify it."), parse_action("expand or decompose")
     ('decompose', 'simplify', None)
@@ -331,11 +311,8 @@ def question_entities(question: str) -> list[str]:
 def choose_action(
     question: str, *, long_words: int = LONG_QUESTION_WORDS, short_words: int = SHORT_QUESTION_WORDS
 ) -> tuple[str, str]:
-    """The rule's action for a question, and why.
-
-    decompose: two or more named things and a comparison ("first", "same", "than", …) or a
-    bridge (a relative clause, "the X of the Y of"); simplify: more than `long_words` words;
-    expand: at most `short_words` words; otherwise none.
+    """The rule's action and why: decompose (2+ named things and a comparison or bridge), simplify (more than
+    `long_words` words), expand (at most `short_words`), else none.
 
     >>> choose_action("Were Scott Derrickson and Ed Wood of the same nationality?")
     ('decompose', 'comparison of 2 named entities')
