@@ -1,7 +1,5 @@
-"""CER as the layers above see it: its selector's table, its pipeline, its trace view.
-
-θ and the reading of p_entail may be set per request: each distinct value builds the pipeline
-once (the runtime keeps the last few builds).
+"""CER as the layers above see it: its selector's table, its pipeline, its trace view (θ and p_entail's reading
+per request: each distinct value builds the pipeline once).
 
     >>> FAMILY.entry("cer").cascade, FAMILY.request_parameters
     (False, ('theta', 'entailment'))

@@ -1,8 +1,5 @@
-"""The tunable parameters of the `cer` pipeline: the selector's thresholds and its reading of p_entail.
-
-Ranges come from `haystack_cfrag.cer.math.settings.RANGES` (the one home of CER's ranges), so the
-CLI (`cfrag ask --pipeline cer`, `cfrag eval --sweep theta=0.6`), the server and the evaluation
-check a value exactly as the component does. None is per request: each builds the pipeline once.
+"""The tunable parameters of `cer`: the selector's thresholds and its reading of p_entail (ranges from
+`cer.math.settings.RANGES`); none is a run-time socket: each value builds the pipeline once.
 
     >>> PARAMETERS["theta"].describe()
     'a number in (0, 1]'

@@ -25,12 +25,8 @@ def selection_trace(
     scorer_calls: int,
     seconds: float,
 ) -> dict[str, Any]:
-    """The trace of one selection: the search's steps and outcome and the kept passages' effects, by passage id.
-
-    `ids` are the pool's document ids (the search's indices point into it); `replacements` maps a
-    kept passage to its hard negative; `quality_calls` counts the sets scored, `scorer_calls` the
-    support scorer's calls.
-    """
+    """The trace of one selection by passage id (`ids`: the pool's): the search's steps and outcome, the kept
+    passages' effects and hard negatives, the sets scored and the scorer's calls."""
     kept = [ids[i] for i in result.kept]
     return {
         "answer": answer,

@@ -68,22 +68,14 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
     """
     Keeps the smallest set of the given passages whose quality F̂ reaches θ (CER, Algorithm 1).
 
-    The reader drafts one answer a from the top `draft_top_k` passages (standard RAG's prompt;
-    or pass `answer`), then a forward greedy search adds, one at a time, the passage whose
-    measured quality gain F̂(S ∪ {d}) − F̂(S), less μ·|d|/1000, is largest, until F̂ ≥ θ and the
-    gain stays below δ for two rounds (or K_max, or the pool ends); reverse pruning then removes
-    passages while F̂ without them stays ≥ θ + ε. F̂ = (w1·p_entail + w2·p_cov − w3·p_contra −
-    w4·|S|/K_max) / (w1 + w2), with p_entail the reader's support of a (`support_scorer.score`),
-    p_cov the share of a's key tokens in S, p_contra the reader's "no" to "is a the answer?"
-    (`contradiction="yes_no"`) or 0. The pool is the first `k_max` documents, in the order given.
+    The reader drafts an answer a from the top `draft_top_k` passages (or pass `answer`); a forward greedy search
+    over the first `k_max` documents adds the passage of largest measured gain in F̂, less μ·|d|/1000, until
+    F̂ ≥ θ with gains below δ for two rounds; reverse pruning removes passages while F̂ stays ≥ θ + ε.
+    F̂ = (w1·p_entail + w2·p_cov − w3·p_contra − w4·|S|/K_max) / (w1 + w2) (`cer.math.quality`).
 
-    `documents` are the kept passages, most useful first (copies, with `cer_necessity`,
-    `cer_deletion_effect` and `cer_rank` in their meta); `trace` has each step's candidate
-    utilities (of the candidates scored: a set whose outcome F̂'s free upper bound decides is not
-    scored), F̂ after each step, the pruned passages, Nec(d), the deletion (and, with
-    `replacement=True`, replacement) effects and the number of scorings. When θ is not reached
-    the set is returned anyway and `degradations` says so; when the draft or a scoring fails,
-    the top `draft_top_k` passages are returned (or the error raised with `raise_on_failure=True`).
+    `documents` are the kept passages, most useful first (meta `cer_necessity`, `cer_deletion_effect`,
+    `cer_rank`); `trace` has the search's steps and effects. θ not reached: the set anyway, in `degradations`;
+    a failed draft or scoring: the top `draft_top_k` passages (or raised with `raise_on_failure`).
 
     ### Usage example
     ```python
@@ -149,18 +141,13 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
         :param entailment: "support" (p_entail = exp of the support) or "pmi" (σ of support(S) − support(∅)).
         :param pmi_scale: the PMI in nats per token that maps to σ(1), > 0 (with "pmi").
         :param contradiction: "off" (p_contra = 0) or "yes_no" (the reader's share of "no"; two more scorings per set).
-        :param replacement: report each kept passage's replacement effect, its hard negative being
-            the most similar pool passage outside the set (lexical cosine; up to one scoring per kept
-            passage, none of which can change the selection: off by default).
+        :param replacement: report each kept passage's replacement effect (one more scoring each; off).
         :param min_size: pruning keeps at least this many passages, ≥ 0.
         :param prune_unnecessary: also prune passages whose removal does not lower F̂ (docs/cer.md).
-        :param best_prefix: when the two-round stop never fires, start pruning from the best forward
-            prefix that reached θ rather than the whole forward set (docs/cer.md).
-        :param skip_decided: do not score a set whose outcome F̂'s free upper bound (p_entail = 1,
-            p_contra = 0) already decides; the selection is the same (docs/cer.md, "Cost").
-        :param max_rounds: the search's forward rounds, at most (None: Algorithm 1's stops). A set short of
-            θ after them is the whole pool, most useful first by that round's scores, unscored past them,
-            unpruned, without effects (`cer_necessity` None): issue 61's cheaper escalation (docs/cer.md).
+        :param best_prefix: when the two-round stop never fires, prune from the best forward prefix that reached θ.
+        :param skip_decided: do not score a set whose outcome F̂'s free upper bound decides (same selection).
+        :param max_rounds: the search's forward rounds, at most (None: Algorithm 1's stops); a set short of θ is
+            then the whole pool, most useful first, without effects (docs/cer.md).
         :param raise_on_failure: raise when the draft or a scoring fails instead of degrading to the top passages.
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
         """

@@ -1,8 +1,5 @@
-"""F̂ of a set of pool passages, read from the support scorer: what `EvidenceSetSelector`'s search calls.
-
-One `SetScoring` per run (one query, answer and pool): it memoises the support of each set,
-counts the scorer calls and the sets scored, and gives F̂'s free upper bound (`bound`).
-"""
+"""F̂ of a set of pool passages from the support scorer (what `EvidenceSetSelector`'s search calls): one per run,
+memoised, counted, with F̂'s free upper bound (`bound`)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""The hard negative of each kept passage, for CER's replacement effect (paper 003, Eq. 6), pure.
-
-A kept passage's hard negative is the most similar pool passage outside the set (lexical
-cosine over content words, `common.text.bag_of_words_matrix`): what the replacement effect
-swaps it for.
-"""
+"""The hard negative of each kept passage for CER's replacement effect (paper 003, Eq. 6), pure."""
 
 from __future__ import annotations
 
@@ -13,9 +8,7 @@ from haystack_cfrag.common.text import bag_of_words_matrix
 
 
 def hard_negatives(texts: list[str], kept: tuple[int, ...]) -> dict[int, int]:
-    """For each kept passage, the most similar pool passage outside the set; none if the pool has none.
-
-    `texts` are the pool's passages, `kept` indices into them.
+    """For each kept index, the most similar (lexical cosine) of the pool's `texts` outside the set, if any.
 
     >>> hard_negatives(["rain causes floods", "floods follow heavy rain", "the cat sleeps"], (0,))
     {0: 1}

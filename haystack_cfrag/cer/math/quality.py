@@ -1,27 +1,9 @@
-"""CER's quality function, calibration, necessity and counterfactual effects (paper 003, Eq. 3–7, 17–19).
+"""CER's quality function, calibration, necessity and counterfactual effects (paper 003, Eq. 3–7, 17–19), pure:
+one function per equation (each names its own).
 
-Pure functions over numbers and strings: no Haystack, no model. One function per equation:
-
-| paper | function |
-|---|---|
-| Eq. 3 / 17, z = w1·p_entail + w2·p_cov − w3·p_contra − w4·p_len | `raw_quality` |
-| p_len = \\|S\\| / K_max | `length_penalty` |
-| F̂ on the scale of θ (zero-shot stand-in for Eq. 18) | `quality_score` |
-| Eq. 18, F̂_cal = σ(z / T) | `temperature_calibration` |
-| p_cov, the answer's key tokens found in S | `key_tokens`, `coverage` |
-| p_entail / p_contra from the reader's log-probabilities | `support_probability`, `pmi_probability` |
-| Eq. 19, U = τ̂ − μ·\\|d\\|/1000 + κ·σ̂ | `utility` |
-| Eq. 4, Nec(d) | `necessity` |
-| Eq. 5 / 6 / 7, deletion, replacement, fused effect | `deletion_effect`, `replacement_effect`, `fused_effect` |
-| the settings (θ, ε, μ, κ, δ, K_max, α, w) and their ranges | `settings.CerSettings` |
-
-Scale of F̂. The paper's θ = 0.75 applies to a *calibrated* F̂ (Eq. 18: σ(z/T), T learned on a
-validation set against GPT-4 judgements). The raw z of Eq. 17 can never reach 0.75 with the
-paper's weights (its best value is w1 + w2 = 0.7, less the length term), so z alone cannot be
-compared with θ. Zero-shot, with no T to learn, `quality_score` divides z by w1 + w2 — the z of
-a perfect set (full entailment, full coverage, no contradiction, no length): F̂ = 1 for a perfect
-set, and θ = 0.75 reads "three quarters of the best attainable quality". It can be negative
-(contradiction outweighing support); the search only compares it with θ and with itself.
+Scale of F̂: the paper's θ = 0.75 is for a calibrated F̂ (Eq. 18, T learned against GPT-4), which raw z cannot
+reach (at most w1 + w2 = 0.7). Zero-shot, `quality_score` divides z by w1 + w2, a perfect set's z: F̂ = 1 for a
+perfect set (negative when contradiction outweighs support).
 """
 
 from __future__ import annotations
@@ -72,9 +54,7 @@ def quality_score(
 
 
 def temperature_calibration(z: float, temperature: float) -> float:
-    """F̂_cal = σ(z / T) (Eq. 18): the paper's calibration, with T learned on validation data.
-
-    Kept for a user who fits T; the zero-shot default is `quality_score`'s max-normalisation.
+    """F̂_cal = σ(z / T) (Eq. 18), for a user who fits T (the zero-shot default is `quality_score`).
 
     >>> temperature_calibration(0.0, 0.5)
     0.5
@@ -91,13 +71,8 @@ _HAS_DIGIT = re.compile(r"\d")
 
 
 def key_tokens(answer: str) -> list[str]:
-    """The answer's key tokens: entities, numbers and dates, by a heuristic (p_cov's denominator).
-
-    - Capitalised words and words with a digit, when the answer has any: "the lead actor
-      Christian Bale" → [christian, bale]; "March 3, 1990" → [march, 3, 1990].
-    - Otherwise its content words: "a science fiction film" → [science, fiction, film].
-    Stop words never count ("The", "Yes"); tokens are SQuAD-normalised (lower case, no
-    punctuation), unique, in order. An answer with none (e.g. "yes") has no key tokens.
+    """The answer's key tokens (p_cov's denominator): its capitalised words and words with a digit, else its
+    content words; no stop words, SQuAD-normalised, unique, in order.
 
     >>> key_tokens("The lead actor Christian Bale")
     ['christian', 'bale']
@@ -116,11 +91,7 @@ def key_tokens(answer: str) -> list[str]:
 
 
 def coverage(answer: str, texts: Iterable[str]) -> float:
-    """p_cov(q, S): the share of the answer's key tokens that occur in S's texts, in [0, 1].
-
-    Whole-token match after SQuAD normalisation ("1,000" matches "1000"). An answer with no
-    key tokens ("yes", "no") has nothing to cover: 1.0 (vacuously full), so for yes/no
-    answers p_cov does not discriminate and p_entail decides.
+    """p_cov(q, S): the share of the answer's key tokens found (whole tokens) in S's texts; 1.0 without key tokens.
 
     >>> coverage("Christian Bale", ["Cast: lead actor Christian Bale stars as Bruce Wayne."])
     1.0
@@ -140,10 +111,7 @@ def coverage(answer: str, texts: Iterable[str]) -> float:
 
 # ---------------------------------------------------------------- reader log-probabilities → [0, 1]
 def support_probability(log_prob: float) -> float:
-    """exp of a length-normalised log P(a | q, E): the geometric-mean token probability, in [0, 1].
-
-    The reader's support of its own answer read as p_entail. Positive inputs (rounding) are
-    clipped to 1; −inf gives 0.
+    """p_entail: exp of a length-normalised log P(a | q, E), clipped to [0, 1].
 
     >>> support_probability(0.0)
     1.0
@@ -158,11 +126,8 @@ def support_probability(log_prob: float) -> float:
 
 
 def pmi_probability(pmi: float, scale: float = 1.0) -> float:
-    """σ(PMI / scale): an evidence-erased contrast support(a|q,E) − support(a|q,∅) mapped to (0, 1).
-
-    0.5 when the evidence leaves the answer's per-token log-probability unchanged; `scale`
-    is the PMI (nats per token) that maps to σ(1) ≈ 0.73. Scale 1.0 is a documented guess,
-    not a fit: a passage that lifts the answer from −2 to −0.2 nats per token gives 0.86.
+    """σ(PMI / scale): the contrast support(a|q,E) − support(a|q,∅) mapped to (0, 1) (0.5: no change; scale 1.0
+    is a guess, not a fit).
 
     >>> pmi_probability(0.0)
     0.5
@@ -184,10 +149,7 @@ def _sigmoid(x: float) -> float:
 
 # ---------------------------------------------------------------- Eq. 19
 def utility(gain: float, length: float, *, mu: float = MU, kappa: float = KAPPA, sigma: float = 0.0) -> float:
-    """U(d | q, C) = τ̂(d | q, C) − μ·|d|/1000 + κ·σ̂(d | q, C) (Eq. 19).
-
-    `gain` is τ̂ (zero-shot: the measured marginal gain F̂(C ∪ {d}) − F̂(C)), `length` is
-    |d| in tokens, `sigma` is σ̂ (zero-shot: 0, so κ has no effect).
+    """U(d | q, C) = τ̂ − μ·|d|/1000 + κ·σ̂ (Eq. 19): `gain` τ̂, `length` |d| in tokens, `sigma` σ̂ (zero-shot 0).
 
     >>> round(utility(0.3, 200), 4)               # 0.3 − 0.05·0.2
     0.29
@@ -227,12 +189,8 @@ def fused_effect(deletion: float, replacement: float, alpha: float = ALPHA) -> f
 
 
 def necessity(deletion_effects: Sequence[float]) -> list[float]:
-    """Nec(d) = max(0, Δy_del(d)) / Σ_{d' ∈ S} max(0, Δy_del(d')) (Eq. 4), one per kept passage.
-
-    Sums to one over the kept set when any deletion effect is positive. When none is (no
-    single passage's removal lowers F̂, e.g. two passages that each suffice), Eq. 4 divides
-    by zero: every Nec(d) is 0 — no passage is individually necessary — rather than a
-    uniform 1/|S| that would claim a necessity nothing measured.
+    """Nec(d) = max(0, Δy_del(d)) / Σ_{d' ∈ S} max(0, Δy_del(d')) (Eq. 4), one per kept passage; all 0 when no
+    deletion effect is positive (no passage individually necessary).
 
     >>> necessity([1.5, 0.5, -0.2])
     [0.75, 0.25, 0.0]

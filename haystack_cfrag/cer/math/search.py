@@ -1,8 +1,5 @@
-"""CER's minimal sufficient evidence set search (paper 003, Sec. 3.6, Algorithm 1), over a quality callable.
-
-Pure: the passages are indices 0..n−1 of a candidate pool, F̂ is a callable over tuples of
-indices, so any quality function (a reader's support, a trained surrogate, a test table)
-drives the same search.
+"""CER's minimal sufficient evidence set search (paper 003, Sec. 3.6, Algorithm 1), pure: passages are indices
+0..n−1 of a pool and F̂ any callable over tuples of them.
 
     C ← ∅
     forward: add d* = argmax_{d ∉ C} U(d | q, C),  U = τ̂(d | q, C) − μ·|d|/1000 + κ·σ̂(d | q, C)
@@ -11,38 +8,13 @@ drives the same search.
     prune:   traverse C in reverse order of addition; remove d if F̂(C \\ {d}) ≥ θ + ε;
              repeat until nothing can be removed
 
-Zero-shot τ̂ is the measured marginal gain F̂(C ∪ {d}) − F̂(C) (one quality call per candidate
-per round, memoised); a trained τ̂ can be passed as `gain`. σ̂ defaults to 0 (κ unused).
+Zero-shot τ̂ is the measured, memoised gain F̂(C ∪ {d}) − F̂(C); σ̂ is 0. With `bound` (F̂'s free upper bound),
+sets whose outcome it decides are not scored and the selection is the same.
 
-Decided checks are not scored. With `bound` (an upper bound on F̂(S) that costs nothing: the
-selector's F̂ with p_entail = 1 and p_contra = 0, p_cov and |S| being free), a forward round
-scores its candidates best bound first and stops once no unscored candidate's bounded utility
-can beat the best scored one (ties to the lower index, as without it), and pruning does not
-score a set whose bound is below every removal threshold. The selection (`kept`, `forward`,
-`pruned`, `cut`, `stop`, every F̂ it reports) is the one without `bound`; a step's `utilities`
-then hold the scored candidates only. A scored F̂ above its bound raises ValueError.
-
-Choices where the paper is silent (each is a parameter or documented here):
-
-- Order. F̂ is called with the indices in order of addition (the order a prompt would show
-  them); every set the search evaluates is a subsequence of that order, so a set is always
-  called in the same order and memoising by tuple is memoising by set.
-- Ties in U go to the lower index (the candidate ranked higher by the retriever).
-- The two-round stop counts rounds *after which* F̂ ≥ θ and whose gain is < δ; a round with
-  F̂ < θ or gain ≥ δ resets the count (the paper: "for two consecutive rounds after crossing
-  the threshold").
-- Pruning never empties the set below `min_size` (default 1): a selector that returns no
-  passage leaves the reader closed-book, which the user did not ask for.
-- `prune_unnecessary` (default True) adds one rule to Alg. 1: d is also removed when
-  F̂(C \\ {d}) ≥ max(θ, F̂(C)), i.e. when d's deletion effect is ≤ 0 (Nec(d) = 0) and the set
-  stays sufficient without it. Alg. 1 alone keeps the passages the two-round stop adds
-  whenever F̂ sits in [θ, θ + ε): passages that added nothing. False gives Alg. 1 as written.
-- `best_prefix` (default True) adds one more: when the forward phase ends on K_max or the
-  pool (the two-round stop never fired) and an earlier set had reached θ, it goes back to the
-  shortest forward prefix with the highest F̂ before pruning. Alg. 1 alone keeps adding the
-  best-utility passage even when every candidate lowers F̂, so a set that reached θ after one
-  passage (F̂ 0.94) could end as the whole pool below θ (F̂ 0.59: seen with the embedded reader
-  on the demo's Mauna Kea question, where pruning cannot recover it). False gives Alg. 1.
+Where the paper is silent: sets are called in order of addition; ties go to the lower index; a round with
+F̂ < θ or gain ≥ δ resets the two-round count; pruning keeps `min_size`. Two additions (False gives Alg. 1):
+`prune_unnecessary` also removes d when F̂(C \\ {d}) ≥ max(θ, F̂(C)), and `best_prefix`, when the forward phase
+ends without the two-round stop, goes back to the shortest prefix with the highest F̂ that reached θ.
 """
 
 from __future__ import annotations
@@ -69,9 +41,7 @@ STOP_ROUNDS = "rounds"
 
 
 class MemoisedQuality:
-    """A quality callable that calls the wrapped one once per distinct tuple and counts the calls.
-
-    Each call of the wrapped function is an LLM scoring: `calls` is the cost. A non-finite
+    """A quality callable that calls the wrapped one once per distinct tuple (`calls`: the cost); a non-finite
     value raises ValueError naming the set.
 
     >>> seen = []
@@ -118,19 +88,9 @@ class Step:
 
 @dataclass(frozen=True)
 class SearchResult:
-    """What Algorithm 1 returns, with its trace.
-
-    - `kept`: the minimal set, in order of addition (most useful first).
-    - `forward`: the set when the forward phase stopped, in order of addition.
-    - `steps`: one `Step` per forward round (with a `bound`, its utilities are the scored candidates').
-    - `pruned`: the passages reverse pruning removed, in order of removal.
-    - `cut`: the forward passages `best_prefix` dropped before pruning (in order of addition).
-    - `initial_quality`: F̂(∅); `quality`: F̂(kept); `reached`: F̂(kept) ≥ θ.
-    - `stop`: why the forward phase stopped ("delta", "k_max", "pool" or "rounds": `max_rounds`).
-    - `quality_calls`: quality calls this search made (memoised: distinct sets only).
-    - `unscored`: the passages `max_rounds` added after its last round without scoring them (the end of
-      `kept`, in that round's utility order); with any, `quality` and `reached` are the scored prefix's.
-    """
+    """What Algorithm 1 returns: `kept` (most useful first), `forward`, `steps`, `pruned`, `cut` (by
+    `best_prefix`), `initial_quality`, `quality`, `reached`, `stop` ("delta", "k_max", "pool", "rounds"),
+    `quality_calls` and `unscored` (what `max_rounds` appended unscored)."""
 
     kept: tuple[int, ...]
     forward: tuple[int, ...]
@@ -167,22 +127,18 @@ def minimal_sufficient_set(
 ) -> SearchResult:
     """Algorithm 1 over a pool of `n` passages: forward greedy with the δ two-round stop, then reverse pruning.
 
-    :param n: pool size; passages are the indices 0..n−1 (ties in utility go to the lower index).
+    :param n: pool size; passages are the indices 0..n−1.
     :param quality: F̂ over a tuple of indices (wrapped in `MemoisedQuality` unless it is one).
     :param lengths: |d| in tokens per passage, for the μ·|d|/1000 cost (None = no length cost).
-    :param gain: τ̂(d | C); None = the measured marginal gain F̂(C ∪ {d}) − F̂(C).
-    :param uncertainty: σ̂(d | C) for the κ bonus; None = 0 (κ unused).
-    :param settings: θ, ε, μ, κ, δ and K_max (`CerSettings`, checked when made; default: the paper's).
+    :param gain: τ̂(d | C); None = the measured marginal gain.
+    :param uncertainty: σ̂(d | C) for the κ bonus; None = 0.
+    :param settings: θ, ε, μ, κ, δ and K_max (`CerSettings`; default: the paper's).
     :param min_size: pruning keeps at least this many passages (0 allows the empty set).
-    :param prune_unnecessary: also prune d when F̂(C \\ {d}) ≥ max(θ, F̂(C)) (see the module doc).
-    :param best_prefix: without a two-round stop, go back to the best forward prefix that reached θ (module doc).
-    :param bound: an upper bound on F̂(S) costing no call: the sets whose outcome it decides are
-        not scored, the selection is the same (module doc). None = every candidate scored.
-    :param max_rounds: stop the forward phase after this many rounds (≥ 1; None: Algorithm 1's stops).
-        A set that reached θ is pruned as usual; one that did not gets the rest of the pool after it,
-        unscored, in the last round's utility order (candidates that round did not score last, in pool
-        order), and is not pruned: the whole pool, most useful first, for `max_rounds` rounds of scorings
-        (issue 61: CER's wins on PopQA were such reorderings).
+    :param prune_unnecessary: also prune d when F̂(C \\ {d}) ≥ max(θ, F̂(C)) (module doc).
+    :param best_prefix: without a two-round stop, go back to the best forward prefix that reached θ.
+    :param bound: an upper bound on F̂(S) costing no call (None = every candidate scored).
+    :param max_rounds: forward rounds at most (None: Algorithm 1's stops); a set short of θ then gets the rest of
+        the pool appended unscored, in the last round's utility order, unpruned.
 
     >>> table = {(): 0.0, (0,): 0.5, (1,): 0.4, (2,): 0.4, (0, 1): 0.6, (0, 2): 0.6, (1, 2): 0.95,
     ...          (0, 1, 2): 0.95}
@@ -303,10 +259,8 @@ def _bounded_round(
     bound: Bound,
     value: Callable[[int, float], float],
 ) -> tuple[int, dict[int, float]]:
-    """argmax over `pool` of (U(d), −d), scoring candidates best bound first, until none unscored can win.
-
-    U is non-decreasing in F̂(C ∪ {d}) (floating point included), so U(d) ≤ U at the bound:
-    a candidate whose bounded (U, −d) is below the best scored (U, −d) cannot be the argmax.
+    """argmax over `pool` of (U(d), −d), scoring candidates best bound first, until none unscored can win (U is
+    non-decreasing in F̂, so U(d) ≤ U at the bound).
 
     >>> table = {(0,): 0.9, (1,): 0.5, (2,): 0.95}
     >>> caps = {(0,): 1.0, (1,): 0.6, (2,): 0.95}
@@ -402,12 +356,8 @@ def set_effects(
     replacements: Mapping[int, int] | None = None,
     alpha: float = ALPHA,
 ) -> Effects:
-    """Deletion, replacement and fused effects (Eq. 5–7) and Nec(d) (Eq. 4) of each kept passage.
-
-    `replacements[d]` is the hard negative d' that replaces d (placed at d's position); a
-    passage without one has no replacement effect and its fused effect is its deletion effect.
-    Pass the search's `MemoisedQuality` to reuse its calls (|S| more calls at most, plus one per
-    replacement).
+    """Deletion, replacement and fused effects (Eq. 5–7) and Nec(d) (Eq. 4) of each kept passage; `replacements[d]`
+    is d's hard negative (none: fused = deletion). Pass the search's `MemoisedQuality` to reuse its calls.
 
     >>> table = {(1, 2): 0.95, (2,): 0.4, (1,): 0.4, (1, 0): 0.5}
     >>> e = set_effects((1, 2), lambda s: table[s], replacements={2: 0})

@@ -49,12 +49,8 @@ OPEN_BELOW = frozenset({"theta"})
 
 @dataclass(frozen=True)
 class CerSettings:
-    """θ, ε, μ, κ, δ, K_max, α and the weights of F̂, each checked on construction.
-
-    θ ∈ (0, 1], ε ∈ [0, 0.5], μ ∈ [0, 1], κ ∈ [0, 1], δ ∈ [0, 0.5], α ∈ [0, 1] (`RANGES`), K_max an
-    integer ≥ 1, weights four numbers in [0, 1] with w1 + w2 > 0 (else F̂ has no scale), kept as a
-    tuple of floats. A ValueError names the first parameter outside its range, in that order.
-    """
+    """θ, ε, μ, κ, δ, K_max, α and the weights of F̂, each checked on construction (`RANGES`, `check_weights`;
+    a ValueError names the first one out of range)."""
 
     theta: float = THETA
     epsilon: float = EPSILON
