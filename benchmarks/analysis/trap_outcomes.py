@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 from statistics import mean
@@ -75,9 +76,10 @@ def main() -> None:
     parser.add_argument("--systems", default=None, help="comma-separated (default: every system of the folder)")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--quiet", action="store_true", help="no per-question lines")
+    parser.add_argument("--markdown", action="store_true", help="one Markdown table row per system")
     args = parser.parse_args()
     records = read_run_records(args.out)
-    systems = args.systems.split(",") if args.systems else list(dict.fromkeys(r["system"] for r in records))
+    systems = re.split(r",(?![^\[]*\])", args.systems) if args.systems else list(dict.fromkeys(r["system"] for r in records))
     if BASE not in systems:
         systems.insert(0, BASE)
     t = table(records, rows_by_id(args.data), systems)
@@ -93,6 +95,14 @@ def main() -> None:
                     print(f"    won  {q}: {b!r} -> {a!r} ({how})")
                 for q, b, a, how in v["lost"]:
                     print(f"    lost {q}: {b!r} -> {a!r} ({how})")
+    if args.markdown:
+        print("| system | EM | Δ EM [95 %] | won / lost | cost × standard RAG (evaluated, every token) |")
+        print("|---|---:|---|---|---|")
+        for s, v in t["systems"].items():
+            d = v["delta"]
+            delta = "–" if d is None else f"{d[0]:+.1f} [{d[1]:+.1f}, {d[2]:+.1f}]"
+            print(f"| `{s}` | {v['em']:.1f} | {delta} | {len(v['won'])} / {len(v['lost'])} | "
+                  f"{v['cost_evaluated']:.2f}×, {v['cost_all']:.2f}× |")
     if args.json:
         args.json.write_text(json.dumps(t, indent=1, ensure_ascii=False), encoding="utf-8")
 
