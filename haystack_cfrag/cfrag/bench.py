@@ -1,8 +1,5 @@
-"""CF-RAG's micro-benchmark of its non-generative stages (`cfrag bench`): dedup, stratifier, arbitration scoring.
-
-Seeded random unit vectors stand in for embeddings (the stages' cost depends on counts and
-dimension, not on content); the query/answer encoder is a precomputed lookup, so the numbers
-are the stages' own work. Each stage's time is also printed as a share of one draft generation.
+"""CF-RAG's micro-benchmark of its non-generative stages (`cfrag bench`): dedup, stratifier, arbitration scoring,
+on seeded random unit vectors, each also as a share of one draft generation.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Choosing N counterfactual questions from candidates: V(q, q') then Info(q, q') (paper 4.1.1).
 
-What `CounterfactualQueryExpander` does with the reader's candidates, apart from the component:
-candidates (dicts with "question", "type", "answer_hint") are validated against the query —
-on topic, not a paraphrase, another expected answer — the N most informative distinct ones are kept,
-and the outputs (`queries`, `counterfactuals`, `degradations`) are shaped.
+The reader's candidates are validated against the query (on topic, not a paraphrase, another expected answer)
+and the N most informative distinct ones kept, as the expander's outputs.
 
 >>> out = select_counterfactuals("Who directed Kong?", "", [{"question": "Who produced Kong?", "type": "role",
 ...     "answer_hint": ""}], None, 1, similarity_threshold=0.2, paraphrase_threshold=0.97,
@@ -71,12 +69,9 @@ def select_counterfactuals(
 ) -> dict[str, Any]:
     """The component outputs for the N best valid candidates (a degradation when fewer are kept).
 
-    :param query: the cleaned query.
     :param hint: the query's expected-answer hint ("" when unknown: every candidate then diverges).
     :param candidates: dicts with "question", "type", "answer_hint".
     :param embeddings: the query's then each candidate's embedding (None = bag-of-words vectors).
-    :param n: counterfactuals asked for.
-    :param component: the name the warnings give.
     :param empty_reason: the degradation's reason when there is no candidate at all.
     """
     if not candidates:

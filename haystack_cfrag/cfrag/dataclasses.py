@@ -12,8 +12,7 @@ NO_EVIDENCE = "no evidence"
 """`Draft.error` of a draft that was not written because its evidence subset was empty."""
 
 SOURCE_KEY = "cfrag_source"
-"""`Draft.meta` key of a baseline draft: "baseline" (ParallelDraftGenerator's `baseline_documents`) or
-"answers" (an answer your pipeline drafted, given to CausalArbitrationRanker's `answers`)."""
+"""`Draft.meta` key of a baseline draft: "baseline" (the drafter's `baseline_documents`) or "answers" (given)."""
 BASELINE_SOURCES = ("baseline", "answers")
 
 

@@ -1,9 +1,5 @@
-"""CF-RAG's prompt templates (paper App. E/F, G and J); the shared pieces are in `haystack_cfrag.common.prompting`.
-
-Templates are plain `str.format` strings; documents are rendered by `render_evidence`.
-A component's `prompt_template` replaces its built-in template with another `str.format`
-string over the same placeholders (`*_FIELDS` below), checked by `check_template`.
-"""
+"""CF-RAG's `str.format` prompt templates (paper App. E/F, G and J); a component's `prompt_template` may replace
+one over the same placeholders (`*_FIELDS`)."""
 
 from __future__ import annotations
 

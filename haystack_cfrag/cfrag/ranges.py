@@ -1,8 +1,5 @@
-"""The ranges of CF-RAG's numeric tunables, in one place.
-
-The components check their init parameters and run-time inputs against them (`check`), and the
-parameter table (`haystack_cfrag.cfrag.parameters`) describes the same ranges to the CLI, the
-server's request schema and the evaluation's sweeps.
+"""The ranges of CF-RAG's numeric tunables, in one place: the components `check` against them and the parameter
+table describes them.
 
 >>> check("n_counterfactuals", 3)
 >>> check("n_counterfactuals", 11)

@@ -1,9 +1,6 @@
 """The ranker's ruling: what one arbitration decided, and the `answers`, `answer` and `trace` it gives.
 
-`CausalArbitrationRanker` outputs a `Ruling` on its `ruling` socket; `ArbitrationDuel` reads a duel
-the ruling left open and outputs the settled ruling's `outputs`. A ruling whose duel is still open
-reads as if the duel were declined: the margin rule's decision (`algorithm.decline_duel`), which is
-the ranker's own `answer` and `trace`. The trace's schema and constructor: `haystack_cfrag.cfrag.trace`.
+`ArbitrationDuel` settles a duel the ruling left open; an open duel reads as declined (`algorithm.decline_duel`).
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
-"""The arbitration trace: its schema, its one constructor and its readable rendering.
+"""The arbitration trace, a plain JSON-serialisable dict: its schema (the TypedDicts), its one constructor
+(`make_trace`) and its readers (`format_trace`, `why_no_answer`, `failed_drafts`, `scored_drafts`).
 
-`CausalArbitrationRanker` outputs `trace`, the account of one arbitration. It stays a plain
-JSON-serialisable dict (it crosses HTTP in serving and is stored in the evaluation's
-records); the TypedDicts below declare its keys, and `make_trace` builds every trace.
-
-A trace has every key of `Trace`. The keys only arbitration fills (`ARBITRATION_KEYS`:
-`counterfactual_details`, `scorer`, `weights`, `clusters`, `best_draft`) are left out when no
-draft was usable: `decision` then says why (one of `NoAnswerDecision`), `drafts` holds only
-failed entries, `ranking` is empty and `override` is None.
-`reader_causal` is there only when the ranker's `causal_score` is "reader" and there were
-counterfactuals to contrast.
-
-Readers: `format_trace` (`cfrag ask`), `why_no_answer` (the CLI's message when a run gave no
-answer), `failed_drafts` and `scored_drafts` (serving's warnings, the evaluation's candidates).
+With no usable draft the `ARBITRATION_KEYS` are left out and `decision` says why (`NoAnswerDecision`);
+`reader_causal` only with `causal_score="reader"` and counterfactuals.
 """
 
 # no `from __future__ import annotations` here: TypedDict must see NotRequired at run time (Python 3.11)
@@ -243,8 +233,7 @@ def failed_drafts(trace: Trace) -> list[FailedDraftEntry]:
 
 
 def duel_readings(trace: Trace | None) -> int:
-    """LLM calls (generations) the duel made: 0 (no duel, or one read by the support score), 1, or 2 when its
-    override was read again in reverse order.
+    """Generations the duel made: 0 (none, or read by the support score), 1, or 2 (read again reversed).
 
     >>> duel_readings({"override": {"duel": {"answer": "a", "confirm_answer": "a"}}}), duel_readings({"override": None})
     (2, 0)
@@ -263,9 +252,8 @@ def scored_drafts(trace: Trace) -> list[DraftEntry]:
 
 
 def record(trace: Trace) -> dict[str, Any]:
-    """What an evaluation record keeps of a CF-RAG trace: the decision, the counterfactuals, the override, and every
-    scored draft as a candidate (what the oracle over candidates and offline re-arbitration, e.g.
-    `benchmarks/analysis/override_sweep.py`, read without running a model).
+    """What an evaluation record keeps of a CF-RAG trace: the decision, the counterfactuals, the override, and
+    every scored draft as a candidate (for the oracle and offline re-arbitration).
 
     >>> record({"decision": "baseline", "counterfactuals": ["q'"], "drafts": [{"index": 0, "answer": "x"}]})["candidates"]
     [{'index': 0, 'answer': 'x', 'psi': None, 'scores': None, 'evidence': [], 'seen': None}]
@@ -329,10 +317,7 @@ def format_trace(trace: Trace) -> str:
 
 
 def decision_lines(trace: Trace) -> list[str]:
-    """Why the answer won, in one or two lines: the duel or the override check, then the decision.
-
-    `cfrag ask` prints them at the end of the trace and `cfrag compare` under CF-RAG's answer.
-    """
+    """Why the answer won, in one or two lines (the duel or the override check, then the decision)."""
     lines: list[str] = []
     override = trace.get("override") or {}
     duel = override.get("duel")

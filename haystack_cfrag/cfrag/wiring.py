@@ -1,9 +1,4 @@
-"""The CF-RAG graph, written once: its components' names, connections, inputs and outputs.
-
-`CounterfactualRAG` builds its inner pipeline from it, and a unit test checks that every shipped
-CF-RAG file (`cf_rag.yml`, `cf_rag_fast.yml`, `cf_rag_paper.yml`) names exactly these
-components and connections: the YAML files stay hand-written and commented, this module is
-what they must agree with.
+"""The CF-RAG graph, written once: `CounterfactualRAG` builds from it and a test pins every shipped CF-RAG file to it.
 
     expander ─queries─▶ retriever ─documents─▶ dedup ─documents─▶ stratifier ─subsets─▶ drafter ─drafts─▶ ranker
     ranker ─ruling─▶ duel (which reads a duel the ruling proposes, and gives the pipeline's outputs)
@@ -11,8 +6,7 @@ what they must agree with.
     expander ─counterfactuals, degradations─▶ ranker
     retriever ─original_documents─▶ drafter.baseline_documents (the baseline draft: standard RAG's answer)
 
-The default graph (`cf_rag`, `cf_rag_fast`) has every edge; the paper's (`cf_rag_paper`) has no
-baseline draft and orders passages by relevance, so it lacks those two edges:
+The paper's graph (`cf_rag_paper`) lacks the baseline and causal-order edges:
 
 >>> PAPER_CONNECTIONS == cf_rag_connections(baseline=False, causal_order=False)
 True

@@ -47,19 +47,12 @@ class CounterfactualQueryExpander(AsksChatGenerator, InjectedParts):
     """
     Generates N counterfactual questions: on the same topic as the query, with a different answer.
 
-    One chat call asks for 2N candidates as JSON (question, transformation type, expected-answer
-    hint). Candidates are validated — cosine(q, q') > θ_sim, not a paraphrase (cosine < 0.97
-    and not the same text), a different expected answer — and the N with the highest
-    Info(q, q') = α(1 − sim) + β·Div_ans + γ·sim_domain are kept. Without a text embedder the
-    cosine is a bag-of-words cosine. An unusable reply degrades to fewer (or no)
-    counterfactuals with a warning; N = 0 makes no call (the "w/o counterfactual" ablation).
+    One chat call asks for 2N candidates; those on topic (cosine > θ_sim, bag-of-words without a text embedder),
+    not paraphrases and with another expected answer are kept, the N of highest Info(q, q') = α(1 − sim) +
+    β·Div_ans + γ·sim_domain. An unusable reply or a timeout degrades to fewer; N = 0 makes no call.
 
-    Outputs `queries` (the original first, then the counterfactuals: what Haystack's
-    multi-query retrievers accept), `counterfactuals` (dicts: text, type, answer_hint,
-    similarity, info) and `degradations` (why fewer than N were kept, for the ranker's trace).
-    The query is cleaned (control characters removed, NFKC) and cut to `max_query_chars`;
-    `timeout_s` abandons a chat call that does not answer in time (a degradation like any
-    other failure).
+    Outputs `queries` (the original first), `counterfactuals` (text, type, answer_hint, similarity, info) and
+    `degradations`.
 
     ### Usage example
     ```python
@@ -106,26 +99,16 @@ class CounterfactualQueryExpander(AsksChatGenerator, InjectedParts):
         :param paraphrase_threshold: cosine at or above which a candidate is a paraphrase, in (0, 1].
         :param n_candidates: candidates asked of the model; default 2N ("json") or N ("lines").
         :param info_weights: (α, β, γ) of Info, non-negative, not all zero.
-        :param generation_kwargs: passed to generators that accept them; 2N candidates need more
-            tokens than a short answer (e.g. `{"max_tokens": 512}`): a reply cut off mid-JSON
-            keeps only its complete candidates.
+        :param generation_kwargs: passed to generators that accept them (2N candidates need e.g. 512 tokens).
         :param raise_on_failure: raise when the chat call fails instead of degrading to no counterfactuals.
         :param timeout_s: seconds the chat call may take before it is abandoned (None = no limit).
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
-        :param prompt_style: "json" = the paper's prompt (candidates with type and expected-answer
-            hint, as JSON); "lines" = a compact prompt, one short question per line, no hints (a
-            third of the tokens; "different expected answer" is then not checked).
-        :param prompt_template: replaces the built-in prompt of `prompt_style` (None = the built-in
-            one): a `str.format` string with the placeholders {query} and {n_candidates} (literal
-            braces doubled, as in `prompts.COUNTERFACTUAL_PROMPT`); the reply is still read as
-            `prompt_style` says (JSON candidates, or one question per line).
-        :param stop_after_lines: "lines" style only: end the reply after the candidates asked for,
-            by adding the stop sequences "\\n{n+1}." and "\\n{n+1})" to the generation arguments (a
-            small model numbers its lines and often goes on writing more), and "\\n" when one is asked
-            (`line_stops`: unnumbered, one question ran on to three). Questions past the
-            candidates asked for are never generated: fewer completion tokens, the same kept
-            questions unless the first ones fail validation. Needs a generator that takes a `stop`
-            generation argument (llama.cpp, OpenAI-compatible servers).
+        :param prompt_style: "json" (the paper's prompt, with types and hints) or "lines" (one short question per
+            line, no hints: a third of the tokens).
+        :param prompt_template: replaces the built-in prompt of `prompt_style` ({query}, {n_candidates}); the
+            reply is still read as `prompt_style` says.
+        :param stop_after_lines: "lines" only: stop the reply after the candidates asked for (`line_stops`;
+            a generator that takes `stop`).
         """
         check_choice("prompt_style", prompt_style, PROMPT_STYLES)
         check_bool("stop_after_lines", stop_after_lines)
@@ -255,10 +238,7 @@ class CounterfactualQueryExpander(AsksChatGenerator, InjectedParts):
 
 
 def line_stops(n: int) -> list[str]:
-    """Stop sequences that end a list after its n-th line: the next number, and for one line the line's end.
-
-    The reader often writes its lines unnumbered, as the prompt's example is: asked for one question it
-    went on to three (60 decoded tokens on trap_dev, as many as N = 3), so one line stops at its newline.
+    """Stop sequences that end a list after its n-th line: the next number, and for one line its end.
 
     >>> line_stops(3)
     ['\\n4.', '\\n4)']

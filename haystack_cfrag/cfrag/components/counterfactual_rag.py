@@ -59,30 +59,15 @@ class CounterfactualRAG:
     """
     CF-RAG in one component: `query` (and optionally your retrieved `documents`) → `answers`, `answer`, `trace`.
 
-    Two ways to use it:
+    **Full** (a `retriever`): the retriever runs for the query and every counterfactual, then dedup → stratify →
+    draft → arbitrate; it reads your store, never writes it. **Verify-only** (no `retriever`): pass your
+    retrieved `documents`; with both, the counterfactuals' results are joined to yours.
 
-    - **Full** (a `retriever` is given): counterfactuals are generated, the retriever runs for
-      the query and every counterfactual, then dedup → stratify → draft → arbitrate. Put it
-      where your generator stands today; it reads your store and never writes to it.
-    - **Verify-only** (no `retriever`): pass the `documents` your pipeline already retrieved.
-      Counterfactuals are generated and used only to score those documents; nothing is
-      retrieved, nothing re-indexed. With a `retriever` *and* `documents`, the retriever's
-      results for the counterfactuals are added to yours (`DocumentJoiner`, duplicates merged).
-
-    The defaults are the shipped `cf_rag` (docs/method.md): a **baseline** draft reads the
-    original query's top-k (full mode: the retriever's own results; verify-only: your
-    `documents`) with standard RAG's prompt, M answer-only drafts read whole clusters of the
-    original query's passages, and a challenger replaces the baseline only when its Ψ beats it
-    by `override_margin` with a higher φ_causal — or, with `duel` (default), when the generator
-    names the challenger's answer after reading one passage per answer, in both orders
-    (`duel_confirm`). As shipped N = 0: no counterfactual question is asked (the paper's N = 3
-    cost 2.1× standard RAG's wall clock where N = 0 costs 1.5–1.7×, and with the confirmed duel
-    they answered alike on the 114 tuning questions); set `n_counterfactuals` to ask them.
-    `CounterfactualRAG(**PAPER)` is the paper's configuration (`cf_rag_paper.yml`).
-
-    Cost per question: 1 LLM call for counterfactuals (0 with N = 0), N + 1 retrievals (full
-    mode), 1 baseline + M draft calls, and one synthesis call only when drafts disagree, a
-    synthesizer is set and no baseline decides.
+    The defaults are the shipped `cf_rag` (docs/method.md): a baseline draft (standard RAG's answer), M drafts
+    over whole clusters, and a challenger replaces the baseline only by `override_margin` with a higher
+    φ_causal or by a confirmed `duel`; N = 0 (set `n_counterfactuals` to ask them). `CounterfactualRAG(**PAPER)`
+    is the paper's configuration. Cost: N > 0 adds one call and N retrievals; 1 + M draft calls; a synthesis
+    only when drafts disagree, a synthesizer is set and no baseline decides.
 
     ### Usage example
     ```python
@@ -153,26 +138,18 @@ class CounterfactualRAG:
         :param timeout_s: seconds one LLM call (counterfactuals, each draft) may take before it is abandoned.
         :param time_budget_s: seconds for all drafts together; drafts not done in time are dropped.
         :param max_query_chars: longer queries are cut to this many characters, with a warning.
-        :param raise_on_failure: raise on a failed LLM call instead of degrading (fewer counterfactuals
-            or drafts, recorded in `trace["degradations"]`).
+        :param raise_on_failure: raise on a failed LLM call instead of degrading (in `trace["degradations"]`).
         :param baseline: draft standard RAG's answer first and let the ranker protect it (see `override_margin`).
         :param duel: settle a disagreement with the baseline by one passage per answer, read by the
-            `synthesizer` (by `chat_generator` when no synthesizer is given).
-        :param duel_confirm: a duel replaces the baseline only when a reading of its passages in
-            reverse order names the same answer (the duel's `confirm`).
-        :param stop_after_lines: end the expander's reply after the N questions asked for (its
-            `stop_after_lines`; "lines" prompt style only, a generator that takes `stop`).
+            `synthesizer` (else `chat_generator`).
+        :param duel_confirm: a duel wins only when a reverse-order reading names the same answer.
+        :param stop_after_lines: the expander's `stop_after_lines`.
         :param counterfactual_prompt_template: the expander's `prompt_template` (None = its built-in prompt).
-        :param draft_prompt_template: the drafter's `prompt_template`, for the subsets' drafts (the
-            baseline keeps standard RAG's prompt).
+        :param draft_prompt_template: the drafter's `prompt_template` (the baseline keeps standard RAG's).
         :param synthesis_prompt_template: the ranker's `prompt_template`, for the synthesis.
         :param duel_prompt_template: the duel's `prompt_template`.
-            Each template is checked by its component for the placeholders it needs (docs/method.md,
-            "Prompt templates"); None keeps the default prompt.
-        Other parameters: see the six components (N, θ_sim, θ_dedup, K, M, ρ, λ, θ_agree) and
-        docs/method.md for the default's options (`override_margin`, `prompt_style`,
-        `paraphrase_threshold`, `pool`, `selection`, `order`, `draft_prompt` = the drafter's
-        `prompt`, `evidence`).
+        Other parameters: the six components' (N, θ_sim, θ_dedup, K, M, ρ, λ, θ_agree; `draft_prompt` is the
+        drafter's `prompt`); docs/method.md.
         """
         self.chat_generator = chat_generator
         self.retriever = retriever
@@ -308,11 +285,8 @@ class CounterfactualRAG:
         return pipe
 
     def _connections(self) -> list[Edge]:
-        """The shipped graph (`haystack_cfrag.cfrag.wiring`) for this configuration, with the joiner.
-
-        The joiner stands in front of `dedup.documents`: your `documents` and the retriever's
-        meet there. Verify-only (no retriever) drops the retriever's edges.
-        """
+        """The shipped graph (`cfrag.wiring`) for this configuration, with the joiner in front of `dedup.documents`
+        (verify-only drops the retriever's edges)."""
         joined = f"{_JOINER}.documents"
         edges = [(joined, f"{DEDUP}.documents")]
         for sender, receiver in cf_rag_connections(baseline=self.baseline, causal_order=self.order == "causal"):
@@ -323,11 +297,7 @@ class CounterfactualRAG:
         return edges
 
     def close(self) -> None:
-        """Release what its components hold: each inner component's `close`, then the injected ones'.
-
-        The injected components are closed directly too. A generator shared by several components
-        is so closed more than once, which Haystack's `close` allows, as it allows a second call.
-        """
+        """Release what its components hold: each inner component's `close`, then the injected ones' directly."""
         close_all(*self._holders())
 
     async def close_async(self) -> None:

@@ -29,15 +29,10 @@ class EmbeddingDeduplicator(InjectedParts):
     """
     Removes near-duplicates, low-quality text and (optionally) irrelevant documents.
 
-    Documents without an embedding are embedded through `document_embedder` (copies; the
-    inputs are not changed). Then, walking from the most to the least relevant (input
-    order, which is MultiQueryRetriever's relevance order), a document is dropped when its
-    cosine to a kept one exceeds θ_dedup. The quality filter drops text with
-    Q(e) ≤ `quality_threshold` (Q: share of alphabetic words, 0 under `min_words` words,
-    halved for short boilerplate). The relevance filter (off by default) keeps a document
-    only if max over the queries of s(q', e) > θ_rel, s being the cosine rescaled to [0, 1]
-    (needs `queries` and a `text_embedder`). Documents without content, or whose embedding
-    is missing, NaN/inf, all zeros or of another dimension, are skipped with a warning.
+    Documents without an embedding are embedded (copies). In input (relevance) order, a document whose cosine
+    to a kept one exceeds θ_dedup is dropped; so is text with Q(e) ≤ `quality_threshold`, and with the relevance
+    filter (off by default; `queries` and a `text_embedder`) one whose best s(q', e) ≤ θ_rel. Documents without
+    content or a usable embedding are skipped with a warning.
 
     ### Usage example
     ```python

@@ -24,16 +24,10 @@ class MultiQueryRetriever(InjectedParts):
     """
     Runs any Haystack retriever for several queries and unions the results by document id.
 
-    Works with text retrievers (BM25, …: the query text is passed) and embedding retrievers
-    (pass a `query_embedder`: each query is embedded first). Queries run concurrently up to
-    `max_workers`. Each returned document is a copy with `meta["cfrag_provenance"]`: a list of
-    {"query_index", "rank", "score"}, one per query that retrieved it (index 0 is the
-    original query). Documents retrieved by the original query come first, in its rank
-    order, then the others by best rank. `score` is the original query's score where it
-    retrieved the document. `original_documents` are the original query's own results, in its
-    rank order: what a standard RAG pipeline over the same retriever reads (the default
-    `cf_rag` drafts its baseline from them). Embeddings are requested from retrievers that
-    accept `return_embedding`. The store is only read.
+    Text retrievers get the query text, embedding retrievers a `query_embedder`'s embedding; queries run up to
+    `max_workers` at once. Each document is a copy with `meta["cfrag_provenance"]` ({"query_index", "rank",
+    "score"} per query that found it); the original query's come first in its order, then the rest by best rank.
+    `original_documents` are the original query's own results (standard RAG's). The store is only read.
 
     ### Usage example
     ```python
@@ -106,8 +100,7 @@ class MultiQueryRetriever(InjectedParts):
         :param queries: the original query first, then the counterfactuals.
         :param top_k: overrides `top_k` for this call.
         :param filters: Haystack metadata filters passed to the retriever.
-        :param original_documents: the original query's results already retrieved (a cascade's standard RAG):
-            used as they are, the original query is not retrieved again.
+        :param original_documents: the original query's results already retrieved (not retrieved again).
         :returns: `documents`, the union with provenance, and `original_documents`, the original query's results.
         """
         self._check(queries, original_documents)
@@ -180,11 +173,8 @@ def _outputs(union: list[Document]) -> dict[str, list[Document]]:
 
 
 def union_with_provenance(results: list[list[Document]]) -> list[Document]:
-    """Union of per-query result lists by document id, with provenance in meta (inputs untouched).
-
-    Order: documents the original query (results[0]) retrieved, in its rank order; then the
-    rest by best rank, then by first query index.
-    """
+    """Union of per-query result lists by document id, with provenance in meta (inputs untouched): results[0]'s
+    in order, then the rest by best rank and first query index."""
     provenance: dict[str, list[dict[str, Any]]] = {}
     first: dict[str, Document] = {}
     for qi, docs in enumerate(results):

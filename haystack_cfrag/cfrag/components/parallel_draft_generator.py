@@ -41,19 +41,9 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
     """
     Writes one draft answer per evidence subset with any Haystack ChatGenerator.
 
-    Each subset gets the App. G prompt (answer, rationale, key evidence, conflicts). Drafts
-    run concurrently up to `max_workers` (threads in `run`, tasks in `run_async`); set
-    `max_workers=1` for an in-process model that is not thread-safe (llama.cpp, a local
-    transformers model). Replies are parsed JSON first, then "Answer:"/"Rationale:" lines,
-    then the first line. `generation_kwargs` are passed to generators that accept them —
-    ask for log-probabilities there (e.g. `{"logprobs": True}` for OpenAI-compatible
-    servers); token log-probabilities found in the reply's meta are kept on the draft. A
-    failed call gives a draft with `error` set and a warning, or raises with
-    `raise_on_failure=True`. `timeout_s` abandons a call that does not answer in time and
-    `time_budget_s` bounds all drafts together (calls not finished in it fail with a
-    timeout); with `max_workers=1` an abandoned call that still runs is never overlapped by
-    the next one (the generator is assumed not thread-safe). An empty subset makes no call
-    and gives a draft failed with "no evidence".
+    Each subset gets the App. G prompt; drafts run up to `max_workers` at once (1 for an in-process model). Replies
+    are parsed as JSON, labelled lines or the first line; token log-probabilities in the reply's meta are kept. A
+    failed, timed-out (`timeout_s`, `time_budget_s`) or empty-subset call gives a draft with `error` (or raises).
 
     ### Usage example
     ```python
@@ -94,13 +84,10 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
         :param timeout_s: seconds one generator call may take before it is abandoned (None = no limit).
         :param time_budget_s: seconds for all drafts of one run together (None = no limit).
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
-        :param prompt: "app_g" (paper: answer, rationale, key evidence, conflicts; passages with
-            titles, cut to `max_evidence_chars`) or "short" (standard RAG's answer-only prompt,
-            whole passages without titles: the same text standard RAG reads for the same passages).
-        :param prompt_template: replaces the built-in template of `prompt` for the subsets' drafts
-            (None = the built-in one): a `str.format` string with the placeholders {query} and
-            {evidence}; the passages are still rendered as `prompt` says. The baseline draft keeps
-            standard RAG's prompt, so that it stays the answer standard RAG gives.
+        :param prompt: "app_g" (the paper's: answer, rationale, key evidence, conflicts) or "short" (standard
+            RAG's answer-only prompt and passages).
+        :param prompt_template: replaces the subsets' template of `prompt` ({query}, {evidence}); the baseline
+            keeps standard RAG's.
         """
         check_choice("prompt", prompt, PROMPTS)
         check_template(prompt_template, DRAFT_FIELDS, component="ParallelDraftGenerator")
@@ -150,11 +137,9 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
         """
         :param query: the original question.
         :param subsets: one evidence list per draft (SpectralStratifier's `subsets`).
-        :param baseline_documents: the original query's top-k in rank order: drafted first with
-            standard RAG's prompt (whatever `prompt` is), as the baseline the ranker's override
-            protects (`meta["cfrag_source"] == "baseline"`, index = len(subsets)).
-        :param baseline_replies: standard RAG's replies over `baseline_documents` (a cascade's first step):
-            the baseline draft is read from them, with no call of its own.
+        :param baseline_documents: the original query's top-k: drafted first with standard RAG's prompt, the
+            baseline the ranker protects (`meta["cfrag_source"] == "baseline"`, index = len(subsets)).
+        :param baseline_replies: standard RAG's replies over `baseline_documents` (read, no call).
         :returns: `drafts` — the baseline first when given, then the subsets in order (failed ones carry `error`).
         """
         query = self._check(query, subsets)
@@ -324,11 +309,7 @@ def _llm_call(index: int, parent: Any | None) -> LLMCall:
 
 
 def token_logprobs(meta: dict[str, Any]) -> list[float] | None:
-    """Token log-probabilities from a reply's meta, in the shapes generators use; None if absent.
-
-    Accepted: meta["logprobs"] as a list of floats, a list of {"logprob": x} (OpenAI), or
-    {"content": [{"logprob": x}, …]} (OpenAI raw); {"token_logprobs": [...]} (llama.cpp).
-    """
+    """Token log-probabilities from a reply's meta (OpenAI's or llama.cpp's shapes); None if absent."""
     value = meta.get("logprobs")
     if isinstance(value, dict):
         value = value.get("content", value.get("token_logprobs"))

@@ -1,11 +1,6 @@
-"""Counterfactual validation V(q, q') and selection by Info(q, q') (paper 4.1.1, App. E).
-
-Resolution of the paper's terms (DESIGN.md):
-- sim      = cosine(Enc(q), Enc(q')) of the query encoder;
-- Div_ans  = 1 − token-IoU of the expected-answer hints of q and q';
-- sim_domain = token-IoU of the content words of q and q' (lexical topical overlap: it
-  rewards staying in the question's domain while 1 − sim rewards a different meaning;
-  with sim_domain = sim the first and last terms would cancel).
+"""Counterfactual validation V(q, q') and selection by Info(q, q') (paper 4.1.1, App. E): sim is the encoder's
+cosine, Div_ans 1 − token-IoU of the answer hints, sim_domain the token-IoU of the content words (not sim, or
+Info's first and last terms would cancel).
 """
 
 from __future__ import annotations
@@ -26,11 +21,7 @@ def domain_similarity(query: str, candidate: str) -> float:
 
 
 def answer_divergence(hint: str, other_hint: str) -> float:
-    """Div_ans = 1 − token-IoU of two expected-answer hints; 1.0 when either hint is missing.
-
-    Hints that agree as answers (equal after normalisation, or token F1 ≥ 0.8) diverge by 0:
-    such a candidate asks for the same answer and fails validation.
-    """
+    """Div_ans = 1 − token-IoU of two answer hints; 1.0 when either is missing, 0 when they agree as answers."""
     if not normalize_answer(hint) or not normalize_answer(other_hint):
         return 1.0
     if answers_agree(hint, other_hint):
@@ -46,10 +37,7 @@ def validate_counterfactuals(
     similarity_threshold: float = 0.7,
     paraphrase_threshold: float = 0.97,
 ) -> np.ndarray:
-    """V(q, q'): on topic (sim > θ_sim), not a paraphrase (sim < 0.97 and text differs), other answer.
-
-    All inputs are 1-D arrays over the candidates; returns a boolean mask.
-    """
+    """V(q, q') as a mask over the candidates: on topic (sim > θ_sim), not a paraphrase, another answer."""
     sims = np.asarray(similarities, dtype=float)
     return (
         (sims > similarity_threshold)

@@ -16,12 +16,8 @@ _BOILERPLATE = re.compile(
 
 
 def greedy_dedup(embeddings: np.ndarray, threshold: float = 0.95) -> list[int]:
-    """Indices kept by greedy near-duplicate removal, in input order.
-
-    Rows must be in relevance order (most relevant first). A row is dropped when its cosine
-    to an already *kept* row exceeds `threshold` (Eq. 4 read as intended: one member of a
-    pair survives). One matrix product; the walk over rows is a vectorised mask update.
-    """
+    """Indices kept by greedy near-duplicate removal over rows in relevance order: a row whose cosine to a kept
+    row exceeds `threshold` is dropped (Eq. 4: one of a pair survives)."""
     emb = l2_normalize(np.asarray(embeddings, dtype=float))
     n = emb.shape[0] if emb.ndim == 2 else 0
     if n == 0:
@@ -38,10 +34,7 @@ def greedy_dedup(embeddings: np.ndarray, threshold: float = 0.95) -> list[int]:
 
 
 def quality_score(text: str | None, *, min_words: int = 5) -> float:
-    """Q(e) in [0, 1]: share of alphabetic words, 0 below `min_words`, halved for boilerplate.
-
-    Cheap on purpose: it only removes empty, numeric, markup-like or navigation text.
-    """
+    """Q(e) in [0, 1]: share of alphabetic words, 0 below `min_words`, halved for boilerplate."""
     if not text:
         return 0.0
     words = text.split()

@@ -14,12 +14,8 @@ _HINT = re.compile(r'"original_answer_hint"\s*:\s*"([^"]*)"')
 
 
 def parse_counterfactual_reply(text: str) -> tuple[str, list[dict[str, str]]]:
-    """(original answer hint, candidates) from the expander's reply; ("", []) when unusable.
-
-    Accepts the documented object, a bare list of candidates, or a list of strings. A reply
-    cut off by the token limit still yields its complete candidate objects. Each candidate
-    is {"question", "type", "answer_hint"}; unknown types become "unknown".
-    """
+    """(original answer hint, candidates {"question", "type", "answer_hint"}) from the expander's reply (the
+    object, a list, a cut-off reply's complete items); ("", []) when unusable."""
     data = extract_json(text or "")
     if data is None:
         data = _salvage(text or "")
@@ -71,10 +67,8 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\(?\d{1,2}[.):]|(?:q|question)\s*\d{1,2
 
 
 def parse_question_lines(text: str) -> list[dict[str, str]]:
-    r"""Candidates from the compact expander's reply: one question per line, numbering and quotes stripped.
-
-    Lines that are not questions (no "?" and fewer than three words) are skipped; a JSON reply
-    is read as `parse_counterfactual_reply` does. Types and hints are unknown ("unknown", "").
+    r"""Candidates from the compact expander's reply: one question per line (numbering, quotes stripped; others
+    skipped; JSON read too), type "unknown", no hint.
 
     >>> [c["question"] for c in parse_question_lines('1. Who played the Joker?\n- "Who directed it?"\nSure!')]
     ['Who played the Joker?', 'Who directed it?']

@@ -52,10 +52,7 @@ def spectral_embedding(laplacian: np.ndarray, k: int) -> np.ndarray:
 def spectral_clusters(
     x: np.ndarray, k: int, *, sigma: float | None = None, random_state: int | None = None
 ) -> np.ndarray:
-    """Cluster labels 0..k'−1 for the rows of x; k is capped by the number of rows.
-
-    k = 1 (or one row) gives a single cluster; k = n gives one row per cluster.
-    """
+    """Cluster labels 0..k'−1 for the rows of x (k capped by the number of rows)."""
     n = x.shape[0]
     k = max(1, min(int(k), n))
     if n == 0:
@@ -107,13 +104,8 @@ def stratified_subsets(
     anchors: int = 0,
     random_state: int | None = None,
 ) -> list[list[int]]:
-    """M subsets of row indices: per cluster, n_m rows sampled without replacement ∝ relevance.
-
-    `anchors` > 0 adds the `anchors` most relevant rows to every subset (an option against
-    splitting passages that are only useful together; 0 is the paper's behaviour). Each
-    subset is returned sorted by descending relevance, without repeats. Non-finite relevance
-    counts as 0 (NaN, −inf) or 1 (+inf).
-    """
+    """M subsets of row indices, by descending relevance: per cluster, n_m rows sampled without replacement
+    ∝ relevance (non-finite: 0 or 1), plus the `anchors` most relevant rows (0: the paper's)."""
     labels = np.asarray(labels, dtype=int)
     rel = np.nan_to_num(np.asarray(relevance, dtype=float), nan=0.0, posinf=1.0, neginf=0.0)
     if labels.size == 0:
@@ -137,11 +129,8 @@ def stratified_subsets(
 
 
 def cluster_subsets(labels: np.ndarray, key: np.ndarray, n_subsets: int) -> list[list[int]]:
-    """Whole clusters as subsets: the `n_subsets` clusters with the highest mean `key`, best first.
-
-    Each subset lists its cluster's rows by descending `key` (stable on ties). Non-finite keys
-    count as the lowest. Used by the default configuration, where `key` is the causal margin
-    (decisive clusters first) or the relevance.
+    """Whole clusters as subsets: the `n_subsets` with the highest mean `key` (non-finite lowest), best first,
+    rows by descending `key`.
 
     >>> cluster_subsets(np.array([0, 1, 0, 1]), np.array([0.9, 0.1, 0.5, 0.3]), 2)
     [[0, 2], [3, 1]]
