@@ -1,14 +1,6 @@
-"""Running any pipeline file on a store with chosen models: what `cfrag ask/compare`, the evaluation and the server use.
-
-- `runtime.Runtime`: runs questions (`ask`), building each file once around the runtime's parts;
-- `model_parts.ModelParts`: the reader, the embedders, the scorer and the auxiliary model, loaded once and lent;
-- `store_parts.StoreParts`: the store, its retrievers and what a family builds over it (CausalRAG's graph),
-  opened, built, or kept beside the store;
-- `parts.RuntimeParts`: how those parts reach a pipeline (roles read from the sockets a file wires, the types
-  a component declares and the file's metadata);
-- `outputs`: reading a run (`Answer`, `read_outputs`).
-
-Loading a pipeline file without a runtime: `haystack_cfrag.pipelines.loading`.
+"""Running any pipeline file on a store with chosen models (`cfrag ask/compare`, the evaluation, the server):
+`Runtime` runs questions; `ModelParts` and `StoreParts` hold the models and the store; `RuntimeParts` hands them
+to a pipeline by role; `outputs` reads a run. Without a runtime: `pipelines.loading`.
 """
 
 from haystack_cfrag.runtime.outputs import Answer, read_outputs

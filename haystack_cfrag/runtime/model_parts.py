@@ -1,7 +1,5 @@
-"""A runtime's models: the reader, the embedders, the scorer and the auxiliary model, each loaded once and lent.
-
-Every pipeline a `Runtime` builds reads with these instances (`parts.RuntimeParts` hands them in) or
-with a node of the same configuration that borrows their loaded model (`pipelines.loading.share_node_models`).
+"""A runtime's models: the reader, the embedders, the scorer and the auxiliary model, each loaded once and lent
+to every pipeline it builds.
 
     >>> from haystack_cfrag.testing import MockChatGenerator
     >>> from haystack_cfrag.testing.fakes import HashingTextEmbedder
@@ -27,13 +25,8 @@ AUX_N_CTX = 1024
 
 
 class ModelParts:
-    """The models every pipeline of a runtime shares (see `Runtime` for the parameters).
-
-    `aux_llm`: the model of a file's auxiliary calls (the generators of the model its metadata names
-    `auxiliary_model`: CDF-RAG's refinement, CausalRAG's summary in their cascades), loaded when a pipeline first
-    calls it; None: the reader makes them too. `AUTO`: the small embedded model beside a local llama.cpp reader,
-    the reader itself beside a server's (`openai:`), a transformers model or a `chat_generator` handed in.
-    """
+    """The models every pipeline of a runtime shares (see `Runtime` for the parameters); `aux_llm` `AUTO`: the
+    small embedded model beside a local llama.cpp reader, else the reader itself."""
 
     def __init__(self, *, llm: str = models.EMBEDDED_LLM, embedder: str = models.EMBEDDED_EMBEDDER,
                  scorer: str | None = None, device: str | None = None, max_tokens: int = 256, logprobs: bool = False,
@@ -43,8 +36,7 @@ class ModelParts:
             llm, max_tokens=max_tokens, logprobs=logprobs, device=device)
         self.text_embedder = text_embedder or factories.text_embedder(embedder, device=device)
         self.document_embedder = document_embedder
-        """The text embedder's model for documents (CausalRAG's node names, in batches): built from `embedder` when
-        the text embedder is; None beside a text embedder handed in alone (then it embeds one text at a time)."""
+        """The text embedder's model for documents (in batches): built from `embedder` when the text embedder is."""
         if document_embedder is None and text_embedder is None:
             self.document_embedder = factories.document_embedder(embedder, device=device)
         self.scorer = factories.scorer(scorer, device=device) if scorer else None

@@ -1,8 +1,4 @@
-"""Reading a run: the part of its raw outputs a file declares, a cascade's gate, and the answer, trace and evidence.
-
-`read_outputs` reads the answer from the run's output sockets (an `answer`/`trace` socket, or a list of
-`GeneratedAnswer`s), whatever the nodes are called; `Answer` is what `Runtime.ask` returns.
-"""
+"""Reading a run: its declared outputs, a cascade's gate, and the answer, trace and evidence (`Answer`)."""
 
 from __future__ import annotations
 
@@ -44,8 +40,6 @@ class Answer:
 def declared(out: dict[str, Any], outputs: dict[str, str]) -> dict[str, Any]:
     """The part of a run's raw outputs that the file declares (all of it when it declares none).
 
-    A leaf socket the file does not declare (CER's selector's draft `answer`) is never read as the answer.
-
     >>> declared({"a": {"answer": "x", "trace": {}}, "b": {"answer": "y"}}, {"answer": "b.answer"})
     {'b': {'answer': 'y'}}
     """
@@ -60,7 +54,7 @@ def declared(out: dict[str, Any], outputs: dict[str, str]) -> dict[str, Any]:
 
 
 def gate_reading(kept: dict[str, Any], outputs: dict[str, str]) -> dict[str, Any] | None:
-    """A cascade's gate trace (the file's `gate` output), taken out of `kept` so that the method's trace reads alone.
+    """A cascade's gate trace (the file's `gate` output), taken out of `kept`.
 
     >>> kept = {"gate": {"trace": {"escalated": False}}, "builder": {"answers": []}}
     >>> gate_reading(kept, {"gate": "gate.trace"}), kept
@@ -84,12 +78,8 @@ def read_outputs(
 ) -> tuple[str, dict[str, Any] | None, list[dict[str, Any]]]:
     """(answer, trace, evidence) of a pipeline run, read from its output sockets, whatever the nodes are named.
 
-    A component that outputs `answer` (a string) gives the answer, its `trace` and the documents of
-    the first of its `answers`; otherwise the first `answers` list of `GeneratedAnswer`s gives them
-    (standard RAG's `AnswerBuilder`), and the trace is the one `trace` a component outputs (CER's
-    selector), or {component: trace} when several do (CDF-RAG's refiner and checkers) or when
-    `by_stage` (a family whose trace view reads stages by name, even where one stage ran). No
-    answer socket: an empty answer.
+    An `answer` string socket gives the answer and its `trace`; else the first `answers` list of `GeneratedAnswer`s,
+    with the one `trace` output, or {component: trace} when several (or `by_stage`). None: an empty answer.
 
     >>> from haystack.dataclasses import GeneratedAnswer
     >>> read_outputs({"builder": {"answers": [GeneratedAnswer(data=" Bale ", query="q", documents=[])]}})

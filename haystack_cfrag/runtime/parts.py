@@ -1,34 +1,14 @@
-"""How a `Runtime` hands its models and its store to the pipelines it builds: Haystack's deserialisation callback.
+"""How a `Runtime` hands its models and store to the pipelines it builds: Haystack's deserialisation callback.
 
-`RuntimeParts.plan(data)` reads a pipeline dict once, before Haystack builds anything, and decides
-where the runtime's parts go:
+`RuntimeParts.plan(data)` reads a pipeline dict once and gives each role the runtime's part: chat generator,
+text embedder, embedding retriever, keyword retriever and ranker. A node's role is read from the sockets the
+file wires (`node_role`), a part's from the type its parent declares (`part_role`): no class or model name is
+read, and the file's model classes need not import. A generator of the model the file's metadata names
+`auxiliary_model` becomes the runtime's auxiliary generator.
 
-| role | a pipeline node (its class may change) | a part injected into a component |
-|---|---|---|
-| chat generator | receives `messages`, sends `replies` | typed `ChatGenerator` |
-| text embedder | receives `text`, sends `embedding` | typed `TextEmbedder` |
-| embedding retriever | receives `query_embedding`, sends `documents` only, has a `document_store` | typed `Retriever` |
-| keyword retriever (pgvector's own) | receives `query`, sends `documents` only, has a `document_store` | — |
-| ranker (a `scorer` spec given) | receives `query` and `documents`, sends `documents` only | ranks `query`, `documents` |
-
-A node's role is read from the sockets the file wires (its `connections`, `inputs` and `outputs`),
-a part's from the type its parent declares for it: neither needs the file's own model class to be
-importable (llama.cpp may not be installed where the runtime reads with OpenAI). `Retriever` is what
-a component runs per query (`MultiQueryRetriever`'s); a graph's `node_retriever` (an `EmbeddingRetriever`)
-is not: the family's `StorePreparation.attach` points it at the graph.
-
-A file declares its auxiliary model in its metadata (`metadata: {auxiliary_model: <spec>}`: the calls a method
-keeps off the reader, such as CDF-RAG's refinement in its cascade): a chat generator (node or part) configured
-with that model becomes the runtime's auxiliary generator (`auxiliary`: the small model beside a local reader,
-the reader where a runtime says so). No role is read from a class name or a model name the package knows.
-
-A node with a role becomes the runtime's configuration (a node of the runtime's class: Haystack wires
-sockets per instance, and `pipelines.loading.share_node_models` lends it the runtime's loaded model). A part with
-a role is taken out of the dict, and the callback hands in the runtime's own instance when its parent is
-constructed (a retriever part: built on the runtime's store). Every node constructed with a
-`document_store` is handed the runtime's store (BM25 in memory: what `StoreParts.keyword_store` gives).
-`plan(data, swap=True)` applies the same rule to a file written out for stock Hayhooks (`cfrag serve --yaml`):
-each part with a role replaced in place by the runtime's, serialised.
+A node with a role takes the runtime's configuration (and borrows its loaded model); a part with a role is
+handed in at construction; every `document_store` is the runtime's. `plan(data, swap=True)` writes the same
+into a file for stock Hayhooks (`cfrag serve --yaml`).
 """
 
 from __future__ import annotations
@@ -147,16 +127,13 @@ def qualified_name(cls: type) -> str:
 class RuntimeParts:
     """A runtime's parts for one build: `plan` rewrites the dict, `callbacks()` goes to `Pipeline.from_dict`.
 
-    :param generator, text_embedder, scorer: the runtime's model instances (handed in as they are; for `plan(swap=True)`,
-        instances or their dicts, and None keeps the file's own).
+    :param generator, text_embedder, scorer: the runtime's model instances (for `plan(swap=True)` also their
+        dicts; None keeps the file's own).
     :param retriever: the runtime's embedding retriever (None: the file's own, on the store).
     :param keyword: the store's own keyword retriever (pgvector), or None.
-    :param store: the store every node and retriever part reads.
     :param keyword_store: gives the store BM25 in memory reads (built on first need).
     :param allowed: trusted module prefixes: a class is imported only after `loading.check_classes`.
-    :param auxiliary: gives the runtime's auxiliary generator, for the generators of the model the file's metadata
-        names (`auxiliary_model`; called only then: the small model loads for the pipelines that use it); None:
-        the reader makes those calls too.
+    :param auxiliary: gives the auxiliary generator, called only for a file that names one (None: the reader).
     """
 
     generator: Any
@@ -174,11 +151,8 @@ class RuntimeParts:
     """(node, the parent's `type:`, parameter) -> (role, the file's part) for every part taken out of the dict."""
 
     def plan(self, data: dict[str, Any], *, swap: bool = False) -> dict[str, Any]:
-        """A copy of `data` with nodes that have a role made the runtime's, and parts with a role taken out.
-
-        `swap`: for a process that builds the file itself (stock Hayhooks: `cfrag serve --yaml`), the parts with
-        a role are replaced in place by the runtime's, serialised, and every node's `document_store` is the
-        runtime's store (no callback needed)."""
+        """A copy of `data` with nodes that have a role made the runtime's and parts with a role taken out (`swap`:
+        replaced in place, serialised, for a process that builds the file itself)."""
         data = copy.deepcopy(data)  # the resolved YAML is shared (`registry.resolve`): never changed
         self.declared = auxiliary_model(data)
         wired = wired_sockets(data)
@@ -305,12 +279,8 @@ class RuntimeParts:
 
 
 def _retriever_like(retriever: Any, kept: dict[str, Any]) -> dict[str, Any]:
-    """`retriever` serialised with the file's `top_k` (and `return_embedding`, a cascade's), its store a placeholder.
-
-    The placeholder opens nothing when deserialised (a FAISS store's `index_path` cleared: deserialising
-    it read the whole store, 4 s per pipeline at 10,000 passages); the callback then hands in the
-    runtime's own store at construction, and the placeholder is dropped.
-    """
+    """`retriever` serialised with the file's `top_k` (and `return_embedding`), its store a placeholder that opens
+    nothing (the callback hands in the runtime's store)."""
     new = _as_dict(retriever)
     params = new["init_parameters"]
     if "top_k" in kept:

@@ -42,11 +42,8 @@ MAX_BUILT = 16
 class Runtime:
     """Models and a store, shared by every pipeline built from it (`models`: `ModelParts`, `stores`: `StoreParts`).
 
-    `ask` is the one way a question is run — by the CLI, the evaluation and the service. It runs
-    one question at a time (a lock) when the models are in-process (llama.cpp, local
-    transformers are not thread-safe) or when it times the stages (the tracer is process-wide);
-    the service's questions against a server or the mock run concurrently. LLM usage is counted
-    per question (`common.timing.count_llm_usage`).
+    `ask` is the one way a question is run; one at a time with in-process models or timed stages, else
+    concurrently. LLM usage is counted per question.
     """
 
     def __init__(
@@ -71,31 +68,21 @@ class Runtime:
         aux_llm: str | None = AUTO,
     ) -> None:
         """
-        :param store: the store every pipeline reads: in memory, FAISS, pgvector, Qdrant (see
-            `haystack_cfrag.stores`), or any store with an embedding retriever.
-        :param retriever: the embedding retriever for `store`; default: the matching one from
-            `haystack_cfrag.stores.embedding_retriever`. It replaces every embedding retriever
-            of the pipeline files (keeping their `top_k`).
+        :param store: the store every pipeline reads (`haystack_cfrag.stores`, or any with an embedding retriever).
+        :param retriever: the embedding retriever for `store` (default: its kind's); it replaces every embedding
+            retriever of the pipeline files, keeping their `top_k`.
         :param llm, embedder, scorer: model specs (see `haystack_cfrag.models`).
         :param logprobs: ask the LLM for token log-probabilities (φ_conf); slower with llama.cpp.
         :param chat_generator, text_embedder: ready instances instead of specs (tests, custom models).
-        :param document_embedder: the text embedder's model for documents, which embeds CausalRAG's graph nodes in
-            batches; default: built from `embedder` when `text_embedder` is (one text at a time beside a
-            `text_embedder` handed in alone).
+        :param document_embedder: the text embedder's model for documents (graph nodes in batches); default: built
+            from `embedder` when `text_embedder` is.
         :param allowed_modules: extra trusted modules for loading pipeline files (your own components).
-        :param graph_cache: where CausalRAG's extractions are cached per passage hash (None: not cached);
-            a pipeline with a graph retriever gets the graph of the runtime's store, built once per store.
-        :param graph_extractor: what extracts that graph (`causal_rag.extractors`): "llm" (the reader, CausalRAG's
-            prompt), "llm-json" (the same, schema-constrained JSON) or "spacy" (no generation); None: the
-            family's default (its `StorePreparation.default_extractor`).
-        :param store_spec: the spec `store` was opened from (`haystack_cfrag.stores`): a graph `cfrag index
-            --graph` stored beside it is opened, not built (`causal_rag.stored_graph`); None: built in memory.
-        :param keep_graph: when no graph is stored beside `store_spec`, write the one built there (what `cfrag index
-            --graph` writes, in a child process: `store_parts`) and open it, instead of holding it in memory: for a
-            store this package owns (the demo's, in the cache), so that later runs open it. A parse-only extractor
-            only; a write that fails is a logged warning and an in-memory build.
-        :param aux_llm: the model of a file's auxiliary calls (the generators of the model its `metadata` names
-            `auxiliary_model`), loaded when a pipeline first calls it; None: the reader makes them too (`ModelParts`).
+        :param graph_cache: where CausalRAG's extractions are cached per passage hash (None: not cached).
+        :param graph_extractor: "llm", "llm-json" or "spacy" (None: the family's default).
+        :param store_spec: the spec `store` was opened from: a graph stored beside it is opened, not built.
+        :param keep_graph: write a parse-only graph built for a store this package owns beside it (in a child
+            process) and open it, instead of holding it in memory.
+        :param aux_llm: the model of a file's `auxiliary_model` calls, loaded on first call (None: the reader).
         """
         self.allowed_modules = allowed_modules
         self.models = ModelParts(llm=llm, embedder=embedder, scorer=scorer, device=device, max_tokens=max_tokens,
@@ -167,9 +154,8 @@ class Runtime:
         return pipe
 
     def use_store(self, store: Any) -> None:
-        """Read `store` from now on (the evaluation's per-question stores): the pipelines built so far are
-        dropped and rebuild around it on their next use (deserialisation only: the models stay loaded);
-        what they need over it (CausalRAG's graph) is prepared now, as `prepare_stores` does."""
+        """Read `store` from now on: the pipelines built so far rebuild around it on next use (models stay loaded)
+        and what they need over it is prepared now."""
         if store is self.stores.store:
             return
         self.stores.store = store
@@ -192,15 +178,13 @@ class Runtime:
         progress: Callable[[str], None] | None = None,
         timed: bool = True,
     ) -> Answer:
-        """Run one question through a pipeline (a name, a file, or one `registry.resolve` gave); time each
-        stage and count LLM usage.
+        """Run one question through a pipeline (a name, a file, or a `registry.resolve` result); time each stage
+        and count LLM usage.
 
-        :param params: parameters of the pipeline's table (`registry.resolve(path).parameters`, checked by
-            the caller). Those marked `per_request` are passed as run-time inputs; the others build (once)
-            a pipeline with them as init parameters.
-        :param progress: told each stage and LLM call as it starts (e.g. `haystack_cfrag.cli.progress.StatusLine`).
-        :param timed: time the stages with a process-wide tracer (`stages`); the service turns it
-            off, so that concurrent requests run concurrently and a user's own tracer stays in place.
+        :param params: checked parameters of the pipeline's table (`per_request` ones as run-time inputs, the
+            others build a pipeline once).
+        :param progress: told each stage and LLM call as it starts.
+        :param timed: time the stages with a process-wide tracer (the service turns it off).
         """
         resolved = resolve(path)
         table = resolved.parameters
@@ -227,22 +211,16 @@ class Runtime:
                       gate=gate)
 
     def prepare(self, path: str | Path | Resolved, params: dict[str, Any] | None = None) -> Pipeline:
-        """The pipeline `ask(path, …, params)` runs, built now with its store's index-time parts (CausalRAG's graph).
-
-        The evaluation calls it before it starts counting a question's cost, so that a graph built
-        (or replayed from the reply cache) for the store is not charged to its first question.
-        """
+        """The pipeline `ask(path, …, params)` runs, built now with its store's index-time parts (so a graph's
+        cost is not charged to the first question)."""
         resolved = resolve(path)
         table = resolved.parameters
         return self.built(resolved, {k: v for k, v in (params or {}).items()
                                      if k in table and not table[k].per_request})
 
     def built(self, path: str | Path | Resolved, params: dict[str, Any] | None = None) -> Pipeline:
-        """The warmed pipeline `ask` runs for a file and build-time parameters, built the first time.
-
-        The runtime keeps the last `MAX_BUILT` of them (a served request may set a build-time
-        parameter: each value builds once, and the least recently used build goes).
-        """
+        """The warmed pipeline `ask` runs for a file and build-time parameters, built the first time (the last
+        `MAX_BUILT` kept)."""
         resolved = resolve(path)
         key = (str(resolved.path.resolve()), repr(sorted((params or {}).items())))
         with self._build_lock:

@@ -1,14 +1,7 @@
 """A runtime's store and what is built over it: the retrievers, BM25's copy, a family's index-time parts.
 
-`StoreParts` holds the store every pipeline reads (the evaluation moves it from store to store), its
-embedding and keyword retrievers, and what a family's `StorePreparation` builds over it (CausalRAG's
-graph), once per store: opened where `cfrag index --graph` stored it beside the store, else built in
-memory, or, with `keep_graph`, written beside the store in a child process and opened (the keep policy).
-
-Why a child process: the build loads what the query never needs (spaCy, the builder's batches) and the heap
-it leaves behind stays resident under the reader loaded next: measured on the demo, 2.35 GB at the first
-`cfrag ask --pipeline causal_rag` when built in the process, 1.95 GB at every later one. In a child process
-(spawned: a fork would copy the loaded torch threads) all of it is returned when the child ends.
+A family's parts (CausalRAG's graph) are opened where `cfrag index --graph` stored them, else built in memory, or
+with `keep_graph` written beside the store in a spawned child process (whose memory is returned when it ends).
 """
 
 from __future__ import annotations
@@ -81,9 +74,7 @@ class StoreParts:
         return self._prepared[id(preparation)][2]
 
     def prepare(self, paths: list[str | Path | Resolved]) -> None:
-        """Build (or open) what these pipelines need over the store now, before the reader loads: a parse-only
-        extractor's graph is then built with the embedder alone, and its peak (spaCy, the node vectors: about
-        0.4 GB on the demo corpus) never adds to the reader's 1.4 GB."""
+        """Build (or open) what these pipelines need over the store now, before the reader loads."""
         built = False
         for path in paths:
             resolved = resolve(path)
@@ -134,9 +125,8 @@ class StoreParts:
         return handle
 
     def _keep(self, preparation: Any, passages: list[Any], extractor: str) -> Any | None:
-        """With `keep_graph`: write what `preparation` builds beside the spec's store (as `cfrag index --graph` does,
-        in a child process: `index_apart`), and open it; None when not kept (then it is built in memory): another
-        extractor, an LLM one, no spec or cache, another store, or a write that failed (logged)."""
+        """With `keep_graph`: write what `preparation` builds beside the spec's store (`index_apart`) and open it;
+        None when not kept (then it is built in memory)."""
         if (not self.keep_graph or not self.keeps(preparation) or extractor not in preparation.parse_only
                 or self.store_spec is None or self.graph_cache is None or self.store is not self.spec_store
                 or not passages):
@@ -161,14 +151,10 @@ class StoreParts:
 
 def index_apart(preparation: Any, passages: list[Any], *, text_embedder: Any, document_embedder: Any = None,
                 **kwargs: Any) -> dict[str, Any]:
-    """`preparation.index(passages, text_embedder=…, document_embedder=…, chat_generator=None, **kwargs)` in a
-    spawned child process.
+    """`preparation.index(passages, …, chat_generator=None, **kwargs)` in a spawned child process (the family and
+    embedders found again there by name and `to_dict`); what `index` returned.
 
-    The preparation is found again in the child by its family's name and the embedders rebuilt from their
-    `to_dict` (configurations, not loaded models). A parse-only extractor only: no chat generator crosses.
-
-    :returns: what `index` returned (its plain values).
-    :raises RuntimeError: the child died (`BrokenProcessPool`), or ValueError/OSError as `index` raised them.
+    :raises RuntimeError: the child died, or ValueError/OSError as `index` raised them.
     """
     family = next(name for name, f in FAMILIES.items() if preparation_of(f) is preparation)
     embedders = [e.to_dict() if e is not None else None for e in (text_embedder, document_embedder)]
