@@ -4,18 +4,11 @@
     python -m haystack_cfrag.serving.app mcp --pipelines-dir DIR [--host H] [--port P]
     (either with --allow-deploy, which needs CFRAG_API_KEY)
 
-By default the pipeline set is fixed at start-up with Hayhooks' own immutable registry (the
-loader of its `durable_mode`): the `/deploy_files`, `/deploy-yaml` and `/undeploy/{name}`
-routes and the MCP `deploy_pipeline`/`undeploy_pipeline` tools do not exist, so no request can
-make the server run code. `--allow-deploy` keeps Hayhooks' live deployment, behind the token.
-Also removed: `/draw/{name}` (it asks mermaid.ink over the network) and the OpenAI file upload;
-Hayhooks' trace and monitoring APIs are off. CORS allows only the `--cors-origin` origins (none
-by default). `middleware.Guard` checks hosts, the token, bodies; every request-validation error
-body is JSON (FastAPI's own handler fails on a non-finite input and answers 500). Log lines are
-cut to `MAX_LOGGED_CHARS` (Hayhooks logs each `/run` request's fields) and redacted (no password
-of a store spec), and MCP's `/sse` lets a client leave without an "Exception in ASGI application".
-The store, graph and models are opened before Hayhooks starts (`open_service`): one that fails
-is the one line `cfrag ask` prints, and exit code 1.
+The pipeline set is fixed at start-up (Hayhooks' immutable registry: no deploy or undeploy route or MCP tool,
+so no request can make the server run code; `--allow-deploy` keeps them, behind the token). `/draw` and the
+file upload are removed, tracing and monitoring off, CORS only for `--cors-origin`. `middleware.Guard` checks
+hosts, the token and bodies; error bodies are JSON; log lines are cut and redacted. The store and models open
+before Hayhooks starts (`open_service`): a failure is one line and exit code 1.
 """
 
 from __future__ import annotations
@@ -110,10 +103,8 @@ def mcp_app(pipelines_dir: Path, *, host: str, allow_deploy: bool, api_key: str 
 
 
 def checked_tool_calls(registry: Any, call_tool: Any) -> Any:
-    """MCP's tool-call handler, narrowed: a CF-RAG pipeline is answered by its wrapper (`answer_body`: the
-    call's one check), a YAML pipeline's arguments are checked as its REST body is; a refusal (422) or a
-    failure (503) is the tool's one-line error (through Hayhooks: a traceback in the log, the text wrapped
-    twice)."""
+    """MCP's tool-call handler, narrowed: a CF-RAG pipeline answered by its wrapper, a YAML pipeline's arguments
+    checked as its REST body is; a refusal or failure is the tool's one-line error."""
     import anyio  # noqa: PLC0415
     import mcp.types as types  # noqa: PLC0415
     from fastapi import HTTPException  # noqa: PLC0415
@@ -147,11 +138,7 @@ class _AlreadySent:
 
 
 def quiet_sse_route(router: Any) -> None:
-    """Make MCP's `/sse` endpoint return a response when its client leaves.
-
-    Hayhooks' endpoint streams through the MCP SDK and returns None when the client disconnects;
-    Starlette then calls None ("Exception in ASGI application", a TypeError, in the log).
-    """
+    """Make MCP's `/sse` endpoint return a response when its client leaves (Hayhooks' returns None)."""
     from starlette.routing import Route  # noqa: PLC0415
 
     for i, route in enumerate(router.routes):
@@ -202,11 +189,8 @@ OPENAI_ROUTES = {"/v1/chat/completions": "run_chat_completion", "/chat/completio
 
 
 def check_openai_model(registry: Any, body: Any, method: str) -> None:
-    """RequestError (422) when a chat or responses body's `model` names a pipeline that cannot answer there.
-
-    Hayhooks answers 501 for a YAML pipeline named as `model`: the caller's mistake, said in one line.
-    An unknown model is left to Hayhooks (404).
-    """
+    """RequestError (422) when a chat or responses body's `model` names a pipeline that cannot answer there (an
+    unknown model is left to Hayhooks' 404)."""
     model = body.get("model") if isinstance(body, dict) else None
     wrapper = registry.get(model) if isinstance(model, str) else None
     if wrapper is None:
@@ -288,12 +272,7 @@ class _Shortened:
 
 
 def shorten_log_record(record: dict[str, Any]) -> None:
-    """Loguru patcher: a message or bound value is redacted (no password of a store spec), and one longer than
-    MAX_LOGGED_CHARS is cut, its length shown; so is a logged exception's message.
-
-    Hayhooks logs the fields of every `/run` request (`params=…`); no request can write more than
-    a few hundred characters into the log.
-    """
+    """Loguru patcher: messages, bound values and exception messages redacted and cut to MAX_LOGGED_CHARS."""
     for key, value in list(record["extra"].items()):
         if isinstance(value, (str, dict, list, tuple)):
             text = repr(value)
@@ -361,13 +340,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def open_service() -> str | None:
-    """Open the store, the graph and the models now, before Hayhooks loads a wrapper; the one line `cfrag ask`
-    prints when that fails (None when it does not).
-
-    Left to the wrappers' set-up, the failure was logged by Hayhooks for each pipeline, three
-    tracebacks in about 80 lines, and the server started without the pipeline. `CFRAG_DEBUG`
-    (what `cfrag --debug` sets) raises it instead, with its traceback.
-    """
+    """Open the store, the graph and the models before Hayhooks loads a wrapper; the one line `cfrag ask` prints
+    when that fails, else None (`CFRAG_DEBUG` raises it instead)."""
     from haystack_cfrag.serving.service import get_service  # noqa: PLC0415
 
     try:

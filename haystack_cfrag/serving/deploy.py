@@ -1,18 +1,9 @@
-"""The deploy directory `cfrag serve` hands to Hayhooks: wrapper folders and deployable YAML files.
+"""The deploy directory `cfrag serve` hands to Hayhooks: wrapper folders (`WRAPPER_TEMPLATE`) and YAML files
+with the served parts swapped in (`deployable_yaml`).
 
-Wrapper folders (`<name>/pipeline_wrapper.py`) are written from `WRAPPER_TEMPLATE` for served pipelines of the registry.
-A shipped YAML file deployed as a Hayhooks YAML pipeline (`<name>_yaml.yml`) is the file as it
-is — top-level `inputs`/`outputs` included — with the changes serving needs, made by the runtime's
-rule (`deployable_yaml`): the text embedders the service's embedder, the chat generators the mock
-when serving with the mock, and the retrievers and stores the service's named in-memory index, so
-that it reads the same documents as the wrappers. `embedded:` model names stay as they are: the
-files' generators and embedders resolve them when their models load.
-
-A deploy directory is never emptied blindly: `cfrag serve` writes into a new or empty folder,
-or into one it made before (its marker file, `.cfrag-serve.json`, lists what it wrote), and
-then replaces only what the marker lists. Any other folder is refused, naming what it holds.
-`owned_folder` and `mark_folder` are that rule for any cfrag command that writes into a folder
-the user names (`cfrag eval --out` too, with its own marker).
+`cfrag serve` writes only into a new or empty folder or one its marker file says it made, replacing only what
+the marker lists; any other folder is refused. `owned_folder` and `mark_folder` are that rule for any command
+writing into a folder the user names (`cfrag eval --out` too).
 """
 
 from __future__ import annotations
@@ -59,12 +50,8 @@ DeployDirError = FolderOwnershipError  # the deploy directory's name for it
 
 def owned_folder(target: Path, command: str, marker: str, *,
                  adopt: Callable[[Path], bool] | None = None) -> dict[str, Any]:
-    """The marker `command` left in `target` ({} for a new or empty folder): it may write there.
-
-    A folder is `command`'s when it is new, empty, holds `marker` written by `command`, or
-    `adopt(target)` recognises it (a folder made before markers existed). Anything else raises
-    FolderOwnershipError naming the folder and what it holds, before anything is written.
-    """
+    """The marker `command` left in `target` ({} for a new or empty folder, or one `adopt` recognises); else
+    FolderOwnershipError naming the folder and what it holds."""
     if target.is_symlink() or (target.exists() and not target.is_dir()):
         raise FolderOwnershipError(f"{target} is not a folder: name a new folder, an empty one, or one {command} made.")
     if not target.exists():
@@ -93,11 +80,8 @@ def mark_folder(target: Path, command: str, marker: str, **extra: Any) -> None:
 
 
 def check_deploy_dir(target: Path) -> list[str]:
-    """What `cfrag serve` wrote into `target` before (to replace); DeployDirError when it must not write there.
-
-    Stricter than `owned_folder`: Hayhooks deploys every folder it finds, so a folder holding
-    anything the marker does not list is refused too.
-    """
+    """What `cfrag serve` wrote into `target` before (to replace); DeployDirError when it must not write there
+    (also for anything the marker does not list: Hayhooks deploys every folder)."""
     data = owned_folder(target, "cfrag serve", MARKER)
     if not target.exists():
         return []
@@ -115,10 +99,8 @@ def check_deploy_dir(target: Path) -> list[str]:
 
 
 def deployable_yaml(name_or_path: str | Path, config: ServingConfig) -> str:
-    """A pipeline file as Hayhooks deploys and runs it in the served process, its parts swapped by the
-    runtime's rule (`runtime.parts.RuntimeParts.plan`: roles read from the sockets and declared types, never
-    from a class name): the embedders the service's, every generator the mock when serving with the mock, and
-    the retrievers and every node's store the service's named in-memory index."""
+    """A pipeline file as Hayhooks runs it in the served process, its parts swapped by the runtime's rule
+    (`RuntimeParts.plan`): the service's embedders, store and retrievers (and the mock when serving with it)."""
     store = InMemoryDocumentStore(index=config.store_index, embedding_similarity_function="cosine")
     embedder = {"type": EMBEDDER, "init_parameters": {"model": config.embedder, "progress_bar": False,
                                                       "normalize_embeddings": True}}
@@ -133,11 +115,8 @@ def deployable_yaml(name_or_path: str | Path, config: ServingConfig) -> str:
 def write_deploy_dir(
     target: Path, config: ServingConfig, *, wrappers: list[str], yaml_pipelines: list[str] | None = None
 ) -> Path:
-    """Write the wrapper folders and YAML files to deploy into `target` (see `check_deploy_dir`) and its marker.
-
-    `wrappers` are served pipelines of the registry; `yaml_pipelines` are those names or YAML
-    files of the user's own (checked by `yaml_deploy_name`), deployed as `<stem>_yaml.yml`.
-    """
+    """Write the `wrappers`' folders and the `yaml_pipelines` (names or files, as `<stem>_yaml.yml`) into `target`
+    (see `check_deploy_dir`), with its marker."""
     for name in wrappers:
         if name not in PIPELINES:
             raise ValueError(f"Unknown pipeline '{name}' (shipped: {', '.join(PIPELINES)}).")
@@ -164,12 +143,8 @@ YAML_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{0,63}")
 
 
 def yaml_deploy_name(name_or_path: str | Path) -> str:
-    """The name a YAML pipeline is served under: `<stem>_yaml`, for a served name or a file of the user's.
-
-    A file must be a `.yml`/`.yaml` file whose stem is a plain name (letters, digits, `_`, `-`),
-    pass `haystack_cfrag.pipelines.loading.check_pipeline_file` (the allowlist, then Haystack builds it
-    without loading a model) and declare `inputs` and `outputs`: anything else raises ValueError
-    with one line naming what is wrong, before anything is written or started.
+    """The name a YAML pipeline is served under: `<stem>_yaml`. A file must be `.yml`/`.yaml` with a plain stem,
+    pass `check_pipeline_file` and declare `inputs` and `outputs`, else a one-line ValueError.
 
     >>> yaml_deploy_name("cf_rag")
     'cf_rag_yaml'
@@ -208,13 +183,8 @@ def make_run_folder(root: Path | None = None) -> Path:
 
 
 def remove_stale_run_folders(root: Path | None = None) -> list[Path]:
-    """Remove the temporary deploy folders of `cfrag serve` processes that are gone (killed with SIGKILL).
-
-    Only folders this package made are touched: a real folder (never a link) named
-    `cfrag-serve-*`, owned by this user, holding a regular `OWNER_FILE` whose process no longer
-    runs (or is another process now: its start time differs). Anything else is left alone;
-    `shutil.rmtree` removes links inside the folder without following them.
-    """
+    """Remove the temporary deploy folders of `cfrag serve` processes that are gone: only real `cfrag-serve-*`
+    folders of this user whose `OWNER_FILE` names a process no longer running (links never followed)."""
     root = Path(root or tempfile.gettempdir())
     removed = []
     try:

@@ -1,23 +1,10 @@
 """The ASGI guard around the served apps: host check, bearer token, body limit, strict JSON, request checks.
 
-`Guard` wraps Hayhooks' REST app and its MCP app (see `haystack_cfrag.serving.app`). Per HTTP
-request, in order:
-
-0. each of the headers the guard decides on (`Host`, `Authorization`, `Content-Type`) may be
-   sent once — else 400: with two, the guard and the app behind it could read different ones
-   (Starlette reads the first), so the request would be checked as one thing and run as another;
-1. the `Host` header must name an allowed host (when the server listens on loopback: a web
-   page cannot reach it through DNS rebinding) — else 400;
-2. with a token (`CFRAG_API_KEY`), `Authorization: Bearer <token>` is required, compared in
-   constant time — else 401 (CORS preflights pass: the CORS middleware inside answers them);
-3. a POST body is read whole, at most `max_body` bytes — else 413; a JSON body is parsed
-   strictly (`requests.load_json`) and handed to the route's check, if it has one — else 422.
-
-It also closes OpenAI chat streams with `data: [DONE]`, as OpenAI's end, and turns a 500 of a
-pipeline's `/run` route (Hayhooks' "Pipeline execution failed") into a 503. A client that leaves
-an OpenAI stream early is let go quietly: the stream (already computed, a few chunks) is allowed
-to finish, for at most `DISCONNECT_GRACE_S`, before the app hears of the disconnect, so that no
-generator is abandoned half-way (Hayhooks' stream tracing then prints a traceback).
+`Guard` wraps Hayhooks' REST and MCP apps. Per request, in order: each decided header sent once (else 400); an
+allowed `Host` (else 400: no DNS rebinding); with `CFRAG_API_KEY`, the bearer token compared in constant time
+(else 401; CORS preflights pass); a POST body of at most `max_body` bytes (else 413), strict JSON handed to the
+route's check (else 422). It ends OpenAI streams with `data: [DONE]`, turns a `/run` 500 into a 503, and lets
+a stream a client left finish for at most `DISCONNECT_GRACE_S`.
 """
 
 from __future__ import annotations
@@ -139,11 +126,8 @@ _HOST = re.compile(r"\[(?P<v6>[0-9A-Fa-f:.]+)\](?::[0-9]{1,5})?|(?P<name>[^:\[\]
 
 
 def _host_name(host: str) -> str:
-    """The name part of a Host header: "127.0.0.1:1416" → "127.0.0.1", "[::1]:80" → "::1".
-
-    Anything else after the name than ":port" makes the header no name at all ("[::1]x" is not
-    "::1"), so it is never an allowed host.
-    """
+    """The name part of a Host header: "127.0.0.1:1416" → "127.0.0.1", "[::1]:80" → "::1" (anything but ":port"
+    after it: no name)."""
     match = _HOST.fullmatch(host)
     if match is None:
         return ""
@@ -181,13 +165,8 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 
 def _disconnect_after(finished: asyncio.Event, receive: Receive) -> Receive:
-    """`receive` that holds a client's disconnect until the response is finished (at most DISCONNECT_GRACE_S).
-
-    Starlette cancels a streaming response when the client leaves; the stream's generator is then
-    never closed and Hayhooks' tracing prints a traceback when it is collected. CF-RAG's streams
-    are computed before they start, so letting them finish costs nothing: what is sent after the
-    client left is dropped by the server.
-    """
+    """`receive` that holds a client's disconnect until the (already computed) response is finished, at most
+    DISCONNECT_GRACE_S, so no stream generator is abandoned half-way."""
 
     async def held() -> Message:
         message = await receive()

@@ -1,16 +1,9 @@
-"""The one validation of what a served request carries, shared by REST, OpenAI chat/responses and MCP.
+"""The one validation of a served request (REST, OpenAI chat/responses, MCP): `RequestError` (422), one sentence
+naming the field.
 
-Every check raises `RequestError` (HTTP 422) with one sentence naming the field and what is
-allowed. A request is checked once, where it enters: a run body or MCP call by the pipeline's pydantic
-model (`request_model`, made from its family's table: the ranges are written there only) in the wrapper,
-an OpenAI body there too, a Python call in `CFRAGService.answer`; the guard in front checks only what
-Hayhooks' parsing would lose (strict JSON, a run body's field names, OpenAI's `stream` as sent). The
-question is cleaned with `core.text.clean_query` (what is answered and echoed back is the cleaned
-text), and only when its raw text is at most `MAX_RAW_QUESTION_CHARS` long: no text of unbounded
-length is ever normalised (the checks run on the server's event loop).
-Bodies are parsed strictly: NaN and ±Infinity are not JSON and a number too large for a
-float is not finite, so both are refused, naming the field; so is a string holding a lone
-surrogate (a `\\ud800` escape), which is not Unicode text and could not be written back.
+A request is checked once where it enters, by the pipeline's pydantic `request_model` (made from its family's
+table); the guard checks only what Hayhooks' parsing would lose. The question is cleaned only when its raw text
+is bounded; bodies are strict JSON (no NaN, ±Infinity, overflowing numbers or lone surrogates).
 """
 
 from __future__ import annotations
@@ -49,10 +42,7 @@ class RequestError(ValueError):
 
 
 def check_question(value: Any, field: str = "question") -> str:
-    """The cleaned question; RequestError unless it is a string with 1 to 2000 characters of text.
-
-    The raw text is bounded before it is cleaned: at most `MAX_RAW_QUESTION_CHARS` characters.
-    """
+    """The cleaned question (raw text at most `MAX_RAW_QUESTION_CHARS`); RequestError unless 1 to 2000 characters."""
     if not isinstance(value, str):
         raise RequestError(f"'{field}' must be a string, got {type(value).__name__}.")
     if len(value) > MAX_RAW_QUESTION_CHARS:
@@ -231,11 +221,7 @@ MAX_PATH_CHARS = 200
 
 
 def _refused_value(data: Any) -> str | None:
-    """The first non-finite number or string with a lone surrogate in a parsed body, as a message.
-
-    Linear in the body's size: each element is pushed with its parent's node and its own key (a
-    parent pointer, O(1)); the dotted path is spelled out only for the element refused.
-    """
+    """The first non-finite number or string with a lone surrogate in a parsed body, as a message (linear)."""
     stack: list[tuple[Any, _Where | None]] = [(data, None)]
     while stack:
         value, where = stack.pop()

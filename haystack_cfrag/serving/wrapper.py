@@ -1,13 +1,8 @@
 """The Hayhooks pipeline wrapper of CF-RAG: `/<pipeline>/run`, OpenAI chat and responses, and an MCP tool.
 
-`cfrag serve` writes one folder per served pipeline of `haystack_cfrag.registry` into its deploy
-directory, each with a `pipeline_wrapper.py` that subclasses `CFRAGPipelineWrapper` and names its
-pipeline (`serving.deploy.WRAPPER_TEMPLATE`). All wrappers of a process share one
-`CFRAGService` (models loaded once). Hayhooks builds the request model of `/run` and the MCP
-tool's input schema from the signature of `run_api`, which is generated from the pipeline's
-request parameters (its family's, through the registry: types and ranges as JSON Schema); the values themselves are checked
-once, by `haystack_cfrag.serving.requests`, for every route: a bad one is a 422 naming the field,
-a pipeline failure a 503 with the reason, never a 500.
+One subclass per served pipeline shares one `CFRAGService`; `run_api`'s signature is generated from the
+pipeline's request parameters. Values are checked once (`serving.requests`): a 422 naming the field, a failure
+a 503, never a 500.
 """
 
 from __future__ import annotations
@@ -37,12 +32,8 @@ NO_ANSWER = "I could not find an answer in the documents."
 
 
 class CFRAGPipelineWrapper(BasePipelineWrapper):
-    """Serves one registered pipeline (`pipeline_name`) through the shared service.
-
-    A subclass sets `pipeline_name`; `request_parameters` (names of its table) and `description`
-    come from the pipeline's registry entry unless the subclass sets them; its `run_api` (the
-    `/run` route and the MCP tool) is generated from them, with the family's ranges.
-    """
+    """Serves one registered pipeline (`pipeline_name`) through the shared service; `request_parameters` and
+    `description` come from its registry entry unless set."""
 
     pipeline_name = "cf_rag"
     request_parameters: tuple[str, ...]  # set by `_configure` from the registry unless a subclass sets it
@@ -59,12 +50,8 @@ class CFRAGPipelineWrapper(BasePipelineWrapper):
         self.pipeline = self.service.pipeline(self.pipeline_name)
 
     def run_chat_completion(self, model: str, messages: list[dict], body: dict) -> Any:
-        """OpenAI-compatible chat: the last user message is the question, the reply is the answer.
-
-        CF-RAG's answer is chosen by arbitration after every draft is written, so there is no token
-        stream to forward: with `stream: true` the answer arrives as one chunk, then the usage chunk
-        when `stream_options.include_usage` asks for it.
-        """
+        """OpenAI-compatible chat: the last user message is the question, the reply is the answer (streamed as one
+        chunk, then the usage chunk when asked)."""
         from fastapi_openai_compat import ChatCompletion  # noqa: PLC0415
 
         result = self._answer(lambda: check_chat_request(body, messages, self.request_table))
@@ -152,12 +139,8 @@ def _configure(cls: type[CFRAGPipelineWrapper]) -> None:
 
 
 def _install_run_api(cls: type[CFRAGPipelineWrapper]) -> None:
-    """Give `cls` a `run_api` whose signature (what Hayhooks reads) lists its request fields.
-
-    The annotations carry JSON Schemas only (Hayhooks' model checks nothing): `requests.check_run_request`
-    checks the body once, with the pipeline's request model. The real method takes `**params`, so an MCP
-    call with an unknown field reaches that check and is refused by name.
-    """
+    """Give `cls` a `run_api` whose signature (what Hayhooks reads) lists its request fields as JSON Schemas; it
+    takes `**params`, so `requests.check_run_request` refuses an unknown field by name."""
     if "run_api" in cls.__dict__:
         return
 
