@@ -1,13 +1,8 @@
 """What a method family declares, in one object: the layers above the families read only this.
 
-Each family package exports one `Family` (its `family.py` module's `FAMILY`): its parameters
-with their ranges, which of them a request may set, its shipped pipelines, how to read its
-trace (the served answer's warnings, alternatives, degradations: `read`; what an evaluation record
-keeps: `record`), what it needs at index time (`prepare_store`), and what only some families add:
-`Commands` (the CLI's trace view, short options, a micro-benchmark) and `Sweeps` (eval's short
-names, sweep axes, ablations). The
-registry (`haystack_cfrag.registry`) collects them; the runtime, CLI, server and evaluation
-branch on no family's name. This module imports no family.
+Each family package exports one `Family` (`FAMILY`): its parameters, which a request may set, its pipelines,
+how to `read` and `record` its trace, what it needs at index time (`prepare_store`), and optionally `Commands`
+and `Sweeps`. The registry collects them; nothing above branches on a family's name.
 
     >>> from haystack_cfrag.common.parameters import Parameter
     >>> toy = Family(name="toy", parameters={"k": Parameter("k", "retriever", "top_k", int, low=1)},
@@ -28,21 +23,17 @@ from haystack_cfrag.common.parameters import Parameter
 
 @dataclass(frozen=True)
 class Cascade:
-    """What a cascade's file holds besides standard RAG, the gate, its router and its joiner: the method's
-    nodes as the method's own file has them (`cascade.contract.composed`, pinned by a test) but for
-    `escalation`."""
+    """What a cascade's file holds besides standard RAG, the gate, router and joiner: the method's own nodes
+    (`cascade.contract.composed`) but for `escalation`."""
 
     method: str | None = None
     """The method's pipeline (None: the family's first pipeline)."""
     prefix: str | None = None
-    """The prefix of a method node whose name standard RAG uses (`cf_retriever`; None: `method` less
-    `_rag`)."""
+    """The prefix of a method node whose name standard RAG uses (None: `method` less `_rag`)."""
     shared: tuple[str, ...] = ()
-    """The method's nodes that are standard RAG's own (the same but for the embeddings a retriever
-    returns)."""
+    """The method's nodes that are standard RAG's own."""
     escalation: Mapping[str, Any] = field(default_factory=dict)
-    """What the escalation sets on the method's nodes, as parameter overrides (`node.init_parameter`, a dotted
-    path into a part: `refiner.chat_generator.model`), named as in the method's own file."""
+    """What the escalation sets on the method's nodes, as dotted parameter overrides."""
 
 
 @dataclass(frozen=True)
@@ -52,8 +43,7 @@ class Entry:
     name: str
     description: str
     parameters: tuple[str, ...] | Mapping[str, Parameter] | None = None
-    """The names of the family's table this pipeline has (None: all of them), or a table of its own
-    (a parameter that sets another component here: `hybrid_rag`'s `top_k` is its joiner's)."""
+    """The names of the family's table this pipeline has (None: all), or a table of its own."""
     injection: bool = False
     """Run by `cfrag eval --inject` by default."""
     api_description: str = ""
@@ -63,21 +53,16 @@ class Entry:
     default_system: bool = False
     """In `cfrag eval`'s default systems."""
     control: str = ""
-    """A cheap control every method is read beside: "retrieval" (what a Haystack user would try first: standard
-    RAG, one passage more, hybrid retrieval) or "order" (the same passages reordered: the reader's order noise)."""
+    """A cheap control every method is read beside: "retrieval" or "order" (the same passages reordered)."""
     path: Path | None = None
     """The YAML file when it is not a shipped one (a family of your own: `registry.register_family`)."""
     cascade: bool | Cascade = False
-    """A cascade (`*_auto`, True: `Cascade()`'s defaults): standard RAG, then the family's method where the
-    escalation gate opens; its table adds the gate's parameters (`haystack_cfrag.cascade.parameters`)."""
+    """A cascade (`*_auto`; True: `Cascade()`): standard RAG, then the method where the gate opens."""
 
 
 @dataclass(frozen=True)
 class Reading:
-    """What a family reads of one run for the served answer: warnings (degraded), alternatives, or a failure.
-
-    `failure` (a reason): the run has no answer to degrade to (HTTP 503).
-    """
+    """What a family reads of one run for the served answer: warnings, alternatives, or a `failure` (503)."""
 
     warnings: list[str] = field(default_factory=list)
     alternatives: list[dict[str, Any]] = field(default_factory=list)
@@ -85,8 +70,7 @@ class Reading:
 
 
 def read_degradations(trace: Any, outputs: Mapping[str, Any], answer: str, values: Mapping[str, Any]) -> Reading:
-    """The default reading: no answer, and every degradation the run reported (a `degradations` output
-    socket, or a trace's or a stage's trace's list), once each, as warnings.
+    """The default reading: every degradation the run reported, once each, as warnings.
 
     >>> read_degradations({"refiner": {"degradations": [{"stage": "refine", "reason": "timeout"}]}}, {}, "x", {})
     Reading(warnings=['refine: timeout'], alternatives=[], failure=None)
@@ -120,13 +104,8 @@ class StoreWrites(Protocol):
 
 
 class StorePreparation(Protocol):
-    """What a family needs built over the store before it answers (CausalRAG's graph), built once per store.
-
-    The runtime asks `needed_by(data)` of a pipeline's dict, opens what `cfrag index --graph` stored beside
-    the store (`load`) or else `build`s it, `attach`es it to every pipeline it builds (`handle_of()` builds
-    on first call: a pipeline that needs nothing of it builds nothing) and `release`s it when it moves to
-    another store. `cfrag index --graph` runs `index` (what `build` then reads from its cache) and prints
-    `summarize`.
+    """What a family needs built over the store before it answers (CausalRAG's graph), once per store: `load`ed or
+    `build`t when `needed_by` a pipeline, `attach`ed, `release`d; `cfrag index --graph` runs `index`, `summarize`.
     """
 
     what: str
@@ -176,13 +155,11 @@ class Commands:
     """What a family adds to the `cfrag` command beyond its parameters (every field optional)."""
 
     view: Any = None
-    """The trace view of `cfrag ask/compare`: an object with `format_trace`, `decision_lines`, `why_no_answer`
-    (None: no trace to show)."""
+    """The trace view of `cfrag ask/compare` (`format_trace`, `decision_lines`, `why_no_answer`), or None."""
     options: Mapping[str, str] = field(default_factory=dict)
     """Short `cfrag ask/compare` options → parameter (CF-RAG's -N -K -M --lambda --seed); any takes --param."""
     bench: Callable[[tuple[int, ...], float | None, str], str] | None = None
-    """`cfrag bench`: a micro-benchmark of its non-generative stages, `bench(candidate counts, seconds of one
-    generation or None to time one with the LLM spec, LLM spec)` → the table to print (None: none)."""
+    """`cfrag bench`: `bench(candidate counts, seconds of one generation or None, LLM spec)` → a table, or None."""
 
 
 @dataclass(frozen=True)
@@ -209,12 +186,9 @@ class Family:
     request_parameters: tuple[str, ...] = ()
     """What a served request (and `Runtime.ask`'s per-question values) may set; the rest are the CLI's and eval's."""
     read: Callable[[Any, Mapping[str, Any], str, Mapping[str, Any]], Reading] = read_degradations
-    """The served answer's warnings, alternatives and failure, from (trace, raw outputs, answer, the
-    parameters' effective values: the request's, else the pipeline file's)."""
+    """The served answer's `Reading`, from (trace, raw outputs, answer, effective parameter values)."""
     record: Callable[[Any], Mapping[str, Any]] = no_record
-    """What an evaluation record keeps of a (non-empty) trace: fields merged into the record as they are, and
-    `candidates` (every scored candidate answer: `index`, `answer`, …), which the evaluation scores for the
-    oracle over candidates. The evaluation names none of a family's keys."""
+    """What an evaluation record keeps of a trace: fields merged as they are, and `candidates` (for the oracle)."""
     by_stage: bool = False
     """Read the trace as {component: trace} even when one stage left one."""
     commands: Commands = Commands()

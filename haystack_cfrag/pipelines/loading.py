@@ -1,10 +1,5 @@
-"""Loading the YAML pipelines safely, with optional component overrides.
-
-`load_pipeline` never widens Haystack's deserialisation allowlist globally: it checks every
-class named in the file against an allowlist (Haystack, its integrations, this package, and
-what the caller passes) *before* anything is imported, then passes the same patterns to
-Haystack 3's per-call `allowed_modules`. On Haystack 2.x, which has no allowlist of its own,
-the pre-check is the only gate — so the refusal behaves the same on both.
+"""Loading the YAML pipelines safely, with optional component overrides: every class a file names is checked
+against an allowlist before anything is imported (and passed to Haystack 3's `allowed_modules`), alike on 2.x.
 """
 
 from __future__ import annotations
@@ -40,16 +35,11 @@ def load_pipeline(
 ) -> Pipeline:
     """Load a pipeline YAML file, allowing only Haystack's, its integrations' and this package's classes.
 
-    :param path: a YAML file, or the name of a shipped pipeline (`"cf_rag"`, see
-        `haystack_cfrag.pipelines`).
+    :param path: a YAML file, or the name of a shipped pipeline (`"cf_rag"`).
     :param allowed_modules: extra trusted module prefixes (e.g. `["my_company.components"]`).
-    :param overrides: replace parts of the file before anything is built. Keys are a component
-        name (`"drafter"`) or a dotted path into its init parameters
-        (`"drafter.chat_generator"`, `"retriever.retriever.document_store"`); values are
-        component instances (serialised with their `to_dict`) or plain values.
-    :param share_models: injected components with identical configuration (the same
-        embedder named in four places, the same generator for counterfactuals and drafts)
-        become one instance, so each model is loaded once.
+    :param overrides: replace parts before anything is built: a component name or a dotted path into its init
+        parameters (`"drafter.chat_generator"`) -> a component instance or a plain value.
+    :param share_models: injected components of identical configuration become one instance (one model load).
     :raises PipelineRefusedError: when the file names a class outside the allowlist.
 
     ```python
@@ -106,15 +96,9 @@ def with_overrides(data: dict[str, Any], overrides: dict[str, Any] | None) -> di
 def check_pipeline_file(
     name_or_path: str | Path, *, allowed_modules: list[str] | None = None, build: bool | None = None
 ) -> dict[str, Any]:
-    """The one check of a pipeline YAML before any model loads (`ask`, `eval`, `serve`): its parsed dict (the one
-    `read_pipeline` holds: shared, never to be changed).
-
-    Checked, each failure one line naming the file: it is readable YAML, a mapping with a
-    `components` mapping; every class and callable it names is on the allowlist
-    (`check_classes`: `PipelineRefusedError`); and, with `build` (the default for a file of
-    the user's, not for a shipped name), Haystack builds it — classes, init parameters,
-    connections, and the sockets its top-level `inputs`/`outputs` name — without loading a model
-    (models load in `warm_up`, and `embedded:` names are not resolved here).
+    """The one check of a pipeline YAML before any model loads: its shared parsed dict. Each failure is one line
+    naming the file: readable YAML with `components`, every class on the allowlist, and with `build` (a user's
+    file) Haystack builds it, `inputs`/`outputs` sockets included, without loading a model.
 
     :raises PipelineRefusedError: a class outside the allowlist.
     :raises ValueError: anything else that would fail later, after the models loaded.
@@ -157,16 +141,8 @@ def _dry_build(path: Path, data: dict[str, Any], patterns: list[str]) -> None:
 
 
 def share_injected_components(pipe: Pipeline, pool: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Make injected components with identical `to_dict()` one shared instance, at any depth.
-
-    A part's own injected parts are shared first (CER's selector holds a support scorer that
-    holds the reader). An injected part configured as one of the pipeline's own nodes *is* that
-    node: CDF-RAG's checkers and their support scorer read with the generator node's model, so
-    llama.cpp still holds the prompt the generator just answered when the scorer reads the
-    answer (a node stays its own instance per pipeline: Haystack wires sockets per instance).
-    `pool` maps a serialised configuration to an instance; pass the same pool to several
-    pipelines to share models across them (a pipeline's nodes join it for the next pipelines).
-    Returns the pool.
+    """Make injected components with identical `to_dict()` one shared instance, at any depth (a part configured
+    as one of the pipeline's nodes is that node); `pool` (configuration -> instance) may span pipelines. Returns it.
     """
     pool = {} if pool is None else pool
     nodes: dict[str, Any] = {}
@@ -183,18 +159,9 @@ def share_injected_components(pipe: Pipeline, pool: dict[str, Any] | None = None
 
 
 def share_node_models(pipe: Pipeline, owners: dict[str, Any] | None = None) -> int:
-    """Every model holder of one configuration (`_model`: llama.cpp) reads with one loaded model.
-
-    A cascade names the reader twice (standard RAG's generator, the method's own answer node),
-    a runtime holds the reader it was given and each pipeline file names it again: Haystack needs
-    the nodes, but one llama.cpp model serves them all, so its prompt cache carries from one call
-    to the next and the weights and KV cache are held once per process (a second load of the
-    1.1 GB GGUF costs about 1.3 GB). The holders are the pipeline's nodes, their injected parts
-    (`_INJECTED`, at any depth) and what a wrapper wraps (`generator`: the evaluation's reply
-    cache). The first holder of a configuration is warmed and lends its model to the others;
-    `owners` (configuration -> holder) carries the lenders from one pipeline to the next (a
-    `Runtime` passes its own). Run one question at a time with an in-process model (`Runtime.ask`
-    does: llama.cpp is not thread-safe). Returns the holders that borrowed a model.
+    """Every model holder of one configuration (`_model`: llama.cpp) reads with one loaded model, held once per
+    process: nodes, injected parts and wrapped generators. The first holder is warmed and lends its model;
+    `owners` carries the lenders across pipelines. Returns the holders that borrowed a model.
     """
     owners = {} if owners is None else owners
     shared = 0
@@ -246,9 +213,7 @@ def _shareable_key(comp: Any) -> str | None:
 
 def _share_parts(comp: Any, pool: dict[str, Any], nodes: dict[str, Any], local: dict[str, Any],
                  depth: int = 0) -> bool:
-    """Share `comp`'s injected parts; True when one of them is (or holds) one of the pipeline's nodes.
-
-    A part that holds a node stays this pipeline's (`local`), never another pipeline's copy from the pool."""
+    """Share `comp`'s injected parts; True when one of them is (or holds) one of the pipeline's nodes."""
     holds = False
     for attr in getattr(comp, "_INJECTED", ()):  # each component declares its injected parts
         inner = getattr(comp, attr, None)
@@ -283,13 +248,8 @@ CALLABLE_KEYS = ("streaming_callback", "callback", "function", "callable")
 
 
 def check_classes(data: Any, allowed: tuple[str, ...]) -> None:
-    """Raise PipelineRefusedError if the data names a class or callable outside `allowed` module prefixes.
-
-    Checked, at any depth: every `type` that is a dotted path (a component, a nested
-    component, a tool — with or without `init_parameters`), and every string under a key that
-    Haystack deserialises into a callable (`streaming_callback`, a tool's `function`, …).
-    Plain tags such as a Secret's `{"type": "env_var"}` have no dot and are not class names.
-    """
+    """Raise PipelineRefusedError if the data names, at any depth, a class (a dotted `type`) or a callable
+    (`streaming_callback`, a tool's `function`, …) outside `allowed` module prefixes."""
     for type_name in _class_references(data):
         module = type_name.rsplit(".", 1)[0]
         if not any(module == p or module.startswith(p + ".") for p in allowed):
