@@ -1,9 +1,5 @@
-"""Haystack components for model specs: chat generators, embedders and cross-encoders.
-
-`haystack_cfrag.models` resolves a spec (`embedded:…`, a `.gguf` path, `openai:URL`, `hf:…`, a hub
-id or folder) to what a component loads; this module builds the component for it. Kept apart
-from `models` so that spec resolution imports no component (the llama.cpp adapter imports
-`models.resolve_model`, and `models` imports no adapter back).
+"""Haystack components for model specs (`haystack_cfrag.models` resolves them): chat generators, embedders and
+cross-encoders.
 
 >>> from haystack_cfrag.adapters import factories
 >>> type(factories.chat_generator("openai:http://127.0.0.1:8000/v1#m")).__name__
@@ -59,14 +55,8 @@ def chat_generator(
     logprobs: bool = False,
     device: str | None = None,
 ) -> Any:
-    """A Haystack ChatGenerator for `spec`, greedy decoding (temperature 0).
-
-    `logprobs=True` asks for token log-probabilities (φ_conf). With llama.cpp this needs
-    `logits_all`, which made a 1,588-token prompt 46% slower here (35.5 s → 51.7 s on 2 cores),
-    so it is off by default (φ_conf's default weight is 0). A GGUF is read into memory, not mapped
-    (`use_mmap` False: 0.6 GB less resident, docs/deployment.md); load one per process and lend it
-    (`loading.share_node_models`).
-    """
+    """A Haystack ChatGenerator for `spec`, greedy decoding; `logprobs=True` asks for token log-probabilities
+    (slower with llama.cpp). A GGUF is read, not mapped (docs/deployment.md)."""
     if spec.startswith("openai:"):
         from haystack.components.generators.chat import OpenAIChatGenerator  # noqa: PLC0415
         from haystack.utils import Secret  # noqa: PLC0415
@@ -104,10 +94,7 @@ def chat_generator(
 
 
 def _no_key() -> Any:
-    """A placeholder key for servers that need none, as an env-var Secret so that the generator serialises.
-
-    (A token Secret cannot be serialised, and the Runtime and Hayhooks serialise pipelines.)
-    """
+    """A placeholder key for servers that need none, as an env-var Secret (a token Secret cannot serialise)."""
     from haystack.utils import Secret  # noqa: PLC0415
 
     os.environ.setdefault("CFRAG_LLM_NO_API_KEY", "not-needed")
@@ -130,11 +117,8 @@ def _transformers_generator(model: str, max_tokens: int, device: str | None) -> 
 
 
 def _llama_cpp_offload(device: str | None) -> dict[str, Any]:
-    """llama.cpp's offload settings for `--device`: every layer on the named GPU, none for `cpu`.
-
-    `split_mode` 0 (none) keeps the model on that one GPU: with llama.cpp's default (split by
-    layer) `main_gpu` is ignored and the layers spread over every visible GPU. A llama-cpp-python
-    built without GPU support ignores all three (the embedded build here is CPU-only).
+    """llama.cpp's offload settings for `--device`: every layer on the named GPU (`split_mode` 0 keeps it on that
+    one), none for `cpu`.
 
     >>> _llama_cpp_offload("cuda:1"), _llama_cpp_offload("cpu"), _llama_cpp_offload(None)
     ({'n_gpu_layers': -1, 'split_mode': 0, 'main_gpu': 1}, {'n_gpu_layers': 0}, {})

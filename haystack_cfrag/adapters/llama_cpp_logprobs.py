@@ -1,11 +1,5 @@
-"""LlamaCppChatGenerator that keeps llama.cpp's token log-probabilities and understands model specs.
-
-llama-cpp-haystack's generator drops `choice["logprobs"]`; φ_conf needs them. This thin
-subclass adds `meta["logprobs"]` (OpenAI shape: {"content": [{"token", "logprob"}, …]}), and
-resolves a `model` spec such as `embedded:qwen2.5-coder-1.5b-instruct` when the model loads
-(`warm_up`, or lazily on the first `run`), so a YAML file naming one runs through stock
-`Pipeline.loads` and Hayhooks; `to_dict` keeps the spec. Nothing else changes: it is a drop-in
-replacement in any pipeline or YAML file.
+"""LlamaCppChatGenerator that keeps llama.cpp's token log-probabilities (`meta["logprobs"]`, OpenAI's shape) and
+resolves a model spec when it loads (`to_dict` keeps the spec): a drop-in replacement.
 """
 
 from __future__ import annotations
@@ -29,10 +23,8 @@ def _evaluated(model: Any) -> list[int]:
 
 
 def note_cached_tokens(before: list[int], after: list[int], replies: list[Any]) -> None:
-    """Write into each reply's usage how many prompt tokens were reused from the previous evaluation.
-
-    llama-cpp-python reuses the longest common prefix of the new prompt and what the model held
-    (and evaluates at least the prompt's last token again).
+    """Write into each reply's usage how many prompt tokens were reused from the previous evaluation (the common
+    prefix, less the last token).
 
     >>> class R:
     ...     meta = {"usage": {"prompt_tokens": 4, "completion_tokens": 1}}
@@ -102,9 +94,7 @@ if llama_import.is_successful():
             tools: Any | None = None,
             streaming_callback: Any | None = None,
         ) -> dict[str, list[ChatMessage]]:
-            """`LlamaCppChatGenerator.run`, and each reply's `meta["usage"]["prompt_tokens_details"]["cached_tokens"]`:
-            the prompt's tokens llama.cpp did not evaluate again (the prefix it shared with the model's previous
-            evaluation; OpenAI's name for the same count)."""
+            """`LlamaCppChatGenerator.run`, each reply's cached prompt tokens in its usage (`note_cached_tokens`)."""
             if self._model is None:
                 self._load()
             before = _evaluated(self._model)

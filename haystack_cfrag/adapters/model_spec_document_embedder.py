@@ -1,8 +1,4 @@
-"""SentenceTransformersDocumentEmbedder that understands this package's model specs (see model_spec_text_embedder).
-
-Used where a YAML file embeds Documents with `model: embedded:all-MiniLM-L6-v2` (CausalRAG's
-node Documents in `pipelines/causal_rag_indexing.yml`).
-"""
+"""SentenceTransformersDocumentEmbedder that understands this package's model specs (see model_spec_text_embedder)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""SentenceTransformersTextEmbedder that understands this package's model specs.
-
-A YAML file that names `model: embedded:all-MiniLM-L6-v2` loads and runs through stock
-`Pipeline.loads` (and `hayhooks run --pipelines-dir`): the spec is resolved when the model
-loads (`warm_up`, or lazily on the first `run`), and `to_dict` keeps the spec, not a local
-path, so the serialised pipeline stays portable. Any other value is passed on unchanged
-(a hub id or a local folder), exactly as the parent class does.
+"""SentenceTransformersTextEmbedder that understands this package's model specs: resolved when the model loads,
+kept as the spec by `to_dict` (portable); any other value passed on unchanged.
 """
 
 from __future__ import annotations
@@ -17,10 +12,7 @@ from haystack.lazy_imports import LazyImport
 from haystack_cfrag.models import EMBEDDED_EMBEDDER, resolve_model
 
 def warm_up_with_spec(embedder: Any, parent: type) -> None:
-    """`parent.warm_up(embedder)` with `embedder.model` resolved from a spec for the load, and kept as the spec.
-
-    Shared by the text and document embedders of this package (once: a loaded backend is kept).
-    """
+    """`parent.warm_up(embedder)` with `embedder.model` resolved from a spec for the load, kept as the spec."""
     if embedder.embedding_backend is not None:
         return
     spec = embedder.model

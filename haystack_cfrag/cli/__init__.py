@@ -1,17 +1,5 @@
-"""The `cfrag` command, one module per concern.
-
-- `app`: the command group and the question commands (`ask`, `compare`);
-- `checks`: argument checks that run before any model loads (one-line errors);
-- `index`: `cfrag index`;
-- `bench`: `cfrag bench`;
-- `models`: `cfrag models requirements` and `cfrag models check`;
-- `evaluate`: `cfrag eval`;
-- `serve`: `cfrag serve` (Hayhooks with the fixed pipeline set, see docs/serving.md).
-
-`python -m haystack_cfrag.cli` is the same as `cfrag`. `main` is imported on first use with
-Ctrl-C held back until the imports are done (`haystack_cfrag.common.interrupts.held`): Ctrl-C
-then is "Interrupted." and exit 130, as it is later in a command (`app._Main.invoke`), never a
-traceback.
+"""The `cfrag` command, one module per concern (`app`: the group, `ask`, `compare`; `checks`, `index`, `bench`,
+`models`, `evaluate`, `gate`, `serve`). `main` is imported on first use with Ctrl-C held: "Interrupted.", exit 130.
 """
 
 import sys

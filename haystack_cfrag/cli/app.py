@@ -4,14 +4,9 @@
     cfrag ask QUESTION --json | --pipeline FILE | -N 2 -K 3 -M 3 --lambda 0.6
     cfrag compare QUESTION
 
-`index`, `bench`, `models`, `eval` and `serve` are in `cli/index.py`, `cli/bench.py`,
-`cli/models.py`, `cli/evaluate.py` and `cli/serve.py`, registered on `main` here.
-
-Models default to the embedded ones (no keys, no hub); `--llm`, `--embedder` and `--scorer`
-take any spec of `haystack_cfrag.models` (a GGUF path, openai:URL, a hub id or folder).
-
-Arguments are checked before any model loads (`haystack_cfrag.cli.checks`); every error is one
-line (`cfrag --debug …` shows the traceback), and a run that produced nothing exits with 1.
+Models default to the embedded ones; `--llm`, `--embedder`, `--scorer` take any spec of `haystack_cfrag.models`.
+Arguments are checked before any model loads; every error is one line (`--debug`: the traceback); a run that
+produced nothing exits with 1.
 """
 
 from __future__ import annotations
@@ -78,9 +73,8 @@ def _param_options(func: Any) -> Any:
 
 
 class _Main(click.Group):
-    """The `cfrag` group: every error is one line, redacted (`common.redaction`: no password), as is every log
-    line; `--debug` shows the traceback of an unexpected one; Ctrl-C anywhere in a command is "Interrupted."
-    and exit 130 (128 + SIGINT, as a shell reports it)."""
+    """The `cfrag` group: every error and log line one redacted line (`--debug`: an unexpected one's traceback);
+    Ctrl-C is "Interrupted." and exit 130."""
 
     def invoke(self, ctx: click.Context) -> Any:
         install_log_redaction("haystack_cfrag", "haystack")

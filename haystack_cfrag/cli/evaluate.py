@@ -1,11 +1,6 @@
-"""`cfrag eval`: the evaluation harness from the command line (see `haystack_cfrag.evaluation`).
-
-Every system and sweep value is checked before the first question runs, and the --out folder
-must be cfrag eval's: new, empty, holding its marker `.cfrag-eval.json`, or a run folder it
-wrote before markers existed (its `metadata.json`, or `records.jsonl` with nothing but its
-caches beside it). Anything else is refused with one line naming the folder and what it holds:
-`metadata.json` and `report.md` there are the user's, and cfrag eval never replaces them; so is a
-folder holding a link (a file it writes is never written through one).
+"""`cfrag eval`: the evaluation harness from the command line. Every system and sweep value is checked before the
+first question; --out must be cfrag eval's (new, empty, its marker, or a run folder it wrote), else refused in one
+line naming what it holds.
 """
 
 from __future__ import annotations
@@ -36,10 +31,7 @@ def _ints(text: str) -> list[int]:
 
 
 def _sweep_systems(sweeps: tuple[str, ...]) -> list[str]:
-    """`lambda=0,0.2` → ["cf_rag[lambda=0]", "cf_rag[lambda=0.2]"]; `cer:theta=0.5` → ["cer[theta=0.5]"].
-
-    Each value is checked against its parameter's table; an empty list or value is refused.
-    """
+    """`lambda=0,0.2` → ["cf_rag[lambda=0]", "cf_rag[lambda=0.2]"]; `cer:theta=0.5` → ["cer[theta=0.5]"] (checked)."""
     axes = sweep_axes()
     names = []
     for sweep in sweeps:

@@ -42,11 +42,8 @@ def read_gate_model(path: str | Path) -> dict[str, Any]:
 
 
 def with_gate_model(text: str, model: dict[str, Any]) -> str:
-    r"""A cascade file's text with its gate's `model` replaced and the gate's own `threshold` left out (the
-    model holds the operating point): every other character as it was, comments and anchors included.
-
-    The places come from PyYAML's nodes (their marks), not from lines: a round trip through a YAML library
-    (ruamel.yaml 0.19) dropped one comment of the shipped cascades and moved another.
+    r"""A cascade file's text with its gate's `model` replaced and its own `threshold` left out: every other
+    character as it was (placed by PyYAML's node marks; a ruamel round trip lost comments).
 
     >>> text = ("components:\n  gate:\n    init_parameters:\n      threshold: -0.2  # old\n"
     ...         "      model:  # fitted\n")

@@ -1,8 +1,5 @@
-"""A one-line status on stderr while a pipeline runs, so a long CPU run is not a silent terminal.
-
-`StatusLine` is the `progress` callback of `timing.timed_stages` / `Runtime.ask`: it rewrites one
-line of a terminal with the stage that is running and the seconds since the run began. It
-writes nothing when the stream is not a terminal (logs, pipes, `--json` consumers stay clean).
+"""A one-line status on stderr while a pipeline runs (`Runtime.ask`'s `progress`): the stage and the seconds,
+rewritten in place on a terminal; nothing on any other stream.
 
     >>> import io
     >>> status = StatusLine(io.StringIO())       # not a terminal: silent
