@@ -1,9 +1,5 @@
 """The tunable parameters of the baselines and controls: how many passages they read, and in what order.
 
-`standard_rag[top_k=6]` reads one passage more (CDF-RAG reads 6: the control that says whether its
-gain is the sixth passage); `hybrid_rag[top_k=6]` keeps 6 of the fused list; `order_rag[order=…]`
-picks the fixed order. The ranges live here, their one home.
-
     >>> STANDARD_PARAMETERS["top_k"].describe()
     'an integer in [1, 50]'
     >>> sorted(ORDER_PARAMETERS)

@@ -1,20 +1,10 @@
 """What a cascade is made of, declared once: standard RAG's nodes, the gate, a router and a joiner, the method's nodes.
 
-Every `*_auto.yml` is standard RAG exactly as `standard_rag.yml` has it (its retriever also returns the
-passages' embeddings, which a method may read), the gate (`GATE_NODE`, an `EscalationGate` with its fitted
-model), a `ConditionalRouter` (`ROUTER_NODE`: `escalated` or `answered`), the method's nodes exactly as its
-own file has them — a node whose name standard RAG already uses gets the cascade's prefix
-(`<prefix>_generator`) — and an `AnswerJoiner` (`JOINER_NODE`). Each cascade is declared in its family's entry
-(`family.Cascade`: the method's pipeline, the prefix, the nodes it shares with standard RAG, what its
-escalation sets: issue 61's cheaper escalations, measured in docs/cascade.md); `registry.cascades()` lists
-them, and those settings are the only differences. A shared method node (a query embedder or retriever the
-same as standard RAG's but for the embeddings the retriever returns) is standard RAG's own: the method reads
-what standard RAG retrieved. The files stay hand-written and commented; `composed` is what they must hold, and
-a unit test checks each shipped cascade against it.
-
-The gate's contract, what a family wires: the gate reads `generator.replies`, `retriever.documents` and
-`prompt_builder.prompt` (`GATE_INPUTS`), gives `escalate`, `answer`, `trace` (`GATE_OUTPUTS`), and the
-router reads `gate.escalate`. A cascade's trace calls the gate's reading `gate` everywhere (`GATE_KEY`).
+Every `*_auto.yml` is standard RAG as `standard_rag.yml` has it (its retriever returning embeddings), the gate
+(`GATE_NODE`), a `ConditionalRouter` (`ROUTER_NODE`), the method's nodes as its own file has them (a name
+standard RAG uses gets the cascade's prefix; a shared node is standard RAG's own) and an `AnswerJoiner`
+(`JOINER_NODE`). Each is declared in its family's `Cascade`; a test checks each shipped file against `composed`.
+The gate reads `GATE_INPUTS` and gives `GATE_OUTPUTS`; a trace calls its reading `GATE_KEY`.
 
     >>> composed({"g": {"type": "G"}, "retriever": {"type": "R", "init_parameters": {}}},
     ...          {"g": {"type": "M"}, "x": {"type": "X"}, "retriever": {"type": "R"}}, "m", shared=("retriever",))
@@ -38,9 +28,8 @@ ROUTES = ("escalated", "answered")
 
 def composed(standard: dict[str, Any], method: dict[str, Any], prefix: str, shared: tuple[str, ...] = (),
              settings: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The components a cascade must hold besides the gate, router and joiner (module doc): `settings` (its
-    `family.Cascade.escalation`) set on the method's nodes first; ValueError where a node declared shared
-    differs from standard RAG's."""
+    """The components a cascade must hold besides the gate, router and joiner, `settings` set on the method's
+    nodes; ValueError where a node declared shared differs from standard RAG's."""
     method = with_overrides({"components": method}, settings)["components"]
     out = copy.deepcopy(standard)
     retriever = out.get("retriever")

@@ -1,15 +1,9 @@
 """Fitting a gate on measured outcomes: a calibrated logistic model of "the method wins here" (scikit-learn).
 
-Each example is one question of one sample: the gate's reading of standard RAG's answer (`math.signals`,
-from a run that computed it) and what the always-on method did to that answer in an end-to-end run —
-"won" (the method right, standard RAG wrong), "lost" (the reverse) or "same". The model is fitted on
-standardised features (`features.FEATURES`), L2-regularised, classes balanced; it is cross-validated by
-sample (fit on the other samples, predict the held-out one). Its operating point, read off the held-out
-predictions: the least escalation that keeps every win (the smallest held-out P(win) of a win) where that
-escalates at most `max_rate` of the questions; otherwise, within that budget, the point with the most wins
-kept net of losses let through (ties: the less escalation); and where no point within the budget keeps
-more wins than it lets losses through, 1.0 — the gate cannot tell the method's wins apart, so the cascade
-answers as standard RAG (and says so in every trace).
+Each example is a question's gate reading and what the method did to standard RAG's answer ("won", "lost",
+"same"). The model is L2-regularised on standardised features, classes balanced, cross-validated by sample. Its
+operating point on the held-out predictions: the least escalation keeping every win within `max_rate`, else the
+most wins net of losses within it, else 1.0 (never: the cascade answers as standard RAG).
 
     >>> ex = [Example("a", str(i), "Who?", {"answer": "X", "support": s, "holding": h, "top_holds": t,
     ...                                      "passages": 5}, o)
@@ -34,14 +28,12 @@ from haystack_cfrag.cascade.model import MIN_SCALE, NEVER, GateModel, reaches
 
 OUTCOMES = ("won", "lost", "same")
 DEFAULT_FEATURES = tuple(f for f in FEATURES if not f.startswith("q_"))
-"""What a fit reads unless told otherwise: the reader's reading, the passages and the answer's form. The question's
-form overfits few wins: cross-validated on trap_dev, trap_tune and dev_a (CF-RAG, 4 wins in 114 questions), adding
-it escalated 20 % held out against 10 % without (question length alone took the largest weight; docs/cascade.md)."""
+"""What a fit reads unless told otherwise: the reader's reading, the passages and the answer's form (the
+question's form overfits few wins: docs/cascade.md)."""
 DEFAULT_MAX_RATE = 0.3
 """The escalation budget of the operating point (held out): a third of the questions at most."""
 DEFAULT_C = 3.0
-"""Inverse L2 strength, chosen by cross-validation on the tuning samples (CF-RAG: held-out escalation with every win
-kept 30 % at 0.1 and 0.3, 27 % at 1, 22 % at 3; docs/cascade.md)."""
+"""Inverse L2 strength, chosen by cross-validation on the tuning samples (docs/cascade.md)."""
 
 
 @dataclass(frozen=True)
@@ -173,8 +165,8 @@ def _sample_row(sample: str, examples: Sequence[Example], held: np.ndarray, thre
 
 
 def curve(examples: Sequence[Example], probabilities: Sequence[float]) -> list[dict[str, Any]]:
-    """Escalation against wins kept and losses avoided at every distinct operating point, with the two ends
-    a person compares it with: the perfect gate (escalates exactly the wins) and the always-on method.
+    """Escalation, wins kept and losses avoided at every distinct operating point, between the perfect gate and
+    the always-on method.
 
     >>> ex = [Example("s", str(i), "Q", {}, o) for i, o in enumerate(["won", "same", "lost", "same"])]
     >>> [(r["gate"], r["escalated"], r["wins_kept"], r["losses_avoided"]) for r in curve(ex, [0.9, 0.5, 0.2, 0.1])]

@@ -44,14 +44,11 @@ PROBABILITY_RANGE = (0.0, 1.0)
 MAX_WEIGHT = 1e3
 """A weight or intercept beyond this is refused: no fitted gate needs one, a typo or an attack would."""
 MIN_SCALE = 1e-3
-"""The smallest scale: a feature spread less than a thousandth of its unit carries no signal at the 6
-decimals a fit writes, and a tinier one turns the gate all-or-nothing (a scale of 1e-300 made every
-term ±1e300); `fit` scales such a feature by 1 instead."""
+"""The smallest scale (a tinier one turns the gate all-or-nothing); `fit` scales such a feature by 1 instead."""
 
 
 NEVER = 1.0
-"""The operating point that never escalates: a logistic P(win) can round to exactly 1.0 (held out, CER's did), so
-1.0 is a rule, not a comparison — what a fit writes where no point within its budget gains (`fit.operating_point`)."""
+"""The operating point that never escalates: a rule, not a comparison (a P(win) can round to 1.0)."""
 
 
 def reaches(probability: float, threshold: float) -> bool:

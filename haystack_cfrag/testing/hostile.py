@@ -1,12 +1,5 @@
-"""Hostile and careless requests to a served CF-RAG, with the answer each must get (issues #18, #23).
-
-Shared by the HTTP tests (`tests/integration/test_serving.py`, `test_hostile_requests_served.py`)
-and the load run (`benchmarks/load_test.py --hostile-share`), against `cfrag serve --mock --pipeline
-cf_rag --pipeline standard_rag --yaml cf_rag_fast`. Bodies are raw bytes: NaN, Infinity and deep
-nesting cannot be written by a JSON encoder, which is the point. `hostile_requests` are bodies
-sent with one JSON content type; `hostile_header_requests` need headers of their own (two
-Content-Type headers); `worst_case_cleaning` is the question that made normalisation stall
-the server (issue #23).
+"""Hostile and careless requests to a served CF-RAG (raw bytes: NaN, Infinity, deep nesting), with the answer each
+must get: for the HTTP tests and the load run (`benchmarks/load_test.py --hostile-share`).
 """
 
 from __future__ import annotations
@@ -50,10 +43,8 @@ LONE_SURROGATE = "\ud800"
 
 
 def worst_case_cleaning(marks: int = 30_000) -> bytes:
-    """A `/cf_rag/run` body whose question is one letter and `marks` U+0301 then `marks` U+0316
-    (combining marks of two classes in reverse order): NFKC sorts them in quadratic time. With
-    the default, 120 KB: before issue #23, /status waited 4.6 s while one was cleaned; 260,000
-    (just under the 1 MiB body limit) would have taken minutes."""
+    """A `/cf_rag/run` body whose question is one letter and `marks` U+0301 then `marks` U+0316: combining marks
+    NFKC sorts in quadratic time."""
     return json.dumps({"question": "a" + "\u0301" * marks + "\u0316" * marks}, ensure_ascii=False).encode()
 
 

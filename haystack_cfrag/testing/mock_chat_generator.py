@@ -31,19 +31,10 @@ class MockChatGenerator:
     """
     A chat generator that answers CF-RAG prompts deterministically, with optional failures and delay.
 
-    - A counterfactual prompt ("... counterfactual questions ...") gets valid JSON: variants of
-      the original question, each with a distinct answer hint.
-    - A draft, standard-RAG or other evidence prompt gets "Answer: <title of passage [1]>"
-      (its first words when it has no title), a rationale and "Key evidence: [1]".
-    - A synthesis prompt gets the first listed draft's answer.
-
-    `failure_rate` makes a share of calls raise `InjectedFailureError`: with `failure_mode="call"`
-    the n-th call of this instance fails iff a generator seeded with (seed, n) draws below the
-    rate (the same sequence on every run); with `failure_mode="prompt"` a prompt fails iff the
-    hash of (seed, prompt) does (the same prompt always fails or always succeeds).
-    `delay_s` sleeps before each reply (`asyncio.sleep` in `run_async`).
-    `support_backend()` gives the reader-support primitive (`haystack_cfrag.support`) a
-    deterministic stand-in: an answer word found in the prompt scores −0.5, any other −4.0.
+    A counterfactual prompt gets valid JSON (variants with distinct hints); an evidence prompt "Answer: <title of
+    passage [1]>" with a rationale; a synthesis prompt the first draft's answer. `failure_rate` makes a share of
+    calls raise `InjectedFailureError`, by (seed, call number) or (seed, prompt) hash; `delay_s` sleeps before
+    each reply; `support_backend()` gives a deterministic `MockSupportBackend`.
 
     ### Usage example
     ```python

@@ -97,13 +97,8 @@ def served(
     log: Path | None = None,
     env: dict[str, str] | None = None,
 ) -> Iterator[Server]:
-    """Run `cfrag serve ARGS` on 127.0.0.1 until every pipeline in `expect` is deployed; stop it on exit.
-
-    A `CFRAG_API_KEY` in `env` is sent with the readiness checks (and offered as `server.api_key`).
-
-    The server runs in its own process group, which is terminated (then killed) on exit, so no
-    hayhooks process outlives the block, even when the block raises.
-    """
+    """Run `cfrag serve ARGS` on 127.0.0.1 until every pipeline in `expect` is deployed (with `env`'s
+    `CFRAG_API_KEY`); its process group is terminated, then killed, on exit."""
     port = port or free_port()
     command = [sys.executable, "-m", "haystack_cfrag.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
     if mcp_port:
@@ -121,10 +116,7 @@ def stock_hayhooks(
     log: Path | None = None,
     env: dict[str, str] | None = None,
 ) -> Iterator[Server]:
-    """Run stock `hayhooks run --pipelines-dir DIR` (no code of ours in the server) until `expect` is deployed.
-
-    Deploy routes stay off (durable mode) and pipelines deploy one after the other.
-    """
+    """Run stock `hayhooks run --pipelines-dir DIR` (durable mode) until `expect` is deployed."""
     port = free_port()
     command = [str(Path(sys.executable).parent / "hayhooks"), "run", "--host", "127.0.0.1", "--port", str(port),
                "--pipelines-dir", str(pipelines_dir)]

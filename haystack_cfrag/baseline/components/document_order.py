@@ -1,16 +1,8 @@
 """`DocumentOrder`: the same documents in another fixed order — the order control.
 
-A method that re-ranks or merges passages changes which passages the reader sees *and* their
-order. This component changes only the order, so `order_rag` (standard RAG with it between the
-retriever and the prompt) measures how many answers change from order alone: the noise floor
-against which a re-ranking method's wins and losses are read (docs/results.md, "Controls").
-
-Orders (all deterministic, nothing dropped or added, the input list never changed):
-
-- ``reverse``: last first — the retriever's best passage read last;
-- ``lost_in_the_middle``: best at both ends, weakest in the middle (1, 3, 5, 4, 2), the order of
-  Haystack's `LostInTheMiddleRanker` by rank, without its word limit;
-- ``rotate``: the best passage moved to the end (2, 3, 4, 5, 1).
+It changes only the order, so `order_rag` measures how many answers change from order alone. Orders (nothing
+dropped, the input never changed): ``reverse``; ``lost_in_the_middle`` (1, 3, 5, 4, 2, as Haystack's ranker by
+rank); ``rotate`` (2, 3, 4, 5, 1).
 
     >>> from haystack import Document
     >>> docs = [Document(content=c) for c in "abcde"]
