@@ -280,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
 
     with contextlib.ExitStack() as stack:
         if args.serve:
-            from haystack_cfrag.testing.server import served  # noqa: PLC0415
+            sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's tests/ (the load helper)
+            from tests.server import served  # noqa: PLC0415
 
             pipelines = [args.pipeline]
             server = stack.enter_context(served(shlex.split(args.serve), expect=pipelines, timeout=900))

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from haystack_cfrag.testing.server import free_port
+from tests.server import free_port
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
 

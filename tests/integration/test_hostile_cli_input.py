@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from haystack_cfrag.testing.server import free_port
+from tests.server import free_port
 from tests.integration.test_cli_errors import QUESTION, cfrag
 
 ROOT = Path(__file__).resolve().parents[2]

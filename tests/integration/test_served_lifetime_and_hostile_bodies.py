@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from haystack_cfrag.serving.deploy import OWNER_FILE, remove_stale_run_folders
-from haystack_cfrag.testing.server import served
+from tests.server import served
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 
@@ -84,7 +84,7 @@ QUESTION = "Who is the lead actor in The Dark Knight?"
 @pytest.fixture(scope="module")
 def mock_server(tmp_path_factory):
     from haystack_cfrag.testing.hostile import SERVED_ARGS, SERVED_PIPELINES
-    from haystack_cfrag.testing.server import free_port
+    from tests.server import free_port
 
     args = [*SERVED_ARGS, "--deploy-dir", str(tmp_path_factory.mktemp("deploy") / "pipelines")]
     with served(args, expect=SERVED_PIPELINES, mcp_port=free_port()) as server:

@@ -3,7 +3,7 @@
 Most tests use the shipped MockChatGenerator (with the real embedder and the demo store), so they
 exercise Hayhooks, the wrapper, validation and the pipelines without paying for the LLM; one test
 serves cf_rag_fast with the real embedded models. Every server runs in its own process group
-and is stopped when its fixture ends (haystack_cfrag.testing.server.served).
+and is stopped when its fixture ends (tests.server.served).
 """
 
 import asyncio
@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from haystack_cfrag.testing.hostile import SERVED_ARGS, SERVED_PIPELINES, deploy_body, hostile_requests
-from haystack_cfrag.testing.server import free_port, served
+from tests.server import free_port, served
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from haystack_cfrag.testing.hostile import deploy_body
-from haystack_cfrag.testing.server import free_port, served
+from tests.server import free_port, served
 
 TOKEN = "test-token-0123456789"
 UI = "http://ui.example:8080"

@@ -15,7 +15,7 @@ import pytest
 
 from haystack_cfrag.registry import REGISTRY, served_pipelines
 from tests.families import foreign_parameter, own_value
-from haystack_cfrag.testing.server import served
+from tests.server import served
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from haystack_cfrag.registry import REGISTRY
-from haystack_cfrag.testing.server import stock_hayhooks
+from tests.server import stock_hayhooks
 
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 

@@ -12,7 +12,7 @@ import sqlite3
 import pytest
 
 from haystack_cfrag.causal_rag.stored_graph import graph_home
-from haystack_cfrag.testing.server import free_port
+from tests.server import free_port
 from tests.integration.test_cli_errors import QUESTION, cfrag
 from tests.unit.stores.hostile_stores import graph_store
 

@@ -9,7 +9,7 @@ from haystack_cfrag.adapters import factories
 from haystack_cfrag.cli import app, main
 from haystack_cfrag.cfrag.trace import format_trace
 from haystack_cfrag.common.parameters import clip, parse_integer, parse_value
-from haystack_cfrag.testing.server import free_port
+from tests.server import free_port
 
 
 def test_empty_question_is_refused():

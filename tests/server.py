@@ -1,7 +1,8 @@
-"""Start `cfrag serve` (or stock `hayhooks run`) as a child process, wait until it is ready, always stop it.
+"""Start `cfrag serve` (or stock `hayhooks run`) as a child process, wait until it is ready, always stop it
+(the HTTP tests' and `benchmarks/load_test.py`'s helper).
 
 ```python
-from haystack_cfrag.testing.server import served, stock_hayhooks
+from tests.server import served, stock_hayhooks
 with served(["--mock"], expect=["cf_rag"]) as server:
     print(server.url, server.rss())
 with stock_hayhooks("my_pipelines/", expect=["standard_rag"]) as server:
