@@ -202,12 +202,10 @@ def resolve_model(spec: str) -> str:
 
 # components that resolve a model spec themselves when their model loads; their `to_dict`
 # keeps the spec, so `resolve_embedded_models` leaves them as they are
-SELF_RESOLVING = (
-    "haystack_cfrag.adapters.llama_cpp_logprobs.LlamaCppLogprobsChatGenerator",
-    "haystack_cfrag.adapters.model_spec_text_embedder.ModelSpecTextEmbedder",
-    "haystack_cfrag.adapters.model_spec_document_embedder.ModelSpecDocumentEmbedder",
-    "haystack_cfrag.causal_rag.components.spacy_graph_extractor.SpacyGraphExtractor",
-)
+SELF_RESOLVING = ("haystack_cfrag.adapters.llama_cpp_logprobs.LlamaCppLogprobsChatGenerator",
+                  "haystack_cfrag.adapters.model_spec_text_embedder.ModelSpecTextEmbedder",
+                  "haystack_cfrag.adapters.model_spec_document_embedder.ModelSpecDocumentEmbedder",
+                  "haystack_cfrag.causal_rag.components.spacy_graph_extractor.SpacyGraphExtractor")
 
 
 def resolve_embedded_models(data: Any) -> Any:

@@ -12,13 +12,11 @@ from haystack_cfrag.common.lazy import lazy_exports
 __all__ = ["CausalGraphBuilder", "CausalGraphRetriever", "CausalSummarizer", "LLMGraphExtractor",
            "SpacyGraphExtractor"]
 
-_HOMES = {
-    "CausalGraphBuilder": "haystack_cfrag.causal_rag.components.causal_graph_builder",
-    "CausalGraphRetriever": "haystack_cfrag.causal_rag.components.causal_graph_retriever",
-    "CausalSummarizer": "haystack_cfrag.causal_rag.components.causal_summarizer",
-    "LLMGraphExtractor": "haystack_cfrag.causal_rag.components.llm_graph_extractor",
-    "SpacyGraphExtractor": "haystack_cfrag.causal_rag.components.spacy_graph_extractor",
-}
+_HOMES = {"CausalGraphBuilder": "haystack_cfrag.causal_rag.components.causal_graph_builder",
+          "CausalGraphRetriever": "haystack_cfrag.causal_rag.components.causal_graph_retriever",
+          "CausalSummarizer": "haystack_cfrag.causal_rag.components.causal_summarizer",
+          "LLMGraphExtractor": "haystack_cfrag.causal_rag.components.llm_graph_extractor",
+          "SpacyGraphExtractor": "haystack_cfrag.causal_rag.components.spacy_graph_extractor"}
 
 if TYPE_CHECKING:
     from haystack_cfrag.causal_rag.components.causal_graph_builder import CausalGraphBuilder

@@ -34,18 +34,8 @@ from haystack_cfrag.causal_rag.math.extraction import (
     per_extracted_passage,
 )
 
-COUNTED = (
-    "chunks",
-    "extracted",
-    "cached",
-    "parse_failures",
-    "failed_calls",
-    "llm_calls",
-    "extractor_calls",
-    "prompt_tokens",
-    "completion_tokens",
-    "rejected",
-)
+COUNTED = ("chunks", "extracted", "cached", "parse_failures", "failed_calls", "llm_calls", "extractor_calls",
+           "prompt_tokens", "completion_tokens", "rejected")
 ENGINES = ("local", "ray")
 
 
@@ -92,12 +82,8 @@ def extract_passages(
         **(builder_settings or {}),
     )  # `progress` says where it is
     name = extractor_name or (type(extractor).__name__ if extractor is not None else "llm")
-    total: dict[str, Any] = {key: 0 for key in COUNTED} | {
-        "cached_priced": 0,
-        "cached_seconds": 0.0,
-        "extractor": name,
-        "engine": engine,
-    }
+    total: dict[str, Any] = {key: 0 for key in COUNTED} | {"cached_priced": 0, "cached_seconds": 0.0,
+                                                           "extractor": name, "engine": engine}
     every = passages
     in_graph = _in_stored_graph(passages, store_spec) if store_spec is not None else set()
     passages = [d for d in passages if d.id not in in_graph]  # the graph already holds these: nothing to read

@@ -65,14 +65,5 @@ BUILDER_SETTINGS: dict[str, dict[str, Any]] = {"spacy": {"chunk_chars": 20_000, 
 """`CausalGraphBuilder` settings an extractor wants (a parser reads whole passages)."""
 
 
-__all__ = [
-    "BUILDER_SETTINGS",
-    "DEFAULT_EXTRACTOR",
-    "EXTRACTOR_NAMES",
-    "PARSE_ONLY",
-    "SCALE_OUT",
-    "GraphExtractor",
-    "check_extractor_name",
-    "make_extractor",
-    "result",
-]
+__all__ = ["BUILDER_SETTINGS", "DEFAULT_EXTRACTOR", "EXTRACTOR_NAMES", "PARSE_ONLY", "SCALE_OUT",
+           "GraphExtractor", "check_extractor_name", "make_extractor", "result"]

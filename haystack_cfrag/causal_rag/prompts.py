@@ -184,21 +184,8 @@ def render_network_data(nodes: Sequence[tuple[str, str]], edges: Sequence[Mappin
     return text
 
 
-__all__ = [
-    "CAUSAL_PATHS_FIELDS",
-    "CAUSAL_PATHS_PROMPT",
-    "CAUSAL_RAG_ANSWER_TEMPLATE",
-    "CAUSAL_SUMMARY_FIELDS",
-    "CAUSAL_SUMMARY_PROMPT",
-    "DEFAULT_RESPONSE_TYPE",
-    "EXTRACTION_FIELDS",
-    "EXTRACTION_PROMPT",
-    "ONE_CALL_SUMMARY_FIELDS",
-    "ONE_CALL_SUMMARY_PROMPT",
-    "SUMMARIZER_FIELDS",
-    "SUMMARIZER_PROMPTS",
-    "SUMMARY_FIRST_ANSWER_TEMPLATE",
-    "check_prompt_templates",
-    "check_template",
-    "render_network_data",
-]
+__all__ = ["CAUSAL_PATHS_FIELDS", "CAUSAL_PATHS_PROMPT", "CAUSAL_RAG_ANSWER_TEMPLATE",
+           "CAUSAL_SUMMARY_FIELDS", "CAUSAL_SUMMARY_PROMPT", "DEFAULT_RESPONSE_TYPE", "EXTRACTION_FIELDS",
+           "EXTRACTION_PROMPT", "ONE_CALL_SUMMARY_FIELDS", "ONE_CALL_SUMMARY_PROMPT", "SUMMARIZER_FIELDS",
+           "SUMMARIZER_PROMPTS", "SUMMARY_FIRST_ANSWER_TEMPLATE", "check_prompt_templates", "check_template",
+           "render_network_data"]

@@ -8,12 +8,10 @@ from __future__ import annotations
 from haystack_cfrag.common.lazy import lazy_exports
 
 # Imported on first use (PEP 562): importing `haystack_cfrag.cdf_rag.math` loads no Haystack.
-_HOMES = {
-    "CausalConsistencyChecker": "haystack_cfrag.cdf_rag.components.causal_consistency_checker",
-    "DualPathRetriever": "haystack_cfrag.cdf_rag.components.dual_path_retriever",
-    "HallucinationChecker": "haystack_cfrag.cdf_rag.components.hallucination_checker",
-    "QueryRefiner": "haystack_cfrag.cdf_rag.components.query_refiner",
-}
+_HOMES = {"CausalConsistencyChecker": "haystack_cfrag.cdf_rag.components.causal_consistency_checker",
+          "DualPathRetriever": "haystack_cfrag.cdf_rag.components.dual_path_retriever",
+          "HallucinationChecker": "haystack_cfrag.cdf_rag.components.hallucination_checker",
+          "QueryRefiner": "haystack_cfrag.cdf_rag.components.query_refiner"}
 
 __all__ = sorted(_HOMES)
 

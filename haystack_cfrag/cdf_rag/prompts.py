@@ -154,23 +154,7 @@ def render_claims(claims: Sequence[str]) -> str:
     return "\n".join(f"- {c}" for c in claims) if claims else "(none)"
 
 
-__all__ = [
-    "CHOOSE_PROMPT",
-    "DECOMPOSE_PROMPT",
-    "EXPAND_PROMPT",
-    "NO_EDGES_TEXT",
-    "PAPER_EXPAND_PROMPT",
-    "REFINEMENT_PROMPTS",
-    "REFINE_FIELDS",
-    "REFINEMENT_FIELDS",
-    "REGENERATE_FIELDS",
-    "REGENERATE_PROMPT",
-    "REANSWER_PROMPT",
-    "REWRITE_FIELDS",
-    "REWRITE_PROMPT",
-    "REWRITE_PROMPTS",
-    "SIMPLIFY_PROMPT",
-    "check_prompt_templates",
-    "render_claims",
-    "render_edges",
-]
+__all__ = ["CHOOSE_PROMPT", "DECOMPOSE_PROMPT", "EXPAND_PROMPT", "NO_EDGES_TEXT", "PAPER_EXPAND_PROMPT",
+           "REFINEMENT_PROMPTS", "REFINE_FIELDS", "REFINEMENT_FIELDS", "REGENERATE_FIELDS",
+           "REGENERATE_PROMPT", "REANSWER_PROMPT", "REWRITE_FIELDS", "REWRITE_PROMPT", "REWRITE_PROMPTS",
+           "SIMPLIFY_PROMPT", "check_prompt_templates", "render_claims", "render_edges"]

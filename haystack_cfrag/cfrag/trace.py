@@ -12,32 +12,11 @@ from haystack_cfrag.cfrag.math.algorithm import Decision, Scores
 from haystack_cfrag.common.text import clean_query
 from haystack_cfrag.cfrag.dataclasses import Draft
 
-__all__ = [
-    "ARBITRATION_KEYS",
-    "CounterfactualDetail",
-    "Decision",
-    "Degradation",
-    "DraftEntry",
-    "DuelEntry",
-    "DuelSupportEntry",
-    "EvidenceEntry",
-    "FailedDraftEntry",
-    "MarginRuleEntry",
-    "NoAnswerDecision",
-    "OverrideEntry",
-    "ReaderCausalEntry",
-    "Scores",
-    "Trace",
-    "TraceDecision",
-    "decision_lines",
-    "duel_readings",
-    "failed_draft_entry",
-    "failed_drafts",
-    "format_trace",
-    "make_trace",
-    "scored_drafts",
-    "why_no_answer",
-]
+__all__ = ["ARBITRATION_KEYS", "CounterfactualDetail", "Decision", "Degradation", "DraftEntry", "DuelEntry",
+           "DuelSupportEntry", "EvidenceEntry", "FailedDraftEntry", "MarginRuleEntry", "NoAnswerDecision",
+           "OverrideEntry", "ReaderCausalEntry", "Scores", "Trace", "TraceDecision", "decision_lines",
+           "duel_readings", "failed_draft_entry", "failed_drafts", "format_trace", "make_trace",
+           "scored_drafts", "why_no_answer"]
 
 NoAnswerDecision = Literal["no_evidence", "all_drafts_failed", "no_drafts"]
 """Why no draft was usable: nothing was retrieved, every draft failed, or none was given."""

@@ -16,9 +16,8 @@ True
 
 from __future__ import annotations
 
-EXPANDER, RETRIEVER, DEDUP, STRATIFIER, DRAFTER, RANKER, DUEL = (
-    "expander", "retriever", "dedup", "stratifier", "drafter", "ranker", "duel"
-)
+EXPANDER, RETRIEVER, DEDUP, STRATIFIER, DRAFTER, RANKER, DUEL = ("expander", "retriever", "dedup",
+                                                                 "stratifier", "drafter", "ranker", "duel")
 COMPONENTS = (EXPANDER, RETRIEVER, DEDUP, STRATIFIER, DRAFTER, RANKER, DUEL)
 """The components' names, in the order the data flows."""
 
@@ -66,15 +65,5 @@ QUERY_INPUTS = (f"{EXPANDER}.query", f"{STRATIFIER}.query", f"{DRAFTER}.query", 
 OUTPUTS = {"answer": f"{DUEL}.answer", "answers": f"{DUEL}.answers", "trace": f"{DUEL}.trace"}
 """The pipeline's outputs and the sockets they come from."""
 
-__all__ = [
-    "BASELINE_EDGE",
-    "CAUSAL_ORDER_EDGE",
-    "COMPONENTS",
-    "CONNECTIONS",
-    "DUEL",
-    "OUTPUTS",
-    "PAPER_CONNECTIONS",
-    "QUERY_INPUTS",
-    "Edge",
-    "cf_rag_connections",
-]
+__all__ = ["BASELINE_EDGE", "CAUSAL_ORDER_EDGE", "COMPONENTS", "CONNECTIONS", "DUEL", "OUTPUTS",
+           "PAPER_CONNECTIONS", "QUERY_INPUTS", "Edge", "cf_rag_connections"]

@@ -80,12 +80,8 @@ def llm_span(generator: Any, call: LLMCall | None, inputs: dict[str, Any]) -> It
     if call is None or not tracing.is_tracing_enabled():
         yield _Recorder(None, True)
         return
-    tags: dict[str, Any] = {
-        STAGE_TAG: call.stage,
-        CALLER_TAG: call.component,
-        NAME_TAG: call.generator_name,
-        TYPE_TAG: type(generator).__name__,
-    }
+    tags: dict[str, Any] = {STAGE_TAG: call.stage, CALLER_TAG: call.component, NAME_TAG: call.generator_name,
+                            TYPE_TAG: type(generator).__name__}
     if call.index is not None:
         tags[INDEX_TAG] = call.index
     model = model_name(generator)

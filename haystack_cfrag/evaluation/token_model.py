@@ -19,10 +19,7 @@ from haystack_cfrag.cascade.parameters import GATE_NODE
 
 READER = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 SMALL = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-RATES: dict[str, tuple[float, float]] = {
-    READER: (62.0, 13.7),
-    SMALL: (130.0, 25.3),
-}
+RATES: dict[str, tuple[float, float]] = {READER: (62.0, 13.7), SMALL: (130.0, 25.3)}
 """(prompt tokens/s, decoded tokens/s) per model on this project's 2-core machines. The reader's are issue 61's (its
 archived standard-RAG runs); the small model's are the reader's times the ratios `benchmarks/token_rates.py` measured
 between the two on one machine, 2026-11-29 (prompt 2.25× idle and 1.99× beside tests: 2.1×; generated tokens 1.85×;

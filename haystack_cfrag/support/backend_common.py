@@ -64,12 +64,5 @@ class SupportBackend(Protocol):
         """Score `answer` as the assistant's reply to `prompt`, after `reply_prefix` (not scored)."""
 
 
-__all__ = [
-    "COMPONENT",
-    "AnswerLogprobs",
-    "NoPromptLogprobsError",
-    "Prompt",
-    "SupportBackend",
-    "UnsupportedGeneratorError",
-    "chat_messages",
-]
+__all__ = ["COMPONENT", "AnswerLogprobs", "NoPromptLogprobsError", "Prompt", "SupportBackend",
+           "UnsupportedGeneratorError", "chat_messages"]

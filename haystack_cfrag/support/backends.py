@@ -69,16 +69,6 @@ def _resolve_key(secret: Any) -> str | None:
         return None
 
 
-__all__ = [
-    "CHATML_TEMPLATE",
-    "AnswerLogprobs",
-    "LlamaCppBackend",
-    "NoPromptLogprobsError",
-    "OpenAICompatibleBackend",
-    "Prompt",
-    "SupportBackend",
-    "TransformersBackend",
-    "UnsupportedGeneratorError",
-    "backend_for",
-    "chat_messages",
-]
+__all__ = ["CHATML_TEMPLATE", "AnswerLogprobs", "LlamaCppBackend", "NoPromptLogprobsError",
+           "OpenAICompatibleBackend", "Prompt", "SupportBackend", "TransformersBackend",
+           "UnsupportedGeneratorError", "backend_for", "chat_messages"]

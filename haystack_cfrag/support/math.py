@@ -208,18 +208,6 @@ def prefix_reuse(cached: Sequence[int], tokens: Sequence[int], keep_last: int = 
     return max(0, min(n, len(tokens) - keep_last))
 
 
-__all__ = [
-    "OPTION_LETTERS",
-    "answer_token_span",
-    "calibrate",
-    "counterfactual_margin",
-    "evidence_pmi",
-    "log_softmax",
-    "mean_logprob",
-    "offsets_from_text_offsets",
-    "option_orders",
-    "option_scores",
-    "prefix_reuse",
-    "shifted_token_logprobs",
-    "token_logprob",
-]
+__all__ = ["OPTION_LETTERS", "answer_token_span", "calibrate", "counterfactual_margin", "evidence_pmi",
+           "log_softmax", "mean_logprob", "offsets_from_text_offsets", "option_orders", "option_scores",
+           "prefix_reuse", "shifted_token_logprobs", "token_logprob"]

@@ -83,14 +83,8 @@ class OpenAICompatibleBackend:
         text = rendered + answer
         start = time.perf_counter()
         url = f"{self.api_base_url}/completions"
-        body = {
-            "model": self.model,
-            "prompt": text,
-            "max_tokens": 1,
-            "temperature": 0,
-            "echo": True,
-            "logprobs": 1,
-        }
+        body = {"model": self.model, "prompt": text, "max_tokens": 1, "temperature": 0, "echo": True,
+                "logprobs": 1}
         try:
             response = self._client.post(url, json=body)
         except Exception as exc:  # noqa: BLE001  (one line naming the server)

@@ -72,14 +72,9 @@ class SupportScores:
 
     def as_outputs(self) -> dict[str, Any]:
         """The component's output dict."""
-        return {
-            "support": self.support,
-            "counterfactual_support": self.counterfactual_support,
-            "margin": self.margin,
-            "erased_support": self.erased_support,
-            "pmi": self.pmi,
-            "trace": self.trace,
-        }
+        return {"support": self.support, "counterfactual_support": self.counterfactual_support,
+                "margin": self.margin, "erased_support": self.erased_support, "pmi": self.pmi,
+                "trace": self.trace}
 
 
 @component

@@ -210,13 +210,10 @@ def _counterfactual_reply(prompt: str) -> str:
     found = re.search(r"(?:Give|Write) (\d+) (?:counterfactual )?questions", prompt)
     n = int(found.group(1)) if found else 2
     question = _question(prompt).rstrip("?").strip()
-    variants = [
-        ("in the sequel released afterwards", "entity"),
-        ("ten years earlier before production", "temporal"),
-        ("in the original source novel", "scope"),
-        ("as a supporting cast member", "role"),
-        ("according to the newspaper critics", "categorical"),
-    ]
+    variants = [("in the sequel released afterwards", "entity"),
+                ("ten years earlier before production", "temporal"),
+                ("in the original source novel", "scope"), ("as a supporting cast member", "role"),
+                ("according to the newspaper critics", "categorical")]
     cfs = []
     for i in range(n):
         suffix, kind = variants[i % len(variants)]

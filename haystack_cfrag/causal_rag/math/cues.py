@@ -30,40 +30,19 @@ MAX_TRIPLES_PER_SENTENCE = 40
 """Relations kept from one sentence at most (a run-on list sentence could otherwise make hundreds)."""
 
 # causal verbs: lemma (+ the particle or preposition that must follow) -> the cause is the subject
-CAUSAL_VERBS: dict[str, tuple[str, ...]] = {
-    "cause": (),
-    "trigger": (),
-    "spark": (),
-    "provoke": (),
-    "induce": (),
-    "produce": (),
-    "lead": ("to",),
-    "result": ("in",),
-    "contribute": ("to",),
-    "bring": ("about",),
-}
+CAUSAL_VERBS: dict[str, tuple[str, ...]] = {"cause": (), "trigger": (), "spark": (), "provoke": (),
+                                            "induce": (), "produce": (), "lead": ("to",), "result": ("in",),
+                                            "contribute": ("to",), "bring": ("about",)}
 # reversed causal verbs: the subject is the effect, the prepositional object the cause
 REVERSED_VERBS: dict[str, tuple[str, ...]] = {"result": ("from",), "stem": ("from",), "arise": ("from",)}
 # prepositions whose object is the cause of the clause (or noun) they attach to
-CAUSE_PREPOSITIONS: tuple[tuple[str, ...], ...] = (
-    ("as", "a", "result", "of"),
-    ("as", "a", "consequence", "of"),
-    ("on", "account", "of"),
-    ("because", "of"),
-    ("due", "to"),
-    ("owing", "to"),
-    ("thanks", "to"),
-)
+CAUSE_PREPOSITIONS: tuple[tuple[str, ...], ...] = (("as", "a", "result", "of"),
+                                                   ("as", "a", "consequence", "of"), ("on", "account", "of"),
+                                                   ("because", "of"), ("due", "to"), ("owing", "to"),
+                                                   ("thanks", "to"))
 # discourse cues: the clause they open is the effect of the clause (or sentence) before
-EFFECT_CUES: tuple[tuple[str, ...], ...] = (
-    ("as", "a", "result"),
-    ("as", "a", "consequence"),
-    ("therefore",),
-    ("thus",),
-    ("hence",),
-    ("consequently",),
-    ("so",),
-)
+EFFECT_CUES: tuple[tuple[str, ...], ...] = (("as", "a", "result"), ("as", "a", "consequence"), ("therefore",),
+                                            ("thus",), ("hence",), ("consequently",), ("so",))
 
 
 @dataclass(frozen=True)
@@ -203,13 +182,5 @@ def extract_sentences(sentences: Sequence[Sentence], *, max_triples: int = 500) 
     return SentenceGraph(nodes=tuple(nodes.values()), triples=tuple(triples.values()))
 
 
-__all__ = [
-    "CAUSAL_RELATION",
-    "CAUSAL_VERBS",
-    "CAUSE_PREPOSITIONS",
-    "EFFECT_CUES",
-    "MAX_TRIPLES_PER_SENTENCE",
-    "REVERSED_VERBS",
-    "SentenceGraph",
-    "extract_sentences",
-]
+__all__ = ["CAUSAL_RELATION", "CAUSAL_VERBS", "CAUSE_PREPOSITIONS", "EFFECT_CUES", "MAX_TRIPLES_PER_SENTENCE",
+           "REVERSED_VERBS", "SentenceGraph", "extract_sentences"]

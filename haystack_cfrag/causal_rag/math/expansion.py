@@ -144,18 +144,6 @@ def rank_passages(graph: Graph, subgraph: Subgraph, limit: int) -> list[str]:
     return list(ranked)[:limit]
 
 
-__all__ = [
-    "DEFAULT_HOPS",
-    "DEFAULT_MAX_SUBGRAPH_EDGES",
-    "DEFAULT_TOP_K",
-    "MAX_HOPS",
-    "MAX_SUBGRAPH_EDGES",
-    "MAX_TOP_K",
-    "MIN_HOPS",
-    "MIN_TOP_K",
-    "Subgraph",
-    "check_hops",
-    "check_top_k",
-    "expand_hops",
-    "rank_passages",
-]
+__all__ = ["DEFAULT_HOPS", "DEFAULT_MAX_SUBGRAPH_EDGES", "DEFAULT_TOP_K", "MAX_HOPS", "MAX_SUBGRAPH_EDGES",
+           "MAX_TOP_K", "MIN_HOPS", "MIN_TOP_K", "Subgraph", "check_hops", "check_top_k", "expand_hops",
+           "rank_passages"]

@@ -363,24 +363,7 @@ def result(extractions: list[Extraction], meta: list[dict[str, Any]] | None = No
     return {"extractions": extractions, "meta": meta}
 
 
-__all__ = [
-    "CACHE_VERSION",
-    "DEFAULT_CHUNK_CHARS",
-    "DEFAULT_CHUNK_OVERLAP",
-    "DEFAULT_MAX_TRIPLES",
-    "MAX_CHUNK_CHARS",
-    "MAX_REPLY_CHARS",
-    "MAX_TRIPLES",
-    "MIN_CHUNK_CHARS",
-    "Extraction",
-    "cache_key",
-    "check_chunking",
-    "grounded",
-    "grounded_triples",
-    "check_max_triples",
-    "chunk_text",
-    "parse_extraction",
-    "passage_hash",
-    "per_extracted_passage",
-    "result",
-]
+__all__ = ["CACHE_VERSION", "DEFAULT_CHUNK_CHARS", "DEFAULT_CHUNK_OVERLAP", "DEFAULT_MAX_TRIPLES",
+           "MAX_CHUNK_CHARS", "MAX_REPLY_CHARS", "MAX_TRIPLES", "MIN_CHUNK_CHARS", "Extraction", "cache_key",
+           "check_chunking", "grounded", "grounded_triples", "check_max_triples", "chunk_text",
+           "parse_extraction", "passage_hash", "per_extracted_passage", "result"]

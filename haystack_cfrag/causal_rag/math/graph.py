@@ -227,13 +227,5 @@ class Graph:
         return [self._edges[k].frozen() for k in keys]
 
 
-__all__ = [
-    "DEFAULT_RELATION",
-    "MAX_EDGES",
-    "MAX_NODES",
-    "MAX_PASSAGES_PER_EDGE",
-    "MAX_PASSAGES_PER_NODE",
-    "Edge",
-    "Graph",
-    "Triple",
-]
+__all__ = ["DEFAULT_RELATION", "MAX_EDGES", "MAX_NODES", "MAX_PASSAGES_PER_EDGE", "MAX_PASSAGES_PER_NODE",
+           "Edge", "Graph", "Triple"]

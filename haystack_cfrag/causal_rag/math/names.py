@@ -94,17 +94,6 @@ def node_document_id(node_id: str) -> str:
     return f"cfrag_node_{digest[:40]}"
 
 
-__all__ = [
-    "MAX_NAME_CHARS",
-    "MAX_RELATION_CHARS",
-    "MAX_TYPE_CHARS",
-    "NODE_DOCUMENT_PREFIX",
-    "NODE_FLAG",
-    "clean_key",
-    "clean_name",
-    "clean_relation",
-    "clean_type",
-    "node_document_id",
-    "node_key",
-    "relation_key",
-]
+__all__ = ["MAX_NAME_CHARS", "MAX_RELATION_CHARS", "MAX_TYPE_CHARS", "NODE_DOCUMENT_PREFIX", "NODE_FLAG",
+           "clean_key", "clean_name", "clean_relation", "clean_type", "node_document_id", "node_key",
+           "relation_key"]

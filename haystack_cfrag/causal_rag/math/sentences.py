@@ -16,28 +16,8 @@ from haystack_cfrag.causal_rag.math.names import clean_name, node_key
 CONCEPT = "Concept"
 """The node type of a noun chunk that is not an entity."""
 _PRONOUN_TAGS = {"PRP", "PRP$", "WP", "WP$", "WDT", "EX"}
-_DROP_FIRST = {
-    "the",
-    "a",
-    "an",
-    "this",
-    "that",
-    "these",
-    "those",
-    "his",
-    "her",
-    "its",
-    "their",
-    "our",
-    "my",
-    "your",
-    "whose",
-    "which",
-    "some",
-    "any",
-    "every",
-    "each",
-}
+_DROP_FIRST = {"the", "a", "an", "this", "that", "these", "those", "his", "her", "its", "their", "our", "my",
+               "your", "whose", "which", "some", "any", "every", "each"}
 _SUBJECTS = {"nsubj", "nsubjpass", "csubj"}
 OBJECTS = {"dobj", "attr", "oprd", "dative", "acomp"}
 """The dependency labels of a verb's objects."""

@@ -213,18 +213,6 @@ def should_regenerate(s_causal: float | None, tau: float = TAU) -> bool:
     return s_causal is not None and s_causal < tau
 
 
-__all__ = [
-    "NEUTRAL",
-    "RESPECTED",
-    "TAU",
-    "VIOLATED",
-    "CausalCheck",
-    "CausalStatement",
-    "as_edge",
-    "causal_consistency",
-    "causal_statements",
-    "edge_verdict",
-    "names",
-    "question_statements",
-    "should_regenerate",
-]
+__all__ = ["NEUTRAL", "RESPECTED", "TAU", "VIOLATED", "CausalCheck", "CausalStatement", "as_edge",
+           "causal_consistency", "causal_statements", "edge_verdict", "names", "question_statements",
+           "should_regenerate"]

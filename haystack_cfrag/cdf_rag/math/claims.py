@@ -113,16 +113,5 @@ def should_rewrite(s_hall: float | None, delta: float = DELTA) -> bool:
     return s_hall is not None and s_hall > delta
 
 
-__all__ = [
-    "ANSWER_LABEL",
-    "DELTA",
-    "MAX_CLAIMS",
-    "REWRITE_MODES",
-    "SHORT_ANSWER_WORDS",
-    "SUPPORT_RANGE",
-    "SUPPORT_THRESHOLD",
-    "hallucination_score",
-    "should_rewrite",
-    "split_claims",
-    "supported_claims",
-]
+__all__ = ["ANSWER_LABEL", "DELTA", "MAX_CLAIMS", "REWRITE_MODES", "SHORT_ANSWER_WORDS", "SUPPORT_RANGE",
+           "SUPPORT_THRESHOLD", "hallucination_score", "should_rewrite", "split_claims", "supported_claims"]

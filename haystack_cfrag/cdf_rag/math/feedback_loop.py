@@ -68,13 +68,5 @@ def next_step(
     return action, replace(new, history=(*state.history, action))
 
 
-__all__ = [
-    "ACCEPT",
-    "MAX_REGENERATIONS",
-    "MAX_REWRITES",
-    "REGENERATE",
-    "REWRITE",
-    "STOP",
-    "LoopState",
-    "next_step",
-]
+__all__ = ["ACCEPT", "MAX_REGENERATIONS", "MAX_REWRITES", "REGENERATE", "REWRITE", "STOP", "LoopState",
+           "next_step"]

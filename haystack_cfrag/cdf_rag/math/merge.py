@@ -148,19 +148,5 @@ def select_edges(
     return EdgeSelection(tuple(chosen), mode, cited.count(False), unmatched, over)
 
 
-__all__ = [
-    "DENSE",
-    "GRAPH",
-    "INTERLEAVE",
-    "MERGE_MODES",
-    "PATHS",
-    "RRF",
-    "RRF_K",
-    "EdgeSelection",
-    "MergedItem",
-    "content_key",
-    "first_ranks",
-    "merge_ranked",
-    "rrf_score",
-    "select_edges",
-]
+__all__ = ["DENSE", "GRAPH", "INTERLEAVE", "MERGE_MODES", "PATHS", "RRF", "RRF_K", "EdgeSelection",
+           "MergedItem", "content_key", "first_ranks", "merge_ranked", "rrf_score", "select_edges"]

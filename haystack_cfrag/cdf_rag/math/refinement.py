@@ -332,23 +332,7 @@ def choose_action(
     return NONE, f"no rule applies ({words} words, {len(entities)} named entities)"
 
 
-__all__ = [
-    "ACTIONS",
-    "DECOMPOSE",
-    "EXPAND",
-    "FIXED_ACTIONS",
-    "MAX_REFINED_CHARS",
-    "MAX_SUB_QUERIES",
-    "MIN_SUB_QUERIES",
-    "NONE",
-    "REPEATS_EXAMPLE",
-    "SIMPLIFY",
-    "Refinement",
-    "choose_action",
-    "fallback",
-    "on_topic",
-    "parse_action",
-    "parse_refinement",
-    "question_entities",
-    "repeats_template",
-]
+__all__ = ["ACTIONS", "DECOMPOSE", "EXPAND", "FIXED_ACTIONS", "MAX_REFINED_CHARS", "MAX_SUB_QUERIES",
+           "MIN_SUB_QUERIES", "NONE", "REPEATS_EXAMPLE", "SIMPLIFY", "Refinement", "choose_action",
+           "fallback", "on_topic", "parse_action", "parse_refinement", "question_entities",
+           "repeats_template"]

@@ -206,18 +206,6 @@ def necessity(deletion_effects: Sequence[float]) -> list[float]:
     return [c / total for c in clipped]
 
 
-__all__ = [
-    "coverage",
-    "deletion_effect",
-    "fused_effect",
-    "key_tokens",
-    "length_penalty",
-    "necessity",
-    "pmi_probability",
-    "quality_score",
-    "raw_quality",
-    "replacement_effect",
-    "support_probability",
-    "temperature_calibration",
-    "utility",
-]
+__all__ = ["coverage", "deletion_effect", "fused_effect", "key_tokens", "length_penalty", "necessity",
+           "pmi_probability", "quality_score", "raw_quality", "replacement_effect", "support_probability",
+           "temperature_calibration", "utility"]

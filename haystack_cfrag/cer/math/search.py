@@ -388,19 +388,6 @@ def set_effects(
     )
 
 
-__all__ = [
-    "STOP_DELTA",
-    "STOP_K_MAX",
-    "STOP_POOL",
-    "STOP_ROUNDS",
-    "Bound",
-    "Effects",
-    "Gain",
-    "MemoisedQuality",
-    "Quality",
-    "SearchResult",
-    "Step",
-    "minimal_sufficient_set",
-    "set_effects",
-    "unmeasured_effects",
-]
+__all__ = ["STOP_DELTA", "STOP_K_MAX", "STOP_POOL", "STOP_ROUNDS", "Bound", "Effects", "Gain",
+           "MemoisedQuality", "Quality", "SearchResult", "Step", "minimal_sufficient_set", "set_effects",
+           "unmeasured_effects"]

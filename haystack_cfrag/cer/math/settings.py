@@ -34,14 +34,8 @@ K_MAX = 25
 ALPHA = 0.7
 """Weight α of the deletion effect against the replacement effect (Eq. 7)."""
 
-RANGES: dict[str, tuple[float, float]] = {
-    "theta": (0.0, 1.0),
-    "epsilon": (0.0, 0.5),
-    "mu": (0.0, 1.0),
-    "kappa": (0.0, 1.0),
-    "delta": (0.0, 0.5),
-    "alpha": (0.0, 1.0),
-}
+RANGES: dict[str, tuple[float, float]] = {"theta": (0.0, 1.0), "epsilon": (0.0, 0.5), "mu": (0.0, 1.0),
+                                          "kappa": (0.0, 1.0), "delta": (0.0, 0.5), "alpha": (0.0, 1.0)}
 """Closed ranges of the scalar parameters, but for those in `OPEN_BELOW`."""
 OPEN_BELOW = frozenset({"theta"})
 """The parameters whose range excludes its low end (θ = 0 would admit any set)."""
@@ -98,18 +92,5 @@ def check_weights(weights: Sequence[float]) -> None:
 DEFAULTS = CerSettings()
 """The paper's settings."""
 
-__all__ = [
-    "ALPHA",
-    "DEFAULTS",
-    "DELTA",
-    "EPSILON",
-    "KAPPA",
-    "K_MAX",
-    "MU",
-    "OPEN_BELOW",
-    "RANGES",
-    "THETA",
-    "WEIGHTS",
-    "CerSettings",
-    "check_weights",
-]
+__all__ = ["ALPHA", "DEFAULTS", "DELTA", "EPSILON", "KAPPA", "K_MAX", "MU", "OPEN_BELOW", "RANGES", "THETA",
+           "WEIGHTS", "CerSettings", "check_weights"]
