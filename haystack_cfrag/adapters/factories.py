@@ -20,9 +20,8 @@ def text_embedder(spec: str = EMBEDDED_EMBEDDER, device: str | None = None) -> A
         SentenceTransformersTextEmbedder,
     )
 
-    return SentenceTransformersTextEmbedder(
-        model=resolve_model(spec), normalize_embeddings=True, progress_bar=False, **_device(device)
-    )
+    return SentenceTransformersTextEmbedder(model=resolve_model(spec), normalize_embeddings=True,
+                                            progress_bar=False, **_device(device))
 
 
 def document_embedder(spec: str = EMBEDDED_EMBEDDER, device: str | None = None, progress_bar: bool = False) -> Any:
@@ -31,9 +30,8 @@ def document_embedder(spec: str = EMBEDDED_EMBEDDER, device: str | None = None, 
         SentenceTransformersDocumentEmbedder,
     )
 
-    return SentenceTransformersDocumentEmbedder(
-        model=resolve_model(spec), normalize_embeddings=True, progress_bar=progress_bar, **_device(device)
-    )
+    return SentenceTransformersDocumentEmbedder(model=resolve_model(spec), normalize_embeddings=True,
+                                                progress_bar=progress_bar, **_device(device))
 
 
 def scorer(spec: str, device: str | None = None) -> Any:

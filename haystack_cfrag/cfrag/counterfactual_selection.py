@@ -85,9 +85,8 @@ def select_counterfactuals(
     same_text = np.array([normalize_answer(c["question"]) == normalize_answer(query) for c in candidates])
     div = np.array([answer_divergence(hint, c["answer_hint"]) for c in candidates])
     dom = np.array([domain_similarity(query, c["question"]) for c in candidates])
-    valid = validate_counterfactuals(
-        sims, same_text, div, similarity_threshold=similarity_threshold, paraphrase_threshold=paraphrase_threshold
-    )
+    valid = validate_counterfactuals(sims, same_text, div, similarity_threshold=similarity_threshold,
+                                     paraphrase_threshold=paraphrase_threshold)
     info = info_scores(sims, div, dom, info_weights)
     chosen = distinct(select_top(info, valid, len(candidates)), embeddings[1:], same_as_earlier(candidates),
                       paraphrase_threshold)[:n]

@@ -131,48 +131,27 @@ def _trace(case: ArbitrationCase, arbitration: Arbitration, decision: TraceDecis
     entries: list[DraftEntry | FailedDraftEntry] = []
     for j, draft in enumerate(case.drafts):
         evidence = [
-            EvidenceEntry(
-                id=case.docs[i].id,
-                title=case.docs[i].meta.get("title"),
-                cluster=case.docs[i].meta.get("cfrag_cluster"),
-                relevance=float(rel[0, i]),
-                max_counterfactual_relevance=float(rel[1:, i].max()) if rel.shape[0] > 1 else None,
-                causal_margin=float(margins[i]) if margins is not None else None,
-                mention=float(mentions[j, i]),
-            )
+            EvidenceEntry(id=case.docs[i].id, title=case.docs[i].meta.get("title"),
+                          cluster=case.docs[i].meta.get("cfrag_cluster"), relevance=float(rel[0, i]),
+                          max_counterfactual_relevance=float(rel[1:, i].max()) if rel.shape[0] > 1 else None,
+                          causal_margin=float(margins[i]) if margins is not None else None,
+                          mention=float(mentions[j, i]))
             for i in dict.fromkeys(case.evidence[j])
         ]
         entries.append(
-            DraftEntry(
-                index=draft.index,
-                answer=draft.answer,
-                rationale=draft.rationale,
-                parsed_by=draft.parsed_by,
-                evidence_kind=case.evidence_kind[j],
-                seen=len(draft.documents),
-                evidence=evidence,
-                scores=arbitration.scores[j],
-                psi=arbitration.psi[j],
-                agreement=arbitration.agreements[j],
-            )
+            DraftEntry(index=draft.index, answer=draft.answer, rationale=draft.rationale,
+                       parsed_by=draft.parsed_by, evidence_kind=case.evidence_kind[j],
+                       seen=len(draft.documents), evidence=evidence, scores=arbitration.scores[j],
+                       psi=arbitration.psi[j], agreement=arbitration.agreements[j])
         )
     best = arbitration.best
-    return make_trace(
-        query=case.query,
-        counterfactuals=case.queries[1:],
-        counterfactual_details=case.details,
-        scorer=case.scorer_kind,
-        weights=arbitration.weights,
-        clusters=clusters,
-        drafts=entries + [failed_draft_entry(d) for d in case.failed],
-        ranking=[case.drafts[j].index for j in arbitration.order],
-        best_draft=case.drafts[best].index,
-        agreement=arbitration.agreements[best],
-        decision=decision,
-        override=_override_entry(case, arbitration.override),
-        answer=final,
-        degradations=degradations,
-    )
+    return make_trace(query=case.query, counterfactuals=case.queries[1:], counterfactual_details=case.details,
+                      scorer=case.scorer_kind, weights=arbitration.weights, clusters=clusters,
+                      drafts=entries + [failed_draft_entry(d) for d in case.failed],
+                      ranking=[case.drafts[j].index for j in arbitration.order],
+                      best_draft=case.drafts[best].index, agreement=arbitration.agreements[best],
+                      decision=decision, override=_override_entry(case, arbitration.override), answer=final,
+                      degradations=degradations)
 
 
 def _override_entry(case: ArbitrationCase, override: Override | None) -> OverrideEntry | None:

@@ -43,12 +43,8 @@ def prepare_query(query: Any, component: str, max_chars: int | None, *, required
             f"{component}: 'query' must be a non-empty string (it is empty or only white space/control characters)."
         )
     if max_chars is not None and len(text) > max_chars:
-        logger.warning(
-            "{component}: the query has {n} characters; truncated to max_query_chars={limit}",
-            component=component,
-            n=len(text),
-            limit=max_chars,
-        )
+        logger.warning("{component}: the query has {n} characters; truncated to max_query_chars={limit}",
+                       component=component, n=len(text), limit=max_chars)
         text = truncate_text(text, max_chars)
     return text
 

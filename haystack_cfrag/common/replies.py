@@ -15,10 +15,8 @@ from typing import Any
 from haystack_cfrag.common.text import truncate_text
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
-_LABEL = re.compile(
-    r"^\s*\**\s*(answer|final answer|rationale|key evidence|conflicts)\s*\**\s*[:：]\s*(.*)$",
-    re.IGNORECASE,
-)
+_LABEL = re.compile(r"^\s*\**\s*(answer|final answer|rationale|key evidence|conflicts)\s*\**\s*[:：]\s*(.*)$",
+                    re.IGNORECASE)
 
 
 def extract_json(text: str) -> Any | None:

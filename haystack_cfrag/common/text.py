@@ -103,9 +103,8 @@ def mention(answer: str, text: str) -> float:
 
 def mention_matrix(answers: list[str], texts: list[str]) -> np.ndarray:
     """M[j, i] = mention(answers[j], texts[i])."""
-    return np.array([[mention(a, t) for t in texts] for a in answers], dtype=float).reshape(
-        len(answers), len(texts)
-    )
+    return np.array([[mention(a, t) for t in texts] for a in answers], dtype=float).reshape(len(answers),
+                                                                                            len(texts))
 
 
 def keyword_distribution(text: str) -> np.ndarray:

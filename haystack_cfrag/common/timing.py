@@ -183,16 +183,11 @@ def _llm_record(tags: dict[str, Any], seconds: float) -> LLMCallRecord:
         value = tags.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-    return LLMCallRecord(
-        stage=str(tags.get(lt.STAGE_TAG, "")),
-        component=str(tags.get(lt.CALLER_TAG, "")),
-        index=number(lt.INDEX_TAG),
-        seconds=seconds,
-        prompt_tokens=number(lt.INPUT_TOKENS_TAG),
-        completion_tokens=number(lt.OUTPUT_TOKENS_TAG),
-        model=tags.get(lt.MODEL_TAG),
-        error=tags.get(lt.ERROR_TAG),
-    )
+    return LLMCallRecord(stage=str(tags.get(lt.STAGE_TAG, "")), component=str(tags.get(lt.CALLER_TAG, "")),
+                         index=number(lt.INDEX_TAG), seconds=seconds,
+                         prompt_tokens=number(lt.INPUT_TOKENS_TAG),
+                         completion_tokens=number(lt.OUTPUT_TOKENS_TAG), model=tags.get(lt.MODEL_TAG),
+                         error=tags.get(lt.ERROR_TAG))
 
 
 @contextlib.contextmanager

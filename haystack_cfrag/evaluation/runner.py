@@ -299,15 +299,13 @@ def _run_one(runtime: Runtime, cached: CachingChatGenerator | None, cond: Condit
     titles = [d.get("title") or "" for d in result.documents]
     kept = dict(pipeline.family.record(result.trace)) if result.trace else {}  # the family says what it keeps
     candidates = [{**c, "em": score(item, c["answer"], [])["em"]} for c in kept.pop("candidates", None) or []]
-    record.update(
-        answer=result.answer, error=None, seconds=result.seconds, stages=result.stages, llm=result.llm,
-        evidence=titles, cache_hits=cached.hits if cached else 0,
-        seconds_equivalent=result.seconds + (cached.hit_seconds if cached else 0.0),
-        timed_on=by_machine(result.seconds, cached.hit_seconds_by_machine if cached else None),
-        **kept, candidates=candidates, answer_normalized=normalize_answer(result.answer),
-        **({"gate": result.gate} if result.gate is not None else {}),
-        **score(item, result.answer, titles),
-    )
+    record.update(answer=result.answer, error=None, seconds=result.seconds, stages=result.stages,
+                  llm=result.llm, evidence=titles, cache_hits=cached.hits if cached else 0,
+                  seconds_equivalent=result.seconds + (cached.hit_seconds if cached else 0.0),
+                  timed_on=by_machine(result.seconds, cached.hit_seconds_by_machine if cached else None),
+                  **kept, candidates=candidates, answer_normalized=normalize_answer(result.answer),
+                  **{"gate": result.gate} if result.gate is not None else {},
+                  **score(item, result.answer, titles))
     return record
 
 

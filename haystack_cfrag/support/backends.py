@@ -46,13 +46,10 @@ def backend_for(generator: Any, *, chat_template: str | None = None, prefix_stat
                 f"{COMPONENT}: an {type(generator).__name__} without api_base_url talks to OpenAI's API, "
                 "which returns no prompt log-probabilities; point it at a vLLM server or use a local generator."
             )
-        return OpenAICompatibleBackend(
-            api_base_url=url,
-            model=generator.model,
-            api_key=_resolve_key(getattr(generator, "api_key", None)),
-            timeout=getattr(generator, "timeout", None) or 60.0,
-            chat_template=chat_template,
-        )
+        return OpenAICompatibleBackend(api_base_url=url, model=generator.model,
+                                       api_key=_resolve_key(getattr(generator, "api_key", None)),
+                                       timeout=getattr(generator, "timeout", None) or 60.0,
+                                       chat_template=chat_template)
     raise UnsupportedGeneratorError(
         f"{COMPONENT}: cannot read answer log-probabilities from a {type(generator).__name__}; use a "
         "LlamaCppChatGenerator, a HuggingFaceLocalChatGenerator/TransformersChatGenerator, or an "

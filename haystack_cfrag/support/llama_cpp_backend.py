@@ -78,9 +78,8 @@ class LlamaCppBackend:
         eos_id, bos_id = llm.token_eos(), llm.token_bos()
         eos = llm._model.token_get_text(eos_id) if eos_id != -1 else ""
         bos = llm._model.token_get_text(bos_id) if bos_id != -1 else ""
-        return Jinja2ChatFormatter(
-            template=template, eos_token=eos, bos_token=bos, add_generation_prompt=True
-        )
+        return Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos,
+                                   add_generation_prompt=True)
 
     def render(self, prompt: Prompt) -> str:
         """The chat prompt text of `prompt` (a user turn or messages) with the assistant turn opened."""
@@ -139,14 +138,10 @@ class LlamaCppBackend:
             for k, token in enumerate([prompt_ids[-1]] + answer_ids[:-1]):
                 llm.eval([token])  # one token at a time: the same arithmetic whatever was reused
                 reads.append(token_read(self._last_logits(llm), answer_ids[k]))
-        return AnswerLogprobs(
-            token_logprobs=tuple(r[0] for r in reads),
-            tokens_evaluated=len(ids) - 1 - reuse,
-            tokens_reused=reuse,
-            seconds=time.perf_counter() - start,
-            token_margins=tuple(r[1] for r in reads),
-            token_ranks=tuple(r[2] for r in reads),
-        )
+        return AnswerLogprobs(token_logprobs=tuple(r[0] for r in reads),
+                              tokens_evaluated=len(ids) - 1 - reuse, tokens_reused=reuse,
+                              seconds=time.perf_counter() - start, token_margins=tuple(r[1] for r in reads),
+                              token_ranks=tuple(r[2] for r in reads))
 
     def _keep(self, llm: Any, tokens: list[int]) -> None:
         """Copy the KV state of `tokens` (what the model holds now) for a later call to start from."""

@@ -95,12 +95,9 @@ class OpenAICompatibleBackend:
             )
         values = self._answer_values(response, text, len(rendered))
         usage = (response.json().get("usage") or {}).get("prompt_tokens")
-        return AnswerLogprobs(
-            token_logprobs=values,
-            tokens_evaluated=int(usage) if isinstance(usage, int) else 0,
-            tokens_reused=0,
-            seconds=time.perf_counter() - start,
-        )
+        return AnswerLogprobs(token_logprobs=values,
+                              tokens_evaluated=int(usage) if isinstance(usage, int) else 0, tokens_reused=0,
+                              seconds=time.perf_counter() - start)
 
     def _answer_values(self, response: Any, text: str, answer_start: int) -> tuple[float, ...]:
         choice = ((response.json() or {}).get("choices") or [{}])[0]
@@ -120,9 +117,8 @@ class OpenAICompatibleBackend:
                 "return them); use vLLM, or llama-cpp-python/transformers in process."
             )
         self.verified = True
-        i, j = answer_token_span(
-            offsets_from_text_offsets(offsets, len(choice["text"])), answer_start, len(text)
-        )
+        i, j = answer_token_span(offsets_from_text_offsets(offsets, len(choice["text"])), answer_start,
+                                 len(text))
         picked = values[i:j]
         if i == 0 or any(v is None for v in picked):
             raise NoPromptLogprobsError(

@@ -170,16 +170,11 @@ class ReaderSupportScorer(InjectedParts):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected generator."""
-        return default_to_dict(
-            self,
-            chat_generator=serialize_component(self.chat_generator),
-            erased_contrast=self.erased_contrast,
-            max_evidence_chars=self.max_evidence_chars,
-            max_query_chars=self.max_query_chars,
-            prompt_template=self.prompt_template,
-            chat_template=self.chat_template,
-            prefix_states=self.prefix_states,
-        )
+        return default_to_dict(self, chat_generator=serialize_component(self.chat_generator),
+                               erased_contrast=self.erased_contrast,
+                               max_evidence_chars=self.max_evidence_chars,
+                               max_query_chars=self.max_query_chars, prompt_template=self.prompt_template,
+                               chat_template=self.chat_template, prefix_states=self.prefix_states)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ReaderSupportScorer:
@@ -263,9 +258,8 @@ class ReaderSupportScorer(InjectedParts):
         query, answers, documents, cfs = self._check(query, answers, documents, counterfactual_queries)
         if not answers:
             empty = [] if erased else None
-            return SupportScores(
-                [], [], [], empty, list(empty) if empty is not None else None, self._trace([], 0.0)
-            )
+            return SupportScores([], [], [], empty, list(empty) if empty is not None else None,
+                                 self._trace([], 0.0))
         backend = self._ensure_backend()
         evidence = render_evidence(documents, self.max_evidence_chars)
         calls: list[dict[str, Any]] = []

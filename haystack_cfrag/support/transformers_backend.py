@@ -44,12 +44,8 @@ class TransformersBackend:
         """The chat prompt text of `prompt` (a user turn or messages) with the assistant turn opened."""
         self.warm_up()
         template = getattr(self.generator, "chat_template", None)
-        return self.tokenizer.apply_chat_template(
-            chat_messages(prompt),
-            tokenize=False,
-            add_generation_prompt=True,
-            chat_template=template,
-        )
+        return self.tokenizer.apply_chat_template(chat_messages(prompt), tokenize=False,
+                                                  add_generation_prompt=True, chat_template=template)
 
     def encode(self, prompt: Prompt, answer: str, reply_prefix: str = "") -> tuple[list[int], tuple[int, int]]:
         """(token ids of prompt + reply prefix + answer, the answer's token span)."""
@@ -75,12 +71,8 @@ class TransformersBackend:
         with torch.no_grad():
             logits = self.model(input_ids=torch.tensor([ids], device=device)).logits[0, :j]
         values = shifted_token_logprobs(logits.float().cpu().numpy(), ids[:j])[i - 1 : j - 1]
-        return AnswerLogprobs(
-            token_logprobs=tuple(float(v) for v in values),
-            tokens_evaluated=len(ids),
-            tokens_reused=0,
-            seconds=time.perf_counter() - start,
-        )
+        return AnswerLogprobs(token_logprobs=tuple(float(v) for v in values), tokens_evaluated=len(ids),
+                              tokens_reused=0, seconds=time.perf_counter() - start)
 
 
 __all__ = ["TransformersBackend"]

@@ -80,9 +80,8 @@ class MockChatGenerator:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise (the streaming callback is a run-time object and is not kept)."""
-        return default_to_dict(
-            self, failure_rate=self.failure_rate, delay_s=self.delay_s, seed=self.seed, failure_mode=self.failure_mode
-        )
+        return default_to_dict(self, failure_rate=self.failure_rate, delay_s=self.delay_s, seed=self.seed,
+                               failure_mode=self.failure_mode)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MockChatGenerator:

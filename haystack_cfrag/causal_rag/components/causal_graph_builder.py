@@ -160,27 +160,16 @@ class CausalGraphBuilder(AsksChatGenerator, InjectedParts):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected generator and embedder."""
-        return default_to_dict(
-            self,
-            chat_generator=serialize_component(self.chat_generator),
-            document_embedder=serialize_component(self.document_embedder),
-            extractor=serialize_component(self.extractor),
-            batch_size=self.batch_size,
-            chunk_chars=self.chunk_chars,
-            chunk_overlap=self.chunk_overlap,
-            max_triples=self.max_triples,
-            max_chunks_per_passage=self.max_chunks_per_passage,
-            cache_dir=self.cache_dir,
-            prompt_template=self.prompt_template,
-            generation_kwargs=self.generation_kwargs,
-            timeout_s=self.timeout_s,
-            raise_on_failure=self.raise_on_failure,
-            max_nodes=self.max_nodes,
-            max_edges=self.max_edges,
-            flat_meta=self.flat_meta,
-            grounded_only=self.grounded_only,
-            progress_bar=self.progress_bar,
-        )
+        return default_to_dict(self, chat_generator=serialize_component(self.chat_generator),
+                               document_embedder=serialize_component(self.document_embedder),
+                               extractor=serialize_component(self.extractor), batch_size=self.batch_size,
+                               chunk_chars=self.chunk_chars, chunk_overlap=self.chunk_overlap,
+                               max_triples=self.max_triples,
+                               max_chunks_per_passage=self.max_chunks_per_passage, cache_dir=self.cache_dir,
+                               prompt_template=self.prompt_template, generation_kwargs=self.generation_kwargs,
+                               timeout_s=self.timeout_s, raise_on_failure=self.raise_on_failure,
+                               max_nodes=self.max_nodes, max_edges=self.max_edges, flat_meta=self.flat_meta,
+                               grounded_only=self.grounded_only, progress_bar=self.progress_bar)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CausalGraphBuilder:

@@ -145,23 +145,15 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected generator."""
-        return default_to_dict(
-            self,
-            chat_generator=serialize_component(self.chat_generator),
-            summary_calls=self.summary_calls,
-            summary_max_tokens=self.summary_max_tokens,
-            response_type=self.response_type,
-            prompt_templates=self.prompt_templates,
-            max_graph_chars=self.max_graph_chars,
-            summary_max_edges=self.summary_max_edges,
-            max_report_chars=self.max_report_chars,
-            passages_in_prompt=self.passages_in_prompt,
-            max_passage_chars=self.max_passage_chars,
-            generation_kwargs=self.generation_kwargs,
-            timeout_s=self.timeout_s,
-            raise_on_failure=self.raise_on_failure,
-            max_query_chars=self.max_query_chars,
-        )
+        return default_to_dict(self, chat_generator=serialize_component(self.chat_generator),
+                               summary_calls=self.summary_calls, summary_max_tokens=self.summary_max_tokens,
+                               response_type=self.response_type, prompt_templates=self.prompt_templates,
+                               max_graph_chars=self.max_graph_chars, summary_max_edges=self.summary_max_edges,
+                               max_report_chars=self.max_report_chars,
+                               passages_in_prompt=self.passages_in_prompt,
+                               max_passage_chars=self.max_passage_chars,
+                               generation_kwargs=self.generation_kwargs, timeout_s=self.timeout_s,
+                               raise_on_failure=self.raise_on_failure, max_query_chars=self.max_query_chars)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CausalSummarizer:

@@ -133,16 +133,11 @@ class LLMGraphExtractor(AsksChatGenerator, InjectedParts):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected generators."""
-        return default_to_dict(
-            self,
-            chat_generator=serialize_component(self.chat_generator),
-            chat_generators=[serialize_component(g) for g in self.chat_generators],
-            max_triples=self.max_triples,
-            prompt_template=self.prompt_template,
-            constrained=self.constrained,
-            max_workers=self.max_workers,
-            timeout_s=self.timeout_s,
-        )
+        return default_to_dict(self, chat_generator=serialize_component(self.chat_generator),
+                               chat_generators=[serialize_component(g) for g in self.chat_generators],
+                               max_triples=self.max_triples, prompt_template=self.prompt_template,
+                               constrained=self.constrained, max_workers=self.max_workers,
+                               timeout_s=self.timeout_s)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LLMGraphExtractor:
@@ -217,9 +212,8 @@ class LLMGraphExtractor(AsksChatGenerator, InjectedParts):
         tokens_in, tokens_out = token_counts(
             [getattr(first, "meta", None) or {}] if first is not None else []
         )
-        extraction = parse_extraction(
-            reply_text if isinstance(reply_text, str) else None, max_triples=min(self.max_triples, 500)
-        )
+        extraction = parse_extraction(reply_text if isinstance(reply_text, str) else None,
+                                      max_triples=min(self.max_triples, 500))
         return extraction, {
             "prompt_tokens": tokens_in or 0,
             "completion_tokens": tokens_out or 0,

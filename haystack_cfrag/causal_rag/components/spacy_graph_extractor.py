@@ -104,15 +104,10 @@ class SpacyGraphExtractor(InjectedParts):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected validator."""
-        return default_to_dict(
-            self,
-            model=self.model,
-            batch_size=self.batch_size,
-            max_triples=self.max_triples,
-            causal_only=self.causal_only,
-            validator=serialize_component(self.validator),
-            min_probability=self.min_probability,
-        )
+        return default_to_dict(self, model=self.model, batch_size=self.batch_size,
+                               max_triples=self.max_triples, causal_only=self.causal_only,
+                               validator=serialize_component(self.validator),
+                               min_probability=self.min_probability)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SpacyGraphExtractor:
@@ -162,11 +157,9 @@ class SpacyGraphExtractor(InjectedParts):
         self.warm_up()
         extractions: list[Extraction] = []
         meta: list[dict[str, Any]] = []
-        for text, doc in zip(
-            texts,
-            self._nlp.pipe([t[:MAX_TEXT_CHARS] for t in texts], batch_size=self.batch_size),
-            strict=True,
-        ):
+        for text, doc in zip(texts,
+                             self._nlp.pipe([t[:MAX_TEXT_CHARS] for t in texts], batch_size=self.batch_size),
+                             strict=True):
             sentences = [_sentence(sent) for sent in doc.sents]
             found = extract_sentences(sentences, max_triples=self.max_triples)
             triples = list(found.causal if self.causal_only else found.triples)
@@ -197,11 +190,8 @@ class SpacyGraphExtractor(InjectedParts):
                 scored = self._backend.answer_logprobs(prompt, "Yes")
                 probability = math.exp(sum(scored.token_logprobs))
             except Exception as exc:  # noqa: BLE001  (a failed scoring keeps the edge, with a warning)
-                logger.warning(
-                    "{component}: validation failed, edge kept: {error}",
-                    component=COMPONENT,
-                    error=repr(exc)[:200],
-                )
+                logger.warning("{component}: validation failed, edge kept: {error}", component=COMPONENT,
+                               error=repr(exc)[:200])
                 kept.append(t)
                 continue
             if probability >= self.min_probability:

@@ -92,14 +92,8 @@ class CausalConsistencyChecker(ChecksAnswer):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected generator."""
-        return default_to_dict(
-            self,
-            chat_generator=serialize_component(self.chat_generator),
-            tau=self.tau,
-            use_question=self.use_question,
-            max_edges=self.max_edges,
-            **self._settings(),
-        )
+        return default_to_dict(self, chat_generator=serialize_component(self.chat_generator), tau=self.tau,
+                               use_question=self.use_question, max_edges=self.max_edges, **self._settings())
 
     # ------------------------------------------------------------------ run
     @component.output_types(**_OUTPUTS)

@@ -135,18 +135,11 @@ class HallucinationChecker(ChecksAnswer):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected scorer and generator."""
-        return default_to_dict(
-            self,
-            support_scorer=serialize_component(self.support_scorer),
-            chat_generator=serialize_component(self.chat_generator),
-            delta=self.delta,
-            support_threshold=self.support_threshold,
-            rewrite_mode=self.rewrite_mode,
-            max_claims=self.max_claims,
-            short_answer_words=self.short_answer_words,
-            **self._settings(),
-            answer_prefix=self.answer_prefix,
-        )
+        return default_to_dict(self, support_scorer=serialize_component(self.support_scorer),
+                               chat_generator=serialize_component(self.chat_generator), delta=self.delta,
+                               support_threshold=self.support_threshold, rewrite_mode=self.rewrite_mode,
+                               max_claims=self.max_claims, short_answer_words=self.short_answer_words,
+                               **self._settings(), answer_prefix=self.answer_prefix)
 
     # ------------------------------------------------------------------ run
     @component.output_types(**_OUTPUTS)

@@ -134,20 +134,13 @@ class QueryRefiner(AsksChatGenerator, InjectedParts):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected generator."""
-        return default_to_dict(
-            self,
-            chat_generator=serialize_component(self.chat_generator),
-            action=self.action,
-            max_sub_queries=self.max_sub_queries,
-            max_refined_chars=self.max_refined_chars,
-            rule_long_words=self.rule_long_words,
-            rule_short_words=self.rule_short_words,
-            generation_kwargs=self.generation_kwargs,
-            raise_on_failure=self.raise_on_failure,
-            timeout_s=self.timeout_s,
-            max_query_chars=self.max_query_chars,
-            prompt_templates=self.prompt_templates,
-        )
+        return default_to_dict(self, chat_generator=serialize_component(self.chat_generator),
+                               action=self.action, max_sub_queries=self.max_sub_queries,
+                               max_refined_chars=self.max_refined_chars, rule_long_words=self.rule_long_words,
+                               rule_short_words=self.rule_short_words,
+                               generation_kwargs=self.generation_kwargs,
+                               raise_on_failure=self.raise_on_failure, timeout_s=self.timeout_s,
+                               max_query_chars=self.max_query_chars, prompt_templates=self.prompt_templates)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> QueryRefiner:
@@ -205,9 +198,8 @@ class _Run:
         _check_action(self.requested)
         if refiner.chat_generator is None and self.requested != NONE:
             raise ValueError(f"{COMPONENT}: action {self.requested!r} needs a chat_generator (none was given).")
-        self.rule_action, self.rule_reason = choose_action(
-            self.query, long_words=refiner.rule_long_words, short_words=refiner.rule_short_words
-        )
+        self.rule_action, self.rule_reason = choose_action(self.query, long_words=refiner.rule_long_words,
+                                                           short_words=refiner.rule_short_words)
         self.replies: list[str] = []
         self.calls = 0
         self.reader_action: str | None = None
@@ -253,12 +245,8 @@ class _Run:
         return None
 
     def _fall_back(self, stage: str, reason: str, **details: Any) -> None:
-        logger.warning(
-            "{component}: the {stage} fell back to the original question ({reason})",
-            component=COMPONENT,
-            stage=stage,
-            reason=reason,
-        )
+        logger.warning("{component}: the {stage} fell back to the original question ({reason})",
+                       component=COMPONENT, stage=stage, reason=reason)
         self.degradations.append(degradation(stage, reason, action=self.action, **details))
         self.result = fallback(self.query, reason)
         self.action = NONE

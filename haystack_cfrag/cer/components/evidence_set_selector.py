@@ -151,9 +151,8 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
         :param raise_on_failure: raise when the draft or a scoring fails instead of degrading to the top passages.
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
         """
-        self.settings = CerSettings(
-            theta=theta, epsilon=epsilon, mu=mu, kappa=kappa, delta=delta, k_max=k_max, alpha=alpha, weights=weights
-        )
+        self.settings = CerSettings(theta=theta, epsilon=epsilon, mu=mu, kappa=kappa, delta=delta,
+                                    k_max=k_max, alpha=alpha, weights=weights)
         if not callable(getattr(support_scorer, "score", None)):
             raise ValueError(
                 f"'support_scorer' must have a score(query, answer, documents) method, got {support_scorer!r}."
@@ -188,33 +187,23 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected scorer and generator."""
-        return default_to_dict(
-            self,
-            support_scorer=serialize_component(self.support_scorer),
-            chat_generator=serialize_component(self.chat_generator),
-            **self.settings.init_parameters(),
-            draft_top_k=self.draft_top_k,
-            entailment=self.entailment,
-            pmi_scale=self.pmi_scale,
-            contradiction=self.contradiction,
-            replacement=self.replacement,
-            min_size=self.min_size,
-            prune_unnecessary=self.prune_unnecessary,
-            best_prefix=self.best_prefix,
-            skip_decided=self.skip_decided,
-            max_rounds=self.max_rounds,
-            raise_on_failure=self.raise_on_failure,
-            max_query_chars=self.max_query_chars,
-        )
+        return default_to_dict(self, support_scorer=serialize_component(self.support_scorer),
+                               chat_generator=serialize_component(self.chat_generator),
+                               **self.settings.init_parameters(), draft_top_k=self.draft_top_k,
+                               entailment=self.entailment, pmi_scale=self.pmi_scale,
+                               contradiction=self.contradiction, replacement=self.replacement,
+                               min_size=self.min_size, prune_unnecessary=self.prune_unnecessary,
+                               best_prefix=self.best_prefix, skip_decided=self.skip_decided,
+                               max_rounds=self.max_rounds, raise_on_failure=self.raise_on_failure,
+                               max_query_chars=self.max_query_chars)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvidenceSetSelector:
         """Deserialise, including the injected scorer and generator."""
         return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
 
-    @component.output_types(
-        documents=list[Document], answer=str, trace=dict[str, Any], degradations=list[dict[str, Any]]
-    )
+    @component.output_types(documents=list[Document], answer=str, trace=dict[str, Any],
+                            degradations=list[dict[str, Any]])
     def run(self, query: str, documents: list[Document], answer: str | None = None) -> dict[str, Any]:
         """
         :param query: the question.
@@ -233,9 +222,8 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
             return self._fallback(pool, "", degradations)
         return self._select(query, pool, answer, degradations)
 
-    @component.output_types(
-        documents=list[Document], answer=str, trace=dict[str, Any], degradations=list[dict[str, Any]]
-    )
+    @component.output_types(documents=list[Document], answer=str, trace=dict[str, Any],
+                            degradations=list[dict[str, Any]])
     async def run_async(
         self, query: str, documents: list[Document], answer: str | None = None
     ) -> dict[str, Any]:
@@ -284,11 +272,8 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
     def _draft_failed(self, reason: str, degradations: list[dict[str, Any]]) -> str:
         if self.raise_on_failure:  # a failed call has raised already (`ask`): this is an empty reply
             raise self.failure("answer draft", reason)
-        logger.warning(
-            "{component}: the answer draft failed ({reason}); keeping the top passages",
-            component=COMPONENT,
-            reason=reason,
-        )
+        logger.warning("{component}: the answer draft failed ({reason}); keeping the top passages",
+                       component=COMPONENT, reason=reason)
         degradations.append(
             degradation("cer_draft", f"the answer draft failed: {reason}; the top passages are kept")
         )
@@ -298,23 +283,18 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
         self, query: str, pool: list[Document], answer: str, degradations: list[dict[str, Any]]
     ) -> dict[str, Any]:
         started = time.monotonic()
-        scoring = SetScoring(
-            self.support_scorer, query, answer, pool, settings=self.settings, entailment=self.entailment,
-            pmi_scale=self.pmi_scale, contradiction=self.contradiction,
-        )
+        scoring = SetScoring(self.support_scorer, query, answer, pool, settings=self.settings,
+                             entailment=self.entailment, pmi_scale=self.pmi_scale,
+                             contradiction=self.contradiction)
         quality = MemoisedQuality(scoring.quality)
         try:
-            result = minimal_sufficient_set(
-                len(pool),
-                quality,
-                lengths=[len((d.content or "").split()) for d in pool],
-                settings=self.settings,
-                min_size=self.min_size,
-                prune_unnecessary=self.prune_unnecessary,
-                best_prefix=self.best_prefix,
-                bound=scoring.bound if self.skip_decided else None,
-                max_rounds=self.max_rounds,
-            )
+            result = minimal_sufficient_set(len(pool), quality,
+                                            lengths=[len((d.content or "").split()) for d in pool],
+                                            settings=self.settings, min_size=self.min_size,
+                                            prune_unnecessary=self.prune_unnecessary,
+                                            best_prefix=self.best_prefix,
+                                            bound=scoring.bound if self.skip_decided else None,
+                                            max_rounds=self.max_rounds)
             if result.unscored:  # the unscored set's effects would cost the scorings max_rounds saved
                 replacements, effects = {}, unmeasured_effects(result.kept)
             else:
@@ -325,28 +305,21 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
         except Exception as exc:
             if self.raise_on_failure:
                 raise RuntimeError(f"{COMPONENT}: support scoring failed: {exc}") from exc
-            logger.warning(
-                "{component}: support scoring failed ({error}); keeping the top passages",
-                component=COMPONENT,
-                error=repr(exc),
-            )
+            logger.warning("{component}: support scoring failed ({error}); keeping the top passages",
+                           component=COMPONENT, error=repr(exc))
             degradations.append(
                 degradation("cer_search", f"support scoring failed: {exc!r}; the top passages are kept")
             )
             return self._fallback(pool, answer, degradations, scorer_calls=scoring.calls)
         if not result.reached:
             degradations.append(
-                degradation(
-                    "cer_search",
-                    "the quality threshold θ was not reached; the set is returned anyway",
-                    quality=result.quality,
-                    theta=self.settings.theta,
-                )
+                degradation("cer_search",
+                            "the quality threshold θ was not reached; the set is returned anyway",
+                            quality=result.quality, theta=self.settings.theta)
             )
-        trace = selection_trace(
-            [d.id for d in pool], answer, result, effects, replacements,
-            quality_calls=scoring.sets, scorer_calls=scoring.calls, seconds=time.monotonic() - started,
-        )
+        trace = selection_trace([d.id for d in pool], answer, result, effects, replacements,
+                                quality_calls=scoring.sets, scorer_calls=scoring.calls,
+                                seconds=time.monotonic() - started)
         kept = [
             with_meta(pool[i], **{NECESSITY_KEY: nec, DELETION_KEY: dele, RANK_KEY: rank})
             for rank, (i, nec, dele) in enumerate(

@@ -169,27 +169,15 @@ def minimal_sufficient_set(
         rest = [d for d in range(n) if d not in chosen]
         last = steps[-1].utilities
         tail = tuple(sorted(rest, key=lambda d: (d not in last, -last.get(d, 0.0), d)))
-        return SearchResult(
-            kept=chosen + tail, forward=chosen, steps=tuple(steps), pruned=(), initial_quality=q(()),
-            quality=steps[-1].quality, reached=False, stop=stop, quality_calls=q.calls - calls_before,
-            theta=theta, unscored=tail,
-        )
+        return SearchResult(kept=chosen + tail, forward=chosen, steps=tuple(steps), pruned=(),
+                            initial_quality=q(()), quality=steps[-1].quality, reached=False, stop=stop,
+                            quality_calls=q.calls - calls_before, theta=theta, unscored=tail)
     start = _best_prefix(chosen, steps, theta, min_size) if best_prefix and stop != STOP_DELTA else chosen
     kept, pruned = _prune(start, scored, bound, settings, min_size=min_size, unnecessary=prune_unnecessary)
     final = q(kept)
-    return SearchResult(
-        kept=kept,
-        forward=chosen,
-        steps=tuple(steps),
-        pruned=tuple(pruned),
-        initial_quality=q(()),
-        quality=final,
-        reached=final >= theta,
-        stop=stop,
-        quality_calls=q.calls - calls_before,
-        theta=theta,
-        cut=chosen[len(start):],
-    )
+    return SearchResult(kept=kept, forward=chosen, steps=tuple(steps), pruned=tuple(pruned),
+                        initial_quality=q(()), quality=final, reached=final >= theta, stop=stop,
+                        quality_calls=q.calls - calls_before, theta=theta, cut=chosen[len(start):])
 
 
 class _Checked:
@@ -379,13 +367,8 @@ def set_effects(
         deletion.append(dele)
         replacement.append(rep)
         fused.append(dele if rep is None else fused_effect(dele, rep, alpha))
-    return Effects(
-        kept=kept,
-        deletion=tuple(deletion),
-        replacement=tuple(replacement),
-        fused=tuple(fused),
-        necessity=tuple(necessity(deletion)),
-    )
+    return Effects(kept=kept, deletion=tuple(deletion), replacement=tuple(replacement), fused=tuple(fused),
+                   necessity=tuple(necessity(deletion)))
 
 
 __all__ = ["STOP_DELTA", "STOP_K_MAX", "STOP_POOL", "STOP_ROUNDS", "Bound", "Effects", "Gain",

@@ -137,23 +137,15 @@ class CounterfactualQueryExpander(AsksChatGenerator, InjectedParts):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected components."""
-        return default_to_dict(
-            self,
-            chat_generator=serialize_component(self.chat_generator),
-            text_embedder=serialize_component(self.text_embedder),
-            n_counterfactuals=self.n_counterfactuals,
-            similarity_threshold=self.similarity_threshold,
-            paraphrase_threshold=self.paraphrase_threshold,
-            n_candidates=self.n_candidates,
-            info_weights=list(self.info_weights),
-            generation_kwargs=self.generation_kwargs,
-            raise_on_failure=self.raise_on_failure,
-            timeout_s=self.timeout_s,
-            max_query_chars=self.max_query_chars,
-            prompt_style=self.prompt_style,
-            prompt_template=self.prompt_template,
-            stop_after_lines=self.stop_after_lines,
-        )
+        return default_to_dict(self, chat_generator=serialize_component(self.chat_generator),
+                               text_embedder=serialize_component(self.text_embedder),
+                               n_counterfactuals=self.n_counterfactuals,
+                               similarity_threshold=self.similarity_threshold,
+                               paraphrase_threshold=self.paraphrase_threshold, n_candidates=self.n_candidates,
+                               info_weights=list(self.info_weights), generation_kwargs=self.generation_kwargs,
+                               raise_on_failure=self.raise_on_failure, timeout_s=self.timeout_s,
+                               max_query_chars=self.max_query_chars, prompt_style=self.prompt_style,
+                               prompt_template=self.prompt_template, stop_after_lines=self.stop_after_lines)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CounterfactualQueryExpander:
@@ -161,9 +153,8 @@ class CounterfactualQueryExpander(AsksChatGenerator, InjectedParts):
         return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
 
     # ------------------------------------------------------------------ run
-    @component.output_types(
-        queries=list[str], counterfactuals=list[dict[str, Any]], degradations=list[dict[str, Any]]
-    )
+    @component.output_types(queries=list[str], counterfactuals=list[dict[str, Any]],
+                            degradations=list[dict[str, Any]])
     def run(self, query: str, n_counterfactuals: int | None = None) -> dict[str, Any]:
         """
         :param query: the user's question.
@@ -182,9 +173,8 @@ class CounterfactualQueryExpander(AsksChatGenerator, InjectedParts):
         emb = embed_texts(self.text_embedder, texts) if self.text_embedder and candidates else None
         return self._select(query, hint, candidates, emb, n)
 
-    @component.output_types(
-        queries=list[str], counterfactuals=list[dict[str, Any]], degradations=list[dict[str, Any]]
-    )
+    @component.output_types(queries=list[str], counterfactuals=list[dict[str, Any]],
+                            degradations=list[dict[str, Any]])
     async def run_async(self, query: str, n_counterfactuals: int | None = None) -> dict[str, Any]:
         """Async twin of `run`, with the same sockets."""
         query, n = self._n(query, n_counterfactuals)

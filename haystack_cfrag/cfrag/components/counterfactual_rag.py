@@ -220,32 +220,20 @@ class CounterfactualRAG:
         )
         pipe.add_component(
             STRATIFIER,
-            SpectralStratifier(
-                n_clusters=self.n_clusters,
-                n_subsets=self.n_subsets,
-                sampling_ratio=self.sampling_ratio,
-                anchors=self.anchors,
-                random_state=self.random_state,
-                pool=self.pool,
-                selection=self.selection,
-                order=self.order,
-                text_embedder=self.text_embedder,
-                document_embedder=self.document_embedder,
-                max_query_chars=self.max_query_chars,
-            ),
+            SpectralStratifier(n_clusters=self.n_clusters, n_subsets=self.n_subsets,
+                               sampling_ratio=self.sampling_ratio, anchors=self.anchors,
+                               random_state=self.random_state, pool=self.pool, selection=self.selection,
+                               order=self.order, text_embedder=self.text_embedder,
+                               document_embedder=self.document_embedder,
+                               max_query_chars=self.max_query_chars),
         )
         pipe.add_component(
             DRAFTER,
-            ParallelDraftGenerator(
-                chat_generator=self.chat_generator,
-                max_workers=self.max_workers,
-                timeout_s=self.timeout_s,
-                time_budget_s=self.time_budget_s,
-                max_query_chars=self.max_query_chars,
-                raise_on_failure=self.raise_on_failure,
-                prompt=self.draft_prompt,
-                prompt_template=self.draft_prompt_template,
-            ),
+            ParallelDraftGenerator(chat_generator=self.chat_generator, max_workers=self.max_workers,
+                                   timeout_s=self.timeout_s, time_budget_s=self.time_budget_s,
+                                   max_query_chars=self.max_query_chars,
+                                   raise_on_failure=self.raise_on_failure, prompt=self.draft_prompt,
+                                   prompt_template=self.draft_prompt_template),
         )
         pipe.add_component(
             RANKER,
@@ -263,22 +251,15 @@ class CounterfactualRAG:
         )
         pipe.add_component(
             DUEL,
-            ArbitrationDuel(
-                chat_generator=self.synthesizer or self.chat_generator,
-                enabled=self.duel and self.baseline,
-                confirm=self.duel_confirm,
-                prompt_template=self.duel_prompt_template,
-            ),
+            ArbitrationDuel(chat_generator=self.synthesizer or self.chat_generator,
+                            enabled=self.duel and self.baseline, confirm=self.duel_confirm,
+                            prompt_template=self.duel_prompt_template),
         )
         if self.retriever is not None:
             pipe.add_component(
                 RETRIEVER,
-                MultiQueryRetriever(
-                    retriever=self.retriever,
-                    query_embedder=self.text_embedder,
-                    top_k=self.top_k,
-                    max_workers=self.max_workers,
-                ),
+                MultiQueryRetriever(retriever=self.retriever, query_embedder=self.text_embedder,
+                                    top_k=self.top_k, max_workers=self.max_workers),
             )
         for sender, receiver in self._connections():
             pipe.connect(sender, receiver)
@@ -319,42 +300,25 @@ class CounterfactualRAG:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise with the injected components, like any Haystack component."""
-        return default_to_dict(
-            self,
-            **{key: serialize_component(getattr(self, key)) for key in _INJECTED},
-            n_counterfactuals=self.n_counterfactuals,
-            similarity_threshold=self.similarity_threshold,
-            top_k=self.top_k,
-            dedup_threshold=self.dedup_threshold,
-            n_clusters=self.n_clusters,
-            n_subsets=self.n_subsets,
-            sampling_ratio=self.sampling_ratio,
-            anchors=self.anchors,
-            causal_weight=self.causal_weight,
-            agreement_threshold=self.agreement_threshold,
-            max_workers=self.max_workers,
-            random_state=self.random_state,
-            timeout_s=self.timeout_s,
-            time_budget_s=self.time_budget_s,
-            max_query_chars=self.max_query_chars,
-            raise_on_failure=self.raise_on_failure,
-            baseline=self.baseline,
-            override_margin=self.override_margin,
-            prompt_style=self.prompt_style,
-            paraphrase_threshold=self.paraphrase_threshold,
-            pool=self.pool,
-            selection=self.selection,
-            order=self.order,
-            draft_prompt=self.draft_prompt,
-            evidence=self.evidence,
-            duel=self.duel,
-            duel_confirm=self.duel_confirm,
-            stop_after_lines=self.stop_after_lines,
-            counterfactual_prompt_template=self.counterfactual_prompt_template,
-            draft_prompt_template=self.draft_prompt_template,
-            synthesis_prompt_template=self.synthesis_prompt_template,
-            duel_prompt_template=self.duel_prompt_template,
-        )
+        return default_to_dict(self, **{key: serialize_component(getattr(self, key)) for key in _INJECTED},
+                               n_counterfactuals=self.n_counterfactuals,
+                               similarity_threshold=self.similarity_threshold, top_k=self.top_k,
+                               dedup_threshold=self.dedup_threshold, n_clusters=self.n_clusters,
+                               n_subsets=self.n_subsets, sampling_ratio=self.sampling_ratio,
+                               anchors=self.anchors, causal_weight=self.causal_weight,
+                               agreement_threshold=self.agreement_threshold, max_workers=self.max_workers,
+                               random_state=self.random_state, timeout_s=self.timeout_s,
+                               time_budget_s=self.time_budget_s, max_query_chars=self.max_query_chars,
+                               raise_on_failure=self.raise_on_failure, baseline=self.baseline,
+                               override_margin=self.override_margin, prompt_style=self.prompt_style,
+                               paraphrase_threshold=self.paraphrase_threshold, pool=self.pool,
+                               selection=self.selection, order=self.order, draft_prompt=self.draft_prompt,
+                               evidence=self.evidence, duel=self.duel, duel_confirm=self.duel_confirm,
+                               stop_after_lines=self.stop_after_lines,
+                               counterfactual_prompt_template=self.counterfactual_prompt_template,
+                               draft_prompt_template=self.draft_prompt_template,
+                               synthesis_prompt_template=self.synthesis_prompt_template,
+                               duel_prompt_template=self.duel_prompt_template)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CounterfactualRAG:

@@ -83,15 +83,10 @@ class EmbeddingDeduplicator(InjectedParts):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected components."""
-        return default_to_dict(
-            self,
-            document_embedder=serialize_component(self.document_embedder),
-            text_embedder=serialize_component(self.text_embedder),
-            threshold=self.threshold,
-            quality_threshold=self.quality_threshold,
-            min_words=self.min_words,
-            relevance_threshold=self.relevance_threshold,
-        )
+        return default_to_dict(self, document_embedder=serialize_component(self.document_embedder),
+                               text_embedder=serialize_component(self.text_embedder),
+                               threshold=self.threshold, quality_threshold=self.quality_threshold,
+                               min_words=self.min_words, relevance_threshold=self.relevance_threshold)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EmbeddingDeduplicator:

@@ -78,13 +78,9 @@ class MultiQueryRetriever(InjectedParts):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected components (the retriever carries its store)."""
-        return default_to_dict(
-            self,
-            retriever=serialize_component(self.retriever),
-            query_embedder=serialize_component(self.query_embedder),
-            top_k=self.top_k,
-            max_workers=self.max_workers,
-        )
+        return default_to_dict(self, retriever=serialize_component(self.retriever),
+                               query_embedder=serialize_component(self.query_embedder), top_k=self.top_k,
+                               max_workers=self.max_workers)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MultiQueryRetriever:

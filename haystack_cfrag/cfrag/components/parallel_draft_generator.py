@@ -110,19 +110,12 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected generator."""
-        return default_to_dict(
-            self,
-            chat_generator=serialize_component(self.chat_generator),
-            max_workers=self.max_workers,
-            generation_kwargs=self.generation_kwargs,
-            max_evidence_chars=self.max_evidence_chars,
-            raise_on_failure=self.raise_on_failure,
-            timeout_s=self.timeout_s,
-            time_budget_s=self.time_budget_s,
-            max_query_chars=self.max_query_chars,
-            prompt=self.prompt,
-            prompt_template=self.prompt_template,
-        )
+        return default_to_dict(self, chat_generator=serialize_component(self.chat_generator),
+                               max_workers=self.max_workers, generation_kwargs=self.generation_kwargs,
+                               max_evidence_chars=self.max_evidence_chars,
+                               raise_on_failure=self.raise_on_failure, timeout_s=self.timeout_s,
+                               time_budget_s=self.time_budget_s, max_query_chars=self.max_query_chars,
+                               prompt=self.prompt, prompt_template=self.prompt_template)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ParallelDraftGenerator:
@@ -278,19 +271,10 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
             if self.raise_on_failure:
                 raise RuntimeError(f"ParallelDraftGenerator: draft {index} got an empty reply.")
             logger.warning("ParallelDraftGenerator: draft {index} got an empty reply", index=index)
-        return Draft(
-            index=index,
-            answer=parsed["answer"],
-            rationale=parsed["rationale"],
-            documents=docs,
-            key_evidence=parsed["key_evidence"],
-            conflicts=parsed["conflicts"],
-            reply=text,
-            token_logprobs=token_logprobs(meta),
-            parsed_by=parsed["parsed_by"],
-            error=error,
-            meta={k: v for k, v in meta.items() if k in ("model", "usage", "finish_reason")},
-        )
+        return Draft(index=index, answer=parsed["answer"], rationale=parsed["rationale"], documents=docs,
+                     key_evidence=parsed["key_evidence"], conflicts=parsed["conflicts"], reply=text,
+                     token_logprobs=token_logprobs(meta), parsed_by=parsed["parsed_by"], error=error,
+                     meta={k: v for k, v in meta.items() if k in ("model", "usage", "finish_reason")})
 
     @staticmethod
     def _report(drafts: list[Draft]) -> list[Draft]:
