@@ -2,8 +2,7 @@
 
 Specs: ``embedded:all-MiniLM-L6-v2``, ``embedded:qwen2.5-coder-1.5b-instruct`` and ``…-0.5b-instruct`` (GGUFs
 assembled from pinned, sha256-checked wheels), a ``.gguf`` path, ``openai:URL[#model]`` (any OpenAI-compatible
-server), ``hf:<hub id or folder>`` (transformers), else a sentence-transformers hub id or path.
-"""
+server), ``hf:<hub id or folder>`` (transformers), else a sentence-transformers hub id or path."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """LlamaCppChatGenerator that keeps llama.cpp's token log-probabilities (`meta["logprobs"]`, OpenAI's shape) and
-resolves a model spec when it loads (`to_dict` keeps the spec): a drop-in replacement.
-"""
+resolves a model spec when it loads (`to_dict` keeps the spec): a drop-in replacement."""
 
 from __future__ import annotations
 

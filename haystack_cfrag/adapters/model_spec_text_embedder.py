@@ -1,6 +1,5 @@
 """SentenceTransformersTextEmbedder that understands this package's model specs: resolved when the model loads,
-kept as the spec by `to_dict` (portable); any other value passed on unchanged.
-"""
+kept as the spec by `to_dict` (portable); any other value passed on unchanged."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 `CausalGraphBuilder` extracts the graph at index time; `CausalGraphRetriever` takes the k nodes nearest the
 query, expands s hops and fetches the source passages; `CausalSummarizer` writes the causal summary for the
-answer prompt. `causal_rag.math` holds the pure parts; components are imported on first use.
-"""
+answer prompt. `causal_rag.math` holds the pure parts; components are imported on first use."""
 
 from typing import TYPE_CHECKING
 

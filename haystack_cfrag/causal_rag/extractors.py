@@ -3,8 +3,7 @@
 An extractor has `run(texts) -> {"extractions": [Extraction], "meta": [dict]}` (one per text; a meta may say
 `prompt_tokens`, `completion_tokens`, `rejected`), `fingerprint()` (part of every extraction-cache key) and an
 optional `warm_up()`. By name: `spacy` (default, `SpacyGraphExtractor`: parsing only), `llm` (the builder's
-chat-generator recipe) and `llm-json` (`LLMGraphExtractor`: the same prompt, JSON-schema constrained).
-"""
+chat-generator recipe) and `llm-json` (`LLMGraphExtractor`: the same prompt, JSON-schema constrained)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 The package creates it with a marker file (`MARKER`); a link, or a folder without the marker (the user's), is
 refused in one line before anything is written (an older graph folder holding a valid graph file is marked).
-Reading only refuses a link or a non-folder (`check_folder`).
-"""
+Reading only refuses a link or a non-folder (`check_folder`)."""
 
 from __future__ import annotations
 

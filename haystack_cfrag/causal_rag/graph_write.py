@@ -3,8 +3,7 @@
 `write_graph` is the one writer (under the store's lock) of the graph beside the store: tables committed batch
 by batch, a node store saved once at the end, and a `state` of `writing` until then, `complete` after, `stale`
 when `cfrag index` without `--graph` changed the passages. A run that finds the graph not `complete` merges
-what the tables lack and reconciles the node vectors (`_reconcile`); `graph_notice` warns a reader.
-"""
+what the tables lack and reconciles the node vectors (`_reconcile`); `graph_notice` warns a reader."""
 
 from __future__ import annotations
 

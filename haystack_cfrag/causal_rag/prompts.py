@@ -3,8 +3,7 @@ mode in one message), the official causal-paths report and summary (`CAUSAL_PATH
 App. A), both in one call (`ONE_CALL_SUMMARY_PROMPT`, ours) and the reader's Jinja answer templates.
 
 The `str.format` templates may be replaced by a component's `prompt_template(s)` over the same placeholders
-(the `*_FIELDS`), checked at init.
-"""
+(the `*_FIELDS`), checked at init."""
 
 from __future__ import annotations
 

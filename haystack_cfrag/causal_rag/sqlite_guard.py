@@ -2,8 +2,7 @@
 
 `open_tables` checks the file and its companions (`safe_files`) and magic, opens read-only when reading with
 `trusted_schema` off, refuses in one line a `sqlite_master` other than `GraphTables.create`'s (a view, a
-trigger…), and bounds every value and statement (`deadline`, `STATEMENT_SECONDS`).
-"""
+trigger…), and bounds every value and statement (`deadline`, `STATEMENT_SECONDS`)."""
 
 from __future__ import annotations
 

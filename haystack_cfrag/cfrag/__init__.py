@@ -1,3 +1,2 @@
 """CF-RAG (Counterfactual RAG, ICLR 2026): the family's `components/` (and `CounterfactualRAG`, which wires them),
-pure `math/`, `prompts`, `wiring`, `trace`, `parameters` and `dataclasses`.
-"""
+pure `math/`, `prompts`, `wiring`, `trace`, `parameters` and `dataclasses`."""

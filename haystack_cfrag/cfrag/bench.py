@@ -1,6 +1,5 @@
 """CF-RAG's micro-benchmark of its non-generative stages (`cfrag bench`): dedup, stratifier, arbitration scoring,
-on seeded random unit vectors, each also as a share of one draft generation.
-"""
+on seeded random unit vectors, each also as a share of one draft generation."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 (`make_trace`) and its readers (`format_trace`, `why_no_answer`, `failed_drafts`, `scored_drafts`).
 
 With no usable draft the `ARBITRATION_KEYS` are left out and `decision` says why (`NoAnswerDecision`);
-`reader_causal` only with `causal_score="reader"` and counterfactuals.
-"""
+`reader_causal` only with `causal_score="reader"` and counterfactuals."""
 
 # no `from __future__ import annotations` here: TypedDict must see NotRequired at run time (Python 3.11)
 from typing import Any, Literal, NotRequired, TypedDict

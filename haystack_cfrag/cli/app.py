@@ -6,8 +6,7 @@
 
 Models default to the embedded ones; `--llm`, `--embedder`, `--scorer` take any spec of `haystack_cfrag.models`.
 Arguments are checked before any model loads; every error is one line (`--debug`: the traceback); a run that
-produced nothing exits with 1.
-"""
+produced nothing exits with 1."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """`cfrag eval`: the evaluation harness from the command line. Every system and sweep value is checked before the
 first question; --out must be cfrag eval's (new, empty, its marker, or a run folder it wrote), else refused in one
-line naming what it holds.
-"""
+line naming what it holds."""
 
 from __future__ import annotations
 
@@ -155,8 +154,7 @@ def eval_command(data: Path, fmt: str, limit: int, offset: int, main_limit: int 
     """Evaluate systems side by side on DATA; results resume from --out.
 
     --out is a new or empty folder, or one cfrag eval wrote (its marker .cfrag-eval.json, or its
-    records): any other folder is refused, and no file cfrag eval did not write is replaced.
-    """
+    records): any other folder is refused, and no file cfrag eval did not write is replaced."""
     from haystack_cfrag.evaluation import EvalConfig, run_eval, write_outputs  # noqa: PLC0415
     from haystack_cfrag.evaluation.provenance import ResumeMismatchError  # noqa: PLC0415
     from haystack_cfrag.serving.deploy import mark_folder  # noqa: PLC0415

@@ -6,8 +6,7 @@
     cfrag ask "…" --pipeline my_cf_rag_auto.yml
 
 The model is plain numbers (`cascade.model.GateModel`), checked when a pipeline loads it; in Python,
-`load_pipeline("cf_rag_auto", overrides={"gate.model": read_gate_model("my_gate.yml")})`.
-"""
+`load_pipeline("cf_rag_auto", overrides={"gate.model": read_gate_model("my_gate.yml")})`."""
 
 from __future__ import annotations
 

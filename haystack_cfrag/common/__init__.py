@@ -8,5 +8,4 @@
 - `errors`         one-line error messages
 - `interrupts`     Ctrl-C held while a model loads (llama.cpp would swallow it), CPython's stale exit flag
 - `text`           pure: SQuAD normalisation, token F1, mention, query cleaning
-- `vectors`        pure: cosine, relevance rescaling, embedding checks
-"""
+- `vectors`        pure: cosine, relevance rescaling, embedding checks"""

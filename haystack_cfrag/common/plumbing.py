@@ -82,8 +82,7 @@ def call_with_timeout(
     """`comp.run(**kwargs)` in a daemon thread, abandoned with CallTimeoutError after `timeout_s` (None: no limit).
 
     `exclusive=True` holds a per-component lock for the whole call (a model that is not thread-safe; the wait
-    counts against `timeout_s`); `llm_call` wraps the call in a child span of the caller's.
-    """
+    counts against `timeout_s`); `llm_call` wraps the call in a child span of the caller's."""
     with llm_span(comp, llm_call, kwargs) as traced:
         return traced.reply(_call_with_timeout(comp, timeout_s, exclusive, kwargs))
 

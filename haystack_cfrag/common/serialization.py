@@ -2,8 +2,7 @@
 
 Haystack serialises pipeline nodes; a component that takes other components as init
 parameters (our components, `Runtime`, the LLM cache, the deployable YAML) serialises them
-the same way, and its `from_dict` reads them back through Haystack's import allowlist.
-"""
+the same way, and its `from_dict` reads them back through Haystack's import allowlist."""
 
 from __future__ import annotations
 

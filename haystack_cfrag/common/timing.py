@@ -2,8 +2,7 @@
 
 `StageTimer` (a tracer) sums each component's wall time and records our LLM-call spans; `count_llm_usage` counts
 the calls of given generators made in this context (each concurrent question its own); `timed_on` names the
-machine that measured a second.
-"""
+machine that measured a second."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 Opened by `plumbing.call_with_timeout` as Haystack's `_trace_chat_generator_run` does: tags for the stage, draft
 index, caller, model, token counts (OpenTelemetry GenAI names) and error type; prompt and reply only as content
-tags; nothing at all with tracing disabled.
-"""
+tags; nothing at all with tracing disabled."""
 
 from __future__ import annotations
 

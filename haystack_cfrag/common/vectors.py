@@ -38,8 +38,7 @@ def cosine_to_relevance(cos: np.ndarray) -> np.ndarray:
 def valid_embedding_mask(vectors: list[list[float] | None], dimension: int | None = None) -> np.ndarray:
     """True for each vector that is present, finite, non-zero and of the expected dimension.
 
-    When `dimension` is None the most common length among present vectors is expected.
-    """
+    When `dimension` is None the most common length among present vectors is expected."""
     lengths = [len(v) if v is not None else -1 for v in vectors]
     if dimension is None:
         present = [n for n in lengths if n > 0]

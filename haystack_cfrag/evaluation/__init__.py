@@ -12,8 +12,7 @@
 - `plots`      F1 vs N_inject, parameter sensitivity, latency per stage (PNG)
 - `metrics`    strict EM/F1 (SQuAD/HotpotQA normalisation), lenient containment, paired bootstrap
 - `injection`  distractors that never contain the answer (paper 6.6)
-- `bench`      micro-benchmark of the non-generative stages
-"""
+- `bench`      micro-benchmark of the non-generative stages"""
 
 from haystack_cfrag.evaluation.runner import EvalConfig, run_eval
 from haystack_cfrag.evaluation.summary import summarize, write_outputs

@@ -1,8 +1,7 @@
 """Stores for an evaluation: passages embedded once, then a `pooled` store (every question's passages) or one
 `per-question` store, with `n` adversarial passages injected on demand (paper 6.6): `distractor` (the most
 similar other passages without the answer), `near_duplicate` (near-copies of the top distractor), `conflicting`
-(forged gold passages naming another question's answer).
-"""
+(forged gold passages naming another question's answer)."""
 
 from __future__ import annotations
 

@@ -161,8 +161,7 @@ def share_injected_components(pipe: Pipeline, pool: dict[str, Any] | None = None
 def share_node_models(pipe: Pipeline, owners: dict[str, Any] | None = None) -> int:
     """Every model holder of one configuration (`_model`: llama.cpp) reads with one loaded model, held once per
     process: nodes, injected parts and wrapped generators. The first holder is warmed and lends its model;
-    `owners` carries the lenders across pipelines. Returns the holders that borrowed a model.
-    """
+    `owners` carries the lenders across pipelines. Returns the holders that borrowed a model."""
     owners = {} if owners is None else owners
     shared = 0
     for comp in model_holders(pipe):

@@ -8,8 +8,7 @@ read, and the file's model classes need not import. A generator of the model the
 
 A node with a role takes the runtime's configuration (and borrows its loaded model); a part with a role is
 handed in at construction; every `document_store` is the runtime's. `plan(data, swap=True)` writes the same
-into a file for stock Hayhooks (`cfrag serve --yaml`).
-"""
+into a file for stock Hayhooks (`cfrag serve --yaml`)."""
 
 from __future__ import annotations
 

@@ -43,8 +43,7 @@ class Runtime:
     """Models and a store, shared by every pipeline built from it (`models`: `ModelParts`, `stores`: `StoreParts`).
 
     `ask` is the one way a question is run; one at a time with in-process models or timed stages, else
-    concurrently. LLM usage is counted per question.
-    """
+    concurrently. LLM usage is counted per question."""
 
     def __init__(
         self,

@@ -8,8 +8,7 @@ The pipeline set is fixed at start-up (Hayhooks' immutable registry: no deploy o
 so no request can make the server run code; `--allow-deploy` keeps them, behind the token). `/draw` and the
 file upload are removed, tracing and monitoring off, CORS only for `--cors-origin`. `middleware.Guard` checks
 hosts, the token and bodies; error bodies are JSON; log lines are cut and redacted. The store and models open
-before Hayhooks starts (`open_service`): a failure is one line and exit code 1.
-"""
+before Hayhooks starts (`open_service`): a failure is one line and exit code 1."""
 
 from __future__ import annotations
 

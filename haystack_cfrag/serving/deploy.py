@@ -3,8 +3,7 @@ with the served parts swapped in (`deployable_yaml`).
 
 `cfrag serve` writes only into a new or empty folder or one its marker file says it made, replacing only what
 the marker lists; any other folder is refused. `owned_folder` and `mark_folder` are that rule for any command
-writing into a folder the user names (`cfrag eval --out` too).
-"""
+writing into a folder the user names (`cfrag eval --out` too)."""
 
 from __future__ import annotations
 

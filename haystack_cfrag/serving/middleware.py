@@ -4,8 +4,7 @@
 allowed `Host` (else 400: no DNS rebinding); with `CFRAG_API_KEY`, the bearer token compared in constant time
 (else 401; CORS preflights pass); a POST body of at most `max_body` bytes (else 413), strict JSON handed to the
 route's check (else 422). It ends OpenAI streams with `data: [DONE]`, turns a `/run` 500 into a 503, and lets
-a stream a client left finish for at most `DISCONNECT_GRACE_S`.
-"""
+a stream a client left finish for at most `DISCONNECT_GRACE_S`."""
 
 from __future__ import annotations
 

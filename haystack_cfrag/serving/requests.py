@@ -3,8 +3,7 @@ naming the field.
 
 A request is checked once where it enters, by the pipeline's pydantic `request_model` (made from its family's
 table); the guard checks only what Hayhooks' parsing would lose. The question is cleaned only when its raw text
-is bounded; bodies are strict JSON (no NaN, ±Infinity, overflowing numbers or lone surrogates).
-"""
+is bounded; bodies are strict JSON (no NaN, ±Infinity, overflowing numbers or lone surrogates)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 One subclass per served pipeline shares one `CFRAGService`; `run_api`'s signature is generated from the
 pipeline's request parameters. Values are checked once (`serving.requests`): a 422 naming the field, a failure
-a 503, never a 500.
-"""
+a 503, never a 500."""
 
 from __future__ import annotations
 

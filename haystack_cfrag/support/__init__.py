@@ -1,7 +1,6 @@
 """The reader's own support score, log P(a | q, E) length-normalised over a's tokens (`docs/support.md`):
 pure `math`, the `backends` that read it (llama.cpp, transformers, a vLLM-style server) and the
-`ReaderSupportScorer` component (exported lazily; importing this package imports no model library).
-"""
+`ReaderSupportScorer` component (exported lazily; importing this package imports no model library)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@ appends the answer as the reply (after `reply_prefix`) and returns its tokens' l
 
 `backend_for(generator)` picks `LlamaCppBackend` (llama.cpp, in process, prefix reuse), `TransformersBackend`,
 `OpenAICompatibleBackend` (a server with an `api_base_url` that echoes prompt log-probabilities) or what a
-`support_backend()` method returns. The backends are importable from here.
-"""
+`support_backend()` method returns. The backends are importable from here."""
 
 from __future__ import annotations
 

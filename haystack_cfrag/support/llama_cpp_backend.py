@@ -39,8 +39,7 @@ class LlamaCppBackend:
     on its own. The longest common prefix with the previous evaluation (or with one of the last `prefix_states`
     kept prompt states) is reused; the rest is evaluated in one batch but for its last token, which is evaluated
     alone as is each answer token, so the answer's numbers do not depend on the reuse (no `logits_all`, no
-    `echo=True`, which is off by one: llama-cpp-python #1983).
-    """
+    `echo=True`, which is off by one: llama-cpp-python #1983)."""
 
     name = "llama_cpp"
 

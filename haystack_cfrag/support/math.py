@@ -1,6 +1,5 @@
 """The reader's support score, pure: support(a | q, E) = mean over a's tokens of log P(token | prompt(q, E), a's
-earlier tokens). Natural logs; a span is a half-open token range; logits row i predicts token i + 1.
-"""
+earlier tokens). Natural logs; a span is a half-open token range; logits row i predicts token i + 1."""
 
 from __future__ import annotations
 

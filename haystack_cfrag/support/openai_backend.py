@@ -31,8 +31,7 @@ CHATML_TEMPLATE = (
 class OpenAICompatibleBackend:
     """log P(answer | prompt) from one `POST {api_base_url}/completions` (`echo=true, logprobs=1, max_tokens=1`)
     per scoring, the prompt rendered client-side with `chat_template` (default ChatML). A server whose first reply
-    echoes no prompt log-probabilities is refused (`NoPromptLogprobsError`); `tokens_reused` is 0.
-    """
+    echoes no prompt log-probabilities is refused (`NoPromptLogprobsError`); `tokens_reused` is 0."""
 
     name = "openai_compatible"
 

@@ -6,8 +6,7 @@
   draft/standard prompts with the candidate most mentioned in its evidence (ties: the one
   mentioned first) — a caricature of a reader that is outvoted by volume.
 
-The failing and fault-injecting fakes only tests use are in `tests/fakes.py`.
-"""
+The failing and fault-injecting fakes only tests use are in `tests/fakes.py`."""
 
 from __future__ import annotations
 

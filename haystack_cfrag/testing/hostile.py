@@ -1,6 +1,5 @@
 """Hostile and careless requests to a served CF-RAG (raw bytes: NaN, Infinity, deep nesting), with the answer each
-must get: for the HTTP tests and the load run (`benchmarks/load_test.py --hostile-share`).
-"""
+must get: for the HTTP tests and the load run (`benchmarks/load_test.py --hostile-share`)."""
 
 from __future__ import annotations
 

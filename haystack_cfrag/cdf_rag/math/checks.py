@@ -1,6 +1,5 @@
 """CDF-RAG's two answer checks and the bounded feedback loop (paper 002, §2.4–2.5), pure, in one import:
-`claims` (S_hall), `causal_check` (S_causal) and `feedback_loop` (`LoopState`, `next_step`).
-"""
+`claims` (S_hall), `causal_check` (S_causal) and `feedback_loop` (`LoopState`, `next_step`)."""
 
 from haystack_cfrag.cdf_rag.math.causal_check import (
     NEUTRAL, RESPECTED, TAU, VIOLATED, CausalCheck, CausalStatement, as_edge, causal_consistency,

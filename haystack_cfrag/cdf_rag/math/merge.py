@@ -1,7 +1,6 @@
 """CDF-RAG's dual-path merge (paper 002, §2.3; the paper gives no rule), pure: dense ∪ graph passages by key
 (id or `content_key`), ordered by reciprocal rank fusion (k = 60; ties: better rank, dense, order seen),
-interleaving, or dense only (the ablation); `select_edges` keeps the edges citing a kept passage.
-"""
+interleaving, or dense only (the ablation); `select_edges` keeps the edges citing a kept passage."""
 
 from __future__ import annotations
 

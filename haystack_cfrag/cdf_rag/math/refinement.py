@@ -1,6 +1,5 @@
 """CDF-RAG's query refinement (§2.2, App. A.4), pure: the reply for expand / simplify / decompose parsed
-defensively and bounded (else the original question, flagged), and `choose_action`, a rule in place of PPO.
-"""
+defensively and bounded (else the original question, flagged), and `choose_action`, a rule in place of PPO."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@ one function per equation (each names its own).
 
 Scale of F̂: the paper's θ = 0.75 is for a calibrated F̂ (Eq. 18, T learned against GPT-4), which raw z cannot
 reach (at most w1 + w2 = 0.7). Zero-shot, `quality_score` divides z by w1 + w2, a perfect set's z: F̂ = 1 for a
-perfect set (negative when contradiction outweighs support).
-"""
+perfect set (negative when contradiction outweighs support)."""
 
 from __future__ import annotations
 

@@ -14,8 +14,7 @@ sets whose outcome it decides are not scored and the selection is the same.
 Where the paper is silent: sets are called in order of addition; ties go to the lower index; a round with
 F̂ < θ or gain ≥ δ resets the two-round count; pruning keeps `min_size`. Two additions (False gives Alg. 1):
 `prune_unnecessary` also removes d when F̂(C \\ {d}) ≥ max(θ, F̂(C)), and `best_prefix`, when the forward phase
-ends without the two-round stop, goes back to the shortest prefix with the highest F̂ that reached θ.
-"""
+ends without the two-round stop, goes back to the shortest prefix with the highest F̂ that reached θ."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Counterfactual validation V(q, q') and selection by Info(q, q') (paper 4.1.1, App. E): sim is the encoder's
 cosine, Div_ans 1 − token-IoU of the answer hints, sim_domain the token-IoU of the content words (not sim, or
-Info's first and last terms would cancel).
-"""
+Info's first and last terms would cancel)."""
 
 from __future__ import annotations
 

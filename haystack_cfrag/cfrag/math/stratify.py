@@ -2,8 +2,7 @@
 
 affinity → normalised Laplacian → K smallest eigenvectors, row-normalised → k-means
 (Ng–Jordan–Weiss), then M subsets with n_jm = max(1, ⌊|C_m|·ρ·w_jm⌋),
-w_jm = K·softmax_m((log U_jm + μ_m)/τ).
-"""
+w_jm = K·softmax_m((log U_jm + μ_m)/τ)."""
 
 from __future__ import annotations
 
