@@ -11,8 +11,7 @@
 - `report`     the Markdown report
 - `plots`      F1 vs N_inject, parameter sensitivity, latency per stage (PNG)
 - `metrics`    strict EM/F1 (SQuAD/HotpotQA normalisation), lenient containment, paired bootstrap
-- `injection`  distractors that never contain the answer (paper 6.6)
-- `bench`      micro-benchmark of the non-generative stages"""
+- `injection`  distractors that never contain the answer (paper 6.6)"""
 
 from haystack_cfrag.evaluation.runner import EvalConfig, run_eval
 from haystack_cfrag.evaluation.summary import summarize, write_outputs

@@ -176,7 +176,6 @@ class CausalGraphBuilder(AsksChatGenerator, InjectedParts):
         """Deserialise, including the injected generator and embedder."""
         return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
 
-    # ------------------------------------------------------------------ run
     @component.output_types(nodes=list[Document], documents=list[Document], stats=dict[str, Any],
                             costs=list[dict[str, Any]], degradations=list[dict[str, Any]])
     def run(self, documents: list[Document]) -> dict[str, Any]:

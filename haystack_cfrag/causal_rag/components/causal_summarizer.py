@@ -18,12 +18,7 @@ from haystack_cfrag.causal_rag.prompts import (
 from haystack_cfrag.causal_rag.parameters import DEFAULT_SUMMARY_CALLS, DEFAULT_SUMMARY_MAX_TOKENS, RANGES
 from haystack_cfrag.common.asking import Asked, AsksChatGenerator
 from haystack_cfrag.common.parameters import check_in_range
-from haystack_cfrag.common.plumbing import (
-    DEFAULT_MAX_QUERY_CHARS,
-    InjectedParts,
-    degradation,
-    prepare_query,
-)
+from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedParts, degradation, prepare_query
 from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.common.tracing import LLMCall
@@ -160,7 +155,6 @@ class CausalSummarizer(AsksChatGenerator, InjectedParts):
         """Deserialise, including the injected generator."""
         return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
 
-    # ------------------------------------------------------------------ run
     @component.output_types(summary=str, paths=str, summary_calls=int, trace=dict[str, Any],
                             degradations=list[dict[str, Any]])
     def run(self, query: str, nodes: list[Document], causal_edges: list[dict[str, Any]],

@@ -95,7 +95,6 @@ class CausalConsistencyChecker(ChecksAnswer):
         return default_to_dict(self, chat_generator=serialize_component(self.chat_generator), tau=self.tau,
                                use_question=self.use_question, max_edges=self.max_edges, **self._settings())
 
-    # ------------------------------------------------------------------ run
     @component.output_types(**_OUTPUTS)
     def run(
         self,

@@ -102,7 +102,6 @@ class DualPathRetriever(InjectedParts):
         """Deserialise."""
         return default_from_dict(cls, data)
 
-    # ------------------------------------------------------------------ run
     @component.output_types(**_OUTPUTS)
     def run(
         self,

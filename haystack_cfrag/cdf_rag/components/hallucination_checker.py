@@ -141,7 +141,6 @@ class HallucinationChecker(ChecksAnswer):
                                max_claims=self.max_claims, short_answer_words=self.short_answer_words,
                                **self._settings(), answer_prefix=self.answer_prefix)
 
-    # ------------------------------------------------------------------ run
     @component.output_types(**_OUTPUTS)
     def run(
         self,

@@ -22,12 +22,7 @@ from haystack_cfrag.cdf_rag.math.refinement import (
 )
 from haystack_cfrag.cdf_rag.prompts import REFINEMENT_FIELDS, REFINEMENT_PROMPTS, check_prompt_templates
 from haystack_cfrag.common.asking import Asked, AsksChatGenerator
-from haystack_cfrag.common.plumbing import (
-    DEFAULT_MAX_QUERY_CHARS,
-    InjectedParts,
-    degradation,
-    prepare_query,
-)
+from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedParts, degradation, prepare_query
 from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.common.tracing import LLMCall
@@ -147,7 +142,6 @@ class QueryRefiner(AsksChatGenerator, InjectedParts):
         """Deserialise, including the injected generator."""
         return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
 
-    # ------------------------------------------------------------------ run
     @component.output_types(**_OUTPUTS)
     def run(self, query: str, action: str | None = None) -> dict[str, Any]:
         """

@@ -152,7 +152,6 @@ class CounterfactualQueryExpander(AsksChatGenerator, InjectedParts):
         """Deserialise, including the injected components."""
         return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
 
-    # ------------------------------------------------------------------ run
     @component.output_types(queries=list[str], counterfactuals=list[dict[str, Any]],
                             degradations=list[dict[str, Any]])
     def run(self, query: str, n_counterfactuals: int | None = None) -> dict[str, Any]:
