@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import time
+from functools import partial
 from pathlib import Path
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
@@ -138,7 +139,7 @@ def main() -> None:
         sample = llm_sample(rows, min(args.llm, 15))
         for constrained in (True, False):
             llm = LLMGraphExtractor(chat_generator=generator, constrained=constrained)
-            result, llm_s = timed(lambda: llm.run(texts=sample))
+            result, llm_s = timed(partial(llm.run, texts=sample))
             parsed = sum(1 for m in result["meta"] if m["parsed"])
             tokens = sum(m["completion_tokens"] for m in result["meta"])
             triples = sum(len(e.triples) for e in result["extractions"])

@@ -27,7 +27,6 @@ from haystack.document_stores.types import DuplicatePolicy
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from haystack_cfrag import models  # noqa: E402
 
 from haystack_cfrag.adapters import factories  # noqa: E402
 from haystack_cfrag.stores import (  # noqa: E402

@@ -99,7 +99,7 @@ def report(done: list[dict], rng_seed: int = 0, rounds: int = 1000, kinds: dict 
     rng = np.random.default_rng(rng_seed)
     lines = ["| score | AUC (gold vs spurious) | 95 % interval (bootstrap over items) |", "|---|---|---|"]
     for name in SCORES:
-        def value(items: list[dict]) -> float:
+        def value(items: list[dict], name: str = name) -> float:
             return rows_auc(*_gold_and_other(items), name)
         point = value(done)
         boots = [value([done[i] for i in rng.integers(0, len(done), len(done))]) for _ in range(rounds)]

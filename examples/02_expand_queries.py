@@ -9,9 +9,9 @@ that found it (meta["cfrag_provenance"]). Cost: one extra LLM call, N extra retr
 from haystack import Pipeline
 from haystack.components.builders import AnswerBuilder, ChatPromptBuilder
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+from standard_rag import TEMPLATE, connect_generation
 
 from haystack_cfrag import CounterfactualQueryExpander, MultiQueryRetriever
-from standard_rag import TEMPLATE, connect_generation
 
 
 def build(store, text_embedder, generator):

@@ -11,9 +11,9 @@ from haystack.components.builders import AnswerBuilder, ChatPromptBuilder
 from haystack.components.joiners import AnswerJoiner
 from haystack.components.retrievers.in_memory import InMemoryBM25Retriever, InMemoryEmbeddingRetriever
 from haystack.dataclasses import ChatMessage
+from standard_rag import TEMPLATE
 
 from haystack_cfrag import CausalArbitrationRanker, CounterfactualQueryExpander
-from standard_rag import TEMPLATE
 
 
 @component

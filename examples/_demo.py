@@ -3,7 +3,6 @@
 Replace these three objects with your own store, embedder and generator.
 """
 
-from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
 from haystack_cfrag.stores import open_model_store
 

@@ -20,10 +20,10 @@ Each check corrects an answer at most once: the pipeline has no loop.
 from haystack import Pipeline
 from haystack.components.builders import AnswerBuilder, ChatPromptBuilder
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+from standard_rag import TEMPLATE
 
 from haystack_cfrag.cdf_rag import CausalConsistencyChecker, HallucinationChecker
 from haystack_cfrag.support import ReaderSupportScorer
-from standard_rag import TEMPLATE
 
 
 def build(store, text_embedder, generator, support_scorer=None, causal_check=False):

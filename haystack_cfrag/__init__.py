@@ -50,6 +50,14 @@ _HOMES.update({"Draft": "haystack_cfrag.cfrag.dataclasses", "load_pipeline": "ha
                "CausalSummarizer": "haystack_cfrag.causal_rag.components.causal_summarizer"})
 
 if TYPE_CHECKING:
+    from haystack_cfrag.causal_rag.components.causal_graph_builder import CausalGraphBuilder
+    from haystack_cfrag.causal_rag.components.causal_graph_retriever import CausalGraphRetriever
+    from haystack_cfrag.causal_rag.components.causal_summarizer import CausalSummarizer
+    from haystack_cfrag.cdf_rag.components.causal_consistency_checker import CausalConsistencyChecker
+    from haystack_cfrag.cdf_rag.components.dual_path_retriever import DualPathRetriever
+    from haystack_cfrag.cdf_rag.components.hallucination_checker import HallucinationChecker
+    from haystack_cfrag.cdf_rag.components.query_refiner import QueryRefiner
+    from haystack_cfrag.cer.components.evidence_set_selector import EvidenceSetSelector
     from haystack_cfrag.cfrag.components import (
         ArbitrationDuel,
         CausalArbitrationRanker,
@@ -60,14 +68,6 @@ if TYPE_CHECKING:
         ParallelDraftGenerator,
         SpectralStratifier,
     )
-    from haystack_cfrag.causal_rag.components.causal_graph_builder import CausalGraphBuilder
-    from haystack_cfrag.causal_rag.components.causal_graph_retriever import CausalGraphRetriever
-    from haystack_cfrag.causal_rag.components.causal_summarizer import CausalSummarizer
-    from haystack_cfrag.cdf_rag.components.causal_consistency_checker import CausalConsistencyChecker
-    from haystack_cfrag.cdf_rag.components.dual_path_retriever import DualPathRetriever
-    from haystack_cfrag.cdf_rag.components.hallucination_checker import HallucinationChecker
-    from haystack_cfrag.cdf_rag.components.query_refiner import QueryRefiner
-    from haystack_cfrag.cer.components.evidence_set_selector import EvidenceSetSelector
     from haystack_cfrag.cfrag.dataclasses import Draft
     from haystack_cfrag.pipelines.loading import load_pipeline
     from haystack_cfrag.support.scorer import ReaderSupportScorer

@@ -30,9 +30,9 @@ from run_folder import read_run_records  # noqa: E402
 
 from haystack_cfrag.cascade.math import decide  # noqa: E402
 from haystack_cfrag.cascade.model import GateModel  # noqa: E402
+from haystack_cfrag.evaluation.metrics import exact_match, paired_bootstrap  # noqa: E402
 from haystack_cfrag.registry import resolve  # noqa: E402
 from haystack_cfrag.stores.safe_files import read_text  # noqa: E402
-from haystack_cfrag.evaluation.metrics import exact_match, paired_bootstrap  # noqa: E402
 
 METHODS = ("cf_rag", "cf_rag_fast", "cer", "cdf_rag", "causal_rag")
 

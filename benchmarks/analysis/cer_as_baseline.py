@@ -19,9 +19,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from run_folder import read_run_records
+
 from haystack_cfrag.common.text import normalize_answer
 from haystack_cfrag.evaluation.statistics import oracle_em
-from run_folder import read_run_records
 
 
 def _same(a: str, b: str) -> bool:

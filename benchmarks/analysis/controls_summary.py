@@ -17,9 +17,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from run_folder import read_run_records
+
 from haystack_cfrag.evaluation.controls import kinds_text
 from haystack_cfrag.evaluation.summary import summarize
-from run_folder import read_run_records
 
 METHODS = ("cf_rag", "cer", "causal_rag", "cdf_rag")
 

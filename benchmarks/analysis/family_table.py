@@ -24,9 +24,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from run_folder import read_run_records
+
 from haystack_cfrag.evaluation.controls import kinds_of_changes, kinds_text
 from haystack_cfrag.evaluation.summary import paired, summarize
-from run_folder import read_run_records
 
 
 def _pct(x: float | None) -> str:

@@ -16,8 +16,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from haystack_cfrag.evaluation.datasets import load_items
 from run_folder import read_run_records
+
+from haystack_cfrag.evaluation.datasets import load_items
 
 
 def main() -> None:

@@ -17,11 +17,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from run_folder import read_run_records
+
 from haystack_cfrag.cfrag.math.arbitration import override_decision
 from haystack_cfrag.common.text import answers_agree
 from haystack_cfrag.evaluation.metrics import exact_match, trap_hit
 from haystack_cfrag.evaluation.summary import paired
-from run_folder import read_run_records
 
 
 def redecide(record: dict[str, Any], margin: float) -> tuple[str, str]:

@@ -17,8 +17,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from haystack_cfrag.evaluation.summary import METRICS, paired
 from run_folder import read_run_records
+
+from haystack_cfrag.evaluation.summary import METRICS, paired
 
 SEPARATOR = "::"
 

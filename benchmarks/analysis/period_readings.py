@@ -20,8 +20,9 @@ import hashlib
 import json
 from pathlib import Path
 
-from haystack_cfrag.cascade.math import signals
 from run_folder import read_run_records
+
+from haystack_cfrag.cascade.math import signals
 
 
 def data_rows(paths: list[Path]) -> dict[str, dict]:

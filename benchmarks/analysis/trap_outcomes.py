@@ -20,9 +20,10 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from run_folder import read_run_records
+
 from haystack_cfrag.evaluation.statistics import paired
 from haystack_cfrag.evaluation.token_model import token_seconds
-from run_folder import read_run_records
 
 BASE = "standard_rag"
 

@@ -43,7 +43,7 @@ def main() -> None:
             if n >= 40:
                 break
             row = json.loads(line)
-            for title, sentences in zip(row["context"]["title"], row["context"]["sentences"]):
+            for title, sentences in zip(row["context"]["title"], row["context"]["sentences"], strict=True):
                 if title in seen:
                     continue
                 seen.add(title)

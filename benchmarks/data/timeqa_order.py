@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from haystack_cfrag.common.qualifiers import question_period, passage_periods, period_overlap
+from haystack_cfrag.common.qualifiers import passage_periods, period_overlap, question_period
 from haystack_cfrag.common.text import normalize_answer
 
 OUT = Path("runs/data/timeqa_train_trap_sc_first.jsonl")

@@ -10,6 +10,7 @@ from haystack.lazy_imports import LazyImport
 
 from haystack_cfrag.models import EMBEDDED_EMBEDDER, resolve_model
 
+
 def warm_up_with_spec(embedder: Any, parent: type) -> None:
     """`parent.warm_up(embedder)` with `embedder.model` resolved from a spec for the load, kept as the spec."""
     if embedder.embedding_backend is not None:

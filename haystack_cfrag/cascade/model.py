@@ -33,8 +33,7 @@ import math
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError,
-                      model_validator)
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from haystack_cfrag.cascade.features import FEATURES
 from haystack_cfrag.common.parameters import clip

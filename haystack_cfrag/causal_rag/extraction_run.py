@@ -25,7 +25,6 @@ from haystack import Document
 from haystack_cfrag.causal_rag.components._extraction_cache import ExtractionCache
 from haystack_cfrag.causal_rag.components.causal_graph_builder import CausalGraphBuilder
 from haystack_cfrag.causal_rag.extractors import BUILDER_SETTINGS, check_extractor_name, make_extractor
-from haystack_cfrag.common import interrupts
 from haystack_cfrag.causal_rag.math.extraction import (
     Extraction,
     cache_key,
@@ -33,6 +32,7 @@ from haystack_cfrag.causal_rag.math.extraction import (
     passage_hash,
     per_extracted_passage,
 )
+from haystack_cfrag.common import interrupts
 
 COUNTED = ("chunks", "extracted", "cached", "parse_failures", "failed_calls", "llm_calls", "extractor_calls",
            "prompt_tokens", "completion_tokens", "rejected")
@@ -111,8 +111,8 @@ def extract_passages(
     total["seconds"] = time.perf_counter() - start
     total["passages"] = len(every)
     if store_spec is not None:  # the graph as data beside the passages, batch by batch
-        from haystack_cfrag.causal_rag.node_store import TextEmbedderForDocuments  # noqa: PLC0415
         from haystack_cfrag.causal_rag.graph_write import write_graph  # noqa: PLC0415
+        from haystack_cfrag.causal_rag.node_store import TextEmbedderForDocuments  # noqa: PLC0415
 
         embedder = TextEmbedderForDocuments(text_embedder, document_embedder)
         embedder.warm_up()

@@ -82,8 +82,8 @@ def time_one_draft(llm: str) -> float:
     from haystack_cfrag.adapters import factories  # noqa: PLC0415
     from haystack_cfrag.cfrag.prompts import DRAFT_PROMPT, render_evidence  # noqa: PLC0415
     from haystack_cfrag.common import interrupts  # noqa: PLC0415
-    from haystack_cfrag.stores.sources import read_jsonl  # noqa: PLC0415
     from haystack_cfrag.stores import DEMO_CORPUS  # noqa: PLC0415
+    from haystack_cfrag.stores.sources import read_jsonl  # noqa: PLC0415
 
     generator = factories.chat_generator(llm, max_tokens=96)
     interrupts.warm_up(generator)

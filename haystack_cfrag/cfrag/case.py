@@ -17,8 +17,8 @@ from haystack.dataclasses import ExtractedAnswer, GeneratedAnswer
 from haystack_cfrag.cfrag.dataclasses import BASELINE_SOURCES, SOURCE_KEY, Draft
 from haystack_cfrag.cfrag.math import arbitration as arb
 from haystack_cfrag.cfrag.math.algorithm import MENTION_THRESHOLD
-from haystack_cfrag.common.qualifiers import dating_scores
 from haystack_cfrag.common.plumbing import degradation
+from haystack_cfrag.common.qualifiers import dating_scores
 from haystack_cfrag.common.text import bag_of_words_matrix, mention_matrix
 from haystack_cfrag.common.vectors import as_matrix, cosine_matrix, cosine_to_relevance, valid_embedding_mask
 

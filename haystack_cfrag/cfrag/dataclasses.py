@@ -7,7 +7,6 @@ from typing import Any
 
 from haystack import Document
 
-
 NO_EVIDENCE = "no evidence"
 """`Draft.error` of a draft that was not written because its evidence subset was empty."""
 

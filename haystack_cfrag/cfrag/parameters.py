@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from haystack_cfrag.cfrag.ranges import RANGES
 from haystack_cfrag.cfrag.components.arbitration_duel import DUEL_READINGS
-from haystack_cfrag.cfrag.settings import CAUSAL_SCORES, EVIDENCE_MODES, QUALIFIERS
 from haystack_cfrag.cfrag.components.counterfactual_query_expander import PROMPT_STYLES
 from haystack_cfrag.cfrag.components.parallel_draft_generator import PROMPTS
 from haystack_cfrag.cfrag.components.spectral_stratifier import ORDERS, POOLS, SELECTIONS
+from haystack_cfrag.cfrag.ranges import RANGES
+from haystack_cfrag.cfrag.settings import CAUSAL_SCORES, EVIDENCE_MODES, QUALIFIERS
 from haystack_cfrag.common.parameters import Parameter, ParameterError
 from haystack_cfrag.common.parameters import check_parameters as _check
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from haystack_cfrag.common.parameters import Range, check_in_range
 
-
 RANGES: dict[str, Range] = {
     "n_counterfactuals": Range(int, 0, 10),
     "n_clusters": Range(int, 1, 20),

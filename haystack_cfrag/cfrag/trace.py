@@ -7,9 +7,9 @@ With no usable draft the `ARBITRATION_KEYS` are left out and `decision` says why
 # no `from __future__ import annotations` here: TypedDict must see NotRequired at run time (Python 3.11)
 from typing import Any, Literal, NotRequired, TypedDict
 
+from haystack_cfrag.cfrag.dataclasses import Draft
 from haystack_cfrag.cfrag.math.algorithm import Decision, Scores
 from haystack_cfrag.common.text import clean_query
-from haystack_cfrag.cfrag.dataclasses import Draft
 
 __all__ = ["ARBITRATION_KEYS", "CounterfactualDetail", "Decision", "Degradation", "DraftEntry", "DuelEntry",
            "DuelSupportEntry", "EvidenceEntry", "FailedDraftEntry", "MarginRuleEntry", "NoAnswerDecision",

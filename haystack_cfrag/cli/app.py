@@ -21,8 +21,6 @@ import click
 
 from haystack_cfrag import models
 from haystack_cfrag.cascade.math import gate_line
-from haystack_cfrag.common.errors import OPEN_ERRORS, error_line, one_line
-from haystack_cfrag.common.redaction import install_log_redaction, redact
 from haystack_cfrag.cli.checks import (
     IntRange,
     ParameterText,
@@ -31,9 +29,11 @@ from haystack_cfrag.cli.checks import (
     check_store_spec,
     parse_param_options,
 )
-from haystack_cfrag.common.parameters import clip
-from haystack_cfrag.registry import cli_options, query_pipelines, trace_view
 from haystack_cfrag.cli.progress import StatusLine
+from haystack_cfrag.common.errors import OPEN_ERRORS, error_line, one_line
+from haystack_cfrag.common.parameters import clip
+from haystack_cfrag.common.redaction import install_log_redaction, redact
+from haystack_cfrag.registry import cli_options, query_pipelines, trace_view
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 

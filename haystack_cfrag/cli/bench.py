@@ -9,6 +9,7 @@ from haystack_cfrag.cli.checks import FloatRange, check_model_spec
 from haystack_cfrag.common.parameters import clip, parse_integer
 from haystack_cfrag.registry import benchmarks
 
+
 @click.command()
 @click.option("--sizes", default="20,60,200", show_default=True, help="Candidate document counts.")
 @click.option("--draft-seconds", type=FloatRange(), default=None,

@@ -16,8 +16,8 @@ import click
 
 from haystack_cfrag import models
 from haystack_cfrag.cli.checks import FloatRange, IntRange, check_graph_engine, check_model_spec, check_store_spec
-from haystack_cfrag.common.errors import one_line
 from haystack_cfrag.cli.progress import StatusLine
+from haystack_cfrag.common.errors import one_line
 from haystack_cfrag.registry import store_preparation
 
 GRAPH = store_preparation()

@@ -7,6 +7,7 @@ import click
 from haystack_cfrag import models
 from haystack_cfrag.common.errors import one_line
 
+
 @click.group("models")
 def models_group() -> None:
     """The embedded default models: pip requirements and an integrity check."""

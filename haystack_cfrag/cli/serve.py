@@ -124,7 +124,6 @@ def serve(host: str, port: int, pipelines: tuple[str, ...], yaml_pipelines: tupl
     Set CFRAG_API_KEY to require `Authorization: Bearer <key>` on every route.
     """
     from haystack_cfrag.serving.app import API_KEY_ENV  # noqa: PLC0415
-    from haystack_cfrag.serving.middleware import LOOPBACK_HOSTS  # noqa: PLC0415
     from haystack_cfrag.serving.deploy import (  # noqa: PLC0415
         DeployDirError,
         check_deploy_dir,
@@ -133,6 +132,7 @@ def serve(host: str, port: int, pipelines: tuple[str, ...], yaml_pipelines: tupl
         write_deploy_dir,
         yaml_deploy_name,
     )
+    from haystack_cfrag.serving.middleware import LOOPBACK_HOSTS  # noqa: PLC0415
     from haystack_cfrag.serving.service import ServingConfig  # noqa: PLC0415
 
     if not 0.0 <= mock_failure_rate <= 1.0:

@@ -8,9 +8,9 @@ import contextvars
 import inspect
 import threading
 import time
-from dataclasses import replace
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -18,8 +18,8 @@ from haystack import Document, logging
 
 from haystack_cfrag.common.errors import squash
 from haystack_cfrag.common.text import clean_query, truncate_text
-from haystack_cfrag.common.vectors import as_matrix, valid_embedding_mask
 from haystack_cfrag.common.tracing import LLMCall, llm_span
+from haystack_cfrag.common.vectors import as_matrix, valid_embedding_mask
 
 logger = logging.getLogger(__name__)
 

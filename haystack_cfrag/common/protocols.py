@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from haystack import Document
-
 from haystack.components.embedders.types import TextEmbedder
 from haystack.components.generators.chat.types import ChatGenerator
 

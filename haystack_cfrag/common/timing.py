@@ -25,7 +25,6 @@ from haystack.tracing import Span, Tracer
 
 from haystack_cfrag.common import tracing as lt
 
-
 UNKNOWN_MACHINE = "unknown"
 """What seconds timed before replies and records said where (`timed_on`) are counted under."""
 

@@ -13,9 +13,8 @@ ValueError: 'top_k' must be an integer ≥ 1, got 0.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
 import math
+from collections.abc import Collection
 
 
 def check_range(

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from haystack_cfrag.common.timing import UNKNOWN_MACHINE
 from haystack_cfrag.evaluation.statistics import mean_or_none
 from haystack_cfrag.evaluation.token_model import by_component, token_seconds
-from haystack_cfrag.common.timing import UNKNOWN_MACHINE
 
 LLM_COUNTS = ("calls", "prompt_tokens", "completion_tokens")
 """Chat calls and their tokens, per question (0 for a question that failed)."""

@@ -28,18 +28,17 @@ from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
 from haystack_cfrag.common.files import open_append
 from haystack_cfrag.common.text import normalize_answer
+from haystack_cfrag.common.timing import by_machine
 from haystack_cfrag.common.validation import check_choice
 from haystack_cfrag.evaluation import provenance
 from haystack_cfrag.evaluation.corpus import CORPUS_MODES, INJECTION_VARIANTS, Corpus
 from haystack_cfrag.evaluation.datasets import EvalItem, load_items
 from haystack_cfrag.evaluation.llm_cache import CachingChatGenerator
-from haystack_cfrag.registry import resolve, store_preparation
 from haystack_cfrag.evaluation.metrics import exact_match, f1, lenient_containment, trap_hit
 from haystack_cfrag.evaluation.summary import read_records
 from haystack_cfrag.evaluation.systems import DEFAULT_SYSTEMS, System, parse_systems
-from haystack_cfrag.registry import injection_pipelines
+from haystack_cfrag.registry import injection_pipelines, resolve, store_preparation
 from haystack_cfrag.runtime import Runtime
-from haystack_cfrag.common.timing import by_machine
 
 logger = logging.getLogger(__name__)
 

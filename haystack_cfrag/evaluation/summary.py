@@ -28,8 +28,7 @@ from haystack_cfrag.evaluation.plots import plots
 from haystack_cfrag.evaluation.provenance import read_metadata
 from haystack_cfrag.evaluation.report import markdown
 from haystack_cfrag.evaluation.statistics import METRICS, injection_tables, paired, scores, sweep_tables
-from haystack_cfrag.evaluation.systems import BASELINE
-from haystack_cfrag.registry import controls
+from haystack_cfrag.registry import BASELINE, controls
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from haystack_cfrag.common.parameters import ParameterError, parse_value
 from haystack_cfrag.common.validation import check_choice
-from haystack_cfrag.registry import BASELINE, FAMILIES, REGISTRY, ablations, default_systems, resolve
+from haystack_cfrag.registry import FAMILIES, REGISTRY, ablations, default_systems, resolve
 
 # the baselines and CF-RAG's pipelines, then ablations; the other families (cer, causal_rag: a graph to build
 # first) cost several times more per question and are named with --systems (each family's entries say which)

@@ -27,8 +27,13 @@ from haystack import Pipeline
 
 from haystack_cfrag import models
 from haystack_cfrag.common.timing import count_llm_usage, timed_stages
-from haystack_cfrag.pipelines.loading import (TRUSTED_PREFIXES, pipeline_from_dict, share_injected_components,
-                                              share_node_models, with_overrides)
+from haystack_cfrag.pipelines.loading import (
+    TRUSTED_PREFIXES,
+    pipeline_from_dict,
+    share_injected_components,
+    share_node_models,
+    with_overrides,
+)
 from haystack_cfrag.registry import Resolved, resolve
 from haystack_cfrag.runtime.model_parts import AUTO, ModelParts
 from haystack_cfrag.runtime.outputs import Answer, declared, gate_reading, read_outputs

@@ -18,12 +18,11 @@ from typing import Any
 from haystack import Document, logging
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
-from haystack_cfrag.stores.sources import read_jsonl
 from haystack_cfrag.models import EMBEDDED_EMBEDDER, cache_dir
 from haystack_cfrag.stores.kinds.memory import open_memory_store
 from haystack_cfrag.stores.opening import open_document_store
+from haystack_cfrag.stores.sources import read_jsonl
 from haystack_cfrag.stores.specs import StoreSpec, parse_store_spec
 
 logger = logging.getLogger(__name__)

@@ -24,8 +24,8 @@ from __future__ import annotations
 import os
 import tempfile  # noqa: F401  (the doctest's folder)
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass, replace  # noqa: F401  (replace: the doctest's embedder)
+from pathlib import Path  # noqa: F401  (the doctest's folder)
 from typing import Any
 
 from haystack import Document
@@ -135,9 +135,8 @@ def _passages(sources: Passages | Iterable[Any]) -> Passages:
 def _write(spec: StoreSpec, read: Passages, embedder: Embedder, device: str | None, *, prune: bool,
            force: bool, share: float, graph: bool = False, dry_run: bool = False) -> Update:
     """The passages written into the store (under its lock), or only planned (`dry_run`)."""
-    from haystack_cfrag.stores.opening import (  # noqa: PLC0415
-        close_document_store, open_document_store, save_document_store)
     from haystack_cfrag.stores.existing import stored_dim  # noqa: PLC0415
+    from haystack_cfrag.stores.opening import close_document_store, open_document_store, save_document_store  # noqa: PLC0415
 
     writes = _graph_writer() if not dry_run else None
     if graph and writes is not None:

@@ -200,7 +200,7 @@ def prefix_reuse(cached: Sequence[int], tokens: Sequence[int], keep_last: int = 
     2
     """
     n = 0
-    for a, b in zip(cached, tokens):
+    for a, b in zip(cached, tokens, strict=False):
         if a != b:
             break
         n += 1

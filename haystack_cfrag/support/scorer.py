@@ -11,9 +11,11 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedParts, prepare_query
-from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.prompting import check_template, render_evidence
+from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.common.timing import count_scoring
+from haystack_cfrag.common.validation import check_bool, check_int, check_optional_int
 from haystack_cfrag.support.backends import AnswerLogprobs, Prompt, SupportBackend, backend_for
 from haystack_cfrag.support.llama_cpp_backend import DEFAULT_PREFIX_STATES, MAX_PREFIX_STATES
 from haystack_cfrag.support.math import (
@@ -24,8 +26,6 @@ from haystack_cfrag.support.math import (
     option_orders,
     option_scores,
 )
-from haystack_cfrag.common.validation import check_bool, check_int, check_optional_int
-from haystack_cfrag.common.timing import count_scoring
 
 logger = logging.getLogger(__name__)
 

@@ -40,4 +40,16 @@ def graph_cache(tmp_path, monkeypatch):
     return cache
 
 
+@pytest.fixture(scope="module")
+def mock_server(tmp_path_factory):
+    """`cfrag serve --mock` with MCP (the shipped MockChatGenerator, the real embedder, the demo store), per module."""
+    from haystack_cfrag.testing.hostile import SERVED_ARGS, SERVED_PIPELINES
+    from tests.server import free_port, served
+
+    args = [*SERVED_ARGS, "--deploy-dir", str(tmp_path_factory.mktemp("deploy") / "pipelines")]
+    # hayhooks[mcp] comes with the `serve` extra (make setup): a missing one fails, it is not skipped
+    with served(args, expect=SERVED_PIPELINES, mcp_port=free_port()) as server:
+        yield server
+
+
 from tests.integration.pg import pg_server, pg_url  # noqa: E402,F401  (fixtures: a real Postgres + pgvector)

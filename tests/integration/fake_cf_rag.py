@@ -3,8 +3,8 @@
 from typing import Any
 
 from haystack_cfrag import load_pipeline
-from haystack_cfrag.registry import resolve
 from haystack_cfrag.pipelines import pipeline_path
+from haystack_cfrag.registry import resolve
 from tests import dark_knight as dk
 from tests.fakes import HashingTextEmbedder, KeywordReader
 

@@ -6,8 +6,8 @@ import numpy as np
 
 from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
-from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.cfrag.trace import duel_readings
+from haystack_cfrag.pipelines import pipeline_path
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
 DEMO_QUESTION = "Which is the tallest mountain on Earth when measured from base to summit?"  # the Makefile's

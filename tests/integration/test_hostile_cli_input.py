@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.server import free_port
 from tests.integration.test_cli_errors import QUESTION, cfrag
+from tests.server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 HOTPOT = ROOT / "tests" / "data" / "hotpotqa_dev_a_30.jsonl"

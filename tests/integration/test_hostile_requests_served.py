@@ -24,7 +24,7 @@ from haystack_cfrag.serving.app import MAX_LOGGED_CHARS
 from haystack_cfrag.serving.middleware import MAX_BODY_BYTES
 from haystack_cfrag.serving.requests import MAX_RAW_QUESTION_CHARS
 from haystack_cfrag.testing.hostile import HUGE_INT, LONE_SURROGATE, hostile_header_requests, worst_case_cleaning
-from tests.integration.test_serving import _with_mcp_ready, mock_server  # noqa: F401  (the served mock)
+from tests.integration.test_serving import _with_mcp_ready
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
 WORST_AT_LIMIT = worst_case_cleaning((MAX_BODY_BYTES - 100) // 4)  # ~520,000 marks: minutes of NFKC before

@@ -6,7 +6,7 @@ Tiny random models built locally stand in for hub models (these machines reach n
 from haystack import Document
 from haystack.dataclasses import ChatMessage
 
-from haystack_cfrag import CausalArbitrationRanker, Draft, models
+from haystack_cfrag import CausalArbitrationRanker, Draft
 from haystack_cfrag.adapters import factories
 from tests.integration.tiny_models import tiny_chat_model, tiny_cross_encoder
 

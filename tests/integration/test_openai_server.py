@@ -18,10 +18,10 @@ from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
+from haystack_cfrag.cfrag.trace import duel_readings
 from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.runtime import Runtime
 from haystack_cfrag.stores import open_model_store
-from haystack_cfrag.cfrag.trace import duel_readings
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
 ALIAS = "cfrag-qwen"
@@ -99,5 +99,5 @@ def test_cf_rag_fast_through_the_server_with_concurrent_drafts(llama_server):
     assert not any(d.get("error") for d in result.trace["drafts"])
     assert result.llm["calls"] == len(calls) == 3 + duel_readings(result.trace)  # the baseline, two challengers (and the duel)
     ordered = sorted(calls)
-    assert any(b[0] < a[1] for a, b in zip(ordered, ordered[1:])), f"drafts did not overlap: {calls}"
+    assert any(b[0] < a[1] for a, b in zip(ordered, ordered[1:], strict=False)), f"drafts did not overlap: {calls}"
     assert rt.generator.timeout >= 120  # queued behind each other on a busy server

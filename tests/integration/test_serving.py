@@ -12,18 +12,10 @@ import json
 import httpx
 import pytest
 
-from haystack_cfrag.testing.hostile import SERVED_ARGS, SERVED_PIPELINES, deploy_body, hostile_requests
-from tests.server import free_port, served
+from haystack_cfrag.testing.hostile import SERVED_PIPELINES, deploy_body, hostile_requests
+from tests.server import served
 
 QUESTION = "Who is the lead actor in The Dark Knight?"
-
-
-@pytest.fixture(scope="module")
-def mock_server(tmp_path_factory):
-    args = [*SERVED_ARGS, "--deploy-dir", str(tmp_path_factory.mktemp("deploy") / "pipelines")]
-    # hayhooks[mcp] comes with the `serve` extra (make setup): a missing one fails, it is not skipped
-    with served(args, expect=SERVED_PIPELINES, mcp_port=free_port()) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ import sqlite3
 import pytest
 
 from haystack_cfrag.causal_rag.stored_graph import graph_home
-from tests.server import free_port
 from tests.integration.test_cli_errors import QUESTION, cfrag
+from tests.server import free_port
 from tests.unit.stores.hostile_stores import graph_store
 
 pytest.importorskip("faiss")

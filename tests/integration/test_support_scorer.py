@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from haystack import Document
 
-from haystack_cfrag import models
 from haystack_cfrag.adapters import factories
 from haystack_cfrag.support.backends import LlamaCppBackend
 from haystack_cfrag.support.scorer import ReaderSupportScorer
@@ -71,7 +70,7 @@ def _manual_logprobs(llm, prompt_ids, answer_ids):
     llm.reset()
     llm.eval(prompt_ids[:-1])
     out = []
-    for token, target in zip([prompt_ids[-1]] + answer_ids[:-1], answer_ids):
+    for token, target in zip([prompt_ids[-1]] + answer_ids[:-1], answer_ids, strict=True):
         llm.eval([token])
         row = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(llm.n_vocab(),)).astype(np.float64)
         out.append(row[target] - (row.max() + math.log(np.exp(row - row.max()).sum())))

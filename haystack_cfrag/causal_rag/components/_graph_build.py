@@ -24,8 +24,8 @@ from haystack_cfrag.causal_rag.math.extraction import (
 from haystack_cfrag.causal_rag.math.graph import Graph
 from haystack_cfrag.causal_rag.math.names import NODE_FLAG, node_document_id
 from haystack_cfrag.common.plumbing import degradation, with_meta
-from haystack_cfrag.common.tracing import token_counts
 from haystack_cfrag.common.timing import by_machine, replayed_call, timed_on
+from haystack_cfrag.common.tracing import token_counts
 
 COMPONENT = "CausalGraphBuilder"
 PASSAGE_FLAG = "cfrag_graph_passage"

@@ -8,6 +8,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
+from haystack_cfrag.causal_rag.parameters import DEFAULT_SUMMARY_CALLS, DEFAULT_SUMMARY_MAX_TOKENS, RANGES
 from haystack_cfrag.causal_rag.prompts import (
     DEFAULT_RESPONSE_TYPE,
     SUMMARIZER_FIELDS,
@@ -15,7 +16,6 @@ from haystack_cfrag.causal_rag.prompts import (
     check_prompt_templates,
     render_network_data,
 )
-from haystack_cfrag.causal_rag.parameters import DEFAULT_SUMMARY_CALLS, DEFAULT_SUMMARY_MAX_TOKENS, RANGES
 from haystack_cfrag.common.asking import Asked, AsksChatGenerator
 from haystack_cfrag.common.parameters import check_in_range
 from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedParts, degradation, prepare_query

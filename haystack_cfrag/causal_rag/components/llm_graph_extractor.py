@@ -10,8 +10,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from haystack_cfrag.causal_rag.math.extraction import result
-from haystack_cfrag.causal_rag.math.extraction import Extraction, parse_extraction
+from haystack_cfrag.causal_rag.math.extraction import Extraction, parse_extraction, result
 from haystack_cfrag.causal_rag.math.names import MAX_NAME_CHARS, MAX_RELATION_CHARS
 from haystack_cfrag.causal_rag.prompts import EXTRACTION_FIELDS, EXTRACTION_PROMPT, check_template
 from haystack_cfrag.common.asking import AsksChatGenerator

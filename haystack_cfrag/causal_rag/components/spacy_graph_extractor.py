@@ -10,9 +10,8 @@ from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.lazy_imports import LazyImport
 
 from haystack_cfrag import models
-from haystack_cfrag.causal_rag.math.extraction import result
 from haystack_cfrag.causal_rag.math.cues import extract_sentences
-from haystack_cfrag.causal_rag.math.extraction import DEFAULT_MAX_TRIPLES, Extraction, check_max_triples
+from haystack_cfrag.causal_rag.math.extraction import DEFAULT_MAX_TRIPLES, Extraction, check_max_triples, result
 from haystack_cfrag.causal_rag.math.graph import Triple
 from haystack_cfrag.causal_rag.math.sentences import Phrase, Sentence, Token
 from haystack_cfrag.common.plumbing import InjectedParts

@@ -25,8 +25,8 @@ from haystack_cfrag.cdf_rag.math.checks import (
 from haystack_cfrag.cdf_rag.prompts import REWRITE_FIELDS, REWRITE_PROMPTS, render_claims
 from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, degradation, prepare_query
 from haystack_cfrag.common.prompting import render_evidence
-from haystack_cfrag.common.replies import reply_text
 from haystack_cfrag.common.protocols import ChatGenerator, SupportScorer
+from haystack_cfrag.common.replies import reply_text
 from haystack_cfrag.common.serialization import serialize_component
 from haystack_cfrag.common.tracing import LLMCall
 from haystack_cfrag.common.validation import check_choice, check_int, check_range

@@ -2,15 +2,41 @@
 `claims` (S_hall), `causal_check` (S_causal) and `feedback_loop` (`LoopState`, `next_step`)."""
 
 from haystack_cfrag.cdf_rag.math.causal_check import (
-    NEUTRAL, RESPECTED, TAU, VIOLATED, CausalCheck, CausalStatement, as_edge, causal_consistency,
-    causal_statements, edge_verdict, names, question_statements, should_regenerate,
+    NEUTRAL,
+    RESPECTED,
+    TAU,
+    VIOLATED,
+    CausalCheck,
+    CausalStatement,
+    as_edge,
+    causal_consistency,
+    causal_statements,
+    edge_verdict,
+    names,
+    question_statements,
+    should_regenerate,
 )
 from haystack_cfrag.cdf_rag.math.claims import (
-    DELTA, MAX_CLAIMS, REWRITE_MODES, SHORT_ANSWER_WORDS, SUPPORT_RANGE, SUPPORT_THRESHOLD,
-    hallucination_score, should_rewrite, split_claims, supported_claims,
+    DELTA,
+    MAX_CLAIMS,
+    REWRITE_MODES,
+    SHORT_ANSWER_WORDS,
+    SUPPORT_RANGE,
+    SUPPORT_THRESHOLD,
+    hallucination_score,
+    should_rewrite,
+    split_claims,
+    supported_claims,
 )
 from haystack_cfrag.cdf_rag.math.feedback_loop import (
-    ACCEPT, MAX_REGENERATIONS, MAX_REWRITES, REGENERATE, REWRITE, STOP, LoopState, next_step,
+    ACCEPT,
+    MAX_REGENERATIONS,
+    MAX_REWRITES,
+    REGENERATE,
+    REWRITE,
+    STOP,
+    LoopState,
+    next_step,
 )
 
 __all__ = ["ACCEPT", "DELTA", "MAX_CLAIMS", "MAX_REGENERATIONS", "MAX_REWRITES", "NEUTRAL", "REGENERATE",

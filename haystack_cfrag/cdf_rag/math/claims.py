@@ -7,7 +7,6 @@ import math
 import re
 from collections.abc import Sequence
 
-
 DELTA = 0.5
 """δ: rewrite when S_hall > δ (ours: more than half the claims unsupported)."""
 SUPPORT_THRESHOLD = -1.0

@@ -9,8 +9,10 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from haystack_cfrag.cer.components.set_scoring import VERIFY_QUESTION  # noqa: F401  (importable from here too)
-from haystack_cfrag.cer.components.set_scoring import SetScoring
+from haystack_cfrag.cer.components.set_scoring import (
+    VERIFY_QUESTION,  # noqa: F401  (importable from here too)
+    SetScoring,
+)
 from haystack_cfrag.cer.math.hard_negatives import hard_negatives
 from haystack_cfrag.cer.math.search import (
     MemoisedQuality,
@@ -39,11 +41,11 @@ from haystack_cfrag.common.plumbing import (
     warm_up_all,
     with_meta,
 )
+from haystack_cfrag.common.prompting import SHORT_DRAFT_PROMPT, render_plain_evidence
 from haystack_cfrag.common.protocols import ChatGenerator, SupportScorer
 from haystack_cfrag.common.replies import parse_draft_reply
-from haystack_cfrag.common.tracing import LLMCall, current_span
-from haystack_cfrag.common.prompting import SHORT_DRAFT_PROMPT, render_plain_evidence
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.common.tracing import LLMCall, current_span
 from haystack_cfrag.common.validation import (
     check_bool,
     check_choice,

@@ -15,6 +15,7 @@ from haystack_cfrag.cer.math.settings import ALPHA, DEFAULTS, K_MAX, KAPPA, MU, 
 from haystack_cfrag.common.text import STOPWORDS, content_words, tokens
 from haystack_cfrag.common.validation import check_range
 
+
 # ---------------------------------------------------------------- Eq. 3 / 17, Eq. 18
 def length_penalty(size: int, k_max: int = K_MAX) -> float:
     """p_len(S) = |S| / K_max (Eq. 3).

@@ -8,6 +8,14 @@ import numpy as np
 from haystack import component, default_from_dict, default_to_dict, logging
 
 from haystack_cfrag.cfrag import ranges
+from haystack_cfrag.cfrag.counterfactual_selection import check_selection, output, select_counterfactuals
+from haystack_cfrag.cfrag.math.replies import parse_counterfactual_reply, parse_question_lines
+from haystack_cfrag.cfrag.prompts import (
+    COUNTERFACTUAL_FIELDS,
+    COUNTERFACTUAL_LINES_PROMPT,
+    COUNTERFACTUAL_PROMPT,
+    check_template,
+)
 from haystack_cfrag.common.asking import AsksChatGenerator
 from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
@@ -18,16 +26,8 @@ from haystack_cfrag.common.plumbing import (
     prepare_query,
 )
 from haystack_cfrag.common.protocols import ChatGenerator, TextEmbedder
-from haystack_cfrag.cfrag.counterfactual_selection import check_selection, output, select_counterfactuals
-from haystack_cfrag.cfrag.math.replies import parse_counterfactual_reply, parse_question_lines
-from haystack_cfrag.common.tracing import LLMCall
-from haystack_cfrag.cfrag.prompts import (
-    COUNTERFACTUAL_FIELDS,
-    COUNTERFACTUAL_LINES_PROMPT,
-    COUNTERFACTUAL_PROMPT,
-    check_template,
-)
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.common.tracing import LLMCall
 from haystack_cfrag.common.validation import (
     check_bool,
     check_choice,

@@ -8,8 +8,6 @@ from haystack import Document, Pipeline, default_from_dict, default_to_dict, sup
 from haystack.components.joiners import DocumentJoiner
 from haystack.dataclasses import GeneratedAnswer
 
-from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, close_all, close_all_async
-from haystack_cfrag.common.protocols import ChatGenerator, DocumentEmbedder, Retriever, TextEmbedder
 from haystack_cfrag.cfrag.components.arbitration_duel import ArbitrationDuel
 from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
 from haystack_cfrag.cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
@@ -31,7 +29,10 @@ from haystack_cfrag.cfrag.wiring import (
     Edge,
     cf_rag_connections,
 )
+from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, close_all, close_all_async
+from haystack_cfrag.common.protocols import ChatGenerator, DocumentEmbedder, Retriever, TextEmbedder
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+
 
 def _pipeline_class() -> type:
     """Haystack 3's Pipeline runs async itself; on 2.x, SuperComponent.run_async needs an AsyncPipeline."""

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
+from haystack_cfrag.cfrag.math.dedup import greedy_dedup, quality_score
 from haystack_cfrag.common.plumbing import (
     InjectedParts,
     embed_texts,
@@ -16,10 +17,9 @@ from haystack_cfrag.common.plumbing import (
     split_by_embedding,
 )
 from haystack_cfrag.common.protocols import DocumentEmbedder, TextEmbedder
-from haystack_cfrag.cfrag.math.dedup import greedy_dedup, quality_score
-from haystack_cfrag.common.vectors import as_matrix, cosine_matrix, cosine_to_relevance
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.common.validation import check_int, check_range
+from haystack_cfrag.common.vectors import as_matrix, cosine_matrix, cosine_to_relevance
 
 logger = logging.getLogger(__name__)
 

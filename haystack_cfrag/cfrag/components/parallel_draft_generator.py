@@ -6,20 +6,16 @@ import asyncio
 import contextvars
 import numbers
 import time
-from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cfrag import ranges
-from haystack_cfrag.common.asking import AsksChatGenerator
-from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedParts, prepare_query, remaining
-from haystack_cfrag.common.protocols import ChatGenerator
-from haystack_cfrag.cfrag.math.replies import parse_draft_reply
 from haystack_cfrag.cfrag.dataclasses import NO_EVIDENCE, SOURCE_KEY, Draft
-from haystack_cfrag.common.tracing import LLMCall, current_span
+from haystack_cfrag.cfrag.math.replies import parse_draft_reply
 from haystack_cfrag.cfrag.prompts import (
     DRAFT_FIELDS,
     DRAFT_PROMPT,
@@ -28,7 +24,11 @@ from haystack_cfrag.cfrag.prompts import (
     render_evidence,
     render_plain_evidence,
 )
+from haystack_cfrag.common.asking import AsksChatGenerator
+from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedParts, prepare_query, remaining
+from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
+from haystack_cfrag.common.tracing import LLMCall, current_span
 from haystack_cfrag.common.validation import check_choice, check_optional_int, check_optional_seconds
 
 PROMPTS = ("app_g", "short")

@@ -8,6 +8,10 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from haystack_cfrag.cfrag import ranges
+from haystack_cfrag.cfrag.components.multi_query_retriever import PROVENANCE_KEY
+from haystack_cfrag.cfrag.math.arbitration import causal_margins
+from haystack_cfrag.cfrag.math.stratify import cluster_subsets, order_by, spectral_clusters, stratified_subsets
+from haystack_cfrag.cfrag.settings import QUALIFIERS
 from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
     InjectedParts,
@@ -20,14 +24,10 @@ from haystack_cfrag.common.plumbing import (
     with_meta,
 )
 from haystack_cfrag.common.protocols import DocumentEmbedder, TextEmbedder
-from haystack_cfrag.cfrag.components.multi_query_retriever import PROVENANCE_KEY
-from haystack_cfrag.cfrag.math.arbitration import causal_margins
 from haystack_cfrag.common.qualifiers import dating_scores
-from haystack_cfrag.cfrag.settings import QUALIFIERS
-from haystack_cfrag.cfrag.math.stratify import cluster_subsets, order_by, spectral_clusters, stratified_subsets
-from haystack_cfrag.common.vectors import as_matrix, cosine_matrix, cosine_to_relevance
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.common.validation import check_choice, check_optional_int, check_range
+from haystack_cfrag.common.vectors import as_matrix, cosine_matrix, cosine_to_relevance
 
 logger = logging.getLogger(__name__)
 

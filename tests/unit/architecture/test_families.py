@@ -22,9 +22,9 @@ from haystack_cfrag.common.parameters import Parameter
 from haystack_cfrag.family import Entry, Family, Sweeps
 from haystack_cfrag.serving.service import CFRAGService, ServingConfig
 from haystack_cfrag.testing import MockChatGenerator
-from tests.families import foreign_parameter, own_value
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder
+from tests.families import foreign_parameter, own_value
 
 PACKAGE = Path(registry.__file__).resolve().parent
 FAMILIES = ("baseline", "cfrag", "cer", "causal_rag", "cdf_rag")

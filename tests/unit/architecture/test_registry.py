@@ -61,8 +61,8 @@ def test_yaml_written_for_the_old_type_paths_still_loads_through_the_package_loa
     from haystack import Pipeline
 
     from haystack_cfrag import EmbeddingDeduplicator
-    from haystack_cfrag.pipelines.loading import pipeline_from_dict
     from haystack_cfrag.pipelines import RENAMED_TYPES
+    from haystack_cfrag.pipelines.loading import pipeline_from_dict
     from haystack_cfrag.testing.fakes import HashingDocumentEmbedder, HashingTextEmbedder
 
     pipe = Pipeline()

@@ -5,7 +5,6 @@ import json
 import random
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from haystack_cfrag.cascade.features import FEATURES, features

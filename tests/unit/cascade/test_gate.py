@@ -163,12 +163,11 @@ def test_run_async_reads_as_run_does():
 
 
 def test_inputs_are_not_mutated_and_the_gate_round_trips():
-    from haystack_cfrag.support import ReaderSupportScorer
-    from haystack_cfrag.testing import MockChatGenerator
-
     from haystack import Pipeline
 
     from haystack_cfrag.pipelines.loading import pipeline_from_dict
+    from haystack_cfrag.support import ReaderSupportScorer
+    from haystack_cfrag.testing import MockChatGenerator
 
     g = gate(ReaderSupportScorer(chat_generator=MockChatGenerator()), threshold=0.7)
     pipe = Pipeline()

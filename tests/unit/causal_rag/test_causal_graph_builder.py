@@ -11,8 +11,8 @@ from haystack import Document
 from haystack_cfrag.causal_rag import CausalGraphBuilder
 from haystack_cfrag.causal_rag.math.names import node_document_id
 from haystack_cfrag.causal_rag.prompts import EXTRACTION_PROMPT
-from haystack_cfrag.evaluation.llm_cache import CachingChatGenerator
 from haystack_cfrag.common import timing
+from haystack_cfrag.evaluation.llm_cache import CachingChatGenerator
 
 from .fakes import ScriptedExtractor, TableEmbedder
 

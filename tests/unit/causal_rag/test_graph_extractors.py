@@ -537,8 +537,8 @@ def test_the_indexing_yaml_takes_the_spacy_extractor_in_its_socket(tmp_path):
     import yaml
     from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-    from haystack_cfrag.pipelines.loading import pipeline_from_dict
     from haystack_cfrag.pipelines import pipeline_path
+    from haystack_cfrag.pipelines.loading import pipeline_from_dict
 
     data = yaml.safe_load(pipeline_path("causal_rag_indexing").read_text(encoding="utf-8"))
     builder = data["components"]["builder"]["init_parameters"]

@@ -7,19 +7,17 @@ import random
 
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from haystack_cfrag.cer.components import EvidenceSetSelector
-from haystack_cfrag.pipelines.loading import pipeline_from_dict
 from haystack_cfrag.cer.components.evidence_set_selector import DELETION_KEY, NECESSITY_KEY, RANK_KEY
 from haystack_cfrag.cer.math.settings import CerSettings
-from tests.fakes import FixedReplyGenerator as FakeGenerator
+from haystack_cfrag.pipelines.loading import pipeline_from_dict
 from tests import dark_knight as dk
-
-
+from tests.fakes import FixedReplyGenerator as FakeGenerator
 
 
 @component

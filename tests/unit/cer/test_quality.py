@@ -125,7 +125,7 @@ def test_necessity_sums_to_one_or_is_all_zero(effects):
     if any(e > 0 for e in effects):
         assert sum(nec) == pytest.approx(1.0)
         total = sum(e for e in effects if e > 0)
-        for e, x in zip(effects, nec):
+        for e, x in zip(effects, nec, strict=True):
             assert x == (0.0 if e <= 0 else pytest.approx(e / total))  # Eq. 4's max(0, ·)
     else:
         assert nec == [0.0] * len(effects)

@@ -72,7 +72,9 @@ class TestGreedyAndPruning:
 
     def test_uncertainty_bonus_uses_kappa(self):
         table = {(0,): 0.9, (1,): 0.85}
-        sigma = lambda c, d: 0.5 if d == 1 else 0.0
+        def sigma(c, d):
+            return 0.5 if d == 1 else 0.0
+
         r = minimal_sufficient_set(2, Recorder(table), uncertainty=sigma, settings=CerSettings(kappa=0.2))
         assert r.steps[0].chosen == 1  # 0.85 + 0.2·0.5 > 0.9
         r0 = minimal_sufficient_set(2, Recorder(table), uncertainty=sigma, settings=CerSettings(kappa=0.0))

@@ -19,20 +19,20 @@ from haystack import Document, component
 from haystack.components.builders import ChatPromptBuilder
 from haystack.dataclasses import ChatMessage, GeneratedAnswer
 
-from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag import load_pipeline
-from haystack_cfrag.common.plumbing import accepts
 from haystack_cfrag.cfrag.components.arbitration_duel import ArbitrationDuel
 from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
 from haystack_cfrag.cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
 from haystack_cfrag.cfrag.components.multi_query_retriever import PROVENANCE_KEY
 from haystack_cfrag.cfrag.components.parallel_draft_generator import ParallelDraftGenerator
 from haystack_cfrag.cfrag.components.spectral_stratifier import MARGIN_KEY, SpectralStratifier
-from haystack_cfrag.cfrag.math import arbitration as arb
 from haystack_cfrag.cfrag.dataclasses import Draft
-from haystack_cfrag.registry import resolve
+from haystack_cfrag.cfrag.math import arbitration as arb
 from haystack_cfrag.cfrag.prompts import STANDARD_RAG_TEMPLATE
+from haystack_cfrag.common.plumbing import accepts
 from haystack_cfrag.common.timing import count_llm_usage
+from haystack_cfrag.pipelines import pipeline_path
+from haystack_cfrag.registry import resolve
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
 
@@ -241,7 +241,6 @@ def test_no_duel_against_a_louder_challenger():
 
 def test_a_duel_that_names_no_candidate_leaves_the_margin_rule_in_charge():
     docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
-    reviews = [docs[f"review-{i}"] for i in range(4)]
     out, _ = _case("Heath Ledger", [("Christian Bale", [docs["cast"]])], override_margin=1.0, duel=True,
                    synthesizer=RecordingGenerator(reply="Answer: Gary Oldman"))
     assert out["answer"] == "Heath Ledger" and out["trace"]["decision"] == "baseline"

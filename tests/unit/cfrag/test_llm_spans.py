@@ -17,18 +17,18 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
 import haystack
+import pytest
 from haystack import Pipeline, component, tracing
 from haystack.dataclasses import ChatMessage
 from haystack.tracing import Span, Tracer
 from haystack.tracing import utils as tracing_utils
 
-from haystack_cfrag.common import tracing as lt
 from haystack_cfrag.cfrag.components.arbitration_duel import ArbitrationDuel
 from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
 from haystack_cfrag.cfrag.components.counterfactual_query_expander import CounterfactualQueryExpander
 from haystack_cfrag.cfrag.components.parallel_draft_generator import ParallelDraftGenerator
+from haystack_cfrag.common import tracing as lt
 from haystack_cfrag.common.timing import timed_stages
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader

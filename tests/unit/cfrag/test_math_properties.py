@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from haystack_cfrag.cfrag.math import arbitration as arb
-from haystack_cfrag.cfrag.math.dedup import greedy_dedup
-from haystack_cfrag.cfrag.math.stratify import spectral_clusters, stratified_subsets
 from haystack_cfrag.cfrag.math.counterfactuals import TRANSFORMATION_TYPES
+from haystack_cfrag.cfrag.math.dedup import greedy_dedup
 from haystack_cfrag.cfrag.math.replies import MAX_ANSWER_CHARS, parse_counterfactual_reply, parse_draft_reply
+from haystack_cfrag.cfrag.math.stratify import spectral_clusters, stratified_subsets
 from haystack_cfrag.common.text import clean_query, truncate_text
 from haystack_cfrag.common.vectors import cosine_matrix, valid_embedding_mask
 

@@ -6,8 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from haystack_cfrag.adapters import factories
-from haystack_cfrag.cli import app, main
 from haystack_cfrag.cfrag.trace import format_trace
+from haystack_cfrag.cli import app, main
 from haystack_cfrag.common.parameters import clip, parse_integer, parse_value
 from tests.server import free_port
 

@@ -13,7 +13,6 @@ from click.testing import CliRunner
 from haystack_cfrag.common.interrupts import held, warm_up
 from tests.fakes import HashingDocumentEmbedder, ReaderInterruptedWhileLoading
 
-
 pytestmark = pytest.mark.usefixtures("sigint_as_in_a_terminal")
 
 

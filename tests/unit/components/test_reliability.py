@@ -22,9 +22,9 @@ from haystack_cfrag import (
     ParallelDraftGenerator,
     SpectralStratifier,
 )
-from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS
 from haystack_cfrag.cfrag.components.counterfactual_rag import PAPER, CounterfactualRAG
 from haystack_cfrag.cfrag.math.replies import MAX_ANSWER_CHARS
+from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS
 from haystack_cfrag.common.text import clean_query
 from tests import dark_knight as dk
 from tests.fakes import (

@@ -14,10 +14,9 @@ from click.testing import CliRunner
 from haystack import component, default_to_dict
 from haystack.dataclasses import ChatMessage
 
-from haystack_cfrag.common import timing
 from haystack_cfrag.cli import main
-from haystack_cfrag.evaluation import EvalConfig, run_eval, summarize, write_outputs
-from haystack_cfrag.evaluation import datasets, provenance, runner
+from haystack_cfrag.common import timing
+from haystack_cfrag.evaluation import EvalConfig, datasets, provenance, run_eval, runner, summarize, write_outputs
 from haystack_cfrag.evaluation.corpus import Corpus, near_copies, swap_answer
 from haystack_cfrag.evaluation.costs import index_cost
 from haystack_cfrag.evaluation.datasets import load_items, parse_row

@@ -2,9 +2,9 @@
 
 import pytest
 
+from haystack_cfrag.common.timing import LLMUsage
 from haystack_cfrag.evaluation.costs import cost_summary, overhead
 from haystack_cfrag.evaluation.token_model import RATES, READER, SMALL, by_component, token_seconds
-from haystack_cfrag.common.timing import LLMUsage
 
 
 def test_a_call_on_the_small_model_is_priced_at_its_own_rates():

@@ -80,8 +80,8 @@ def main(argv: list[str]) -> None:
 
     reached = _stopper(stop) if stop != "never" else (lambda _point: None)
     try:
-        from haystack_cfrag.stores import checkpoints
         from haystack_cfrag.causal_rag import graph_write
+        from haystack_cfrag.stores import checkpoints
     except ImportError:  # a version before the named points (6dca1af): it runs, and is never stopped
         pass
     else:

@@ -14,8 +14,8 @@ from haystack import Document
 
 from haystack_cfrag.adapters import factories
 from haystack_cfrag.cli import main
-from haystack_cfrag.stores.sources import MAX_FILE_BYTES, convert_files, cut_passages, read_bounded
 from haystack_cfrag.stores import open_document_store
+from haystack_cfrag.stores.sources import MAX_FILE_BYTES, convert_files, cut_passages, read_bounded
 from tests.fakes import HashingDocumentEmbedder
 
 MIB = 1024 * 1024

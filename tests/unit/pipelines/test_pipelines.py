@@ -1,13 +1,12 @@
 """The YAML pipelines end to end with deterministic fakes, round-trips and the allowlist."""
 
-from pathlib import Path
 
 import pytest
 import yaml
 from haystack import Pipeline
 
-from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag import load_pipeline
+from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.pipelines.loading import PipelineRefusedError, pipeline_from_dict
 from haystack_cfrag.registry import resolve
 from tests import dark_knight as dk

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag import load_pipeline
+from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.pipelines.loading import PipelineRefusedError
 
 ROOT = Path(__file__).resolve().parents[3]

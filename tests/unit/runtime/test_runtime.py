@@ -2,11 +2,11 @@
 
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
+from haystack_cfrag.cfrag.trace import duel_readings
 from haystack_cfrag.pipelines import pipeline_path
 from haystack_cfrag.runtime import Runtime
 from tests import dark_knight as dk
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder, KeywordReader
-from haystack_cfrag.cfrag.trace import duel_readings
 
 
 def runtime():

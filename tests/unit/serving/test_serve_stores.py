@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from haystack import component
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 
-from haystack_cfrag import stores
 import haystack_cfrag.cli.serve as cli_serve
+from haystack_cfrag import stores
 from haystack_cfrag.cli import main
 from haystack_cfrag.serving.service import CFRAGService, ServingConfig
 from haystack_cfrag.stores import StoreSpec

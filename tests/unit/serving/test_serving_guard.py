@@ -9,8 +9,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, StreamingRespon
 from starlette.routing import Route  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
-from haystack_cfrag.serving.middleware import Guard  # noqa: E402
 from haystack_cfrag.registry import REGISTRY  # noqa: E402
+from haystack_cfrag.serving.middleware import Guard  # noqa: E402
 from haystack_cfrag.serving.requests import check_run_request  # noqa: E402
 
 

@@ -30,9 +30,9 @@ def test_d7_a_pgvector_host_that_never_answers_is_one_line_within_seconds(what):
 
 
 def test_d7_every_postgres_connection_string_gets_a_connect_and_a_statement_timeout(monkeypatch):
-    from haystack_cfrag.stores import parse_store_spec
     from psycopg.conninfo import conninfo_to_dict
 
+    from haystack_cfrag.stores import parse_store_spec
     from haystack_cfrag.stores.kinds.pgvector import PGVECTOR, conninfo
 
     spec = parse_store_spec("pgvector:postgresql://u:p@h:5432/db")
