@@ -2,7 +2,7 @@
 
 `update_store` takes the store's lock, plans what changes by file (added, replaced, removed, kept),
 embeds only what is new or changed, saves, and (with `graph=GraphBuild()`) builds CausalRAG's graph
-beside the store. A file that gives no text (emptied, a PDF cut short) keeps its passages; `prune`
+beside the store; `preparation` (the registry's) marks that graph stale when the passages change. A file that gives no text (emptied, a PDF cut short) keeps its passages; `prune`
 removes only those whose every file is gone, and refuses to empty the store unless `force`.
     python examples/05_update_store.py [FOLDER]      # default: a temporary folder
 """
@@ -11,6 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from haystack_cfrag.registry import store_preparation
 from haystack_cfrag.stores.update import update_store
 
 
@@ -27,18 +28,19 @@ def write_notes(folder: Path) -> Path:
 def keep_up_to_date(store: str, notes: Path, embedder) -> list[str]:
     """Index, edit one file, empty another, delete a third, and show what each update did, by file."""
     shown = []
+    graph = store_preparation()  # CausalRAG's graph beside the store: marked stale when its passages change
 
     def show(step: str, done) -> None:
         shown.append(f"{step}: {done.plan.summary()} (store has {done.count})")
         shown.extend(f"    {line}" for line in done.plan.by_file())
 
-    show("first build", update_store(store, [notes], embedder=embedder))
+    show("first build", update_store(store, [notes], embedder=embedder, preparation=graph))
     (notes / "rivers.txt").write_text("Heavy rain causes landslides in the valley.", encoding="utf-8")
     (notes / "schools.txt").write_text("", encoding="utf-8")  # a half-synced file: its passage is kept
-    show("dry run", update_store(store, [notes], embedder=embedder, dry_run=True))
-    show("update", update_store(store, [notes], embedder=embedder))
+    show("dry run", update_store(store, [notes], embedder=embedder, preparation=graph, dry_run=True))
+    show("update", update_store(store, [notes], embedder=embedder, preparation=graph))
     (notes / "roads.txt").unlink()
-    show("prune", update_store(store, [notes], embedder=embedder, prune=True))
+    show("prune", update_store(store, [notes], embedder=embedder, preparation=graph, prune=True))
     return shown
 
 

@@ -26,7 +26,6 @@ from haystack_cfrag.cascade.parameters import GATE_PARAMETERS, GATE_SWEEP_NAMES
 from haystack_cfrag.common.parameters import Parameter, ParameterError, check_parameters
 from haystack_cfrag.family import Cascade, Entry, Family, StorePreparation
 from haystack_cfrag.pipelines import OWN_FILES, pipeline_path, read_pipeline
-from haystack_cfrag.stores.update import INDEX_TIME
 
 BASELINE = "standard_rag"
 """The pipeline every comparison measures against (standard RAG: top-k retrieval, one generation)."""
@@ -140,9 +139,8 @@ def unregister_family(name: str) -> None:
 
 
 def _changed() -> None:
-    """Forget the resolved files; hand `update_store` the index-time preparation (the stores import no family)."""
+    """Forget the resolved files."""
     _resolved.clear()
-    INDEX_TIME[:] = [p for p in (store_preparation(),) if p is not None]
 
 
 # ---------------------------------------------------------------- one resolution per pipeline file

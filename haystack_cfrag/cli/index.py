@@ -157,7 +157,7 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
     try:
         done = update_store(spec, read, embedder=embedder, device=device, prune=prune, force=force,
                             dry_run=dry_run, wait=DEFAULT_WAIT if wait is None else wait, graph=build,
-                            saved=saved, notify=lambda line: click.echo(line, err=True))
+                            preparation=GRAPH, saved=saved, notify=lambda line: click.echo(line, err=True))
     except (StoreBusy, ValueError, FileNotFoundError) as exc:  # one line: another writer, the prune guard, a
         raise click.ClickException(one_line(exc, typed=False)) from exc  # store or graph that cannot be written
     finally:

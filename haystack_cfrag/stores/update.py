@@ -79,8 +79,8 @@ class Update:
 def update_store(spec: str | os.PathLike[str] | StoreSpec, sources: Passages | Iterable[Any], *,
                  embedder: Embedder = models.EMBEDDED_EMBEDDER, device: str | None = None,
                  prune: bool = False, force: bool = False, dry_run: bool = False, wait: float = DEFAULT_WAIT,
-                 graph: GraphBuild | None = None, notify: Callable[[str], None] | None = None,
-                 saved: Callable[[Update], None] | None = None,
+                 graph: GraphBuild | None = None, preparation: Any = None,
+                 notify: Callable[[str], None] | None = None, saved: Callable[[Update], None] | None = None,
                  max_prune_share: float = MAX_PRUNE_SHARE) -> Update:
     """Write `sources` into the store `spec` (module doc) and return what changed, by file.
 
@@ -90,8 +90,10 @@ def update_store(spec: str | os.PathLike[str] | StoreSpec, sources: Passages | I
     :param prune: also remove the passages whose every file is provably gone; refused past
         `max_prune_share` of the store's files or for every passage of a folder gone, unless `force`.
     :param wait: seconds to wait for another writer of the store before refusing (`stores.lock.StoreBusy`).
-    :param graph: also build the family's index-time parts. Those and the stale mark a change leaves on them
-        are the registry's (`INDEX_TIME`, filled when `haystack_cfrag.registry` is imported, as `cfrag` does).
+    :param graph: also build `preparation`'s index-time parts over the store's passages.
+    :param preparation: what a family keeps beside the store (`family.StorePreparation`;
+        `haystack_cfrag.registry.store_preparation()`: CausalRAG's graph, as `cfrag index` passes): what `graph`
+        builds, and what a change of the passages marks stale. None: nothing beside the store is built or marked.
     :param notify: told in one line when another writer holds the store and this one waits.
     :param saved: called with the result once the passages are saved, before the graph is built.
     :raises StoreBusy: another writer held the store for `wait` seconds.
@@ -103,22 +105,23 @@ def update_store(spec: str | os.PathLike[str] | StoreSpec, sources: Passages | I
     if graph is not None and graph.text_embedder is None and not isinstance(embedder, str):
         raise ValueError("graph= with an embedder that is not a model spec needs GraphBuild(text_embedder="
                          "…), the query embedder of the same model; nothing written.")
-    if graph is not None and _preparation() is None:
-        raise ValueError(NO_PREPARATION)
+    if graph is not None and preparation is None:
+        raise ValueError("graph= needs the preparation that builds it (preparation=haystack_cfrag.registry."
+                         "store_preparation()); nothing written.")
     read = _passages(sources)
     if dry_run:
-        return _write(s, read, embedder, device, prune=prune, force=force, share=max_prune_share,
-                      dry_run=True)
+        return _write(s, read, embedder, device, prune=prune, force=force, share=max_prune_share, dry_run=True)
+    writes = preparation.writes() if preparation is not None and preparation.writes is not None else None
     try:
         with store_lock(s, wait=wait, notify=notify):
             done = _write(s, read, embedder, device, prune=prune, force=force, share=max_prune_share,
-                          graph=graph is not None)
+                          graph=graph is not None, writes=writes)
             if saved is not None:
                 saved(done)
             if graph is not None:
-                done.graph = _build_graph(s, embedder, device, graph)
+                done.graph = _build_graph(s, embedder, device, graph, preparation)
     finally:
-        if (writes := _graph_writer()) is not None:
+        if writes is not None:
             writes.forget_marks()
     return done
 
@@ -133,12 +136,12 @@ def _passages(sources: Passages | Iterable[Any]) -> Passages:
 
 
 def _write(spec: StoreSpec, read: Passages, embedder: Embedder, device: str | None, *, prune: bool,
-           force: bool, share: float, graph: bool = False, dry_run: bool = False) -> Update:
-    """The passages written into the store (under its lock), or only planned (`dry_run`)."""
+           force: bool, share: float, graph: bool = False, dry_run: bool = False, writes: Any = None) -> Update:
+    """The passages written into the store (under its lock), or only planned (`dry_run`); `writes`: the
+    preparation's writer of what it keeps beside the store (`family.StoreWrites`), None without one."""
     from haystack_cfrag.stores.existing import stored_dim  # noqa: PLC0415
     from haystack_cfrag.stores.opening import close_document_store, open_document_store, save_document_store  # noqa: PLC0415
 
-    writes = _graph_writer() if not dry_run else None
     if graph and writes is not None:
         writes.check_graph_writable(spec)  # before a model loads: a read-only graph refused, nothing written
     try:  # an existing store: the passages it holds as they are are neither embedded nor written
@@ -195,35 +198,13 @@ def _name(embedder: Embedder) -> str:
     return embedder if isinstance(embedder, str) else type(embedder).__name__
 
 
-INDEX_TIME: list[Any] = []
-"""The index-time preparation `graph=` builds and a change marks stale (`family.StorePreparation`: CausalRAG's
-graph), put here by `haystack_cfrag.registry`: the families are above the stores, which import none."""
-
-
-NO_PREPARATION = ("no index-time preparation is registered (graph=): import haystack_cfrag.registry first "
-                  "(cfrag does), or install a method that builds one; nothing written.")
-
-
-def _preparation() -> Any:
-    return INDEX_TIME[0] if INDEX_TIME else None
-
-
-def _graph_writer() -> Any:
-    """The family's writer of what it stores beside a store (`StorePreparation.writes`), None without one."""
-    prep = _preparation()
-    return prep.writes() if prep is not None and prep.writes is not None else None
-
-
-def _build_graph(spec: StoreSpec, embedder: Embedder, device: str | None, build: GraphBuild) -> str:
+def _build_graph(spec: StoreSpec, embedder: Embedder, device: str | None, build: GraphBuild, prep: Any) -> str:
     """The graph of the store's passages, written beside it (new or changed passages extracted, others
     cached)."""
     from haystack_cfrag.adapters import factories  # noqa: PLC0415
     from haystack_cfrag.common import interrupts  # noqa: PLC0415
     from haystack_cfrag.stores.opening import close_document_store, open_document_store  # noqa: PLC0415
 
-    prep = _preparation()
-    if prep is None:
-        raise ValueError(NO_PREPARATION)
     store = open_document_store(spec)  # FileNotFoundError: --prune alone, into no store
     try:
         stored = [d for d in store.filter_documents() if d.content]
@@ -248,4 +229,4 @@ def _build_graph(spec: StoreSpec, embedder: Embedder, device: str | None, build:
     return prep.summarize(stats)
 
 
-__all__ = ["INDEX_TIME", "GraphBuild", "PruneRefused", "Update", "update_store"]
+__all__ = ["GraphBuild", "PruneRefused", "Update", "update_store"]

@@ -286,7 +286,7 @@ def test_index_graph_and_bench_reach_the_families_through_their_declarations(tmp
     from haystack_cfrag import registry
     from haystack_cfrag.adapters import factories
     from haystack_cfrag.cli import app, bench, index
-    from haystack_cfrag.stores import parse_store_spec, update
+    from haystack_cfrag.stores import parse_store_spec
     from tests.fakes import HashingDocumentEmbedder
 
     seen = {}
@@ -310,7 +310,6 @@ def test_index_graph_and_bench_reach_the_families_through_their_declarations(tmp
     query_embedder = object()  # what embeds the graph's node names: the query's model
     monkeypatch.setattr(factories, "text_embedder", lambda *_a, **_k: query_embedder)
     monkeypatch.setattr(index, "GRAPH", prep)
-    monkeypatch.setattr(update, "INDEX_TIME", [prep])  # what `update_store` builds (the registry puts it there)
     monkeypatch.setattr(bench, "benchmarks", lambda: {"toy": lambda counts, seconds, llm: f"toy {counts} {seconds}"})
     monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "notes.txt").write_text("Rain causes floods in the valley.")

@@ -98,6 +98,30 @@ def test_a_graph_with_an_embedder_component_needs_its_query_embedder_first(tmp_p
     assert not (tmp_path / "store.json").exists()
 
 
+def test_the_preparation_is_handed_in_and_a_change_marks_its_graph_stale(tmp_path, embedder):
+    """No import side effect: what a family keeps beside the store is an argument (`cfrag index` passes the
+    registry's); without it the passages are written and nothing beside the store is marked."""
+    import sqlite3
+
+    from haystack_cfrag.causal_rag.graph_write import forget_marks, prepare_graph
+    from haystack_cfrag.causal_rag.stored_graph import graph_home
+    from haystack_cfrag.registry import store_preparation
+
+    folder = notes(tmp_path / "n", a="Rain causes floods.")
+    spec = f"memory:{tmp_path / 'store.json'}"
+    update_store(spec, [folder], embedder=embedder)
+    prepare_graph(spec)  # a graph beside the store, as `cfrag index --graph` leaves it
+    forget_marks()
+    notes(folder, b="Floods close roads.")
+    assert update_store(spec, [folder], embedder=embedder).stale is False
+    notes(folder, c="Closed roads delay buses.")
+    assert update_store(spec, [folder], embedder=embedder, preparation=store_preparation()).stale is True
+    with sqlite3.connect(graph_home(spec).sqlite) as db:
+        assert dict(db.execute('SELECT key, value FROM "cfrag_graph_meta"').fetchall())["state"] == "stale"
+    with pytest.raises(ValueError, match=r"^graph= needs the preparation that builds it .*nothing written"):
+        update_store(spec, [folder], embedder="hashing", graph=GraphBuild())
+
+
 def test_the_example_keeps_a_store_up_to_date(tmp_path, embedder):
     sys.path.insert(0, str(EXAMPLES))
     try:
