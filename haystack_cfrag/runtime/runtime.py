@@ -39,6 +39,7 @@ from haystack_cfrag.runtime.model_parts import AUTO, ModelParts
 from haystack_cfrag.runtime.outputs import Answer, declared, gate_reading, read_outputs
 from haystack_cfrag.runtime.parts import RuntimeParts
 from haystack_cfrag.runtime.store_parts import GRAPH_CACHE, StoreParts
+from haystack_cfrag.stores import StoreSpec
 
 MAX_BUILT = 16
 """Built pipelines a runtime keeps (per file and build-time parameters); the least recently used goes first."""
@@ -67,7 +68,7 @@ class Runtime:
         allowed_modules: list[str] | None = None,
         graph_cache: str | Path | None = GRAPH_CACHE,
         graph_extractor: str | None = None,
-        store_spec: str | None = None,
+        store_spec: str | StoreSpec | None = None,
         keep_graph: bool = False,
         aux_llm: str | None = AUTO,
     ) -> None:
@@ -83,7 +84,8 @@ class Runtime:
         :param allowed_modules: extra trusted modules for loading pipeline files (your own components).
         :param graph_cache: where CausalRAG's extractions are cached per passage hash (None: not cached).
         :param graph_extractor: "llm", "llm-json" or "spacy" (None: the family's default).
-        :param store_spec: the spec `store` was opened from: a graph stored beside it is opened, not built.
+        :param store_spec: the spec `store` was opened from (a string is parsed once, here): a graph stored beside
+            it is opened, not built.
         :param keep_graph: write a parse-only graph built for a store this package owns beside it (in a child
             process) and open it, instead of holding it in memory.
         :param aux_llm: the model of a file's `auxiliary_model` calls, loaded on first call (None: the reader).

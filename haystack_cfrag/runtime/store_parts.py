@@ -35,14 +35,14 @@ class StoreParts:
 
     def __init__(self, store: Any, *, models: Any, retriever: Any | None = None,
                  graph_cache: str | Path | None = GRAPH_CACHE, graph_extractor: str | None = None,
-                 store_spec: str | None = None, keep_graph: bool = False) -> None:
+                 store_spec: str | stores.StoreSpec | None = None, keep_graph: bool = False) -> None:
         check_bool("keep_graph", keep_graph)
         self.models = models
         self.store = store
         self.retriever = retriever if retriever is not None else default_retriever(store)
         self.graph_cache = graph_cache_dir() if graph_cache == GRAPH_CACHE else graph_cache
         self.graph_extractor = graph_extractor  # checked by the family's preparation (an unknown name: ValueError)
-        self.store_spec = store_spec
+        self.store_spec = None if store_spec is None else stores.parse_store_spec(store_spec)
         self.spec_store = store
         """The store `store_spec` names (the evaluation's per-question stores are others)."""
         self.keep_graph = keep_graph

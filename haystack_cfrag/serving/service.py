@@ -161,7 +161,7 @@ class CFRAGService:
             chat_generator=generator,
             text_embedder=text_embedder,
             allowed_modules=allowed_modules,
-            store_spec=store_spec or None,
+            store_spec=store_spec,
             keep_graph=keep_graph,
         )
         self.runtime.prepare_stores(list(config.pipelines))  # the graph before the reader: their peaks never meet
