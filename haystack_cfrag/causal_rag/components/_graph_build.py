@@ -3,7 +3,6 @@ and cached, the `Graph` assembled into node Documents."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,7 +21,8 @@ from haystack_cfrag.causal_rag.math.extraction import (
     passage_hash,
 )
 from haystack_cfrag.causal_rag.math.graph import Graph
-from haystack_cfrag.causal_rag.math.names import NODE_FLAG, node_document_id
+from haystack_cfrag.causal_rag.math.names import node_document_id
+from haystack_cfrag.causal_rag.math.node_meta import node_meta
 from haystack_cfrag.common.plumbing import degradation, with_meta
 from haystack_cfrag.common.timing import by_machine, replayed_call, timed_on
 from haystack_cfrag.common.tracing import token_counts
@@ -30,8 +30,6 @@ from haystack_cfrag.common.tracing import token_counts
 COMPONENT = "CausalGraphBuilder"
 PASSAGE_FLAG = "cfrag_graph_passage"
 """The passages the builder passes on carry meta[PASSAGE_FLAG] = True."""
-FLAT_KEYS = ("edges_out", "edges_in", "passage_ids")
-"""The node meta keys `flat_meta=True` stores as JSON strings."""
 MAX_DEGRADATIONS = 20
 """Degradation entries listed at most; one more entry counts the rest."""
 
@@ -324,21 +322,10 @@ class GraphBuild:
 
     # ---------------------------------------------------------- outputs
     def node_documents(self) -> list[Document]:
-        """One Document per node: content = its name, meta = its edges and passages."""
-        nodes = []
-        for node_id in self.graph.node_ids():
-            meta = {
-                NODE_FLAG: True,
-                "node_id": node_id,
-                "node_type": self.graph.node_type(node_id),
-                "edges_out": [e.to_dict() for e in self.graph.edges_out(node_id)],
-                "edges_in": [e.to_dict() for e in self.graph.edges_in(node_id)],
-                "passage_ids": self.graph.node_passages(node_id),
-            }
-            if self.builder.flat_meta:
-                meta.update({k: json.dumps(meta[k], ensure_ascii=False) for k in FLAT_KEYS})
-            nodes.append(Document(id=node_document_id(node_id), content=node_id, meta=meta))
-        return nodes
+        """One Document per node: content = its name, meta = its edges and passages (`math.node_meta`)."""
+        return [Document(id=node_document_id(node_id), content=node_id,
+                         meta=node_meta(self.graph, node_id, flat=self.builder.flat_meta))
+                for node_id in self.graph.node_ids()]
 
     def outputs(self, nodes: list[Document]) -> dict[str, Any]:
         if len(nodes) != len(self.graph):

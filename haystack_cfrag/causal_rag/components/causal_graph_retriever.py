@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import threading
 from collections.abc import Generator
@@ -12,6 +11,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.utils import Secret
 
+from haystack_cfrag.causal_rag.graph_spec import keep_graph_spec, resolve_graph_spec, scrub_graph_spec
 from haystack_cfrag.causal_rag.math.expansion import (
     DEFAULT_HOPS,
     DEFAULT_MAX_SUBGRAPH_EDGES,
@@ -24,9 +24,9 @@ from haystack_cfrag.causal_rag.math.expansion import (
 )
 from haystack_cfrag.causal_rag.math.graph import Graph
 from haystack_cfrag.causal_rag.math.names import NODE_FLAG, node_key
+from haystack_cfrag.causal_rag.math.node_meta import load_node, node_filter
 from haystack_cfrag.common.plumbing import InjectedParts, accepts, degradation, run_async_or_thread, with_meta
 from haystack_cfrag.common.protocols import EmbeddingRetriever
-from haystack_cfrag.common.redaction import env_secret
 from haystack_cfrag.common.serialization import deserialize_component, deserialize_init_components, serialize_component
 from haystack_cfrag.common.validation import check_bool, check_int
 
@@ -35,10 +35,6 @@ DEFAULT_MAX_DOCUMENTS = 10
 MAX_DOCUMENTS = 200
 STORE_BATCH = 500
 """Ids per `filter_documents` call (an "in" filter over many ids is slow or refused by some stores)."""
-MAX_FLAT_META_CHARS = 5_000_000
-"""A node's JSON-string meta (`flat_meta=True`) longer than this is not read."""
-GRAPH_ENV_PREFIX = "CFRAG_GRAPH_SPEC"
-"""A `graph` spec holding a password is kept in an environment variable of this prefix (`env_secret`)."""
 HOP_META = "cfrag_hop"
 """Node Documents come out with meta[HOP_META] = the hop they were reached at (0 = a seed)."""
 
@@ -47,39 +43,23 @@ logger = logging.getLogger(__name__)
 _Step = Generator[tuple[str, dict[str, Any]], Any, dict[str, Any]]
 
 
-def node_filter(extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The filter that keeps node Documents (meta cfrag_graph_node == True), ANDed with `extra`.
-
-    >>> node_filter()
-    {'field': 'meta.cfrag_graph_node', 'operator': '==', 'value': True}
-    """
-    flag = {"field": f"meta.{NODE_FLAG}", "operator": "==", "value": True}
-    return flag if not extra else {"operator": "AND", "conditions": [flag, extra]}
-
-
 @component
 class CausalGraphRetriever(InjectedParts):
     """
-    Retrieves CausalRAG's causal subgraph for a query: the `top_k` node Documents nearest the
-    query embedding (the injected embedding retriever, filtered to meta cfrag_graph_node ==
-    True), expanded `hops` hops along their edges in both directions, each edge kept in its
-    own direction (the official retriever's expansion), and the passages the kept nodes and
-    edges were extracted from.
+    Retrieves CausalRAG's causal subgraph for a query: the `top_k` node Documents nearest the query embedding
+    (the injected embedding retriever, filtered to node Documents), expanded `hops` hops along their edges both
+    ways (each edge kept in its own direction, as the official retriever does), and the passages the kept nodes
+    and edges were extracted from.
 
-    The edges are read from the nodes' meta (`CausalGraphBuilder` stores them there), so hop
-    h + 1 needs the Documents of the nodes reached at hop h: they are fetched from
-    the node retriever's own store with one `filter_documents` call per hop. Without a store
-    only the seeds' own edges are known (one hop; a degradation says so). The passages are
-    fetched by id from `document_store` (default: the node store), nearest the seeds first, at
-    most `max_documents`.
+    Hop h + 1 reads the edges of the nodes reached at hop h (in their meta, `CausalGraphBuilder`'s): their
+    Documents are fetched from the node retriever's store, one `filter_documents` call a hop (without a store,
+    only the seeds' own edges: a degradation says so), or from a stored graph's tables. The passages are
+    fetched by id from `document_store` (default: the node store), nearest the seeds first. No node matching:
+    empty outputs and a "no_graph_node" degradation (join dense-retrieved passages into the prompt to fall back
+    to standard RAG, docs/causal_rag.md).
 
-    When no node matches (an empty graph, a store without nodes), the outputs are empty and
-    `degradations` holds "no_graph_node": join dense-retrieved passages into the answer prompt
-    (docs/causal_rag.md) so the pipeline falls back to standard RAG.
-
-    Outputs `nodes` (node Documents, seeds first, meta["cfrag_hop"] set), `causal_edges`
-    ({"source", "target", "relation", "passage_ids"}, in the order found), `documents` (the
-    source passages), `trace` and `degradations`.
+    Outputs `nodes` (seeds first, meta["cfrag_hop"] set), `causal_edges` ({"source", "target", "relation",
+    "passage_ids"}, in the order found), `documents` (the source passages), `trace` and `degradations`.
 
     ### Usage example
     ```python
@@ -119,21 +99,17 @@ class CausalGraphRetriever(InjectedParts):
         raise_on_failure: bool = False,
     ) -> None:
         """
-        :param node_retriever: an embedding retriever over the store that holds the node Documents
-            (e.g. InMemoryEmbeddingRetriever); called with `filters` on meta cfrag_graph_node. The
-            nodes reached by each hop are fetched from its `document_store`.
-        :param document_store: where the source passages are fetched by id; None = the node
-            retriever's store (nodes and passages in one store). A separate passage store keeps
-            node Documents out of every other retriever's results (what `cfrag` does).
-        :param graph: the spec of a store whose graph `cfrag index --graph` stored beside it
-            (``faiss:PATH#INDEX``, ``pgvector:URL#TABLE``, ``PATH.json``, ``qdrant:…``): opened (checked, never
-            built) in `warm_up` or on the first run; its node vectors then answer the seeds (a retriever of
-            their kind, `top_k` of `node_retriever` or 10), its tables the hops, and that store the passages
-            (unless `document_store` is given). For a pipeline run without `cfrag` (Hayhooks, your own code);
-            `node_retriever` is then optional, and given, replaced. A Haystack `Secret` (``graph: {type: env_var,
-            env_vars: [NAME]}`` in YAML) reads the spec from the environment when opened; a spec that holds a
-            password is moved into an environment variable of this process (`redaction.env_secret`), so that
-            `to_dict`, `dumps()` and every error show the variable's name, never the password.
+        :param node_retriever: an embedding retriever over the node Documents (e.g. InMemoryEmbeddingRetriever),
+            called with `filters` on the node flag; each hop's nodes are fetched from its `document_store`.
+        :param document_store: where the source passages are fetched by id; None: the node retriever's store. A
+            passage store of its own keeps node Documents out of every other retriever's results (as `cfrag` does).
+        :param graph: the spec of a store whose graph `cfrag index --graph` stored beside it (``faiss:PATH#INDEX``,
+            ``pgvector:URL#TABLE``, ``PATH.json``, ``qdrant:…``), opened (checked, never built) in `warm_up` or on
+            the first run: its node vectors answer the seeds (`top_k` of `node_retriever` or 10), its tables the
+            hops, that store the passages (unless `document_store` is given); `node_retriever` is then optional, and
+            given, replaced. A Haystack `Secret` (``graph: {type: env_var, env_vars: [NAME]}`` in YAML) reads the
+            spec from the environment; a spec holding a password is moved into an environment variable
+            (`causal_rag.graph_spec`): `to_dict` and every error show its name, never the password.
         :param top_k: k, the number of seed nodes, in [1, 10] (paper and official code: 3).
         :param hops: s, the number of expansion hops, in [1, 10] (paper and official code: 3).
         :param max_edges: edges kept at most, in [1, 2000] (the official code keeps all).
@@ -141,16 +117,13 @@ class CausalGraphRetriever(InjectedParts):
         :param filters: more filters for node retrieval, ANDed with the node flag (Haystack filter syntax).
         :param raise_on_failure: raise when the retriever or the store fails instead of degrading.
         """
-        if isinstance(graph, str):
-            if _check_graph_spec(graph).password is not None:  # a spec that does not parse: one line, no password
-                graph = env_secret(graph, GRAPH_ENV_PREFIX)
-        elif graph is not None and not isinstance(graph, Secret):
-            raise ValueError(f"{COMPONENT}: 'graph' must be a store spec string or a Secret, got {type(graph).__name__}.")
-        elif graph is None and node_retriever is None:
+        graph = keep_graph_spec(graph, COMPONENT)
+        if graph is None and node_retriever is None:
             raise ValueError(f"{COMPONENT}: 'node_retriever' is required (an embedding retriever over the node "
                              "Documents), or 'graph' (a store whose graph `cfrag index --graph` stored).")
         if document_store is not None and not hasattr(document_store, "filter_documents"):
-            raise ValueError(f"{COMPONENT}: 'document_store' must be a Haystack document store (with filter_documents).")
+            raise ValueError(f"{COMPONENT}: 'document_store' must be a Haystack document store "
+                             "(with filter_documents).")
         check_top_k(top_k)
         check_hops(hops)
         check_int("max_edges", max_edges, 1, MAX_SUBGRAPH_EDGES)
@@ -159,7 +132,7 @@ class CausalGraphRetriever(InjectedParts):
             raise ValueError(f"{COMPONENT}: 'filters' must be a Haystack filter dict or None.")
         check_bool("raise_on_failure", raise_on_failure)
         self.node_retriever = node_retriever
-        self._declared_node_retriever = node_retriever  # what to_dict writes: `graph`'s retriever is opened, not declared
+        self._declared_node_retriever = node_retriever  # what to_dict writes (`graph`'s retriever is opened)
         self.document_store = document_store
         self.graph = graph
         self._stored: Any | None = None  # the opened `stored_graph.StoredGraph` of `graph`
@@ -178,19 +151,13 @@ class CausalGraphRetriever(InjectedParts):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected retriever and store."""
+        retriever = self.node_retriever if self.graph is None else self._declared_node_retriever
         return default_to_dict(
-            self,
-            node_retriever=serialize_component(self.node_retriever if self.graph is None
-                                               else self._declared_node_retriever),
+            self, node_retriever=serialize_component(retriever),
             document_store=serialize_component(self.document_store),
-            graph=self.graph.to_dict() if isinstance(self.graph, Secret) else self.graph,
-            top_k=self.top_k,
-            hops=self.hops,
-            max_edges=self.max_edges,
-            max_documents=self.max_documents,
-            filters=self.filters,
-            raise_on_failure=self.raise_on_failure,
-        )
+            graph=self.graph.to_dict() if isinstance(self.graph, Secret) else self.graph, top_k=self.top_k,
+            hops=self.hops, max_edges=self.max_edges, max_documents=self.max_documents, filters=self.filters,
+            raise_on_failure=self.raise_on_failure)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CausalGraphRetriever:
@@ -199,10 +166,7 @@ class CausalGraphRetriever(InjectedParts):
         A spec holding a password is replaced by its Secret in `data` itself, before anything can fail:
         Haystack's DeserializationError quotes `data`.
         """
-        params = data.get("init_parameters")
-        if isinstance(params, dict) and isinstance(params.get("graph"), str) and _may_hold_password(params["graph"]):
-            spec, params["graph"] = params["graph"], env_secret(params["graph"], GRAPH_ENV_PREFIX).to_dict()
-            _check_graph_spec(spec)  # refused as the constructor refuses it, the data already without it
+        scrub_graph_spec(data, COMPONENT)
         data = deserialize_init_components(data, cls._INJECTED)
         if isinstance(data["init_parameters"].get("graph"), dict):
             data["init_parameters"]["graph"] = Secret.from_dict(data["init_parameters"]["graph"])
@@ -221,11 +185,8 @@ class CausalGraphRetriever(InjectedParts):
     def _open_graph(self) -> None:
         from haystack_cfrag.causal_rag.stored_graph import open_for_retrieval  # noqa: PLC0415
 
-        spec = self.graph.resolve_value() if isinstance(self.graph, Secret) else self.graph
-        if not isinstance(spec, str) or not spec.strip():
-            raise ValueError(f"{COMPONENT}: 'graph' reads its spec from {_secret_name(self.graph)}, which is not set.")
         self._stored, self.node_retriever, self._passages = open_for_retrieval(
-            _check_graph_spec(spec), node_top_k=getattr(self.node_retriever, "top_k", 10),
+            resolve_graph_spec(self.graph, COMPONENT), node_top_k=getattr(self.node_retriever, "top_k", 10),
             passages=self.document_store is None)
         self.graph_tables = self._stored.tables
 
@@ -264,7 +225,6 @@ class CausalGraphRetriever(InjectedParts):
             return self.document_store
         return self._passages if self._passages is not None else self.node_store
 
-    # ------------------------------------------------------------------ run
     @component.output_types(nodes=list[Document], causal_edges=list[dict[str, Any]], documents=list[Document],
                             trace=dict[str, Any], degradations=list[dict[str, Any]])
     def run(self, query_embedding: list[float], top_k: int | None = None, hops: int | None = None) -> dict[str, Any]:
@@ -307,7 +267,6 @@ class CausalGraphRetriever(InjectedParts):
             except StopIteration as stop:
                 return stop.value
 
-    # ------------------------------------------------------------------ I/O
     def _retrieve_kwargs(self, query_embedding: list[float], top_k: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"query_embedding": query_embedding}
         if accepts(self.node_retriever, "filters"):
@@ -339,9 +298,8 @@ class CausalGraphRetriever(InjectedParts):
             return await method(filters=_filters(kind, args))
         return await asyncio.to_thread(store.filter_documents, filters=_filters(kind, args))
 
-    # ------------------------------------------------------------------ the retrieval, as steps
     def _steps(self, query_embedding: Any, top_k: int | None, hops: int | None) -> _Step:
-        """The retrieval as a generator of I/O requests ("retrieve" / "nodes" / "passages"), shared by run and run_async."""
+        """The retrieval as a generator of I/O requests ("retrieve", "nodes", "passages"): run's and run_async's."""
         top_k = self.top_k if top_k is None else top_k
         hops = self.hops if hops is None else hops
         check_top_k(top_k)
@@ -446,29 +404,6 @@ class CausalGraphRetriever(InjectedParts):
         logger.warning("{component}: {what}: {error}", component=COMPONENT, what=what, error=repr(exc))
 
 
-def _check_graph_spec(spec: str) -> Any:
-    """The parsed spec (its password a `Secret`); ValueError, in one line without it, when it does not parse."""
-    from haystack_cfrag.stores.specs import parse_store_spec  # noqa: PLC0415
-
-    try:
-        return parse_store_spec(spec)
-    except ValueError as exc:
-        raise ValueError(f"{COMPONENT}: 'graph': {exc}") from None
-
-
-def _may_hold_password(spec: str) -> bool:
-    """Whether `spec` holds a password, or does not parse (its text may then hold one: never kept in the data)."""
-    try:
-        return _check_graph_spec(spec).password is not None
-    except ValueError:
-        return True
-
-
-def _secret_name(secret: Any) -> str:
-    names = getattr(secret, "_env_vars", None) or ()
-    return ", ".join(names) or "a token"
-
-
 def _held_documents(store: Any) -> dict[str, Document] | None:
     """The id -> Document dict of a store that keeps one (its kind's `held`): read by key, where its
     `filter_documents` would scan every document for a query's few passages. None: an indexed query by id."""
@@ -484,27 +419,10 @@ def _filters(kind: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"field": "id", "operator": "in", "value": list(args["ids"])}
 
 
-def _meta_list(meta: dict[str, Any], key: str) -> list[Any]:
-    """A node meta list, stored as a list or (`flat_meta=True`) as a JSON string; [] when malformed."""
-    value = meta.get(key)
-    if isinstance(value, str) and len(value) <= MAX_FLAT_META_CHARS:
-        try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):
-            return []
-    return value if isinstance(value, list) else []
-
-
 def _load_node(graph: Graph, doc: Document, docs_by_key: dict[str, Document]) -> None:
-    """Add a node Document's node and stored edges to the graph (malformed edges are skipped)."""
-    meta = doc.meta
-    node_id = graph.add_node(meta.get("node_id"), meta.get("node_type", ""), _meta_list(meta, "passage_ids"))
-    if node_id is None:
-        return
-    docs_by_key.setdefault(node_key(node_id), doc)
-    for name in ("edges_out", "edges_in"):
-        for record in _meta_list(meta, name):
-            graph.add_edge_record(record)
+    """Add a node Document's node and stored edges to the graph, and the Document under its node's key."""
+    if (node_id := load_node(graph, doc.meta)) is not None:
+        docs_by_key.setdefault(node_key(node_id), doc)
 
 
 def _check_embedding(embedding: Any) -> None:

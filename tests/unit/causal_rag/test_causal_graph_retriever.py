@@ -9,7 +9,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_cfrag.causal_rag import CausalGraphBuilder, CausalGraphRetriever
-from haystack_cfrag.causal_rag.components.causal_graph_retriever import node_filter
+from haystack_cfrag.causal_rag.math.node_meta import node_filter
 
 from .fakes import ScriptedExtractor, TableEmbedder
 
