@@ -67,7 +67,8 @@ def main() -> None:
     parser.add_argument("--synthetic", type=int, default=20000)
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument("--qdrant-url", default=None, help="Also time a Qdrant server (e.g. http://localhost:6333).")
-    parser.add_argument("--only", default="", help="Comma-separated store labels to time (memory,faiss,pgvector,qdrant).")
+    parser.add_argument("--only", default="",
+                        help="Comma-separated store labels to time (memory,faiss,pgvector,qdrant).")
     parser.add_argument("--no-demo", action="store_true", help="Skip the demo corpus (time only the synthetic one).")
     args = parser.parse_args()
 

@@ -10,7 +10,8 @@ and the server's resident memory before and after (from /proc of the hayhooks pr
     # 10% injected model failures, 500 requests at concurrency 16
     python benchmarks/load_test.py --serve="--mock --mock-failure-rate 0.1" --requests 500 --concurrency 16
     # the real embedded models, a few requests
-    python benchmarks/load_test.py --serve="--pipeline cf_rag_fast" --pipeline cf_rag_fast --requests 4 --concurrency 1,4
+    python benchmarks/load_test.py --serve="--pipeline cf_rag_fast" --pipeline cf_rag_fast \
+        --requests 4 --concurrency 1,4
     # or an already running server (RSS needs its pid)
     python benchmarks/load_test.py --url http://127.0.0.1:1416 --pid 12345 --requests 100
     # 10% hostile bodies (haystack_cfrag.testing.hostile), RSS after 200 and 500 requests (issue #18)
@@ -191,7 +192,8 @@ def run_level(url: str, pipeline: str, n_requests: int, concurrency: int, timeou
                 else:
                     response = client.post(f"{url}{case.path}", content=case.body, headers=list(case.headers))
                 status = str(response.status_code)
-                body = response.json() if response.headers.get("content-type", "").startswith("application/json") else None
+                is_json = response.headers.get("content-type", "").startswith("application/json")
+                body = response.json() if is_json else None
             except (httpx.HTTPError, ValueError) as exc:
                 status, body = f"error:{type(exc).__name__}", None
             elapsed = time.perf_counter() - start
@@ -361,8 +363,8 @@ def format_row(row: dict[str, Any]) -> str:
             + (f"\n      peak RSS {row['rss_peak_mb']} MB: "
                f"+{row['rss_peak_mb'] - row['rss_before_mb']:.1f} MB over the level"
                if row.get("rss_peak_mb") and row["rss_before_mb"] else "")
-            + f"\n      /status probes {row['status_probes']}: max {row['status_max_s']} s, p95 {row['status_p95_s']} s, "
-              f"failed {row['status_failures'] or 0}"
+            + f"\n      /status probes {row['status_probes']}: max {row['status_max_s']} s, "
+              f"p95 {row['status_p95_s']} s, failed {row['status_failures'] or 0}"
             + (f"\n      worst-case cleaning payloads in flight: {row['worst_case_sent']} sent, "
                f"{row['worst_case_statuses']}" if row["worst_case_sent"] is not None else ""))
 

@@ -5,10 +5,11 @@ and `cfrag eval` (four systems), each in a process of its own, and the server's 
 
 `ask`: `/usr/bin/time -v cfrag ask QUESTION --pipeline P` (its "Maximum resident set size").
 `serve`: `cfrag serve` with every query pipeline; one question to each over HTTP, then the peak resident
-memory (VmHWM, /proc) of its processes summed (the supervisor and the server). `startup`: seconds from the command to the first 200 of /status, then one question to
-each graph pipeline (its first answer, timed). `eval`: `/usr/bin/time -v cfrag eval` of four systems on
-the first 3 trap_dev questions, pooled, reply cache on (the default). One JSON line per measurement in
-OUT_DIR/peaks.jsonl (resumable: a measured line is not measured again).
+memory (VmHWM, /proc) of its processes summed (the supervisor and the server). `startup`: seconds from the
+command to the first 200 of /status, then one question to each graph pipeline (its first answer, timed).
+`eval`: `/usr/bin/time -v cfrag eval` of four systems on the first 3 trap_dev questions, pooled, reply cache
+on (the default). One JSON line per measurement in OUT_DIR/peaks.jsonl (resumable: a measured line is not
+measured again).
 """
 
 from __future__ import annotations
@@ -150,8 +151,8 @@ def main() -> None:
     if "eval" in only and "eval 4 systems" not in done:
         folder = args.out / "eval"
         data = Path(__file__).resolve().parents[2] / "shared/data/trap_dev.jsonl"
-        record("eval 4 systems", timed([CFRAG, "eval", str(data), "--limit", "3", "--corpus", "pooled", "--systems", EVAL_SYSTEMS,
-                                        "--out", str(folder)], env, timeout=5400))
+        record("eval 4 systems", timed([CFRAG, "eval", str(data), "--limit", "3", "--corpus", "pooled",
+                                        "--systems", EVAL_SYSTEMS, "--out", str(folder)], env, timeout=5400))
 
 
 if __name__ == "__main__":

@@ -60,7 +60,8 @@ def distinct_candidates(record: dict, max_passages: int) -> list[dict]:
 def score_question(record: dict, cands: list[dict], texts: dict[str, str], scorer, max_options: int = 4) -> dict:
     from haystack import Document
 
-    cfs = [c if isinstance(c, str) else c.get("text") or c.get("question") or "" for c in record.get("counterfactuals") or []]
+    cfs = [c if isinstance(c, str) else c.get("text") or c.get("question") or ""
+           for c in record.get("counterfactuals") or []]
     cfs = [c for c in cfs if c]
     calls = 0
     for cand in cands:
@@ -164,7 +165,8 @@ def main() -> None:
         from haystack_cfrag.support import ReaderSupportScorer
 
         texts = {p.title: p.content for item in load_items(args.data) for p in item.passages}
-        scorer = ReaderSupportScorer(chat_generator=factories.chat_generator(args.llm, n_ctx=2048), erased_contrast=True)
+        scorer = ReaderSupportScorer(chat_generator=factories.chat_generator(args.llm, n_ctx=2048),
+                                     erased_contrast=True)
         scorer.warm_up()
         seen = {d["qid"] for d in done}
         for record in records:
@@ -185,7 +187,8 @@ def main() -> None:
                 f.write(json.dumps(row) + "\n")
             done.append(row)
             print(f"{record['qid']}: {'scored' if row['contested'] else 'agreed'}", flush=True)
-    text = f"# Pick rate on {Path(args.data).name} ({args.system} of {Path(args.run).name})\n\n" + report(done, args.system)
+    title = f"# Pick rate on {Path(args.data).name} ({args.system} of {Path(args.run).name})"
+    text = title + "\n\n" + report(done, args.system)
     (out / "report.md").write_text(text)
     print(text)
 

@@ -5,8 +5,8 @@
 For each model: a 400-token prompt evaluated from an empty cache (prompt tokens/s); 32 single-token steps of
 `Llama.eval` (the model alone); and 48 tokens generated through the Haystack generator after a short prompt (decoded
 tokens/s as a pipeline gets them: sampling over the 151,936-token vocabulary included, which costs about as much
-as the small model's step). The median of the repeats; one JSON line per model. `haystack_cfrag/evaluation/token_model.py`
-keeps the prompt and generation figures (RATES).
+as the small model's step). The median of the repeats; one JSON line per model.
+`haystack_cfrag/evaluation/token_model.py` keeps the prompt and generation figures (RATES).
 """
 
 from __future__ import annotations

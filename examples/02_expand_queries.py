@@ -19,7 +19,8 @@ def build(store, text_embedder, generator):
     pipe.add_component("expander", CounterfactualQueryExpander(chat_generator=generator, text_embedder=text_embedder))
     pipe.add_component("retriever", MultiQueryRetriever(
         retriever=InMemoryEmbeddingRetriever(document_store=store), query_embedder=text_embedder, top_k=3))
-    pipe.add_component("prompt_builder", ChatPromptBuilder(template=TEMPLATE, required_variables=["query", "documents"]))
+    pipe.add_component("prompt_builder",
+                       ChatPromptBuilder(template=TEMPLATE, required_variables=["query", "documents"]))
     pipe.add_component("llm", generator)
     pipe.add_component("answer_builder", AnswerBuilder(pattern=r"(?s)(?:.*?Answer:\s*)?([^\n]+)"))
     pipe.connect("expander.queries", "retriever.queries")

@@ -2,8 +2,9 @@
 
 `update_store` takes the store's lock, plans what changes by file (added, replaced, removed, kept),
 embeds only what is new or changed, saves, and (with `graph=GraphBuild()`) builds CausalRAG's graph
-beside the store; `preparation` (the registry's) marks that graph stale when the passages change. A file that gives no text (emptied, a PDF cut short) keeps its passages; `prune`
-removes only those whose every file is gone, and refuses to empty the store unless `force`.
+beside the store; `preparation` (the registry's) marks that graph stale when the passages change. A
+file that gives no text (emptied, a PDF cut short) keeps its passages; `prune` removes only those
+whose every file is gone, and refuses to empty the store unless `force`.
     python examples/05_update_store.py [FOLDER]      # default: a temporary folder
 """
 

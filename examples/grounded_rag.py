@@ -30,7 +30,8 @@ def build(store, text_embedder, generator, support_scorer=None, causal_check=Fal
     pipe = Pipeline()
     pipe.add_component("embedder", text_embedder)
     pipe.add_component("retriever", InMemoryEmbeddingRetriever(document_store=store, top_k=5))
-    pipe.add_component("prompt_builder", ChatPromptBuilder(template=TEMPLATE, required_variables=["query", "documents"]))
+    pipe.add_component("prompt_builder",
+                       ChatPromptBuilder(template=TEMPLATE, required_variables=["query", "documents"]))
     pipe.add_component("llm", generator)
     scorer = support_scorer or ReaderSupportScorer(chat_generator=generator)  # the reader's own support
     pipe.add_component("grounding", HallucinationChecker(support_scorer=scorer, chat_generator=generator))

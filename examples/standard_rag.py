@@ -22,7 +22,8 @@ def build(store, text_embedder, generator):
     pipe = Pipeline()
     pipe.add_component("embedder", text_embedder)
     pipe.add_component("retriever", InMemoryEmbeddingRetriever(document_store=store, top_k=5))
-    pipe.add_component("prompt_builder", ChatPromptBuilder(template=TEMPLATE, required_variables=["query", "documents"]))
+    pipe.add_component("prompt_builder",
+                       ChatPromptBuilder(template=TEMPLATE, required_variables=["query", "documents"]))
     pipe.add_component("llm", generator)
     pipe.add_component("answer_builder", AnswerBuilder(pattern=r"(?s)(?:.*?Answer:\s*)?([^\n]+)"))
     pipe.connect("embedder.embedding", "retriever.query_embedding")

@@ -1,10 +1,9 @@
 """haystack-cfrag: causal retrieval-augmented generation as Haystack components.
 
-One subpackage per method family — `cfrag` (Counterfactual RAG), `cer` (minimal sufficient
-evidence sets), `cdf_rag` (refine, check) — beside the shared primitive `support` (the reader's own support score) and the
-infrastructure every family uses (`common`, `adapters`, `models`, `loading`, `runtime`,
-`registry`). Every public component is exported here and imported on first use. The layout and
-how to add a family: docs/architecture.md.
+One subpackage per method family — `cfrag` (Counterfactual RAG), `cer` (minimal sufficient evidence sets),
+`cdf_rag` (refine, check) — beside the shared primitive `support` (the reader's own support score) and the
+infrastructure every family uses (`common`, `adapters`, `models`, `loading`, `runtime`, `registry`). Every public
+component is exported here and imported on first use. The layout and how to add a family: docs/architecture.md.
 """
 
 from typing import TYPE_CHECKING

@@ -321,7 +321,8 @@ def sweep_names(family: Family) -> dict[str, str]:
 def parameters_of(name_or_path: str | Path) -> Mapping[str, Parameter]:
     """The parameter table of a pipeline name or file (`resolve(…).parameters`).
 
-    >>> sorted(parameters_of(REGISTRY["cer"].path)) == sorted(parameters_of("cer")) == sorted(REGISTRY["cer"].parameters)
+    >>> by_path, by_name = sorted(parameters_of(REGISTRY["cer"].path)), sorted(parameters_of("cer"))
+    >>> by_path == by_name == sorted(REGISTRY["cer"].parameters)
     True
     """
     return resolve(name_or_path).parameters

@@ -29,22 +29,41 @@ RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 # sample -> (n, {system: ("archive::system in its records", note)}); standard_rag first.
 SAMPLES: dict[str, tuple[int, dict[str, tuple[str, str]]]] = {
     "trap_dev": (24, {
-        "standard_rag": ("trap_dev_family::standard_rag", "pooled; same answers in every later trap_dev archive (trap_dev_v3/cer_trap_dev: 'Battle of Waterloo' without 'The' on dev-ee-02)"),
-        "cf_rag": ("trap_dev_family::cf_rag", "default, 45.8 (= trap_ks); the copies in trap_dev_v3/cer_trap_dev/trap_dev_duel_reading are the 41.7 run whose counterfactuals missed the cache (dev-ss-01 India)"),
-        "cf_rag_fast": ("trap_dev_v3::cf_rag_fast", "same answers in cer_trap_dev, trap_dev_duel_reading, trap_dev_default"),
+        "standard_rag": ("trap_dev_family::standard_rag",
+                         "pooled; same answers in every later trap_dev archive (trap_dev_v3/cer_trap_dev: 'Battle of "
+                         "Waterloo' without 'The' on dev-ee-02)"),
+        "cf_rag": ("trap_dev_family::cf_rag",
+                   "default, 45.8 (= trap_ks); the copies in trap_dev_v3/cer_trap_dev/trap_dev_duel_reading are the "
+                   "41.7 run whose counterfactuals missed the cache (dev-ss-01 India)"),
+        "cf_rag_fast": ("trap_dev_v3::cf_rag_fast",
+                        "same answers in cer_trap_dev, trap_dev_duel_reading, trap_dev_default"),
         "cer": ("cer_trap_dev::cer", "the only 24-question CER run; later cost changes kept the kept sets (cer.md)"),
-        "cdf_rag": ("cdf_rag_check_trap_dev::cdf_rag[support_threshold=-0.5]", "shipped: spaCy graph, check under the answer prompt at -0.5; same answers as graph_spacy_trap_dev::cdf_rag"),
-        "causal_rag": ("causal_rag_one_call_trap_dev::causal_rag", "PROXY: one summary call over the LLM graph; spaCy+one call never ran on all 24 (latency_trap_dev_all: first 8 on an 8-question pool); graph_spacy_trap_dev::causal_rag (spaCy, two calls, 25.0) differs on 18 of 24"),
+        "cdf_rag": ("cdf_rag_check_trap_dev::cdf_rag[support_threshold=-0.5]",
+                    "shipped: spaCy graph, check under the answer prompt at -0.5; same answers as "
+                    "graph_spacy_trap_dev::cdf_rag"),
+        "causal_rag": ("causal_rag_one_call_trap_dev::causal_rag",
+                       "PROXY: one summary call over the LLM graph; spaCy+one call never ran on all 24 "
+                       "(latency_trap_dev_all: first 8 on an 8-question pool); graph_spacy_trap_dev::causal_rag "
+                       "(spaCy, two calls, 25.0) differs on 18 of 24"),
     }),
     "dev_a": (30, {
-        "standard_rag": ("cer_dev_a::standard_rag", "pooled over the first 100, run on the first 50 (first 30 here); differs from hotpotqa_a_v3's on 1 (5a888c9d...), so cf_rag_fast (only in hotpotqa_a_v3, = its cf_rag on these 30) is left out"),
-        "cf_rag": ("cer_dev_a::cf_rag", "default (= causal_score_reader_dev_a::cf_rag); differs from hotpotqa_a_v3::cf_rag on the same 1"),
+        "standard_rag": ("cer_dev_a::standard_rag",
+                         "pooled over the first 100, run on the first 50 (first 30 here); differs from hotpotqa_a_v3's "
+                         "on 1 (5a888c9d...), so cf_rag_fast (only in hotpotqa_a_v3, = its cf_rag on these 30) is left "
+                         "out"),
+        "cf_rag": ("cer_dev_a::cf_rag",
+                   "default (= causal_score_reader_dev_a::cf_rag); differs from hotpotqa_a_v3::cf_rag on the same 1"),
         "cer": ("cer_dev_a::cer", "default"),
     }),
     "dev_a_per_question": (30, {
-        "standard_rag": ("hotpot_a_graph::standard_rag", "per-question corpora (the graph methods never ran pooled on dev_a); same answers in graph_spacy_dev_a, cdf_rag_check_dev_a, graph_spacy_causal_dev_a"),
-        "cf_rag": ("hotpot_a_graph::cf_rag", "default, replayed from hotpotqa_a_injection_v3; standard RAG's answer on all 30"),
-        "cdf_rag": ("cdf_rag_check_dev_a::cdf_rag[support_threshold=-0.5]", "shipped: spaCy graph, check under the answer prompt at -0.5; same answers as graph_spacy_dev_a::cdf_rag"),
+        "standard_rag": ("hotpot_a_graph::standard_rag",
+                         "per-question corpora (the graph methods never ran pooled on dev_a); same answers in "
+                         "graph_spacy_dev_a, cdf_rag_check_dev_a, graph_spacy_causal_dev_a"),
+        "cf_rag": ("hotpot_a_graph::cf_rag",
+                   "default, replayed from hotpotqa_a_injection_v3; standard RAG's answer on all 30"),
+        "cdf_rag": ("cdf_rag_check_dev_a::cdf_rag[support_threshold=-0.5]",
+                    "shipped: spaCy graph, check under the answer prompt at -0.5; same answers as "
+                    "graph_spacy_dev_a::cdf_rag"),
         "causal_rag": ("graph_spacy_causal_dev_a::causal_rag", "shipped: spaCy graph, one summary call"),
     }),
     "popqa": (100, {
@@ -60,7 +79,9 @@ SAMPLES: dict[str, tuple[int, dict[str, tuple[str, str]]]] = {
         "cf_rag": ("trap_dev_b_final::cf_rag", "default"),
         "cf_rag_fast": ("trap_dev_b_final::cf_rag_fast", ""),
         "cer": ("cer_trap_dev_b::cer", "default"),
-        "cdf_rag": ("graph_spacy_trap_dev_b::cdf_rag", "spaCy graph, check still under the support prompt at -1.0 (no cdf_rag_check run here; elsewhere the new reading kept every answer)"),
+        "cdf_rag": ("graph_spacy_trap_dev_b::cdf_rag",
+                    "spaCy graph, check still under the support prompt at -1.0 (no cdf_rag_check run here; elsewhere "
+                    "the new reading kept every answer)"),
         "causal_rag": ("graph_spacy_causal_trap_dev_b::causal_rag", "shipped: spaCy graph, one summary call"),
     }),
     "dev_c": (100, {
@@ -68,7 +89,9 @@ SAMPLES: dict[str, tuple[int, dict[str, tuple[str, str]]]] = {
         "cf_rag": ("hotpotqa_c_final::cf_rag", "default (= cer_dev_c, hotpot_c_graph copies)"),
         "cf_rag_fast": ("hotpotqa_c_final::cf_rag_fast", ""),
         "cer": ("cer_dev_c::cer", "default"),
-        "cdf_rag": ("cdf_rag_check_dev_c::cdf_rag", "shipped: spaCy graph, check under the answer prompt at -0.5; same answers as graph_spacy_dev_c::cdf_rag"),
+        "cdf_rag": ("cdf_rag_check_dev_c::cdf_rag",
+                    "shipped: spaCy graph, check under the answer prompt at -0.5; same answers as "
+                    "graph_spacy_dev_c::cdf_rag"),
         "causal_rag": ("graph_spacy_causal_dev_c::causal_rag", "shipped: spaCy graph, one summary call"),
     }),
 }
@@ -124,7 +147,8 @@ def summarise(sample: str, data: dict) -> None:
         wins = [q for q, m, s in rows if m["em"] and not s["em"]]
         losses = [q for q, m, s in rows if s["em"] and not m["em"]]
         differ = sum(m["_norm"] != s["_norm"] for _, m, s in rows)
-        print(f"{system:14s} {len(rows):4d} {em:6.1f} {f1:6.1f} {differ:6d}  +{len(wins)} {wins} / -{len(losses)} {losses}")
+        print(f"{system:14s} {len(rows):4d} {em:6.1f} {f1:6.1f} {differ:6d}  "
+              f"+{len(wins)} {wins} / -{len(losses)} {losses}")
 
 
 def main() -> None:

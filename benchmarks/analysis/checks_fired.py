@@ -29,8 +29,9 @@ def tally(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
     >>> rec = {"system": "s", "answers": ["Bale"], "answer": "Bale", "em": 1.0, "selection": {
     ...     "hallucination_checker": {"decision": "rewrite", "rewritten": True, "original_answer": "Ledger"}}}
-    >>> tally([rec])["s"]["hallucination_checker"]
-    {'questions': 1, 'scored': 1, 'fired': 1, 'fired_on_wrong': 1, 'changed': 1, 'wrong_to_right': 1, 'right_to_wrong': 0}
+    >>> tally([rec])["s"]["hallucination_checker"]  # doctest: +NORMALIZE_WHITESPACE
+    {'questions': 1, 'scored': 1, 'fired': 1, 'fired_on_wrong': 1, 'changed': 1, 'wrong_to_right': 1,
+     'right_to_wrong': 0}
     """
     from haystack_cfrag.evaluation.metrics import exact_match
 

@@ -39,8 +39,9 @@ def folder_rows(label: str, records: list[dict[str, Any]], methods: tuple[str, .
     ...          "answer": str(q < k), "seconds": 1.0, "llm": {"calls": 1}}
     ...         for s, k in (("standard_rag", 2), ("hybrid_rag", 3), ("order_rag", 2), ("cer", 4)) for q in range(6)]
     >>> head, rows = folder_rows("demo", recs, ("cer",))
-    >>> head
-    'demo (6 questions): best retrieval control `hybrid_rag` 50.0 EM (standard RAG 33.3); order noise 0 of 6 answers changed, ΔEM +0.0 [+0.0, +0.0] (0↑ 0↓)'
+    >>> print(head.replace("; ", ";\\n"))
+    demo (6 questions): best retrieval control `hybrid_rag` 50.0 EM (standard RAG 33.3);
+    order noise 0 of 6 answers changed, ΔEM +0.0 [+0.0, +0.0] (0↑ 0↓)
     >>> rows[0].split(" | ")[3:5]
     ['+33.3 [+0.0, +66.7] (2↑ 0↓)', '+16.7 [+0.0, +50.0] (1↑ 0↓) vs `hybrid_rag`']
     """

@@ -80,9 +80,9 @@ def main() -> None:
         fewer = f"{100 * (1 - s['kept'] / s['pool']):.0f} %" if s["pool"] else "–"
         less = (f"{100 * (1 - s['answer_prompt'] / s['baseline_prompt']):.0f} %"
                 if s["answer_prompt"] is not None and s["baseline_prompt"] else "–")
-        print(f"| {system} | {s['questions']} | {s['kept']:.2f} ({s['pool']:.1f}) | {s['one_passage']} | {s['reached']} "
-              f"| {stops} | {s['gold_recall']} ({s['baseline_recall']}) | {s['answer_prompt']} ({s['baseline_prompt']}) "
-              f"| {fewer} | {less} |")
+        print(f"| {system} | {s['questions']} | {s['kept']:.2f} ({s['pool']:.1f}) | {s['one_passage']} "
+              f"| {s['reached']} | {stops} | {s['gold_recall']} ({s['baseline_recall']}) "
+              f"| {s['answer_prompt']} ({s['baseline_prompt']}) | {fewer} | {less} |")
 
 
 if __name__ == "__main__":

@@ -47,8 +47,9 @@ def rows(records: list[dict[str, Any]], reference: str, second: str | None) -> l
     >>> recs = [{"system": s, "qid": q, "condition": "pooled", "em": e, "f1": e, "lenient": e, "seconds": t,
     ...          "llm": {"calls": 1, "prompt_tokens": 10, "completion_tokens": 2}}
     ...         for s, t in [("standard_rag", 1.0), ("x", 3.0)] for q, e in [("a", 1.0), ("b", float(s == "x"))]]
-    >>> print(rows(recs, "standard_rag", None)[-1])
-    | x | 2 | 100.0 | 100.0 | +50.0 [+0.0, +100.0] (1↑ 0↓) | +50.0 [+0.0, +100.0] | 100.0 | – | 3.0 | 1.0 | 10 / 2 | won: 1 same evidence reordered; lost: – |
+    >>> print(rows(recs, "standard_rag", None)[-1])  # doctest: +NORMALIZE_WHITESPACE
+    | x | 2 | 100.0 | 100.0 | +50.0 [+0.0, +100.0] (1↑ 0↓) | +50.0 [+0.0, +100.0] | 100.0 | – | 3.0 | 1.0 | 10 / 2
+    | won: 1 same evidence reordered; lost: – |
     """
     condition = records[0]["condition"]
     summary = summarize(records, baseline=reference)["conditions"][condition]
@@ -69,11 +70,13 @@ def rows(records: list[dict[str, Any]], reference: str, second: str | None) -> l
         vs = s.get("vs_baseline") or {}
         trap = [float(bool(r.get("trapped"))) for r in recs if r.get("trap_answer")]
         seconds = f"{s['latency']['mean_equivalent']:.1f}" + (" †" if s.get("overhead_across_machines") else "")
-        cells = [name, str(s["n"]), _pct(s["em"]), _pct(s["f1"]), _delta(vs.get("em")), _delta(vs.get("f1"), counts=False)]
+        cells = [name, str(s["n"]), _pct(s["em"]), _pct(s["f1"]), _delta(vs.get("em")),
+                 _delta(vs.get("f1"), counts=False)]
         if second:
             cells.append("–" if name == second else _delta(paired(recs, by_system.get(second, []), "em")))
         cells += [_pct(s["oracle"]), _pct(sum(trap) / len(trap) if trap else None), seconds,
-                  f"{s['llm']['calls'] or 0:.1f}", f"{s['llm']['prompt_tokens'] or 0:.0f} / {s['llm']['completion_tokens'] or 0:.0f}",
+                  f"{s['llm']['calls'] or 0:.1f}",
+                  f"{s['llm']['prompt_tokens'] or 0:.0f} / {s['llm']['completion_tokens'] or 0:.0f}",
                   "–" if name == reference else kinds_text(kinds_of_changes(recs, by_system[reference]))]
         if second:
             cells.append("–" if name == second else kinds_text(kinds_of_changes(recs, by_system.get(second, []))))

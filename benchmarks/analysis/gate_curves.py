@@ -1,6 +1,7 @@
 """Fit each cascade's gate on measured runs and write its tables and curve (what docs/cascade.md shows).
 
-    python benchmarks/analysis/gate_curves.py OUT --method cf_rag --runs runs/e1_trap_tune --runs runs/replay_trap_dev_family …
+    python benchmarks/analysis/gate_curves.py OUT --method cf_rag \
+        --runs runs/e1_trap_tune --runs runs/replay_trap_dev_family …
     (repeat --method/--runs groups with ';' between them: see docs/cascade.md for the exact command)
 
 For one method: the labelled examples (`evaluation.gate_data`), the fit (`cascade.fit.fit_gate`:
@@ -25,27 +26,30 @@ from haystack_cfrag.evaluation.gate_data import examples_from_runs
 
 def write(out: Path, method: str, folders: list[str], c: float | None = None, max_rate: float | None = None) -> dict:
     examples, missing = examples_from_runs(folders, method)
-    result = fit_gate(examples, **({} if c is None else {"c": c}), **({} if max_rate is None else {"max_rate": max_rate}))
+    options = {**({} if c is None else {"c": c}), **({} if max_rate is None else {"max_rate": max_rate})}
+    result = fit_gate(examples, **options)
     model = result.model.to_dict()
     name = method.split("|")[0].split("[")[0]
     (out / f"{name}.yml").write_text(yaml.safe_dump(model, sort_keys=False, allow_unicode=True), encoding="utf-8")
     rows = result.curve()
     lines = [f"# {method}: the gate's curve over {len(examples)} held-out predictions ({model['fitted_on']})", "",
-             "Held out: each sample's questions predicted by a model fitted on the other samples. Rows: the perfect gate",
-             "(escalates exactly the method's wins), the fitted gate at the first operating point reaching each escalation",
-             "rate, the operating point the cascade ships, and the always-on method.", "",
+             "Held out: each sample's questions predicted by a model fitted on the other samples. Rows: the perfect "
+             "gate", "(escalates exactly the method's wins), the fitted gate at the first operating point reaching "
+             "each escalation", "rate, the operating point the cascade ships, and the always-on method.", "",
              "| gate | escalated | rate | wins kept | losses avoided |", "|---|---:|---:|---:|---:|"]
     for r in _compact(rows, model["threshold"]):
         lines.append(f"| {r['gate']} | {r['escalated']} | {r['rate']:.0%} | {r['wins_kept']}/{r['wins']} | "
                      f"{r['losses_avoided']}/{r['losses']} |")
-    lines += ["", "| sample (held out) | questions | escalated | wins kept | losses avoided |", "|---|---:|---:|---:|---:|"]
+    lines += ["", "| sample (held out) | questions | escalated | wins kept | losses avoided |",
+              "|---|---:|---:|---:|---:|"]
     for r in result.by_sample:
-        lines.append(f"| {r['sample']} | {r['questions']} | {r['escalated']} ({r['rate']:.0%}) | {r['wins_kept']}/{r['wins']} | "
-                     f"{r['losses_avoided']}/{r['losses']} |")
+        lines.append(f"| {r['sample']} | {r['questions']} | {r['escalated']} ({r['rate']:.0%}) | "
+                     f"{r['wins_kept']}/{r['wins']} | {r['losses_avoided']}/{r['losses']} |")
     (out / f"{name}_curve.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     _plot(out / f"{name}_curve.png", method, rows, model["threshold"])
-    line = {"method": method, "runs": [Path(f).name for f in folders], "missing": missing, "threshold": model["threshold"],
-            "by_sample": result.by_sample, "features": model["features"], "weights": model["weights"]}
+    line = {"method": method, "runs": [Path(f).name for f in folders], "missing": missing,
+            "threshold": model["threshold"], "by_sample": result.by_sample, "features": model["features"],
+            "weights": model["weights"]}
     with (out / "fits.jsonl").open("a", encoding="utf-8") as f:
         f.write(json.dumps(line, default=int) + "\n")
     return line
@@ -104,7 +108,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--method", action="append", required=True)
-    parser.add_argument("--runs", action="append", required=True, help="folders, ',' between them, one --runs per --method")
+    parser.add_argument("--runs", action="append", required=True,
+                        help="folders, ',' between them, one --runs per --method")
     parser.add_argument("--c", type=float, default=None)
     parser.add_argument("--max-rate", action="append", type=float, default=None,
                         help="the escalation budget of each --method (default: the fit's)")

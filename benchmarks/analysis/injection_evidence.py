@@ -1,6 +1,7 @@
 """How many injected passages reached the evidence each answer was written from, per system and level.
 
-    python benchmarks/analysis/injection_evidence.py ../shared/data/hotpotqa_distractor_dev_a.jsonl docs/results/hotpotqa_a_injection
+    python benchmarks/analysis/injection_evidence.py ../shared/data/hotpotqa_distractor_dev_a.jsonl \
+        docs/results/hotpotqa_a_injection
 
 An injection run gives each question its own 10 paragraphs plus N passages of other questions. A record keeps the
 titles of its evidence; a title that is not one of the question's own paragraphs is foreign. For each system and
@@ -36,8 +37,10 @@ def main() -> None:
         raise SystemExit(f"No injection records in {args.out}.")
     missing = {qid for levels in by_system.values() for recs in levels.values() for qid in recs} - set(own)
     if missing:
-        raise SystemExit(f"{len(missing)} questions of {args.out} are not in the first {args.limit} rows of {args.data}.")
-    print(f"{'system':14s} {'N':>3s} {'n':>3s} {'evidence':>8s} {'foreign':>7s} {'q with foreign':>14s} {'same as prev':>12s}")
+        raise SystemExit(f"{len(missing)} questions of {args.out} are not in the first {args.limit} rows of "
+                         f"{args.data}.")
+    print(f"{'system':14s} {'N':>3s} {'n':>3s} {'evidence':>8s} {'foreign':>7s} {'q with foreign':>14s} "
+          f"{'same as prev':>12s}")
     for system, levels in sorted(by_system.items()):
         common = set.intersection(*(set(recs) for recs in levels.values()))
         previous: dict[str, list[str]] | None = None

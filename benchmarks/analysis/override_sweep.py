@@ -72,7 +72,8 @@ def main() -> None:
               f"(right {sum(n['em'] for n in overrides):.0f}){trap}")
     oracle = [max([c["em"] for c in r.get("candidates") or []] or [r["em"]]) for r in common]
     std_em = [by_q[r["qid"]]["em"] for r in common]
-    print(f"oracle over candidates {100 * sum(oracle) / len(oracle):.1f}  (standard RAG {100 * sum(std_em) / len(std_em):.1f})")
+    print(f"oracle over candidates {100 * sum(oracle) / len(oracle):.1f}  "
+          f"(standard RAG {100 * sum(std_em) / len(std_em):.1f})")
 
 
 if __name__ == "__main__":

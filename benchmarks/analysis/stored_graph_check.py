@@ -1,4 +1,4 @@
-"""Does CausalRAG / CDF-RAG answer the same from the graph `cfrag index --graph` stored as from the graph built in memory?
+"""Does CausalRAG / CDF-RAG answer the same from the graph `cfrag index --graph` stored as from one built in memory?
 
     python benchmarks/analysis/stored_graph_check.py ../shared/data/trap_dev.jsonl OUT_DIR
 
@@ -100,7 +100,7 @@ def main() -> None:
                            "graph_stats": [dict(s) for s in rt.graph_stats]}
         s, m = runs["stored"], runs["memory"]
         differ = [items[i].id for i in range(len(items))
-                  if (s["answers"][i], s["traces"][i], s["prompts"][i]) != (m["answers"][i], m["traces"][i], m["prompts"][i])]
+                  if any(s[key][i] != m[key][i] for key in ("answers", "traces", "prompts"))]
         summary["pipelines"][pipeline] = {
             "same_answers": sum(a == b for a, b in zip(s["answers"], m["answers"], strict=True)),
             "same_graph_retrieval": sum(a == b for a, b in zip(s["traces"], m["traces"], strict=True)),

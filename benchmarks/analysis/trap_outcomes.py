@@ -80,7 +80,8 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true", help="one Markdown table row per system")
     args = parser.parse_args()
     records = read_run_records(args.out)
-    systems = re.split(r",(?![^\[]*\])", args.systems) if args.systems else list(dict.fromkeys(r["system"] for r in records))
+    systems = (re.split(r",(?![^\[]*\])", args.systems) if args.systems
+               else list(dict.fromkeys(r["system"] for r in records)))
     if BASE not in systems:
         systems.insert(0, BASE)
     t = table(records, rows_by_id(args.data), systems)

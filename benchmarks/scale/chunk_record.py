@@ -37,11 +37,13 @@ def record(text: str, chunk: str) -> dict:
         "index_seconds": float(summary.group(5)), "graph_line": line,
         "extract_s_per_passage": (float(per.group(1)) / (1000 if per.group(2) == "ms" else 1)) if per else None,
         "nodes_embedded": num(r"stored beside the store: (\d+) nodes embedded", int),
-        "node_embedding_s": num(r"nodes embedded in ([\d.]+) s"), "edge_writing_s": num(r"tables written in ([\d.]+) s"),
+        "node_embedding_s": num(r"nodes embedded in ([\d.]+) s"),
+        "edge_writing_s": num(r"tables written in ([\d.]+) s"),
         "nodes": num(r"; (\d+) nodes, ", int), "edges": num(r" nodes, (\d+) edges", int),
         "causal_edges": num(r"edges \((\d+) causal\)", int),
         "peak_gb": round(int(peak.group(1)) / 1024 / 1024, 3) if peak else None,
-        "chunk_wall_s": float(wall.group(1)) if wall else None, "disk_bytes_after": int(disk.group(1)) if disk else None,
+        "chunk_wall_s": float(wall.group(1)) if wall else None,
+        "disk_bytes_after": int(disk.group(1)) if disk else None,
     }
 
 

@@ -72,7 +72,8 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--total", type=int, default=100_000)
     parser.add_argument("--chunk", type=int, default=10_000)
-    parser.add_argument("--demo", type=Path, default=Path(__file__).parents[2] / "haystack_cfrag/data/demo_corpus.jsonl")
+    parser.add_argument("--demo", type=Path,
+                        default=Path(__file__).parents[2] / "haystack_cfrag/data/demo_corpus.jsonl")
     args = parser.parse_args()
     real = real_passages(args.data, args.demo)
     passages = list(real[: args.total])
@@ -84,8 +85,9 @@ def main() -> None:
     for n, start in enumerate(range(0, len(passages), args.chunk)):
         rows = passages[start:start + args.chunk]
         if n == 0:
-            (args.out / "part-000a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:1000]), encoding="utf-8")
-            (args.out / "part-000b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[1000:]), encoding="utf-8")
+            for part, chunk in (("a", rows[:1000]), ("b", rows[1000:])):
+                (args.out / f"part-000{part}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in chunk),
+                                                                encoding="utf-8")
             continue
         (args.out / f"part-{n:03d}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     words = sum(len(p["content"].split()) for p in passages) / len(passages)

@@ -60,7 +60,7 @@ def main() -> None:
     home = graph_home(s)
     files = [Path(s.location).with_suffix(x) for x in (".faiss", ".json")] if s.kind == "faiss" else [Path(s.location)]
     disk = {"passages_bytes": sum(f.stat().st_size for f in files if f.exists())}
-    if s.kind == "pgvector":  # the passages' table and the graph's (vectors, meta, nodes, edges, passages), indexes included
+    if s.kind == "pgvector":  # the passages' table and the graph's (vectors, meta, nodes, edges, passages), indexes too
         from haystack_cfrag.stores.kinds.pgvector import connect
         with connect(s) as conn:
             size = lambda t: conn.execute("SELECT COALESCE(pg_total_relation_size(to_regclass(%s)), 0)",  # noqa: E731
@@ -74,9 +74,10 @@ def main() -> None:
     counts = stored.tables.counts()
     line = {"spec_kind": s.kind, "index": s.name, "passages": store.count_documents(), **counts,
             "open_store_s": round(opened_store, 2), "open_store_and_graph_s": round(opened, 2),
-            "queries": len(vectors), "graph_retrieval_s": {"median": round(statistics.median(seconds), 4),
-                                                          "p90": round(sorted(seconds)[int(0.9 * (len(seconds) - 1))], 4),
-                                                          "max": round(max(seconds), 4)},
+            "queries": len(vectors),
+            "graph_retrieval_s": {"median": round(statistics.median(seconds), 4),
+                                  "p90": round(sorted(seconds)[int(0.9 * (len(seconds) - 1))], 4),
+                                  "max": round(max(seconds), 4)},
             "store_calls_mean": round(statistics.mean(calls), 1), "nodes_mean": round(statistics.mean(nodes), 1),
             "passages_mean": round(statistics.mean(passages), 1),
             "peak_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024, 3), **disk}

@@ -53,7 +53,8 @@ def main() -> None:
     remote, local = graph(args.ray_cache), graph(args.local_cache)
     line = {"passages": len(passages), "workers": args.workers, "ray_extraction_s": round(ray_s, 1),
             "ray_extracted": stats.get("extracted"), "ray_cached": stats.get("cached"),
-            "ray": {"nodes": len(remote), "edges": remote.n_edges}, "local": {"nodes": len(local), "edges": local.n_edges},
+            "ray": {"nodes": len(remote), "edges": remote.n_edges},
+            "local": {"nodes": len(local), "edges": local.n_edges},
             "same_nodes": remote._nodes == local._nodes, "same_edges": remote._edges == local._edges}  # noqa: SLF001
     emit(line, args.out)
 

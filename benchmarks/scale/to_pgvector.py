@@ -11,8 +11,8 @@ FAISS run), and the extraction is read from the FAISS run's cache (`CFRAG_CACHE_
 a second `cfrag index --graph` would. Measured here, the backend's own work: writing the passages, merging
 the graph's tables, embedding and writing the node names new to them. Only the passages whose graph
 the FAISS run has finished are taken (its graph tables say which), so it can run beside that run.
-Incremental like `cfrag index`: passages the table holds are skipped, the graph merges only the passages it lacks. Prints one JSON line
-(appended to `--out`).
+Incremental like `cfrag index`: passages the table holds are skipped, the graph merges only the passages it
+lacks. Prints one JSON line (appended to `--out`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def main() -> None:
     if parse_store_spec(args.target).kind != "pgvector":
         raise SystemExit(f"{args.target}: not a pgvector:… spec")
     t0 = time.perf_counter()
-    tables = graph_home(args.source).tables()  # the passages whose graph the FAISS run finished (their extraction cached)
+    tables = graph_home(args.source).tables()  # the passages whose graph the FAISS run finished (extraction cached)
     done = tables.passages()
     tables.close()
     source = open_document_store(args.source)
@@ -73,7 +73,8 @@ def main() -> None:
                         extractor="spacy", engine="local", ray_address=None, store_spec=parse_store_spec(args.target),
                         text_embedder=factories.text_embedder())
     graph_s = time.perf_counter() - t2
-    line = {"target": str(parse_store_spec(args.target)), "passages": count, "copied": len(new), "already_held": len(held),
+    line = {"target": str(parse_store_spec(args.target)), "passages": count, "copied": len(new),
+            "already_held": len(held),
             "read_faiss_s": round(read_s, 1), "write_passages_s": round(write_s, 1),
             "write_per_1000_s": round(1000 * write_s / max(1, len(new)), 2), "graph_s": round(graph_s, 1),
             "graph": {k: (round(v, 1) if isinstance(v, float) else v) for k, v in stats.items()

@@ -78,7 +78,8 @@ if llama_import.is_successful():
 
         def _load(self) -> None:
             kwargs = self.model_kwargs
-            self.model_kwargs = {**kwargs, "model_path": resolve_model(str(kwargs.get("model_path") or self.model_path))}
+            path = resolve_model(str(kwargs.get("model_path") or self.model_path))
+            self.model_kwargs = {**kwargs, "model_path": path}
             try:
                 LlamaCppChatGenerator.warm_up(self)
             finally:

@@ -7,8 +7,10 @@ standard RAG uses gets the cascade's prefix; a shared node is standard RAG's own
 The gate reads `GATE_INPUTS` and gives `GATE_OUTPUTS`; a trace calls its reading `GATE_KEY`.
 
     >>> composed({"g": {"type": "G"}, "retriever": {"type": "R", "init_parameters": {}}},
-    ...          {"g": {"type": "M"}, "x": {"type": "X"}, "retriever": {"type": "R"}}, "m", shared=("retriever",))
-    {'g': {'type': 'G'}, 'retriever': {'type': 'R', 'init_parameters': {'return_embedding': True}}, 'm_g': {'type': 'M'}, 'x': {'type': 'X'}}
+    ...          {"g": {"type": "M"}, "x": {"type": "X"}, "retriever": {"type": "R"}}, "m",
+    ...          shared=("retriever",))  # doctest: +NORMALIZE_WHITESPACE
+    {'g': {'type': 'G'}, 'retriever': {'type': 'R', 'init_parameters': {'return_embedding': True}},
+     'm_g': {'type': 'M'}, 'x': {'type': 'X'}}
 """
 
 from __future__ import annotations

@@ -111,7 +111,8 @@ def fit_gate(examples: Iterable[Example], *, feature_names: Sequence[str] = DEFA
         test = np.array([e.sample == s for e in examples])
         train_model = _fit(x[~test], y[~test], names, c, "") if (~test).any() else None
         for i in np.flatnonzero(test):
-            held[i] = train_model.probability(dict(zip(names, _row(x[i]), strict=True))) if train_model else float(y.mean())
+            row = dict(zip(names, _row(x[i]), strict=True))
+            held[i] = train_model.probability(row) if train_model else float(y.mean())
     threshold = operating_point(held, [e.outcome for e in examples], max_rate)
     label = fitted_on if fitted_on is not None else ", ".join(
         f"{s} {sum(e.sample == s for e in examples)}" for s in samples)
@@ -169,8 +170,10 @@ def curve(examples: Sequence[Example], probabilities: Sequence[float]) -> list[d
     the always-on method.
 
     >>> ex = [Example("s", str(i), "Q", {}, o) for i, o in enumerate(["won", "same", "lost", "same"])]
-    >>> [(r["gate"], r["escalated"], r["wins_kept"], r["losses_avoided"]) for r in curve(ex, [0.9, 0.5, 0.2, 0.1])]
-    [('perfect', 1, 1, 1), ('fitted ≥ 0.9000', 1, 1, 1), ('fitted ≥ 0.5000', 2, 1, 1), ('fitted ≥ 0.2000', 3, 1, 0), ('fitted ≥ 0.1000', 4, 1, 0), ('always on', 4, 1, 0)]
+    >>> [(r["gate"], r["escalated"], r["wins_kept"], r["losses_avoided"])  # doctest: +NORMALIZE_WHITESPACE
+    ...  for r in curve(ex, [0.9, 0.5, 0.2, 0.1])]
+    [('perfect', 1, 1, 1), ('fitted ≥ 0.9000', 1, 1, 1), ('fitted ≥ 0.5000', 2, 1, 1), ('fitted ≥ 0.2000', 3, 1, 0),
+     ('fitted ≥ 0.1000', 4, 1, 0), ('always on', 4, 1, 0)]
     """
     n = len(examples)
     wins = [i for i, e in enumerate(examples) if e.outcome == "won"]

@@ -77,7 +77,7 @@ def load_graph(spec: Any) -> Any | None:
 
 
 def index_graph(passages: list[Any], **kwargs: Any) -> dict[str, Any]:
-    """`cfrag index --graph`: extract (or find in the cache) every passage's graph (`extraction_run.extract_passages`)."""
+    """`cfrag index --graph`: every passage's graph extracted or found cached (`extraction_run.extract_passages`)."""
     from haystack_cfrag.causal_rag.extraction_run import extract_passages  # noqa: PLC0415
 
     return extract_passages(passages, **kwargs)

@@ -6,7 +6,7 @@ Where it lives, beside the passages (`graph_home`):
 |---|---|---|
 | ``memory:PATH.json`` | ``PATH.graph/nodes.json`` (in memory) | ``PATH.graph/graph.sqlite`` |
 | ``faiss:PATH#INDEX`` | ``faiss:PATH.graph/nodes#INDEX`` (the same index kind) | ``PATH.graph/graph.sqlite`` |
-| ``pgvector:URL#TABLE`` | table ``TABLE_graph_vectors`` | tables ``TABLE_graph_meta``, ``_nodes``, ``_edges``, ``_passages`` |
+| ``pgvector:URL#TABLE`` | table ``TABLE_graph_vectors`` | tables ``TABLE_graph_`` + meta, nodes, edges, passages |
 | ``qdrant:PATH#COLL`` | collection ``COLL_graph_vectors`` | ``PATH.COLL.graph/graph.sqlite`` (a server: in the cache) |
 
 `causal_rag.graph_write.write_graph` assembles the graph from the extraction cache in batches of passages (no

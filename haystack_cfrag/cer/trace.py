@@ -1,4 +1,4 @@
-"""The evidence-set selector's trace: how it is built (`selection_trace`) and how `cfrag ask` and `cfrag compare` show it.
+"""The evidence-set selector's trace: how it is built (`selection_trace`) and shown (`cfrag ask`, `cfrag compare`).
 
     >>> trace = {"pool": ["a", "b", "c"], "kept": ["b"], "pruned": ["a"], "quality": 0.81, "reached": True,
     ...          "stop": "delta", "necessity": {"b": 1.0}, "scorer_calls": 7, "answer": "Bale"}
@@ -81,7 +81,8 @@ def format_trace(trace: dict[str, Any]) -> str:
         nec = (trace.get("necessity") or {}).get(doc_id)
         lines.append(f"  kept {doc_id}" + (f"  Nec {nec:.2f}" if isinstance(nec, (int, float)) else ""))
     for k, step in enumerate(trace.get("steps") or [], 1):
-        lines.append(f"  step {k}: +{step.get('chosen')}  F̂ {step.get('quality', 0.0):.3f}  gain {step.get('gain', 0.0):+.3f}")
+        lines.append(f"  step {k}: +{step.get('chosen')}  F̂ {step.get('quality', 0.0):.3f}  "
+                     f"gain {step.get('gain', 0.0):+.3f}")
     return "\n".join(lines)
 
 

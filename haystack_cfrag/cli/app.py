@@ -49,12 +49,15 @@ def _model_options(func: Any) -> Any:
                      help="Chat model: embedded:…, a .gguf path, openai:http://host:port/v1[#model], hf:<id or dir>."),
         click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True,
                      help="Sentence-transformers model: embedded:…, a hub id or a local folder."),
-        click.option("--scorer", default=None, help="Cross-encoder for s(q, e) (hub id or folder); default: embedder cosine."),
-        click.option("--device", default=None, help="Device for the local models (embedders, cross-encoders, an hf: reader; a GGUF reader offloads its layers there), e.g. cuda:0."),
+        click.option("--scorer", default=None,
+                     help="Cross-encoder for s(q, e) (hub id or folder); default: embedder cosine."),
+        click.option("--device", default=None,
+                     help="Device for the local models (embedders, cross-encoders, an hf: reader; a GGUF reader "
+                          "offloads its layers there), e.g. cuda:0."),
         click.option("--max-tokens", default=256, show_default=True, type=IntRange(1, 32768),
                      help="Generation limit per LLM call."),
         click.option("--logprobs", is_flag=True,
-                     help="Ask the LLM for token log-probabilities (φ_conf in the trace); 1.5-3× slower with llama.cpp."),
+                     help="Ask the LLM for token log-probabilities (φ_conf in the trace); slower with llama.cpp."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -63,8 +66,8 @@ def _model_options(func: Any) -> Any:
 
 def _param_options(func: Any) -> Any:
     func = click.option("--param", "param_texts", multiple=True, metavar="NAME=VALUE",
-                        help="Set any parameter of the pipeline's family (repeatable), e.g. --param theta=0.6 "
-                             "(cer), --param hops=2 (causal_rag); checked against its table before any model loads.")(func)
+                        help="Set any parameter of the pipeline's family (repeatable), e.g. --param theta=0.6 (cer), "
+                             "--param hops=2 (causal_rag); checked against its table before any model loads.")(func)
     for option, (name, param) in reversed(cli_options().items()):
         func = click.option(option, name, type=ParameterText(param.kind), default=None,
                             help=f"{param.help[:1].upper()}{param.help[1:]}: {param.describe()}.")(func)

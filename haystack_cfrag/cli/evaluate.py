@@ -132,11 +132,13 @@ def _check_out(out: Path) -> None:
 @click.option("--inject-systems", default=",".join(injection_pipelines()), show_default=True)
 @click.option("--inject-limit", type=IntRange(min=1), default=None, help="Questions per injection level.")
 @click.option("--skip-main", is_flag=True, help="Only the injection levels.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("eval-results"), show_default=True)
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("eval-results"),
+              show_default=True)
 @click.option("--llm", default=models.EMBEDDED_LLM, show_default=True)
 @click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True)
 @click.option("--scorer", default=None, help="Cross-encoder for s(q, e).")
-@click.option("--device", default=None, help="Device for the local models (embedders, cross-encoders, an hf: reader), e.g. cuda:0.")
+@click.option("--device", default=None,
+              help="Device for the local models (embedders, cross-encoders, an hf: reader), e.g. cuda:0.")
 @click.option("--max-tokens", type=IntRange(min=1), default=256, show_default=True)
 @click.option("--no-cache", is_flag=True,
               help="A latency run: make every LLM call (no reply cache), each system with its own model instance.")

@@ -124,12 +124,14 @@ def gate_group() -> None:
 
 
 @gate_group.command("fit")
-@click.option("--method", required=True, help="The always-on method the cascade escalates to (cf_rag, cer, cdf_rag, causal_rag).")
+@click.option("--method", required=True,
+              help="The always-on method the cascade escalates to (cf_rag, cer, cdf_rag, causal_rag).")
 @click.option("--runs", "folders", multiple=True, required=True,
               type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="`cfrag eval` folders holding standard_rag, the method and a gate reading (repeat).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The file to write (new).")
-@click.option("--cascade", default=None, help="Write this cascade (a name or file) with the fitted gate, not the model alone.")
+@click.option("--cascade", default=None,
+              help="Write this cascade (a name or file) with the fitted gate, not the model alone.")
 @click.option("--c", "c", type=click.FloatRange(min=1e-4, max=1e4), default=DEFAULT_C, show_default=True,
               help="Inverse L2 strength of the logistic fit.")
 def fit_command(method: str, folders: tuple[Path, ...], out: Path, cascade: str | None, c: float) -> None:

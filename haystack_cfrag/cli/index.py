@@ -30,7 +30,8 @@ GRAPH = store_preparation()
               help="Store to create or extend: PATH.json | faiss:PATH[#INDEX] | pgvector:postgresql://…[#TABLE] | "
                    "qdrant:PATH|URL[#COLLECTION].")
 @click.option("--embedder", default=models.EMBEDDED_EMBEDDER, show_default=True)
-@click.option("--device", default=None, help="Device for the embedder (and, with --graph, the extraction model), e.g. cuda:0.")
+@click.option("--device", default=None,
+              help="Device for the embedder (and, with --graph, the extraction model), e.g. cuda:0.")
 @click.option("--words", default=190, show_default=True, type=IntRange(min=1),
               help="Words per passage (≈ 250 tokens).")
 @click.option("--overlap", default=30, show_default=True, type=IntRange(min=0),

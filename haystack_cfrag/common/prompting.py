@@ -30,7 +30,8 @@ Reply in this format:
 Answer: <the short answer only>"""
 """Standard RAG's question and reply format (Jinja: `query`), the end of every answer prompt built on it."""
 
-STANDARD_RAG_TEMPLATE = "Answer the question using the documents below.\n\n" + DOCUMENTS_BLOCK + "\n" + SHORT_ANSWER_BLOCK
+STANDARD_RAG_TEMPLATE = ("Answer the question using the documents below.\n\n" + DOCUMENTS_BLOCK + "\n"
+                         + SHORT_ANSWER_BLOCK)
 """Standard RAG's prompt (Jinja: `documents`, `query`)."""
 
 
@@ -111,7 +112,8 @@ def check_prompt_templates(templates: Mapping[str, str] | None, defaults: Mappin
     if templates is None:
         return
     if not isinstance(templates, Mapping):
-        raise ValueError(f"{component}: 'prompt_templates' must be a mapping of key to template, got {templates!r:.60}.")
+        raise ValueError(f"{component}: 'prompt_templates' must be a mapping of key to template, "
+                         f"got {templates!r:.60}.")
     for key, template in templates.items():
         if key not in defaults:
             raise ValueError(f"{component}: 'prompt_templates' has an unknown key {key!r} "

@@ -40,4 +40,5 @@ class SupportScorer(Protocol):
         ...
 
 
-__all__ = ["ChatGenerator", "SupportScorer", "DocumentEmbedder", "EmbeddingRetriever", "Retriever", "TextEmbedder", "TextRetriever"]
+__all__ = ["ChatGenerator", "SupportScorer", "DocumentEmbedder", "EmbeddingRetriever", "Retriever", "TextEmbedder",
+           "TextRetriever"]

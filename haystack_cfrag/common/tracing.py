@@ -147,7 +147,8 @@ def cached_token_count(metas: list[dict[str, Any]]) -> int:
     """
     total = 0
     for meta in metas:
-        details = (meta.get("usage") or {}).get("prompt_tokens_details") if isinstance(meta.get("usage"), dict) else None
+        usage = meta.get("usage")
+        details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
         value = details.get("cached_tokens") if isinstance(details, dict) else None
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             total += value

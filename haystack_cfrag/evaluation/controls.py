@@ -3,7 +3,8 @@ EM), the order-noise floor (`order_rag` against standard RAG) and what each win 
 
     >>> a = {"em": 1.0, "f1": 1.0, "lenient": 1.0, "answers": ["Bale"], "support_recall": 0.5, "evidence": ["x", "y"]}
     >>> b = {"em": 0.0, "f1": 0.0, "lenient": 1.0, "answers": ["Bale"], "support_recall": 0.5, "evidence": ["y", "x"]}
-    >>> change_kind(a, b), change_kind(a, {**b, "lenient": 0.0}), change_kind(a, {**b, "lenient": 0.0, "support_recall": 0.0})
+    >>> wrong = {**b, "lenient": 0.0}
+    >>> change_kind(a, b), change_kind(a, wrong), change_kind(a, {**wrong, "support_recall": 0.0})
     ('answer form', 'same evidence reordered', 'new evidence')
     >>> change_kind({**a, "answers": ["yes"]}, b), change_kind(a, a)
     ('yes/no', None)

@@ -117,7 +117,8 @@ class Corpus:
         start = hash_index(item.id)
         for k in range(len(others)):
             wrong = others[(start + k) % len(others)]
-            forged = [Passage(p.title, text) for p in gold if (text := swap_answer(p.content, answer, wrong)) is not None]
+            forged = [Passage(p.title, text) for p in gold
+                      if (text := swap_answer(p.content, answer, wrong)) is not None]
             if forged:
                 return _spread(forged, n, keep=wrong)
         return []

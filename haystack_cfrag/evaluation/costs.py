@@ -40,7 +40,8 @@ def cost_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
         "llm": {**{k: mean_or_none([(r.get("llm") or {}).get(k, 0) for r in recs]) for k in LLM_COUNTS},
                 **{k: mean_or_none([(r.get("llm") or {}).get(k) for r in recs]) for k in SCORING_COUNTS}},
         "cache_hits": mean_or_none([r.get("cache_hits", 0) for r in recs]),
-        "token_model": {k: float(np.mean([token_seconds(r.get("llm"))[k] for r in recs])) for k in ("all", "evaluated")},
+        "token_model": {k: float(np.mean([token_seconds(r.get("llm"))[k] for r in recs]))
+                        for k in ("all", "evaluated")},
         "by_component": by_component(recs),
     }
 
@@ -71,7 +72,8 @@ def index_cost(builds: list[dict[str, Any]]) -> dict[str, Any] | None:
     ...                    {"passages": 4, "cached": 4, "seconds": 1.0}])
     >>> cost["builds"], cost["extracted"], cost["cached"], cost["seconds_per_extracted"], cost["tokens_per_extracted"]
     (2, 4, 4, 10.25, 100.0)
-    >>> index_cost([{"passages": 4, "extracted": 4, "replayed": 4, "seconds": 0.4, "replayed_seconds": 39.6}])["replayed"]
+    >>> index_cost([{"passages": 4, "extracted": 4, "replayed": 4, "seconds": 0.4,
+    ...              "replayed_seconds": 39.6}])["replayed"]
     4
     """
     if not builds:
@@ -97,7 +99,8 @@ def counted_once(builds: list[dict[str, Any]]) -> dict[str, Any]:
     tokens. A priced build (`passage_costs`) counts its time outside the calls and each new passage's price when
     made (unknown prices not counted); an unpriced build counts whole. `distinct_passages`: the graph's.
 
-    >>> priced = {"how": "extracted", "seconds": 10.0, "timed_on": {"a1": 10.0}, "prompt_tokens": 90, "completion_tokens": 10}
+    >>> priced = {"how": "extracted", "seconds": 10.0, "timed_on": {"a1": 10.0}, "prompt_tokens": 90,
+    ...           "completion_tokens": 10}
     >>> first = {"seconds": 12.0, "call_seconds": 10.0, "built_on": "a1", "passage_costs": [{"key": "k1", **priced}]}
     >>> again = {"seconds": 1.0, "call_seconds": 0.5, "built_on": "b2", "passage_costs": [
     ...     {"key": "k1", **priced, "how": "replayed"}, {"key": "k2", "how": "cached", "seconds": None}]}

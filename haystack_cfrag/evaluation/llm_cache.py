@@ -153,7 +153,7 @@ class CachingChatGenerator:
             self.generator.warm_up()
 
     def support_backend(self) -> Any:
-        """The wrapped generator's support backend (`haystack_cfrag.support`): scorings read the model, never the cache."""
+        """The wrapped generator's support backend (`haystack_cfrag.support`): scorings read the model, not a cache."""
         from haystack_cfrag.support.backends import backend_for  # noqa: PLC0415
 
         return backend_for(self.generator)

@@ -99,7 +99,8 @@ def markdown(results: dict[str, Any], metadata: dict[str, Any] | None = None) ->
               "(a gold answer inside the prediction), not exact match. Δ columns: difference to "
               f"`{results['baseline']}` in points, paired over the same questions, 95% bootstrap interval; "
               "↑/↓ count the questions where the system scored higher/lower than the baseline. *oracle*: share of "
-              "questions where the answer or some candidate draft is right (EM), the best any arbitration could do.", ""]
+              "questions where the answer or some candidate draft is right (EM), the best any arbitration could do.",
+              ""]
     for name, cond in results["conditions"].items():
         lines += _condition_lines(name, cond, results["baseline"])
     if results.get("index"):
@@ -123,8 +124,9 @@ def _condition_lines(name: str, cond: dict[str, Any], baseline: str) -> list[str
                      f"{_ci(vs.get('em'))} | {_ci(vs.get('f1'))} | {_pct(s.get('oracle'))} | "
                      f"{_pct(s['support_recall'])} | {s['errors']} |")
     lines += ["", "| system | latency mean / p50 / p95 (s) | overhead × (wall clock) | token model × (all / evaluated) "
-              "| LLM calls | prompt tok | completion tok "
-              "| support scorings (tok, s) | cached calls | EM-efficiency (1/s) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "| LLM calls | prompt tok | completion tok | support scorings (tok, s) | cached calls "
+              "| EM-efficiency (1/s) |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for sys_name, s in cond["systems"].items():
         lat, llm = s["latency"], s["llm"]
         eq = "" if abs(lat["mean_equivalent"] - lat["mean"]) < 1e-6 else f" (≡ {lat['mean_equivalent']:.1f} uncached)"
@@ -137,15 +139,16 @@ def _condition_lines(name: str, cond: dict[str, Any], baseline: str) -> list[str
             f"| {sys_name} | {lat['mean']:.1f} / {lat['p50']:.1f} / {lat['p95']:.1f}{eq} | {over} | {tok_cell} | "
             f"{llm['calls'] or 0:.1f} | {llm['prompt_tokens'] or 0:.0f} | {llm['completion_tokens'] or 0:.0f} | "
             f"{_scorings(llm)} | {s['cache_hits'] or 0:.1f} | {eff} |")
-    lines += ["", "The token model prices each call's tokens at its model's measured rates (`evaluation/token_model.py`): "
-              "a machine's noise cannot move it; the wall clock is what this run took. Tokens by component, per question:",
+    lines += ["", "The token model prices each call's tokens at its model's measured rates "
+              "(`evaluation/token_model.py`): a machine's noise cannot move it; the wall clock is what this run took. "
+              "Tokens by component, per question:",
               "", "| system | component | calls | prompt tok (reused) | completion tok | scoring tok | token-model s |",
               "|---|---|---:|---:|---:|---:|---:|"]
     for sys_name, s in cond["systems"].items():
         for comp, row in (s.get("by_component") or {}).items():
             lines.append(f"| {sys_name} | {comp or '–'} | {row['calls']:.1f} | {row['prompt_tokens']:.0f} "
-                         f"({row['cached_tokens']:.0f}) | {row['completion_tokens']:.0f} | {row['scoring_tokens']:.0f} | "
-                         f"{row['seconds']:.2f} |")
+                         f"({row['cached_tokens']:.0f}) | {row['completion_tokens']:.0f} | "
+                         f"{row['scoring_tokens']:.0f} | {row['seconds']:.2f} |")
     escalated = [f"{sys_name} {s['escalated']} of {s['n']}" for sys_name, s in cond["systems"].items()
                  if "escalated" in s]
     if escalated:  # the cascades: how often the gate ran the method

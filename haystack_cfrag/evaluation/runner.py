@@ -7,8 +7,8 @@ Usage (the fakes stand in for the models):
     >>> out = tempfile.mkdtemp()
     >>> config = EvalConfig(data="tests/data/hotpotqa_dev_a_30.jsonl", limit=2, systems=["standard_rag", "cf_rag_fast"],
     ...                     out=out, progress=False, allowed_modules=["tests"])
-    >>> records = run_eval(config, chat_generator=KeywordReader(candidates=["Tulsa"]), text_embedder=HashingTextEmbedder(),
-    ...                    document_embedder=HashingDocumentEmbedder())
+    >>> records = run_eval(config, chat_generator=KeywordReader(candidates=["Tulsa"]),
+    ...                    text_embedder=HashingTextEmbedder(), document_embedder=HashingDocumentEmbedder())
     >>> len(records), sorted({r["system"] for r in records})
     (4, ['cf_rag_fast', 'standard_rag'])
 """
@@ -196,7 +196,8 @@ def run_eval(
     def new_runtime(generator: Any) -> Runtime:
         # the reader comes through the reply cache; auxiliary calls go to the small model beside a local reader,
         # as `cfrag ask` makes them (`Runtime(aux_llm=…)`), uncached: cheap, and their own model's
-        aux = None if chat_generator is not None or config.llm.startswith(("openai:", "hf:")) else models.EMBEDDED_SMALL_LLM
+        own = chat_generator is not None or config.llm.startswith(("openai:", "hf:"))
+        aux = None if own else models.EMBEDDED_SMALL_LLM
         runtime = Runtime(store=_empty_store(), chat_generator=generator, text_embedder=query_embedder,
                           document_embedder=doc_embedder, scorer=config.scorer, device=config.device,
                           allowed_modules=config.allowed_modules,
@@ -205,7 +206,8 @@ def run_eval(
         return runtime
 
     def new_generator() -> Any:
-        return chat_generator or factories.chat_generator(config.llm, max_tokens=config.max_tokens, device=config.device)
+        return chat_generator or factories.chat_generator(config.llm, max_tokens=config.max_tokens,
+                                                          device=config.device)
 
     model_id = None if chat_generator is not None else meta["models"].get("llm_sha256")
     cached = (CachingChatGenerator(generator=new_generator(), path=str(out / "llm_cache.jsonl"), model_id=model_id)

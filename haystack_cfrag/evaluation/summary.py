@@ -6,7 +6,8 @@ Usage:
     ...          "support_recall": None, "seconds": 1.0, "seconds_equivalent": 1.0, "stages": {},
     ...          "llm": {"calls": 1}, "cache_hits": 0, "error": None, "qtype": "bridge", "params": {},
     ...          "pipeline": s, "inject": 0, "variant": None}
-    ...         for s, q, e in [("standard_rag", "a", 0.0), ("standard_rag", "b", 1.0), ("cf_rag", "a", 1.0), ("cf_rag", "b", 1.0)]]
+    ...         for s, q, e in [("standard_rag", "a", 0.0), ("standard_rag", "b", 1.0),
+    ...                         ("cf_rag", "a", 1.0), ("cf_rag", "b", 1.0)]]
     >>> res = summarize(recs)
     >>> res["conditions"]["pooled"]["systems"]["cf_rag"]["vs_baseline"]["em"]["difference"]
     0.5

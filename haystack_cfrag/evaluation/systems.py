@@ -86,7 +86,7 @@ def check_system(system: System) -> None:
 
 
 def check_systems(specs: str) -> list[System]:
-    """`parse_systems`, each system's parameters and pipeline checked (`check_system`): ValueError on the first bad one."""
+    """`parse_systems`, each system's parameters and pipeline checked (`check_system`): ValueError on the first bad."""
     systems = parse_systems(specs)
     for system in systems:
         check_system(system)

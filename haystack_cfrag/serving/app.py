@@ -293,7 +293,8 @@ async def json_safe_validation_error(_request: Any, exc: Any) -> Any:
     """FastAPI's 422 without the refused input (which may be NaN, huge, or hostile text): type, field, message."""
     from fastapi.responses import JSONResponse  # noqa: PLC0415
 
-    detail = [{"type": str(e.get("type", "")), "loc": [x if isinstance(x, (int, str)) else str(x) for x in e.get("loc", ())],
+    detail = [{"type": str(e.get("type", "")),
+               "loc": [x if isinstance(x, (int, str)) else str(x) for x in e.get("loc", ())],
                "msg": str(e.get("msg", ""))} for e in exc.errors()]
     return JSONResponse(status_code=422, content={"detail": detail})
 

@@ -26,7 +26,8 @@ from haystack_cfrag.registry import resolve
 from haystack_cfrag.runtime.parts import RuntimeParts
 from haystack_cfrag.serving.service import PIPELINES, ServingConfig
 
-WRAPPER_TEMPLATE = '''"""Hayhooks wrapper of the shipped pipeline {name}, written by `cfrag serve` (see haystack_cfrag.serving.wrapper)."""
+WRAPPER_TEMPLATE = '''\
+"""Hayhooks wrapper of the shipped pipeline {name}, written by `cfrag serve` (haystack_cfrag.serving.wrapper)."""
 
 from haystack_cfrag.serving.wrapper import CFRAGPipelineWrapper
 

@@ -198,7 +198,7 @@ def _parse_float(text: str) -> float | _NonFinite:
 
 
 def load_json(raw: bytes) -> Any:
-    """A JSON body, strictly: RequestError for invalid JSON, non-finite numbers and lone surrogates, naming the field."""
+    """A JSON body, strictly: RequestError, naming the field, for invalid JSON, non-finite numbers, lone surrogates."""
     try:
         data = json.loads(raw, parse_constant=_NonFinite, parse_float=_parse_float)
     except RecursionError as exc:

@@ -68,7 +68,7 @@ class ServingConfig:
     max_tokens: int = 256
     device: str | None = None
     store_index: str = "cfrag"
-    pipelines: tuple[str, ...] = ()  # the wrappers' pipelines: what they need of the store is built before the reader loads
+    pipelines: tuple[str, ...] = ()  # the wrappers': what they need of the store is built before the reader loads
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> ServingConfig:

@@ -27,7 +27,8 @@ def _class_names(obj: Any) -> set[str]:
     return {cls.__name__ for cls in type(obj).__mro__}
 
 
-def backend_for(generator: Any, *, chat_template: str | None = None, prefix_states: int = DEFAULT_PREFIX_STATES) -> SupportBackend:
+def backend_for(generator: Any, *, chat_template: str | None = None,
+                prefix_states: int = DEFAULT_PREFIX_STATES) -> SupportBackend:
     """The backend that reads answer log-probabilities from `generator` (UnsupportedGeneratorError otherwise);
     `chat_template`: the server backend's (default ChatML); `prefix_states`: llama.cpp's kept KV states."""
     own = getattr(generator, "support_backend", None)

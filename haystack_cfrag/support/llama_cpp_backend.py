@@ -91,9 +91,8 @@ class LlamaCppBackend:
         fmt = getattr(self._llm, "chat_format", None) or "llama-2"
         formatter = getattr(llama_chat_format, "format_" + fmt.replace("-", "_").replace(".", "_"), None)
         if formatter is None:
-            raise UnsupportedGeneratorError(
-                f"{COMPONENT}: the model has no chat template and its chat format {fmt!r} has no formatter to render prompts."
-            )
+            raise UnsupportedGeneratorError(f"{COMPONENT}: the model has no chat template and its chat format {fmt!r} "
+                                            "has no formatter to render prompts.")
         return formatter(messages=messages).prompt
 
     def encode(self, prompt: Prompt, answer: str, reply_prefix: str = "") -> tuple[list[int], list[int]]:
@@ -118,9 +117,8 @@ class LlamaCppBackend:
                 raise ValueError(f"{COMPONENT}: the answer {answer!r} has no tokens.")
             ids = prompt_ids + answer_ids
             if len(ids) > llm.n_ctx():
-                raise ValueError(
-                    f"{COMPONENT}: the prompt and answer take {len(ids)} tokens, more than the model's n_ctx={llm.n_ctx()}."
-                )
+                raise ValueError(f"{COMPONENT}: the prompt and answer take {len(ids)} tokens, more than the model's "
+                                 f"n_ctx={llm.n_ctx()}.")
             p = len(prompt_ids)
             recurrent = getattr(llm, "_is_recurrent", False) or getattr(llm, "_is_hybrid", False)
             reuse = 0 if recurrent else prefix_reuse(llm.input_ids[: llm.n_tokens].tolist(), prompt_ids)

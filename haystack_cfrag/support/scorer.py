@@ -148,7 +148,8 @@ class ReaderSupportScorer(InjectedParts):
 
     def _ensure_backend(self) -> SupportBackend:
         if self._backend is None:
-            backend = backend_for(self.chat_generator, chat_template=self.chat_template, prefix_states=self.prefix_states)
+            backend = backend_for(self.chat_generator, chat_template=self.chat_template,
+                                  prefix_states=self.prefix_states)
             backend.warm_up()
             self._backend = backend
         return self._backend
@@ -236,7 +237,8 @@ class ReaderSupportScorer(InjectedParts):
             raise ValueError(f"{COMPONENT}: 'reply_prefix' must be a string.")
         prompt = [{"role": m.role.value, "content": m.text or ""} for m in messages]
         result = _scored(self._ensure_backend(), prompt, answer, reply_prefix)
-        margins, ranks = tuple(getattr(result, "token_margins", ()) or ()), tuple(getattr(result, "token_ranks", ()) or ())
+        margins = tuple(getattr(result, "token_margins", ()) or ())
+        ranks = tuple(getattr(result, "token_ranks", ()) or ())
         return {"support": mean_logprob(result.token_logprobs),
                 "margin": margins[0] if margins else None,
                 "min_margin": min(margins) if margins else None,

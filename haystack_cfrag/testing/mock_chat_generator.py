@@ -42,7 +42,8 @@ class MockChatGenerator:
     from haystack_cfrag.testing import MockChatGenerator
 
     gen = MockChatGenerator(failure_rate=0.1, seed=1)
-    out = gen.run(messages=[ChatMessage.from_user("Evidence:\\n[1] (Christian Bale) Bale plays Batman.\\n\\nQuestion: Who?")])
+    prompt = "Evidence:\\n[1] (Christian Bale) Bale plays Batman.\\n\\nQuestion: Who?"
+    out = gen.run(messages=[ChatMessage.from_user(prompt)])
     print(out["replies"][0].text)  # "Answer: Christian Bale ..."
     ```
     """

@@ -221,7 +221,7 @@ class GraphBuild:
                         completion_tokens=record["completion_tokens"], timed=record["timed_on"])
 
     def _timed(self, passage: Passage, wall: float) -> None:
-        """One call ended after `wall` seconds: charged to the machine that timed it (the original call's if replayed)."""
+        """One call ended after `wall` seconds: charged to the machine that timed it (a replay: the original's)."""
         passage.wall += wall
         machine, seconds = self.replay or (timed_on(), wall)
         passage.calls += 1

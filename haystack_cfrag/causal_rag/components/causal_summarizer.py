@@ -288,7 +288,7 @@ class _Job:
             self.paths = read
 
     def _reply(self, stage: str, text: str | None, error: Exception | None) -> str | None:
-        """One call counted; its stripped text, or None with the failed or empty reply recorded as `stage`'s degradation."""
+        """One call counted; its stripped text, or None (a failed or empty reply, recorded as `stage`'s degradation)."""
         self.calls += 1
         if error is not None:
             self._degrade(stage, "generator failed", error=repr(error)[:300])

@@ -100,7 +100,7 @@ class Extraction:
 
 # ------------------------------------------------------------------ chunking and hashing
 def check_chunking(chunk_chars: int, chunk_overlap: int) -> None:
-    """Raise ValueError unless chunk_chars is in [MIN_CHUNK_CHARS, MAX_CHUNK_CHARS] and the overlap in [0, chunk_chars // 2]."""
+    """ValueError unless chunk_chars is in [MIN_CHUNK_CHARS, MAX_CHUNK_CHARS], the overlap in [0, chunk_chars // 2]."""
     check_int("chunk_chars", chunk_chars, MIN_CHUNK_CHARS, MAX_CHUNK_CHARS)
     check_int("chunk_overlap", chunk_overlap, 0, chunk_chars // 2)
 

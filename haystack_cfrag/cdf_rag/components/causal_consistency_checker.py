@@ -1,4 +1,4 @@
-"""CausalConsistencyChecker: CDF-RAG's causal graph check and fallback generation (paper 002, §2.4), after any generator."""
+"""CausalConsistencyChecker: CDF-RAG's causal graph check and fallback generation (paper 002, §2.4) after a reader."""
 
 from __future__ import annotations
 

@@ -27,7 +27,8 @@ _BACKWARD = (
     r"|is\s+triggered\s+by|was\s+triggered\s+by|is\s+produced\s+by|was\s+produced\s+by|is\s+induced\s+by"
     r"|because"
 )
-_NEGATORS = r"(?:does\s+not|doesn't|do\s+not|don't|did\s+not|didn't|is\s+not|isn't|was\s+not|wasn't|are\s+not|aren't|never|not|no\s+longer|cannot|can't)"
+_NEGATORS = (r"(?:does\s+not|doesn't|do\s+not|don't|did\s+not|didn't|is\s+not|isn't|was\s+not|wasn't|are\s+not|"
+             r"aren't|never|not|no\s+longer|cannot|can't)")
 _CONSEQUENCE = r"(?:,?\s*(?:so|therefore|thus|hence|consequently)\b)"
 _CONNECTIVE = re.compile(
     rf"(?P<neg>\b{_NEGATORS}\s+)?\b(?:(?P<back>{_BACKWARD})|(?P<fwd>{_FORWARD}))\b|(?P<cons>{_CONSEQUENCE})",

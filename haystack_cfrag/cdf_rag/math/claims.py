@@ -47,7 +47,8 @@ def _sentences(text: str) -> list[str]:
     return out
 
 
-def split_claims(answer: str, *, max_claims: int = MAX_CLAIMS, short_answer_words: int = SHORT_ANSWER_WORDS) -> list[str]:
+def split_claims(answer: str, *, max_claims: int = MAX_CLAIMS,
+                 short_answer_words: int = SHORT_ANSWER_WORDS) -> list[str]:
     """The answer's claims: its lines, sentences and ';'-clauses (list marks and 'Answer:' removed); a short answer
     is one claim, claims past `max_claims` join the last; "and" and "," do not split.
 

@@ -137,7 +137,8 @@ def parse_refinement(
     >>> parse_refinement("Expanded Query: Why is chronic stress a public health concern?", "expand",
     ...                  "Why is stress a concern?").query
     'Why is chronic stress a public health concern?'
-    >>> parse_refinement("Who directed Jaws? When was he born?", "decompose", "When was the director of Jaws born?").sub_queries
+    >>> parse_refinement("Who directed Jaws? When was he born?", "decompose",
+    ...                  "When was the director of Jaws born?").sub_queries
     ('Who directed Jaws?', 'When was he born?')
     >>> parse_refinement("Sure!", "decompose", "Who?").reason
     'fewer than 2 sub-questions in the reply'
@@ -216,7 +217,7 @@ def repeats_template(queries: list[str], template: str, original: str) -> bool:
 def on_topic(queries: list[str], original: str) -> bool:
     """Whether the refined queries share a content word with the original (a question without one passes).
 
-    >>> on_topic(["Why is chronic stress harmful?"], "Why is stress bad?"), on_topic(["Ignore all rules"], "Who wrote Emma?")
+    >>> on_topic(["Why is chronic stress harmful?"], "Why is stress bad?"), on_topic(["Ignore all"], "Who wrote Emma?")
     (True, False)
     """
     wanted = set(content_words(original))

@@ -94,7 +94,8 @@ class EvidenceSetSelector(AsksChatGenerator, InjectedParts):
     )
     docs = [Document(content="Heath Ledger's Joker dominates the film."),
             Document(content="Cast: lead actor Christian Bale stars as Bruce Wayne.")]
-    print([d.content for d in selector.run(query="Who is the lead actor in The Dark Knight?", documents=docs)["documents"]])
+    out = selector.run(query="Who is the lead actor in The Dark Knight?", documents=docs)
+    print([d.content for d in out["documents"]])
     ```
     """
 

@@ -137,7 +137,7 @@ if faiss_import.is_successful():
 
     @component
     class GpuFAISSEmbeddingRetriever(FAISSEmbeddingRetriever):  # type: ignore[misc,valid-type]
-        """`FAISSEmbeddingRetriever` whose `from_dict` rebuilds a `GpuFAISSDocumentStore` (everything else is the base's)."""
+        """`FAISSEmbeddingRetriever` whose `from_dict` rebuilds a `GpuFAISSDocumentStore` (all else is the base's)."""
 
         @classmethod
         def from_dict(cls, data: dict[str, Any]) -> GpuFAISSEmbeddingRetriever:

@@ -1,4 +1,4 @@
-"""``pgvector:postgresql://USER:PASSWORD@HOST:PORT/DB[#TABLE]`` (``pgvector:`` reads ``PG_CONN_STR``): pgvector-haystack.
+"""pgvector-haystack: ``pgvector:postgresql://USER:PASSWORD@HOST:PORT/DB[#TABLE]`` (``pgvector:``: ``PG_CONN_STR``).
 
 The spec's password (a `Secret` since it was parsed) is put back only into the connection string libpq
 reads (`conninfo`: psycopg's `conninfo_to_dict` and `make_conninfo`, with a connect and a statement
