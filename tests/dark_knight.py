@@ -19,7 +19,8 @@ COUNTERFACTUALS = {
         {"question": "Who directed The Dark Knight?", "type": "categorical", "answer_hint": "Christopher Nolan"},
         {"question": "Who is the lead actor in Inception?", "type": "entity", "answer_hint": "Leonardo DiCaprio"},
         {"question": "Who is the lead actor in The Dark Knight?", "type": "role", "answer_hint": "Christian Bale"},
-        {"question": "Who was the lead actress in The Dark Knight?", "type": "role", "answer_hint": "Maggie Gyllenhaal"},
+        {"question": "Who was the lead actress in The Dark Knight?", "type": "role",
+         "answer_hint": "Maggie Gyllenhaal"},
         {"question": "What is the weather in Paris?", "type": "scope", "answer_hint": "rain"},
     ],
 }

@@ -1,4 +1,4 @@
-"""The shipped cf_rag_paper.yml (the six components alone) with fake models around a real store's retriever (store tests)."""
+"""The shipped cf_rag_paper.yml (its six components), fake models around a real store's retriever (store tests)."""
 
 from typing import Any
 

@@ -17,8 +17,8 @@ def test_index_then_ask_json(tmp_path):
     notes.mkdir()
     (notes / "a.txt").write_text("The Zorblax 3000 is a tea kettle designed by Mira Okonkwo in 2019. " * 3)
     (notes / "b.md").write_text("# Garden\n\nThe community garden on Elm Street grows tomatoes and basil.\n")
-    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p1", "title": "Ferry", "content":
-                                                  "The night ferry to Tallinn leaves at 23:00 from terminal B."}) + "\n")
+    ferry = "The night ferry to Tallinn leaves at 23:00 from terminal B."
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p1", "title": "Ferry", "content": ferry}) + "\n")
     store = tmp_path / "store.json"
     runner = CliRunner()
     result = runner.invoke(main, ["index", str(notes), str(tmp_path / "c.jsonl"), "--store", str(store)])
@@ -68,7 +68,8 @@ def graph_store(tmp_path_factory):
 
 
 def test_index_with_graph_then_ask_causal_rag(graph_store):
-    """`cfrag index --graph` extracts the causal graph ahead (cost per extracted passage in its summary line); causal_rag reads it."""
+    """`cfrag index --graph` extracts the causal graph ahead (cost per extracted passage in its summary line);
+    causal_rag reads it."""
     store, output = graph_store
     line = next(x for x in output.splitlines() if x.startswith("graph: "))
     assert "1 passages" in line and "per extracted passage" in line

@@ -45,9 +45,10 @@ def offload_of(generator):
 
 
 @pytest.mark.parametrize(("device", "offload"), [("cpu", {"n_gpu_layers": 0}),
-                                                ("cuda:1", {"n_gpu_layers": -1, "split_mode": 0, "main_gpu": 1}), (None, {})])
+                                                ("cuda:1", {"n_gpu_layers": -1, "split_mode": 0, "main_gpu": 1}),
+                                                (None, {})])
 def test_device_reaches_the_llama_cpp_reader_as_offload_settings(device, offload):
-    """A GGUF reader: `--device cuda:N` puts every layer on GPU N alone, `cpu` none, no --device leaves llama.cpp's default."""
+    """A GGUF reader: `--device cuda:N` puts every layer on GPU N alone, `cpu` none; no --device: llama.cpp's."""
     assert offload_of(factories.chat_generator("/models/reader.gguf", device=device)) == offload
     rt = Runtime(store=InMemoryDocumentStore(), llm="/models/reader.gguf", device=device)
     assert offload_of(rt.generator) == offload

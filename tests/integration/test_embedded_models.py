@@ -51,7 +51,8 @@ def test_default_cf_rag_end_to_end_on_real_models(runtime):
     baseline = [d for d in trace["drafts"] if d["index"] == trace["override"]["baseline_draft"]]
     assert len(baseline) == 1 and baseline[0]["answer"]
     assert trace["counterfactuals"] == []                     # N = 0 as shipped: no expander call
-    assert result.llm["calls"] == len(trace["drafts"]) + duel_readings(trace)   # baseline + challengers, the duel's readings
+    # baseline + challengers, the duel's readings
+    assert result.llm["calls"] == len(trace["drafts"]) + duel_readings(trace)
     assert result.llm["prompt_tokens"] > 0 and result.llm["completion_tokens"] > 0
     json.dumps(result.as_dict())
     print("\ncf_rag:", result.answer, "|", trace["decision"], trace["override"], "|", result.stages)
@@ -89,7 +90,7 @@ def test_fast_pipeline_uses_llama_cpp_token_logprobs(runtime):
     rt = Runtime(store=runtime.store, max_tokens=160, logprobs=True)
     fast = rt.ask(pipeline_path("cf_rag_fast"), QUESTION)
     assert fast.answer.strip() and len(fast.trace["drafts"]) == 2
-    assert fast.llm["calls"] == 2 + duel_readings(fast.trace)  # baseline, one challenger (and the duel); N=0: no expander
+    assert fast.llm["calls"] == 2 + duel_readings(fast.trace)  # baseline, a challenger (and the duel); N=0: no expander
     challenger = next(d for d in fast.trace["drafts"] if d["index"] != fast.trace["override"]["baseline_draft"])
     conf = challenger["scores"]["confidence"]
     assert conf is not None and 0 < conf <= 1

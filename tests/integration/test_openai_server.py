@@ -97,7 +97,8 @@ def test_cf_rag_fast_through_the_server_with_concurrent_drafts(llama_server):
     assert rt.built(pipeline_path("cf_rag_fast"), {"draft_workers": 2}).get_component("drafter").max_workers == 2
     assert result.answer.strip() and len(result.trace["drafts"]) == 1 + 2
     assert not any(d.get("error") for d in result.trace["drafts"])
-    assert result.llm["calls"] == len(calls) == 3 + duel_readings(result.trace)  # the baseline, two challengers (and the duel)
+    # the baseline, two challengers (and the duel)
+    assert result.llm["calls"] == len(calls) == 3 + duel_readings(result.trace)
     ordered = sorted(calls)
     assert any(b[0] < a[1] for a, b in zip(ordered, ordered[1:], strict=False)), f"drafts did not overlap: {calls}"
     assert rt.generator.timeout >= 120  # queued behind each other on a busy server

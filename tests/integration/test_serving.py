@@ -208,7 +208,8 @@ def test_a_failing_model_never_gets_a_500_and_the_server_keeps_validating(failin
         assert result["degraded"] is True and result["answer"] == "" and result["warnings"]
     else:  # nothing could answer: 503 with the reason
         assert response.status_code == 503 and "failed" in response.json()["detail"], response.text
-    chat = post(failing_server, "/v1/chat/completions", {"model": "cf_rag", "messages": [{"role": "user", "content": QUESTION}]})
+    chat = post(failing_server, "/v1/chat/completions",
+                {"model": "cf_rag", "messages": [{"role": "user", "content": QUESTION}]})
     assert chat.status_code == response.status_code, chat.text
     assert post(failing_server, "/cf_rag/run", {"question": " "}).status_code == 422
 
@@ -289,5 +290,6 @@ def test_real_models_answer_through_the_served_cf_rag_fast(tmp_path):
         result = response.json()["result"]
         assert result["answer"].strip() and result["trace"]["drafts"] and result["trace"]["decision"]
         assert not any(d.get("error") for d in result["trace"]["drafts"])
-        chat = post(server, "/v1/chat/completions", {"model": "cf_rag_fast", "messages": [{"role": "user", "content": " "}]})
+        chat = post(server, "/v1/chat/completions",
+                    {"model": "cf_rag_fast", "messages": [{"role": "user", "content": " "}]})
         assert chat.status_code == 422

@@ -58,7 +58,8 @@ def test_with_the_token_the_opted_in_deploy_route_runs_the_posted_code(auth_serv
 
 
 def test_only_the_named_cors_origin_is_allowed(auth_server):
-    preflight = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization,content-type"}
+    preflight = {"Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "authorization,content-type"}
     ok = httpx.options(f"{auth_server.url}/cf_rag/run", headers={"Origin": UI, **preflight}, timeout=30)
     assert ok.status_code == 200 and ok.headers["access-control-allow-origin"] == UI
     evil = httpx.options(f"{auth_server.url}/cf_rag/run", headers={"Origin": "http://evil.example", **preflight},

@@ -58,8 +58,9 @@ def test_a_faiss_store_keeps_its_graph_in_a_folder_beside_it(tmp_path):
     stats = index(spec, tmp_path)
     assert stats["nodes"] > 10 and stats["nodes_embedded"] == stats["nodes"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "store.faiss", "store.graph", "store.json"]
-    assert sorted(p.name for p in (tmp_path / "store.graph").iterdir()) == [".cfrag-graph", "graph.sqlite", "nodes.faiss",
-                                                                           "nodes.json"]  # the package's marker: its folder
+    # the package's marker: its folder
+    assert sorted(p.name for p in (tmp_path / "store.graph").iterdir()) == [".cfrag-graph", "graph.sqlite",
+                                                                           "nodes.faiss", "nodes.json"]
     check_same_as_in_memory(spec)
     again = index(spec, tmp_path)  # nothing new: nothing embedded again
     assert (again["nodes_embedded"], again["merged_passages"], again["nodes"]) == (0, 0, stats["nodes"])

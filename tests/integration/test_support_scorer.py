@@ -78,9 +78,9 @@ def _manual_logprobs(llm, prompt_ids, answer_ids):
 
 
 def test_token_alignment_matches_a_hand_computed_case(scorer, generator):
-    """log P("Heath Ledger" | cast prompt) (an unlikely answer: far-from-zero values) from the backend equals a token-by-token computation from
-    the raw logits, in a second model instance; a batched logits_all pass agrees to llama.cpp's
-    batch-size noise; and the value does not change when the prefix is reused."""
+    """log P("Heath Ledger" | cast prompt) (an unlikely answer: far-from-zero values) from the backend equals a
+    token-by-token computation from the raw logits, in a second model instance; a batched logits_all pass agrees
+    to llama.cpp's batch-size noise; and the value does not change when the prefix is reused."""
     from llama_cpp import Llama
 
     backend = scorer._backend
@@ -201,4 +201,4 @@ def test_the_gates_reading_of_the_readers_own_reply_gives_margin_and_rank_from_t
     assert reading["rank"] == 0 and reading["margin"] > 0 and reading["min_margin"] <= reading["margin"]
     assert reading["support"] == pytest.approx(scorer.score_reply(messages, reply), abs=1e-3)
     usage = generator.run(messages)["replies"][0].meta["usage"]
-    assert usage["prompt_tokens_details"]["cached_tokens"] >= usage["prompt_tokens"] - 2  # the same prompt again: reused
+    assert usage["prompt_tokens_details"]["cached_tokens"] >= usage["prompt_tokens"] - 2  # the same prompt: reused

@@ -79,8 +79,8 @@ CHECK = textwrap.dedent('''
     pipe = load_pipeline("cf_rag_fast", overrides=overrides_for("cf_rag_fast"), allowed_modules=["__main__"])
     store = pipe.get_component("retriever").retriever.document_store
     embed = BagOfWords()
-    store.write_documents([Document(content=t, embedding=embed.run(text=t)["embedding"]) for t in
-                           ["Heat is a 1995 film directed by Michael Mann.", "Heat stars Al Pacino and Robert De Niro."]])
+    texts = ["Heat is a 1995 film directed by Michael Mann.", "Heat stars Al Pacino and Robert De Niro."]
+    store.write_documents([Document(content=t, embedding=embed.run(text=t)["embedding"]) for t in texts])
     result = pipe.run({"expander": {"query": "Who directed Heat?"}, "stratifier": {"query": "Who directed Heat?"},
                        "drafter": {"query": "Who directed Heat?"}, "ranker": {"query": "Who directed Heat?"}})
     print("answer:", repr(result["duel"]["answer"]))
@@ -117,7 +117,8 @@ def test_wheel_installs_and_ships_its_pipelines(tmp_path):
     haystack_line = f"haystack-ai=={haystack.__version__}"
     run([str(python), "-m", "pip", "install", "-q", f"{wheel}[test]", haystack_line], cwd=tmp_path)
 
-    out = run([str(python), "-c", CHECK], cwd=tmp_path, env={"HAYSTACK_TELEMETRY_ENABLED": "False", "PATH": "/usr/bin:/bin"})
+    out = run([str(python), "-c", CHECK], cwd=tmp_path,
+              env={"HAYSTACK_TELEMETRY_ENABLED": "False", "PATH": "/usr/bin:/bin"})
     assert f"shipped: {','.join(sorted(p.stem for p in (ROOT / 'pipelines').glob('*.yml')))}" in out, out
     for name in sorted(p.stem for p in (ROOT / "pipelines").glob("*.yml")):  # every shipped file loads
         assert f"loaded: {name} " in out, out

@@ -10,7 +10,8 @@ from tests.analysis_tools import ANALYSIS, load_tool
 
 def record(answers, checked, supports, system="grounded_rag", final=None):
     check = {"decision": "keep", "original_answer": checked, "claim_supports": supports}
-    return {"system": system, "answers": answers, "answer": final or checked, "selection": {"hallucination_checker": check}}
+    return {"system": system, "answers": answers, "answer": final or checked,
+            "selection": {"hallucination_checker": check}}
 
 
 RECORDS = [

@@ -17,7 +17,8 @@ def test_kept_sizes_stops_recall_and_the_answer_prompt_against_the_baseline():
         rec("standard_rag", "q1", 500, 1.0), rec("standard_rag", "q2", 300, 0.0),
         rec("cer", "q1", 700, 0.5, {"pool": list("abcde"), "kept": ["a"], "reached": True, "stop": "delta"}),
         rec("cer", "q2", 500, 1.0, {"pool": list("abcde"), "kept": ["a", "c", "d"], "reached": False, "stop": "pool"}),
-        rec("cer", "q3", 900, None, {"pool": list("abc"), "kept": ["b"], "reached": True, "stop": "delta"}),  # no baseline
+        # no baseline
+        rec("cer", "q3", 900, None, {"pool": list("abc"), "kept": ["b"], "reached": True, "stop": "delta"}),
         rec("cf_rag", "q1", 1500, 1.0),  # no kept set: not a selecting system
     ]
     table = tool.summarize(records)

@@ -16,7 +16,8 @@ def rec(system, qid, em, condition="pooled"):
 
 def test_a_system_is_read_from_the_named_folder_and_the_others_from_the_default_one(tmp_path):
     tool = load_tool("paired_compare")
-    write_run(tmp_path / "new", [rec("causal_rag", 1, 1.0), rec("causal_rag", 2, 0.0), rec("causal_rag", 3, 1.0, "inject")])
+    write_run(tmp_path / "new",
+              [rec("causal_rag", 1, 1.0), rec("causal_rag", 2, 0.0), rec("causal_rag", 3, 1.0, "inject")])
     write_run(tmp_path / "old", [rec("causal_rag", 1, 0.0), rec("causal_rag", 2, 0.0)])
     here = tool.system_records(tmp_path / "new", "causal_rag", "pooled")
     there = tool.system_records(tmp_path / "new", f"{tmp_path / 'old'}::causal_rag", "pooled")

@@ -8,8 +8,10 @@ from tests.analysis_tools import load_tool
 def test_mean_seconds_and_shares_per_stage_and_cache_hits_counted():
     tool = load_tool("stage_shares")
     records = [
-        {"system": "cdf_rag", "stages": {"refiner": 2.0, "generator": 4.0, "hallucination_checker": 4.0}, "cache_hits": 0},
-        {"system": "cdf_rag", "stages": {"refiner": 0.0, "generator": 6.0, "hallucination_checker": 4.0}, "cache_hits": 2},
+        {"system": "cdf_rag", "stages": {"refiner": 2.0, "generator": 4.0, "hallucination_checker": 4.0},
+         "cache_hits": 0},
+        {"system": "cdf_rag", "stages": {"refiner": 0.0, "generator": 6.0, "hallucination_checker": 4.0},
+         "cache_hits": 2},
         {"system": "standard_rag", "stages": {}, "cache_hits": 1},  # no stages: not counted
     ]
     table = tool.shares(records)

@@ -318,7 +318,8 @@ def test_index_graph_and_bench_reach_the_families_through_their_declarations(tmp
     assert out.exit_code == 0, out.output
     assert out.output.strip().splitlines()[-1] == "toy graph of 1 passages"
     assert seen["n"] == 1 and seen["extractor"] == "spacy" and seen["chat_generator"] is None  # parse-only: no LLM
-    assert seen["text_embedder"] is query_embedder and seen["store_spec"] == parse_store_spec(f"memory:{tmp_path / 's.json'}")
+    assert seen["text_embedder"] is query_embedder
+    assert seen["store_spec"] == parse_store_spec(f"memory:{tmp_path / 's.json'}")
     out = CliRunner().invoke(app.main, ["bench", "--sizes", "3", "--draft-seconds", "2"])
     assert out.exit_code == 0 and out.output.strip() == "toy:\ntoy (3,) 2.0"
     assert registry.store_preparation().extractors == ("llm", "llm-json", "spacy")

@@ -38,7 +38,7 @@ def samples(seed=0):
 def test_features_read_the_answer_and_the_question():
     f = features(reading(-0.2, 3, False, answer="1969"), "When did Apollo 11 land?")
     assert set(f) == set(FEATURES)
-    assert (f["pile"], f["unstated"], f["a_year"], f["a_number"], f["q_when"], f["q_who"]) == (1.0, 0.0, 1.0, 1.0, 1.0, 0.0)
+    assert [f[k] for k in ("pile", "unstated", "a_year", "a_number", "q_when", "q_who")] == [1, 0, 1, 1, 1, 0]
     assert features({"answer": "yes"}, "Is Paris in France?")["a_yesno"] == 1.0
     assert features({"answer": "x"}, "q")["support"] is None  # unread: the model's mean stands in
 
@@ -84,8 +84,8 @@ def _run_folder(path, sample, examples, method="cf_rag"):
         base = {"condition": "pooled", "inject": 0, "variant": None, "params": {}, "qid": e.qid, "question": e.question}
         lines += [{**base, "key": f"pooled|standard_rag[]|{e.qid}", "system": "standard_rag", "em": std_em},
                   {**base, "key": f"pooled|{method}[]|{e.qid}", "system": method, "em": m_em},
-                  {**base, "key": f"pooled|benchmarks/gate_signals.yml[]|{e.qid}", "system": "benchmarks/gate_signals.yml",
-                   "em": std_em, "gate": {"signals": e.signals}}]
+                  {**base, "key": f"pooled|benchmarks/gate_signals.yml[]|{e.qid}",
+                   "system": "benchmarks/gate_signals.yml", "em": std_em, "gate": {"signals": e.signals}}]
     (path / "records.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
 
 
@@ -110,7 +110,8 @@ def test_gate_fit_round_trip_fit_yaml_load_same_decisions(tmp_path):
     for e in data:  # the loaded gate decides as the fit did
         assert (decide(e.signals, e.question, loaded, threshold=loaded.threshold).escalate
                 == decide(e.signals, e.question, expected, threshold=expected.threshold).escalate)
-    again = CliRunner().invoke(main, ["gate", "fit", "--method", "cf_rag", "--out", str(out), f"--runs={tmp_path / 'trap'}"])
+    again = CliRunner().invoke(main, ["gate", "fit", "--method", "cf_rag", "--out", str(out),
+                                      f"--runs={tmp_path / 'trap'}"])
     assert again.exit_code != 0 and "exists" in again.output  # nothing is overwritten
 
 
@@ -122,8 +123,8 @@ def test_gate_fit_writes_a_cascade_that_loads_with_the_new_gate(tmp_path):
     for sample in ("trap", "popqa"):
         _run_folder(tmp_path / sample, sample, [e for e in data if e.sample == sample])
     out = tmp_path / "my_cf_rag_auto.yml"
-    result = CliRunner().invoke(main, ["gate", "fit", "--method", "cf_rag", "--cascade", "cf_rag_auto", "--out", str(out),
-                                       f"--runs={tmp_path / 'trap'}", f"--runs={tmp_path / 'popqa'}"])
+    result = CliRunner().invoke(main, ["gate", "fit", "--method", "cf_rag", "--cascade", "cf_rag_auto", "--out",
+                                       str(out), f"--runs={tmp_path / 'trap'}", f"--runs={tmp_path / 'popqa'}"])
     assert result.exit_code == 0, result.output
     gate = resolve(out).data["components"]["gate"]["init_parameters"]
     assert GateModel.from_dict(gate["model"]) == GateModel.from_dict(read_gate_model(out))

@@ -173,7 +173,8 @@ def test_inputs_are_not_mutated_and_the_gate_round_trips():
     pipe = Pipeline()
     pipe.add_component("gate", g)
     again = pipeline_from_dict(pipe.to_dict()).get_component("gate")  # the package's allowlist, for this call only
-    assert again.to_dict() == g.to_dict() and again.threshold == 0.7 and again.model == GateModel.from_dict(MODEL).to_dict()
+    assert again.to_dict() == g.to_dict() and again.threshold == 0.7
+    assert again.model == GateModel.from_dict(MODEL).to_dict()
     documents = docs()
     before = [d.to_dict() for d in documents]
     g.run(query="q", replies=[ChatMessage.from_assistant("Answer: Mount Everest")], documents=documents)

@@ -137,7 +137,8 @@ def test_bad_query_embeddings_raise(store, bad):
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [({"top_k": 0}, "top_k"), ({"hops": 11}, "hops"),
-                                               ({"max_edges": 0}, "max_edges"), ({"max_documents": -1}, "max_documents"),
+                                               ({"max_edges": 0}, "max_edges"),
+                                               ({"max_documents": -1}, "max_documents"),
                                                ({"document_store": "x"}, "document_store")])
 def test_bad_parameters_raise(store, kwargs, match):
     with pytest.raises(ValueError, match=match):

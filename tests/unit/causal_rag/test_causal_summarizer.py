@@ -184,7 +184,8 @@ def test_malformed_inputs_are_skipped_or_refused():
 
 
 def test_prompt_overrides_and_limits():
-    s = summarizer(prompt_templates={"paths": "G:\n{graph_data}", "summary": "{query}|{response_type}|{causal_summary}"},
+    s = summarizer(prompt_templates={"paths": "G:\n{graph_data}",
+                                     "summary": "{query}|{response_type}|{causal_summary}"},
                    response_type="One short paragraph", max_graph_chars=200, max_report_chars=200)
     s.run(query=Q, nodes=NODES, causal_edges=EDGES * 20)
     assert s.chat_generator.prompts[0].startswith("G:\n**Entities:**") and len(s.chat_generator.prompts[0]) < 220

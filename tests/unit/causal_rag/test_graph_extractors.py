@@ -432,7 +432,8 @@ def test_an_extraction_call_has_a_time_limit_and_a_span(monkeypatch):
 
     calls = []
     real = asking.call_with_timeout
-    monkeypatch.setattr(asking, "call_with_timeout", lambda gen, t, **kw: calls.append(kw["llm_call"]) or real(gen, t, **kw))
+    monkeypatch.setattr(asking, "call_with_timeout",
+                        lambda gen, t, **kw: calls.append(kw["llm_call"]) or real(gen, t, **kw))
     stalled.set()  # answers at once now
     LLMGraphExtractor(chat_generator=Stalls(), constrained=False).run(texts=["x", "y"])
     assert [(c.stage, c.component) for c in calls] == [("extract", "LLMGraphExtractor")] * 2  # the span's stage

@@ -1,4 +1,4 @@
-"""The graph as data beside the store: tables merged batch by batch, read as the in-memory graph, refused when foreign."""
+"""The graph as data beside the store: tables merged batch by batch, read as the in-memory graph, refused if foreign."""
 
 import sqlite3
 

@@ -92,7 +92,8 @@ def test_index_then_query_through_pipelines():
 def test_the_official_two_calls_with_the_summary_first_prompt():
     store = InMemoryDocumentStore()
     index(store)
-    generator = ScriptedGenerator(["Report: rain → flood → crops.", "Rain flooded the valley; the flood ruined the crops."])
+    generator = ScriptedGenerator(["Report: rain → flood → crops.",
+                                   "Rain flooded the valley; the flood ruined the crops."])
     pipe = query_pipeline(store, generator, summary_calls=2, template=SUMMARY_FIRST_ANSWER_TEMPLATE)
     q = "Why were the crops ruined?"
     result = pipe.run({"embedder": {"text": q}, "summarizer": {"query": q}, "prompt": {"query": q}})

@@ -80,7 +80,8 @@ def test_s_hall_at_delta_keeps_the_answer_and_above_rewrites_it():
     assert out["replies"][0].text == out["answer"]
     [prompt] = checker.chat_generator.prompts
     assert prompt.startswith(REWRITE_PROMPT.split("{evidence}")[0])
-    assert "- He won an Oscar for it." in prompt and "- Christian Bale plays Batman." not in prompt  # only the unsupported
+    # only the unsupported
+    assert "- He won an Oscar for it." in prompt and "- Christian Bale plays Batman." not in prompt
     assert "Christian Bale stars as Bruce Wayne." in prompt and Q in prompt
 
 
@@ -169,8 +170,8 @@ def test_hallucination_checker_run_equals_run_async_and_round_trips(mode):
     table = {"Christian Bale plays Batman.": -0.2}
     out = agree(lambda: hall(table, delta=0.2, rewrite_mode=mode), query=Q, documents=DOCS, answer=TWO_CLAIMS)
     assert out["rewritten"] and out["trace"]["rewrite_mode"] == mode
-    checker = hall(table, delta=0.3, support_threshold=-2.0, rewrite_mode="reanswer", max_claims=5, short_answer_words=4,
-                   max_evidence_chars=100, generation_kwargs={"max_tokens": 32}, timeout_s=3.0,
+    checker = hall(table, delta=0.3, support_threshold=-2.0, rewrite_mode="reanswer", max_claims=5,
+                   short_answer_words=4, max_evidence_chars=100, generation_kwargs={"max_tokens": 32}, timeout_s=3.0,
                    prompt_template="{query} {evidence} {answer} {unsupported}", answer_prefix="Answer:")
     data = checker.to_dict()
     again = HallucinationChecker.from_dict(copy.deepcopy(data))

@@ -217,7 +217,8 @@ def test_a_custom_template_and_generation_kwargs_reach_the_generator():
     templates = {"expand": "Make this more specific: {query}"}
     refiner = QueryRefiner(chat_generator=gen, action="expand", generation_kwargs=kwargs, prompt_templates=templates)
     out = refiner.run(query=SHORT)
-    assert gen.prompts == ["Make this more specific: Who wrote Emma?"] and out["refined_query"] == "Who wrote the novel Emma?"
+    assert gen.prompts == ["Make this more specific: Who wrote Emma?"]
+    assert out["refined_query"] == "Who wrote the novel Emma?"
     assert gen.generation_kwargs == [{"max_tokens": 64}]
     # the caller's dicts are copied, never changed
     kwargs["max_tokens"] = 1

@@ -53,7 +53,8 @@ def test_decompose_reads_lines_numbering_and_run_on_questions():
 
 
 def test_decompose_drops_repeats_and_keeps_at_most_max_sub_queries():
-    reply = "\n".join(["Who wrote Emma?", "who wrote emma", "Who wrote Emma ?"] + [f"Question {i} on Emma?" for i in range(9)])
+    reply = "\n".join(["Who wrote Emma?", "who wrote emma", "Who wrote Emma ?"]
+                      + [f"Question {i} on Emma?" for i in range(9)])
     out = parse_refinement(reply, DECOMPOSE, MULTI, max_sub_queries=3)
     assert len(out.sub_queries) == 3
     assert out.sub_queries[0] == "Who wrote Emma?"
@@ -183,5 +184,6 @@ def test_a_decomposition_that_repeats_the_prompts_example_falls_back():
         "the reply repeats the prompt's example")
     # the example's own question may be decomposed as the example does; without the template, the
     # copy passes the topic check on one shared word ("born")
-    assert parse_refinement(reply, DECOMPOSE, MULTI, template=DECOMPOSE_PROMPT).sub_queries[0] == "Who wrote the novel Emma?"
+    parsed = parse_refinement(reply, DECOMPOSE, MULTI, template=DECOMPOSE_PROMPT)
+    assert parsed.sub_queries[0] == "Who wrote the novel Emma?"
     assert not parse_refinement(reply, DECOMPOSE, other).fallback

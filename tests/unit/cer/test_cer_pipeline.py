@@ -25,7 +25,8 @@ def runtime():
 def test_cer_is_a_served_entry_of_its_family_with_its_own_table():
     entry = registry.REGISTRY["cer"]
     assert entry.family == "cer" and entry.served and not entry.injection
-    assert entry.parameters is PARAMETERS and entry.request_parameters == ("theta", "entailment")  # issue 44: tunable per request
+    # tunable per request
+    assert entry.parameters is PARAMETERS and entry.request_parameters == ("theta", "entailment")
     assert registry.parameters_of("cer")["theta"].check(0.6) == 0.6
     with pytest.raises(ParameterError, match="theta"):
         PARAMETERS["theta"].check(0.0)

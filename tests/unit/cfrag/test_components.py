@@ -363,9 +363,9 @@ class TestCausalArbitrationRanker:
         ledger, bale = dk_drafts()
         bale2 = Draft(index=2, answer="Bale", documents=bale.documents)
         bale3 = Draft(index=3, answer="christian bale", documents=bale.documents)
-        out = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), agreement_threshold=0.6, causal_weight=0.9).run(
-            query=dk.QUESTION, drafts=[ledger, bale, bale2, bale3], queries=CF_QUERIES
-        )
+        ranker = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), agreement_threshold=0.6,
+                                         causal_weight=0.9)
+        out = ranker.run(query=dk.QUESTION, drafts=[ledger, bale, bale2, bale3], queries=CF_QUERIES)
         assert out["trace"]["decision"] == "consensus" and out["trace"]["agreement"] >= 2 / 3
 
         synth = KeywordReader(candidates=["Christian Bale"])

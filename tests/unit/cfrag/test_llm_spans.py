@@ -50,7 +50,7 @@ class OTelSpan(Span):
 
 
 class OTelTracer(Tracer):
-    """Haystack 2.x's `haystack.tracing.OpenTelemetryTracer`, as it is written: the parent is the OTel context's span."""
+    """Haystack 2.x's `haystack.tracing.OpenTelemetryTracer` as written: the parent is the OTel context's span."""
 
     def __init__(self, tracer: Any) -> None:
         self._tracer = tracer
@@ -208,7 +208,8 @@ def test_every_llm_call_is_a_child_of_its_components_span(mode, timeout_s):
 
     span = tree["drafter"][0]
     assert span.attributes[lt.MODEL_TAG] == "keyword-reader-1"
-    assert span.attributes[lt.TYPE_TAG] == "MeteredReader" and span.attributes[lt.CALLER_TAG] == "ParallelDraftGenerator"
+    assert span.attributes[lt.TYPE_TAG] == "MeteredReader"
+    assert span.attributes[lt.CALLER_TAG] == "ParallelDraftGenerator"
     assert span.attributes[lt.INPUT_TOKENS_TAG] > 0 and span.attributes[lt.OUTPUT_TOKENS_TAG] > 0
     assert tree["duel"][0].attributes[lt.NAME_TAG] == "chat_generator"
     assert tree["duel"][0].attributes[lt.CALLER_TAG] == "ArbitrationDuel"
@@ -245,7 +246,8 @@ def test_concurrent_drafts_name_their_component_even_when_the_tracer_tracks_one_
     tracer = GlobalStackTracer()
     with enabled(tracer, content=False):
         pipe.run(data)
-    drafter = next(s for s in tracer.spans if s.name == COMPONENT_RUN and s.tags["haystack.component.name"] == "drafter")
+    drafter = next(s for s in tracer.spans
+                   if s.name == COMPONENT_RUN and s.tags["haystack.component.name"] == "drafter")
     drafts = [s for s in tracer.spans if s.name == lt.OPERATION and s.tags[lt.STAGE_TAG] == "draft"]
     assert len(drafts) == 5 and all(s.parent is drafter for s in drafts)
 

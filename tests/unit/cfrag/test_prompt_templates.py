@@ -121,7 +121,8 @@ def test_counterfactual_rag_passes_its_templates_to_its_components_and_round_tri
                             **templates)
     again = round_trip(rag)
     assert {key: again.to_dict()["init_parameters"][key] for key in templates} == templates
-    expander, drafter, ranker, duel = (again.pipeline.get_component(n) for n in ("expander", "drafter", "ranker", "duel"))
+    expander, drafter, ranker, duel = (again.pipeline.get_component(n)
+                                       for n in ("expander", "drafter", "ranker", "duel"))
     assert (expander.prompt_template, drafter.prompt_template) == (CF_TEMPLATE, DRAFT_TEMPLATE)
     assert (ranker.prompt_template, duel.prompt_template) == (SYNTHESIS_TEMPLATE, DUEL_TEMPLATE)
     cast = docs()["cast"]

@@ -56,7 +56,8 @@ def test_haystacks_deserialization_error_does_not_show_the_password():
     assert "'top_k' must be" in str(caught.value.__cause__) and PASSWORD not in str(caught.value)
 
 
-@pytest.mark.parametrize("spec", [f"pgvector:postgresql://me:{PASSWORD}@[::1/rag", f"pgvector:postgresql:/me:{PASSWORD}@db",
+@pytest.mark.parametrize("spec", [f"pgvector:postgresql://me:{PASSWORD}@[::1/rag",
+                                  f"pgvector:postgresql:/me:{PASSWORD}@db",
                                   "pgvector:postgresql://me:s3cr@t-P4ss@127.0.0.1:1/rag"])
 def test_a_spec_that_does_not_parse_is_refused_redacted(spec):
     pytest.importorskip("psycopg", reason="libpq's own parser refuses these (haystack-cfrag[stores])")

@@ -53,7 +53,8 @@ def test_each_form_is_hidden_in_a_one_line_error_however_it_is_wrapped(form, tex
 
 @pytest.mark.parametrize("text", [
     f"host=db password='{PASSWORD} x' user=me", f"host=db password={PASSWORD} user=me", f"PGPASSWORD={PASSWORD}",
-    f"{{'password': '{PASSWORD}', 'host': 'db'}}", f'{{"password": "{PASSWORD}"}}', f"postgresql://me:{PASSWORD} x@db/x",
+    f"{{'password': '{PASSWORD}', 'host': 'db'}}", f'{{"password": "{PASSWORD}"}}',
+    f"postgresql://me:{PASSWORD} x@db/x",
     f'unexpected spaces found in "{PASSWORD} x", use percent-encoded spaces (%20) instead',
 ])
 def test_keyword_dsns_dicts_and_libpq_messages_are_hidden(text):

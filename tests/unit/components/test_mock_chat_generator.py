@@ -51,13 +51,14 @@ def test_draft_reply_names_the_first_passages_title_even_with_parentheses():
 
 
 def test_draft_reply_without_title_uses_the_first_words_and_without_evidence_says_unknown():
-    assert parse_draft_reply(ask(MockChatGenerator(), draft_prompt([Document(content="Christian Bale stars in the lead")])))[
-        "answer"] == "Christian Bale stars in"
+    prompt = draft_prompt([Document(content="Christian Bale stars in the lead")])
+    assert parse_draft_reply(ask(MockChatGenerator(), prompt))["answer"] == "Christian Bale stars in"
     assert parse_draft_reply(ask(MockChatGenerator(), draft_prompt([])))["answer"] == "unknown"
 
 
 def test_synthesis_reply_takes_the_first_draft():
-    prompt = SYNTHESIS_PROMPT.format(query="q?", drafts=render_drafts([("Christian Bale", "cast", 0.8), ("Heath Ledger", "r", 0.2)]))
+    drafts = render_drafts([("Christian Bale", "cast", 0.8), ("Heath Ledger", "r", 0.2)])
+    prompt = SYNTHESIS_PROMPT.format(query="q?", drafts=drafts)
     assert parse_draft_reply(ask(MockChatGenerator(), prompt))["answer"] == "Christian Bale"
 
 
@@ -111,7 +112,8 @@ def test_round_trip_and_inputs_not_mutated():
     gen = MockChatGenerator(failure_rate=0.25, delay_s=0.5, seed=7, failure_mode="prompt")
     again = MockChatGenerator.from_dict(gen.to_dict())
     assert again.to_dict() == gen.to_dict()
-    assert gen.to_dict()["init_parameters"] == {"failure_rate": 0.25, "delay_s": 0.5, "seed": 7, "failure_mode": "prompt"}
+    assert gen.to_dict()["init_parameters"] == {"failure_rate": 0.25, "delay_s": 0.5, "seed": 7,
+                                                "failure_mode": "prompt"}
     messages = [ChatMessage.from_user("Question: q?")]
     before = [m.to_dict() for m in messages]
     MockChatGenerator().run(messages=messages)
@@ -121,8 +123,8 @@ def test_round_trip_and_inputs_not_mutated():
 @pytest.mark.parametrize(
     ("kwargs", "name"),
     [({"failure_rate": 1.5}, "failure_rate"), ({"failure_rate": -0.1}, "failure_rate"), ({"delay_s": -1}, "delay_s"),
-     ({"delay_s": 61}, "delay_s"), ({"seed": -1}, "seed"), ({"seed": 1.5}, "seed"), ({"failure_mode": "x"}, "failure_mode"),
-     ({"streaming_callback": 3}, "streaming_callback")],
+     ({"delay_s": 61}, "delay_s"), ({"seed": -1}, "seed"), ({"seed": 1.5}, "seed"),
+     ({"failure_mode": "x"}, "failure_mode"), ({"streaming_callback": 3}, "streaming_callback")],
 )
 def test_init_validates_at_once(kwargs, name):
     with pytest.raises(ValueError, match=re.escape(f"'{name}'")):

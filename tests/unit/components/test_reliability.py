@@ -51,7 +51,7 @@ def embedded_docs():
 
 
 def verify_rag(generator, **kw):
-    """CounterfactualRAG (the paper configuration: these tests pin its call order) in verify-only mode: fast, no store."""
+    """CounterfactualRAG (the paper configuration: these tests pin its call order), verify-only: fast, no store."""
     params = {**PAPER, "text_embedder": HashingTextEmbedder(), "similarity_threshold": 0.3, "random_state": 0, **kw}
     return CounterfactualRAG(chat_generator=generator, **params)
 
@@ -204,8 +204,10 @@ def test_broken_documents_are_skipped_by_id_and_inputs_not_altered(caplog):
         Document(id="no-content", content=None, embedding=[1.0] * dim),
         Document(id="blank", content="   ", embedding=[1.0] * dim),
         Document(id="no-embedding", content="Christian Bale is the lead actor of The Dark Knight film."),
-        Document(id="nan", content="Christian Bale plays Batman in the film trilogy today.", embedding=[math.nan] * dim),
-        Document(id="inf", content="Christian Bale plays Batman in the film trilogy again.", embedding=[math.inf] * dim),
+        Document(id="nan", content="Christian Bale plays Batman in the film trilogy today.",
+                 embedding=[math.nan] * dim),
+        Document(id="inf", content="Christian Bale plays Batman in the film trilogy again.",
+                 embedding=[math.inf] * dim),
         Document(id="zeros", content="Christian Bale plays Batman in the film trilogy once.", embedding=[0.0] * dim),
         Document(id="short", content="Christian Bale plays Batman in the film trilogy twice.", embedding=[1.0, 2.0]),
     ]

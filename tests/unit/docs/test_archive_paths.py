@@ -17,7 +17,8 @@ import pytest
 RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results"
 TEXT = (".md", ".json", ".jsonl", ".csv", ".txt", ".yml", ".yaml")
 MACHINE_PATH = re.compile(r'"(/(?:work|root|home|tmp)/[^\s"]*)|[\s=(](/(?:work|root|home)/[^\s"]*)')
-r"""The before-stop check's pattern, `"/(work|root|home|tmp)/|([[:space:]]|=|\()/(work|root|home)/`, with the path captured."""
+r"""The before-stop check's pattern, `"/(work|root|home|tmp)/|([[:space:]]|=|\()/(work|root|home)/`, the path
+captured."""
 
 
 def machine_paths(text: str) -> list[str]:

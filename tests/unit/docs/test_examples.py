@@ -47,7 +47,7 @@ def test_example1_replace_generation(parts):
     mod = load("01_replace_generation.py")
     answer, trace = mod.ask(mod.build(*parts), dk.QUESTION)
     assert answer in dk.CANDIDATES
-    assert trace["drafts"] and trace["decision"] in {"baseline", "override"}  # the default defends standard RAG's answer
+    assert trace["drafts"] and trace["decision"] in {"baseline", "override"}  # the default defends standard RAG's
     assert trace["override"]["baseline_draft"] in {d["index"] for d in trace["drafts"]}
     used = {e["id"] for d in trace["drafts"] for e in d["evidence"]}
     assert used, "the drafts must have seen evidence"
@@ -96,7 +96,7 @@ class WordSupport:
 
 @component
 class ScoringKeywordReader(KeywordReader):
-    """A KeywordReader that ReaderSupportScorer can read (`support_backend`); `first_answer` replaces its first reply."""
+    """A KeywordReader that ReaderSupportScorer can read (`support_backend`); `first_answer`: its first reply."""
 
     def __init__(self, candidates, counterfactual_reply="", first_answer=None):
         KeywordReader.__init__(self, candidates=candidates, counterfactual_reply=counterfactual_reply)
@@ -110,7 +110,8 @@ class ScoringKeywordReader(KeywordReader):
         if self.first_answer and not self.prompts:
             self.prompts.append(messages[-1].text or "")
             return {"replies": [ChatMessage.from_assistant(f"Answer: {self.first_answer}")]}
-        return KeywordReader.run(self, messages=messages, generation_kwargs=generation_kwargs)  # (@component: no super())
+        # (@component: no super())
+        return KeywordReader.run(self, messages=messages, generation_kwargs=generation_kwargs)
 
 
 def test_grounded_rag_keeps_an_answer_its_evidence_supports(parts):

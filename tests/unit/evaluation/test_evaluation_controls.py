@@ -27,7 +27,8 @@ def test_each_kind_is_told_apart():
     # no gold titles: the passages read decide
     assert change_kind(rec("m", "q", 1.0, recall=None, evidence=("b", "a")), rec("s", "q", 0.0, recall=None)) == \
         "same evidence reordered"
-    assert change_kind(rec("m", "q", 1.0, recall=None, evidence=("c",)), rec("s", "q", 0.0, recall=None)) == "new evidence"
+    assert change_kind(rec("m", "q", 1.0, recall=None, evidence=("c",)), rec("s", "q", 0.0, recall=None)) == \
+        "new evidence"
     assert change_kind(rec("m", "q", 1.0), rec("s", "q", 1.0)) is None
 
 

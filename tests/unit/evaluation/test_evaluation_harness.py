@@ -201,8 +201,8 @@ def test_a_graph_replayed_from_the_reply_cache_is_not_charged_to_the_first_quest
     on a machine without the extraction cache) are not counted among the first question's cached calls."""
     monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path / "cache"))  # the extraction cache, away from the user's
     items = load_items(HOTPOT, limit=2)
-    config = EvalConfig(data=str(HOTPOT), limit=2, out=str(tmp_path / "run"), progress=False,
-                        allowed_modules=["tests"], systems=["causal_rag"], graph_extractor="llm")  # the LLM path's costs
+    config = EvalConfig(data=str(HOTPOT), limit=2, out=str(tmp_path / "run"), progress=False,  # the LLM path's costs
+                        allowed_modules=["tests"], systems=["causal_rag"], graph_extractor="llm")
     stats = tmp_path / "run" / "graph_stats.jsonl"
     first = run_eval(config, **_fakes(items))
     assert len(first) == 2 and not any(r["error"] for r in first)
@@ -227,8 +227,8 @@ def test_a_run_stopped_during_its_answers_keeps_the_graph_builds_cost(tmp_path, 
     """The graph's cost is recorded when the build ends: the resumed run finds every extraction cached."""
     monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path / "cache"))
     items = load_items(HOTPOT, limit=2)
-    config = EvalConfig(data=str(HOTPOT), limit=2, out=str(tmp_path / "run"), progress=False,
-                        allowed_modules=["tests"], systems=["causal_rag"], graph_extractor="llm")  # the LLM path's costs
+    config = EvalConfig(data=str(HOTPOT), limit=2, out=str(tmp_path / "run"), progress=False,  # the LLM path's costs
+                        allowed_modules=["tests"], systems=["causal_rag"], graph_extractor="llm")
     asked = []
     real_run_one = runner._run_one
 
@@ -258,8 +258,8 @@ def test_each_extraction_is_counted_once_after_a_stopped_build_and_a_replay_else
 
     monkeypatch.setenv("CFRAG_CACHE_DIR", str(tmp_path / "cache"))
     items = load_items(HOTPOT, limit=2)
-    config = EvalConfig(data=str(HOTPOT), limit=2, out=str(tmp_path / "run"), progress=False,
-                        allowed_modules=["tests"], systems=["causal_rag"], graph_extractor="llm")  # the LLM path's costs
+    config = EvalConfig(data=str(HOTPOT), limit=2, out=str(tmp_path / "run"), progress=False,  # the LLM path's costs
+                        allowed_modules=["tests"], systems=["causal_rag"], graph_extractor="llm")
     real_call, made = CausalGraphBuilder._request, []  # what one extraction call asks, built just before it
 
     def stopping(self, job):
@@ -502,7 +502,8 @@ def test_report_sums_the_graph_builds_and_costs_each_extraction_once(tmp_path):
     (tmp_path / "graph_stats.jsonl").write_text("".join(json.dumps(b) + "\n" for b in builds))
     assert write_outputs(tmp_path, with_plots=False)["index"]["timed_on"] == pytest.approx(
         {"aaaa1111": 4 / 404, "bbbb2222": 200 / 404, "unknown": 200 / 404})
-    assert "Timed on more than one machine: aaaa1111 1%, bbbb2222 50%, unknown 50%." in (tmp_path / "report.md").read_text()
+    report = (tmp_path / "report.md").read_text()
+    assert "Timed on more than one machine: aaaa1111 1%, bbbb2222 50%, unknown 50%." in report
     (tmp_path / "graph_stats.jsonl").unlink()  # no graph: no section, no index
     assert write_outputs(tmp_path, with_plots=False)["index"] is None
     assert "Index time" not in (tmp_path / "report.md").read_text()
@@ -575,7 +576,8 @@ def test_cache_keys_on_messages_and_kwargs(tmp_path):
     path = tmp_path / "cache.jsonl"
     cached = CachingChatGenerator(generator=inner, path=str(path))
     cached.run(messages=[ChatMessage.from_user("Question: Ann or Bob? Evidence: Ann")])
-    cached.run(messages=[ChatMessage.from_user("Question: Ann or Bob? Evidence: Ann")], generation_kwargs={"max_tokens": 5})
+    cached.run(messages=[ChatMessage.from_user("Question: Ann or Bob? Evidence: Ann")],
+               generation_kwargs={"max_tokens": 5})
     assert cached.hits == 0
     reloaded = CachingChatGenerator(generator=inner, path=str(path))  # persisted across runs
     reloaded.run(messages=[ChatMessage.from_user("Question: Ann or Bob? Evidence: Ann")])
@@ -620,7 +622,8 @@ def test_a_run_folders_cache_replays_on_another_machine_and_reads_older_keys(tmp
     (tmp_path / "old").mkdir()
     CachingChatGenerator(generator=here, path=str(tmp_path / "old" / "c.jsonl")).run(messages=ask)
     same_machine = _ModelFileReader(here.model, dict(here.model_kwargs))
-    CachingChatGenerator(generator=same_machine, path=str(tmp_path / "old" / "c.jsonl"), model_id="sha-1").run(messages=ask)
+    CachingChatGenerator(generator=same_machine, path=str(tmp_path / "old" / "c.jsonl"),
+                         model_id="sha-1").run(messages=ask)
     assert same_machine.calls == 0 and len((tmp_path / "old" / "c.jsonl").read_text().splitlines()) == 1
     # and after the generator gained a setting that shapes no reply (use_mmap, 2026-11-28): a regression the
     # archived replays showed (every pre-fingerprint archive missed the cache)

@@ -15,7 +15,8 @@ def test_a_call_on_the_small_model_is_priced_at_its_own_rates():
 
 
 def test_a_reused_prefix_is_not_evaluated_again_but_counts_in_the_all_reading():
-    llm = {"by_component": {"drafter": {"prompt_tokens": 400, "cached_tokens": 100, "completion_tokens": 5, "model": READER}}}
+    llm = {"by_component": {"drafter": {"prompt_tokens": 400, "cached_tokens": 100, "completion_tokens": 5,
+                                        "model": READER}}}
     seconds = token_seconds(llm)
     assert seconds["all"] - seconds["evaluated"] == pytest.approx(100 / RATES[READER][0])
 
@@ -40,8 +41,9 @@ def test_usage_counts_each_component_and_its_model():
 
 def test_the_cost_summary_gives_both_ratios_and_the_components():
     base = {"seconds": 1.0, "llm": {"by_component": {"generator": {"prompt_tokens": 620, "model": READER}}}}
-    more = {"seconds": 3.0, "llm": {"by_component": {"generator": {"prompt_tokens": 620, "model": READER},
-                                                       "drafter": {"prompt_tokens": 620, "cached_tokens": 310, "model": READER}}}}
+    more = {"seconds": 3.0, "llm": {"by_component": {
+        "generator": {"prompt_tokens": 620, "model": READER},
+        "drafter": {"prompt_tokens": 620, "cached_tokens": 310, "model": READER}}}}
     b, m = cost_summary([base]), cost_summary([more])
     b["timed_on"] = m["timed_on"] = {"a": 1.0}
     ratios = overhead(m, b)

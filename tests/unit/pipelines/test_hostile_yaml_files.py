@@ -89,7 +89,7 @@ def test_serve_refuses_the_file_before_starting(files, no_models, tmp_path, name
     assert not (tmp_path / "deploy").exists()
 
 
-# ---------------------------------------------------------------- issue 71, E4: nothing in a YAML file can hang the check
+# ------------------------------------------------------------ issue 71, E4: nothing in a YAML file can hang the check
 def laughs(levels: int = 9) -> str:
     """A file of nested aliases, each level ten of the one before (10**levels leaves in about 500 bytes)."""
     lines = ['l0: &l0 ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']

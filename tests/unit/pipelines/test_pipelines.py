@@ -42,7 +42,8 @@ def cf_rag(**params):
 
 def standard_rag():
     emb, reader = fakes()
-    pipe = load_pipeline(STANDARD_RAG, overrides={"query_embedder": emb, "generator": reader}, allowed_modules=["tests"])
+    pipe = load_pipeline(STANDARD_RAG, overrides={"query_embedder": emb, "generator": reader},
+                         allowed_modules=["tests"])
     pipe.get_component("retriever").document_store.write_documents(
         HashingDocumentEmbedder().run(dk.documents())["documents"]
     )

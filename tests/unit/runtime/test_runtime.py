@@ -23,7 +23,8 @@ def test_compare_standard_and_cf_rag_on_one_runtime():
     assert std.answer == "Heath Ledger" and std.llm["calls"] == 1 and std.trace is None
     assert cf.answer in dk.CANDIDATES and cf.trace["drafts"]
     assert cf.trace["counterfactuals"] == []                                # N = 0 as shipped: no expander call
-    assert cf.llm["calls"] == len(cf.trace["drafts"]) + duel_readings(cf.trace)  # baseline, challengers, duel (both orders)
+    # baseline, challengers, duel (both orders)
+    assert cf.llm["calls"] == len(cf.trace["drafts"]) + duel_readings(cf.trace)
     assert set(cf.stages) == {"expander", "retriever", "dedup", "stratifier", "drafter", "ranker", "duel"}
     assert all(v >= 0 for v in cf.stages.values()) and cf.seconds >= sum(cf.stages.values()) * 0.5
 
@@ -42,7 +43,8 @@ def test_parameters_reach_the_components():
     out = rt.ask("cf_rag", dk.QUESTION, {"n_counterfactuals": 0, "n_subsets": 2, "causal_weight": 0.0})
     assert out.trace["counterfactuals"] == [] and len(out.trace["drafts"]) == 1 + 2  # the baseline, two challengers
     assert out.trace["weights"]["causal"] == 0.0
-    assert out.llm["calls"] == 3 + duel_readings(out.trace)  # N = 0: no counterfactual call; the baseline, two challengers, the duel
+    # N = 0: no counterfactual call; the baseline, two challengers, the duel
+    assert out.llm["calls"] == 3 + duel_readings(out.trace)
 
 
 

@@ -144,8 +144,8 @@ def test_a_generator_of_the_model_the_files_metadata_declares_auxiliary_becomes_
     store = dark_knight_store()
     aux = KeywordReader(candidates=["aux"])
     made = []
-    rp = RuntimeParts(generator=KeywordReader(candidates=dk.CANDIDATES), text_embedder=HashingTextEmbedder(), scorer=None,
-                      retriever=None, keyword=None, store=store, keyword_store=lambda: store,
+    rp = RuntimeParts(generator=KeywordReader(candidates=dk.CANDIDATES), text_embedder=HashingTextEmbedder(),
+                      scorer=None, retriever=None, keyword=None, store=store, keyword_store=lambda: store,
                       allowed=(*TRUSTED_PREFIXES, "tests"), auxiliary=lambda: made.append(1) or aux)
     def file_retriever():
         return serialize_component(InMemoryEmbeddingRetriever(document_store=InMemoryDocumentStore(), top_k=3))
@@ -190,7 +190,8 @@ def test_without_an_auxiliary_model_the_reader_makes_every_call():
 
 def test_the_runtime_chooses_its_auxiliary_model_by_its_reader():
     store = dark_knight_store()
-    handed = Runtime(store=store, chat_generator=KeywordReader(candidates=dk.CANDIDATES), text_embedder=HashingTextEmbedder())
+    handed = Runtime(store=store, chat_generator=KeywordReader(candidates=dk.CANDIDATES),
+                     text_embedder=HashingTextEmbedder())
     server = Runtime(store=store, llm="openai:http://127.0.0.1:9/v1#m", text_embedder=HashingTextEmbedder())
     assert handed.models.aux_llm is None and server.models.aux_llm is None
     small = "embedded:qwen2.5-coder-0.5b-instruct"

@@ -1,4 +1,4 @@
-"""`cfrag serve` on a store or graph that fails to open: the one line `cfrag ask` prints, and its exit code (issue 62, D4).
+"""`cfrag serve` on a store or graph that fails to open: the one line `cfrag ask` prints, and its exit code (D4).
 
 On 6dca1af the server process left the failure to Hayhooks, which logged it for each pipeline:
 73-82 lines with three tracebacks, where `ask` says one line. The server process now opens the

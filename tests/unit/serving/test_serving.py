@@ -39,7 +39,8 @@ def test_question_is_cleaned():
 
 @pytest.mark.parametrize(
     ("params", "message"),
-    [({"n_counterfactuals": 11}, r"'n_counterfactuals' must be an integer in \[0, 10\]"), ({"n_clusters": 0}, "'n_clusters'"),
+    [({"n_counterfactuals": 11}, r"'n_counterfactuals' must be an integer in \[0, 10\]"),
+     ({"n_clusters": 0}, "'n_clusters'"),
      ({"n_subsets": 21}, "'n_subsets'"), ({"causal_weight": 1.01}, "'causal_weight'"),
      ({"causal_weight": float("nan")}, "'causal_weight' must be a finite number"),
      ({"n_counterfactuals": float("inf")}, "finite"), ({"n_clusters": 2.5}, "integer"),
@@ -107,7 +108,8 @@ def test_question_from_messages_takes_the_last_user_message():
 # ---------------------------------------------------------------- configuration
 def test_config_from_env():
     config = ServingConfig.from_env({"CFRAG_GENERATOR": "mock", "CFRAG_MOCK_FAILURE_RATE": "0.1",
-                                     "CFRAG_MOCK_DELAY_S": "0.2", "CFRAG_LLM": "openai:http://h/v1", "CFRAG_STORE": "s.json"})
+                                     "CFRAG_MOCK_DELAY_S": "0.2", "CFRAG_LLM": "openai:http://h/v1",
+                                     "CFRAG_STORE": "s.json"})
     assert (config.generator, config.mock_failure_rate, config.mock_delay_s, config.llm, config.store) == (
         "mock", 0.1, 0.2, "openai:http://h/v1", "s.json")
     assert config.mock_generator().to_dict()["init_parameters"]["failure_rate"] == 0.1

@@ -27,8 +27,8 @@ async def stream(_request):
 
 
 APP = Starlette(routes=[Route("/cf_rag/run", echo, methods=["POST"]), Route("/yaml/run", fails, methods=["POST"]),
-                        Route("/other", fails, methods=["POST"]), Route("/v1/chat/completions", stream, methods=["POST"]),
-                        Route("/status", echo)])
+                        Route("/other", fails, methods=["POST"]),
+                        Route("/v1/chat/completions", stream, methods=["POST"]), Route("/status", echo)])
 
 
 def client(**guard):

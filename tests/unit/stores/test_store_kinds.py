@@ -199,4 +199,5 @@ def test_a_pipeline_file_naming_the_faiss_gpu_classes_where_they_were_still_load
            "init_parameters": {"document_store": {"type": "haystack_cfrag.stores.faiss_gpu.GpuFAISSDocumentStore"}}}
     new = renamed_types(old)
     assert new["type"] == "haystack_cfrag.stores.kinds.faiss_gpu.GpuFAISSEmbeddingRetriever"
-    assert new["init_parameters"]["document_store"]["type"] == "haystack_cfrag.stores.kinds.faiss_gpu.GpuFAISSDocumentStore"
+    store_type = new["init_parameters"]["document_store"]["type"]
+    assert store_type == "haystack_cfrag.stores.kinds.faiss_gpu.GpuFAISSDocumentStore"
