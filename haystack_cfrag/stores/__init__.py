@@ -1,16 +1,11 @@
 """Document stores: one spec string names a store, for indexing, asking and serving.
 
-- `specs`: `parse_store_spec` of ``PATH.json`` | ``memory:PATH.json`` | ``faiss:PATH[#INDEX]`` |
-  ``pgvector:postgresql://…[#TABLE]`` | ``qdrant:PATH|URL[#COLLECTION]`` into a `StoreSpec` (its password a
-  `Secret`);
-- `kinds`: each kind of store as one object (`KINDS`): what differs between them, and nothing else does;
-- `opening`: `open_document_store`, `save_document_store`, `close_document_store` and the retrievers that read
-  a store, each a call on its kind;
-- `lock`: one writer per store; `safe_files`: every file read without trusting it;
-- `demo`: the demo corpus embedded on first use, and `open_query_store`, the store `cfrag ask` and
-  `cfrag serve` answer from; `update`: `update_store`, passages written into a store.
-- `kinds.faiss_gpu`: `GpuFAISSDocumentStore` and `GpuFAISSEmbeddingRetriever`, faiss-haystack searching a GPU
-  copy of its index (imported on first use: importing it imports faiss).
+- `specs`: `parse_store_spec` of ``PATH.json`` | ``memory:``, ``faiss:``, ``pgvector:``, ``qdrant:`` specs into a
+  `StoreSpec` (its password a `Secret`); `kinds`: each kind of store as one object (`KINDS`), what differs;
+- `opening`: open, save, close a store and the retrievers that read it, each a call on its kind;
+- `lock`: one writer per store; `safe_files`: every file read without trusting it; `update`: `update_store`;
+- `demo`: the demo corpus embedded on first use, and `open_query_store`, the store `cfrag ask/serve` answer from;
+- `kinds.faiss_gpu`: faiss-haystack searching a GPU copy of its index (imported on first use).
 """
 
 from typing import Any

@@ -1,26 +1,17 @@
 """What writing passages does to a store: the passages it adds, replaces, removes and keeps (`plan_changes`).
 
-A passage is known by its id; it carries where it came from (`stores.sources`): its file
-(`SOURCE_KEY`), the other files that gave the same passage (`ALSO_KEY`) and the folder indexed
-(`ROOT_KEY`). Against the store, the passages read now are:
+A passage is known by its id and carries where it came from (`stores.sources`: `SOURCE_KEY`, `ALSO_KEY`,
+`ROOT_KEY`). Against the store, a passage read now is **added** (an id the store lacks), **replaced** (an id it
+holds with other text or meta) or **kept** (held as it is: never embedded or written again; where it came from
+written back when that changes, its vector as stored: `Changes.retag`).
 
-- **added**: an id the store lacks;
-- **replaced**: an id the store holds with other text or meta (Haystack's `DuplicatePolicy.OVERWRITE`);
-- **kept**: an id the store holds as it is (never embedded or written again; where it came from
-  is written back when that changes, its vector as stored: `Changes.retag`).
-
-A stored passage is **removed** only when no file that gave it is left: the files read now
-give it no more, and (with `prune`) every other one is provably gone (`os.stat`: no such file).
-A file that could not be read or checked (any other `OSError`), gave no text or was too large
-keeps its passages, and the plan says so (`Changes.held`). A copy indexed later is one more
-source of the passages it shares with the original, never their new owner: removing either
-keeps them. Passages stored before sources were recorded are never removed.
-
-`prune` refuses (`Changes.refusal`, nothing written) to remove the passages of more than
-`max_share` of the files the store holds passages of, or every passage of a folder indexed that
-no longer exists (or is empty: an unmounted disk), unless `force`. A store is searched by a
-passage's own file only: a copy edited so that it no longer gives a passage stays one of its
-sources until the copy owns it and is read again (kept longer, never lost).
+A stored passage is **removed** only when no file that gave it is left: the files read now give it no more and
+(with `prune`) every other one is provably gone (`os.stat`: no such file). A file that could not be read or
+checked, gave no text or was too large keeps its passages (`Changes.held`). A copy indexed later is one more source
+of what it shares with the original, never its owner (a copy edited since stays a source until read as the owner:
+kept longer, never lost). Passages stored before sources were recorded are never removed. `prune` refuses
+(`Changes.refusal`, nothing written) past `max_share` of the store's files, or for every passage of a folder that
+no longer exists or is empty (an unmounted disk), unless `force`.
 
 >>> store = InMemoryDocumentStore(index="changes_doctest")  # its own index: instances share one name's data
 >>> _ = store.write_documents([Document(id="a", content="old", meta={SOURCE_KEY: "/f"}),
@@ -251,10 +242,8 @@ def _folder_gone(root: str) -> str:
 
 
 def apply_changes(store: Any, plan: Changes, embedded: list[Document]) -> int:
-    """Remove, write back sources, and write the embedded passages (added and replaced); how many were written.
-
-    Replaced passages are deleted before they are written again where the store cannot overwrite a vector
-    (a FAISS index that cannot remove one is rebuilt once, `removal.delete_documents`)."""
+    """Remove, write back sources, write the embedded passages (added and replaced); how many were written.
+    Where a store cannot overwrite a vector, replaced passages are deleted first (`removal.delete_documents`)."""
     from haystack.document_stores.types import DuplicatePolicy  # noqa: PLC0415
 
     from haystack_cfrag.stores.kinds import kind_of  # noqa: PLC0415
@@ -270,18 +259,16 @@ def apply_changes(store: Any, plan: Changes, embedded: list[Document]) -> int:
 
 def _retag(store: Any, docs: list[Document]) -> None:
     """Write each kept passage's source into the stored Document; its vector stays as it is."""
-    if not docs:
-        return
-    for attribute in ("documents", "storage"):  # faiss-haystack, InMemory: the dict holds the Document
-        held = getattr(store, attribute, None)
-        if isinstance(held, dict):
-            for doc in docs:
-                if doc.id in held:
-                    held[doc.id] = replace(held[doc.id], meta=doc.meta)
-            return
     from haystack.document_stores.types import DuplicatePolicy  # noqa: PLC0415
 
-    with_vectors = [d for d in docs if d.embedding is not None]  # pgvector, Qdrant: written back with the vector read
+    from haystack_cfrag.stores.kinds import held_documents  # noqa: PLC0415
+
+    if (held := held_documents(store) if docs else None) is not None:  # the dict that holds the Documents
+        for doc in docs:
+            if doc.id in held:
+                held[doc.id] = replace(held[doc.id], meta=doc.meta)
+        return
+    with_vectors = [d for d in docs if d.embedding is not None]  # written back with the vector read
     if with_vectors:
         store.write_documents(with_vectors, policy=DuplicatePolicy.OVERWRITE)
 

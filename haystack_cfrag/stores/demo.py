@@ -1,10 +1,8 @@
 """The demo store and the store questions are answered from (`cfrag ask/compare`, `cfrag serve`).
 
-Without `--store` the CLI and the server read the demo corpus shipped in `haystack_cfrag/data`,
-embedded on first use with the configured embedder and cached as an `InMemoryDocumentStore`
-saved as JSON (`default_store_path`). Any other spec is opened for reading only
-(`haystack_cfrag.stores.opening`): stores are only ever written by `stores.update.update_store` (`cfrag
-index`, and the demo store's first build, under its lock: two processes starting at once embed it once).
+Without `--store`, the demo corpus shipped in `haystack_cfrag/data`, embedded on first use with the configured
+embedder and cached as a saved `InMemoryDocumentStore` (`default_store_path`); its first build goes through
+`stores.update.update_store` (two processes starting at once embed it once). Any other spec is opened read-only.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Which passages a store already holds: `cfrag index` embeds and writes only the others, and replaces or
 removes the ones a file no longer gives (`stored_documents`, `documents_from`).
 
-A passage's id is Haystack's hash of its text and metadata (its source file, its place in it), so a
-passage found by id is the same passage: re-indexing a folder after adding one file embeds that
-file's passages only, and a FAISS HNSW index (which cannot replace a vector) is never asked to.
+A passage's id is Haystack's hash of its text and metadata, so a passage found by id is the same passage:
+re-indexing a folder after adding one file embeds that file's passages only.
 
 >>> from haystack import Document
 >>> from haystack.document_stores.in_memory import InMemoryDocumentStore
@@ -26,11 +25,8 @@ BATCH = 1000
 
 
 def stored_ids(store: Any, ids: Sequence[str], *, batch: int = BATCH) -> set[str]:
-    """The ids among `ids` that `store` holds.
-
-    File stores answer from the dict their kind holds (`StoreKind.held`); Qdrant by
-    `get_documents_by_id`; any other store by a filter on `id`, `batch` ids a query.
-    """
+    """The ids among `ids` that `store` holds (file stores: from the dict their kind holds, `StoreKind.held`;
+    Qdrant by `get_documents_by_id`; others by a filter on `id`, `batch` ids a query)."""
     return set(stored_documents(store, ids, batch=batch))
 
 
@@ -51,11 +47,8 @@ def stored_documents(store: Any, ids: Sequence[str], *, batch: int = BATCH) -> d
 
 
 def documents_from(store: Any, key: str, values: Sequence[str] | None = None, *, batch: int = BATCH) -> list[Any]:
-    """The stored Documents whose `meta[key]` is one of `values` (None: any value, every document that has the key).
-
-    File stores are read from the dict their kind holds; other stores by a filter on `meta.KEY`, `batch` values a query
-    (None: every document is read, then kept when it has the key).
-    """
+    """The stored Documents whose `meta[key]` is one of `values` (None: every document that has the key); file stores
+    from the dict their kind holds, others by a filter on `meta.KEY`, `batch` values a query."""
     if (held := held_documents(store)) is not None:
         wanted = None if values is None else set(values)
         return [d for d in held.values() if key in d.meta and (wanted is None or d.meta[key] in wanted)]

@@ -1,16 +1,13 @@
 """One writer per store: `cfrag index` holds the store's lock from before it reads the store until its graph is written.
 
-A store's kind names its lock file (`StoreKind.lock_path`: ``.NAME.cfrag-lock`` beside a file store; a
-Qdrant server's collection: a file in the cache, for writers on this machine), locked with `filelock`
-and holding the holder's pid, or locks itself (`StoreKind.acquire`: pgvector's advisory lock). The
-holder removes the file before it lets go (filelock takes a file removed meanwhile as not held), so
-none is left; a killed holder's stays, unlocked, until the next writer removes it. A FIFO, device or
-link at its name is refused in one line naming it and the store.
+A store's kind names its lock file (`StoreKind.lock_path`: ``.NAME.cfrag-lock`` beside a file store; for a Qdrant
+server, a file in the cache), locked with `filelock` and holding the holder's pid, or locks itself
+(`StoreKind.acquire`: pgvector's advisory lock). The holder removes the file before it lets go; a killed holder's
+stays, unlocked, until the next writer removes it. A FIFO, device or link at its name is refused in one line.
 
-A second writer waits at most `wait` seconds (`cfrag index --wait`, default `DEFAULT_WAIT`),
-saying once that it waits, then refuses in one line naming the store and the holder's pid:
-never a wait without a bound. The lock is re-entrant within one process (the graph writer
-takes it again under `cfrag index`'s hold), and is released when the process ends, killed or not.
+A second writer waits at most `wait` seconds (`cfrag index --wait`), saying once that it waits, then refuses in
+one line naming the store and the holder's pid. The lock is re-entrant within one process (the graph writer takes
+it again under `cfrag index`'s hold) and released when the process ends, killed or not.
 
 >>> import tempfile
 >>> from haystack_cfrag.stores.specs import parse_store_spec

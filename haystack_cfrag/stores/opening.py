@@ -1,12 +1,9 @@
 """Opening, saving and closing the document store a spec names, and the retrievers that read it: each a call on
 the store's kind (`stores.kinds`).
 
-Opening a store to *read* (`ask`, `serve`) never creates or changes anything: a missing JSON or
-FAISS file, table or collection is an error. Only `cfrag index` (``create=True``) creates and
-writes. Saving is atomic for every kind (a file store's files are written beside it and renamed
-in; pgvector and Qdrant write through). Opening never trusts what it opens: every file is read
-through `stores.safe_files`, a FAISS index is checked against its size before faiss reads it,
-and every network store has a connect and a statement or request timeout (`stores.timeouts`).
+Opening a store to *read* (`ask`, `serve`) never creates or changes anything (a missing store is an error); only
+`cfrag index` (``create=True``) creates and writes. Saving is atomic (file stores write beside and rename in).
+Every file is read through `stores.safe_files`, every network store has its timeouts (`stores.timeouts`).
 
 >>> import tempfile
 >>> spec = parse_store_spec(f"{tempfile.mkdtemp()}/s.json")
@@ -30,8 +27,7 @@ def open_document_store(spec: str | os.PathLike[str] | StoreSpec, *, embedding_d
     """The document store a spec names.
 
     :param embedding_dim: needed to create a FAISS index, a table or a collection.
-    :param create: create it when missing (indexing); otherwise a missing store is an error and
-        nothing is created or changed.
+    :param create: create it when missing (indexing); otherwise a missing store is an error, nothing created.
     :param faiss_device: GPU for FAISS searches (None: GPU 0 when faiss has one; -1: CPU).
     :raises FileNotFoundError: the store does not exist and `create` is False.
     """

@@ -1,12 +1,10 @@
 """Reading a store's files without trusting them: only regular files of bounded size, never through a link out.
 
-Every file a store or its graph is read from goes through `open_checked` (or `check_file` where a
-library opens the path itself): the path is looked at with `lstat` first, so a FIFO, a device, a
-socket or a folder is refused before anything opens it (opening a FIFO waits for a writer for
-ever; /dev/zero never ends); a link is followed only to a regular file in the same folder; and the
-file's size is checked against a cap for its kind (`MAX_BYTES`; a file read whole must also fit
-in this machine's memory). The file is then opened without following links and checked again
-on its descriptor, so what is read is what was checked. Every refusal is one line naming the file.
+Every file a store or its graph is read from goes through `open_checked` (or `check_file` where a library opens the
+path itself): `lstat` first, so a FIFO, device, socket or folder is refused before anything opens it; a link is
+followed only to a regular file in the same folder; the size is checked against its kind's cap (`MAX_BYTES`, and
+this machine's memory for a file read whole). The file is then opened without following links and checked again on
+its descriptor: what is read is what was checked. Every refusal is one line naming the file.
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.json"; _ = p.write_text('{"documents": []}')
@@ -93,8 +91,8 @@ def check_file(path: str | os.PathLike[str], kind: str, *, folder: Path | None =
 
 
 def open_checked(path: str | os.PathLike[str], kind: str, *, folder: Path | None = None) -> IO[bytes]:
-    """`path` opened for binary reading after `check_file`, checked again on the open descriptor (the file that
-    was checked is the file read). The caller closes it.
+    """`path` opened for binary reading after `check_file`, checked again on the open descriptor; the caller
+    closes it.
 
     :raises FileNotFoundError: nothing is there.
     :raises ValueError: as `check_file`.
@@ -140,10 +138,8 @@ def read_text(path: str | os.PathLike[str], kind: str, *, folder: Path | None = 
 
 def read_json(path: str | os.PathLike[str], kind: str = "json", *, head: bytes = b"{",
               folder: Path | None = None) -> Any:
-    """The JSON object in `path`, read through `open_checked`.
-
-    Before the parser sees it, the file must begin (after white space) with `head` and hold no NUL byte (a
-    JSON encoder writes none: a sparse file's holes read as NULs), scanned in chunks of constant memory.
+    """The JSON object in `path`, read through `open_checked`: it must begin (after white space) with `head` and hold
+    no NUL byte (a sparse file's holes), scanned in chunks of constant memory before the parser sees it.
 
     :raises ValueError: one line naming the file.
     """

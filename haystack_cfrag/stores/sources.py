@@ -1,26 +1,14 @@
 """Files to passages for a store: text, Markdown, PDF and JSONL files selected, read, split (`read_sources`).
 
-`select_files` is the one file filter of `cfrag index`: a file named on the command line must
-be of a type read here (`SUFFIXES`: .txt .text .md .markdown .pdf .jsonl; a file without a
-suffix is never read); a folder is read recursively, and what it holds that is hidden (any
-name below the folder starting with "."), of another type, or a link leading out of the
-folder is skipped and counted (`FileSelection.skipped`). Text, Markdown and PDF files go
-through Haystack's converters; JSONL lines are passages already (`read_jsonl`): a line with
-an `id` of its own is one passage under that id, never split (with a `source` or without);
-`split_documents` cuts the rest into ~250-token passages with overlap (Haystack's
-`DocumentSplitter`). `stores.update.update_store` embeds them and writes them to a store.
+`select_files` is `cfrag index`'s one file filter (`SUFFIXES`). Text, Markdown and PDF files go through Haystack's
+converters and `split_documents` (~250-token passages with overlap); a JSONL line is a passage already
+(`read_jsonl`), one with an `id` of its own never split. Sizes are bounded (`MAX_FILE_BYTES`, `MAX_PASSAGE_CHARS`):
+what is skipped or cut is counted. `stores.update.update_store` embeds the passages and writes them.
 
-Every passage carries where it came from (added after its id is made, so ids are those of
-earlier versions): the file (`SOURCE_KEY`, an absolute path), the folder named when it was
-indexed (`ROOT_KEY`), and the other files read in the same run that gave the same passage
-(`ALSO_KEY`). A file is *read* only when it gave text: one that gave none (empty, a PDF cut
-short) or could not be read (any `OSError`) is listed in `Passages.kept`, and the passages
-it gave before stay (`stores.changes`). Duplicate ids keep the last (`last_wins`, counted).
-
-Sizes are bounded (`cfrag index --max-file-mb`, `--max-passage-chars`): a file larger than
-`MAX_FILE_BYTES` is skipped and counted, its size read first (never the file whole); a passage
-longer than `MAX_PASSAGE_CHARS` (a JSONL line, or a run of text without spaces, which the
-word splitter keeps whole) is cut to that length and counted.
+Every passage carries where it came from (added after its id is made, so ids are those of earlier versions): its
+file (`SOURCE_KEY`), the folder named (`ROOT_KEY`) and the other files of the run that gave it (`ALSO_KEY`). A file
+is *read* only when it gave text: one that gave none (empty, a PDF cut short) or could not be read (any `OSError`)
+is in `Passages.kept`, and its stored passages stay (`stores.changes`). Duplicate ids keep the last (counted).
 """
 
 from __future__ import annotations
@@ -128,12 +116,10 @@ def unsupported(path: Path) -> str | None:
 def select_files(paths: Iterable[Path], *, include_hidden: bool = False) -> FileSelection:
     """The files `cfrag index` reads from files and folders named on the command line.
 
-    A file named is read when its type is in `SUFFIXES` (hidden or not: naming it is the
-    choice). A folder is walked recursively and sorted; skipped and counted: hidden files and
-    folders (a name below the folder starting with "."; read with `include_hidden`, their type
-    still checked), files of other types or without a suffix, anything not a regular file, and
-    links whose target lies outside the folder (or nowhere). Links to folders are not followed
-    (what they lead to inside the folder is read where it is).
+    A file named is read when its type is in `SUFFIXES` (hidden or not). A folder is walked recursively, sorted;
+    skipped and counted: hidden names (starting with "."; read with `include_hidden`, their type still checked),
+    other types, anything not a regular file, links out of the folder (or nowhere). Links to folders are not
+    followed (what they lead to inside the folder is read where it is).
 
     :raises ValueError: naming a file named on the command line that is not read, or not a regular file.
     """
@@ -212,10 +198,9 @@ class Converted:
 def convert_files(paths: Iterable[Path], *, max_file_bytes: int = MAX_FILE_BYTES) -> Converted:
     """Documents from files: .txt, .text, .md, .markdown, .pdf through Haystack's converters; .jsonl as passages.
 
-    A file larger than `max_file_bytes` is skipped (its size is checked before it is read, and
-    it is read at most that far) and listed in `too_large`; a file without text (empty, or a
-    PDF without extractable text) is listed in `no_text`, one that cannot be read (an `OSError`)
-    in `unreadable`, each logged as a warning; none of them counts as read.
+    Logged and not read: a file larger than `max_file_bytes` (`too_large`; its size checked first, never read
+    past it), one without text (`no_text`: empty, a PDF without extractable text), one that cannot be read
+    (`unreadable`: an `OSError`).
 
     :raises ValueError: naming the file: an unsupported type, text that is not UTF-8, a bad JSONL line.
     """
@@ -260,11 +245,8 @@ def convert_files(paths: Iterable[Path], *, max_file_bytes: int = MAX_FILE_BYTES
 
 
 def read_bounded(path: Path, limit: int) -> bytes | None:
-    """The bytes of a regular file of at most `limit` bytes; None when it is larger (then never read whole).
-
-    The size is checked on the open file (no race with a rename), and at most `limit + 1` bytes
-    are read, so a file that grows meanwhile is caught too.
-    """
+    """The bytes of a regular file of at most `limit` bytes; None when it is larger (never read whole): the size
+    checked on the open file (no race with a rename), at most `limit + 1` bytes read (a growing file caught too)."""
     with path.open("rb") as fh:
         if os.fstat(fh.fileno()).st_size > limit:
             return None
@@ -299,9 +281,8 @@ def split_documents(docs: list[Document], *, words: int = 190, overlap: int = 30
                     whole: Iterable[str] = ()) -> list[Document]:
     """~250-token passages (≈ 190 words) with overlap, through Haystack's DocumentSplitter.
 
-    JSONL passages (already passage-sized, carrying a `source`; or any whose id is in `whole`, a
-    line's own id) are kept as they are. Each file's documents are split apart, the bookkeeping
-    keys left out of what the splitter sees (a passage's id is made from its meta) and put back.
+    JSONL passages (passage-sized with a `source`, or whose id is in `whole`) are kept as they are. Each file's
+    documents are split apart, the bookkeeping keys left out of what the splitter sees (ids are made from meta).
     """
     from haystack.components.preprocessors import DocumentSplitter  # noqa: PLC0415
 
@@ -356,10 +337,8 @@ def _meta(doc: Document) -> str:
 
 
 def cut_passages(passages: list[Document], max_chars: int = MAX_PASSAGE_CHARS) -> tuple[list[Document], int]:
-    """(passages, how many were cut): each passage longer than `max_chars` characters cut to that length.
-
-    A cut passage keeps its id (a JSONL line's own id stays the id) and its length before the cut in
-    `meta["cut_from_chars"]`; the passages given are not changed.
+    """(passages, how many were cut): each passage longer than `max_chars` characters cut to that length, its id
+    kept and its length before the cut in `meta["cut_from_chars"]` (the passages given are not changed).
 
     >>> cut_passages([Document(content="x" * 50), Document(content="short")], max_chars=10)[1]
     1

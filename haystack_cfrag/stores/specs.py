@@ -11,10 +11,9 @@ One form per kind of `haystack_cfrag.stores.kinds` (`cfrag index/ask/compare/ser
 - ``qdrant:PATH[#COLLECTION]`` (local mode, a folder), ``qdrant:http://HOST:6333[#COLLECTION]`` (a server) or
   ``qdrant::memory:`` — qdrant-haystack, cosine.
 
-A spec is parsed once, where it comes in, into a `StoreSpec` that the layers below take. A URL's password
-is taken out as the spec is parsed (from its user part or a ``password=`` parameter) and held as a Haystack
-`Secret` (`StoreSpec.password`): the spec's text, its repr and every message made from them never hold it.
-Parsing opens nothing; each kind checks its names (`StoreKind.parse`).
+A spec is parsed once, where it comes in, into a `StoreSpec` for the layers below; parsing opens nothing (each kind
+checks its names: `StoreKind.parse`). A URL's password (its user part's or a ``password=`` parameter's) is held as a
+Haystack `Secret` (`StoreSpec.password`): the spec's text, repr and messages never hold it.
 
 >>> spec = parse_store_spec("pgvector:postgresql://me:s3cr%40t@db:5432/rag#docs")
 >>> str(spec), spec.password.resolve_value()

@@ -1,16 +1,13 @@
 """Bounds on every network store: nothing the package connects to can keep it waiting for ever.
 
-- Postgres (the pgvector store, its graph tables, the advisory lock): libpq waits for ever for a
-  host that accepts the connection and never answers (its `connect_timeout` defaults to none).
-  Every connection string (`stores.kinds.pgvector.conninfo`) gets ``connect_timeout``
-  (`PG_CONNECT_SECONDS`) and a server-side ``statement_timeout`` (`PG_STATEMENT_SECONDS`) where it
-  sets none; a user's own values are kept.
+- Postgres (the pgvector store, its graph tables, the advisory lock): every connection string
+  (`stores.kinds.pgvector.conninfo`) gets ``connect_timeout`` (`PG_CONNECT_SECONDS`; libpq's default is none)
+  and a server-side ``statement_timeout`` (`PG_STATEMENT_SECONDS`) where it sets none.
 - Qdrant: every client gets `QDRANT_SECONDS` per request.
-- Ray: a port that accepts a TCP connection is not yet a Ray cluster (Ray's own `ray.init` then
-  retries for minutes); `ray_refusal` asks it one gRPC question, bounded by `RAY_PROBE_SECONDS`,
-  before `cfrag index` writes anything.
+- Ray: `ray_refusal` asks an address one gRPC question (`RAY_PROBE_SECONDS`) before `cfrag index` writes anything
+  (a port that accepts TCP is not yet a Ray cluster; `ray.init` would retry for minutes).
 
-The bounds can be set through the environment (``CFRAG_PG_CONNECT_SECONDS``, …) for slow networks.
+The environment sets the bounds for slow networks (``CFRAG_PG_CONNECT_SECONDS``, …).
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """`update_store`: passages written into a store the one safe way (`cfrag index`, the demo store, your code).
 
-In order, under the store's lock (`stores.lock`: one writer a store; a second waits `wait`
-seconds, then refuses in one line): open the store (none yet: created with the first passage)
-→ plan the changes (`stores.changes`: what is added, replaced, removed and kept, by file;
-nothing of a file still there is lost) → embed the added and replaced passages → mark the
-graph beside the store → write and save → with `graph`, build the family's index-time parts
-(CausalRAG's graph) over the store's passages. `stores.checkpoints` names the points a kill
-test stops the writer at: a run killed anywhere is finished by the next. A dry run plans and
-reads only: nothing is embedded, locked or written.
+In order, under the store's lock (`stores.lock`: a second writer waits `wait` seconds, then refuses in one line):
+open the store (none yet: created with the first passage) → plan the changes by file (`stores.changes`) → embed
+the added and replaced passages → mark the graph beside the store → write and save → with `graph`, build the
+family's index-time parts over the store's passages. A run killed anywhere is finished by the next (kill tests
+stop at `stores.checkpoints`). A dry run plans and reads only: nothing is embedded, locked or written.
 
 >>> folder = Path(tempfile.mkdtemp())
 >>> _ = (folder / "notes.txt").write_text("Rain causes floods. Floods close roads.", encoding="utf-8")
@@ -47,8 +44,7 @@ class PruneRefused(ValueError):
 
 @dataclass(frozen=True)
 class GraphBuild:
-    """What `update_store(graph=…)` builds after the passages: the family's index-time parts (CausalRAG's
-    graph)."""
+    """What `update_store(graph=…)` builds after the passages: the family's index-time parts (CausalRAG's graph)."""
 
     llm: str = models.EMBEDDED_LLM
     extractor: str = ""
@@ -87,8 +83,7 @@ def update_store(spec: str | os.PathLike[str] | StoreSpec, sources: Passages | I
     :param sources: files and folders (read by `stores.sources.read_sources` with its defaults), what
         `read_sources` gave, or Documents as they are (never removed by file).
     :param embedder: embeds the added and replaced passages (loaded only when there are some).
-    :param prune: also remove the passages whose every file is provably gone; refused past
-        `max_prune_share` of the store's files or for every passage of a folder gone, unless `force`.
+    :param prune: also remove the passages whose every file is provably gone (guarded: `stores.changes`).
     :param wait: seconds to wait for another writer of the store before refusing (`stores.lock.StoreBusy`).
     :param graph: also build `preparation`'s index-time parts over the store's passages.
     :param preparation: what a family keeps beside the store (`family.StorePreparation`;

@@ -1,9 +1,8 @@
 """The store kinds (`memory`, `faiss`, `pgvector`, `qdrant`; their specs: `stores.specs`), one declared object
 each, in one table: `KINDS`, looked up by a spec's kind (`kind_named`) or by a store (`kind_of`).
 
-Everything that differs between stores is a call on the kind (`base.StoreKind`): nothing outside this
-folder names a store's class or branches on a kind's name. A new kind is one object registered here
-(`register`): specs of its name parse, open, save, lock and retrieve through it.
+Everything that differs between stores is a call on the kind (`base.StoreKind`): nothing outside this folder names a
+store's class or branches on a kind's name. A new kind is one object, `register`ed here.
 
 >>> from haystack.document_stores.in_memory import InMemoryDocumentStore
 >>> kind_named("faiss").name, kind_of(InMemoryDocumentStore()).name, kind_of(object())

@@ -1,15 +1,9 @@
 """``faiss:PATH[#INDEX]``: faiss-haystack's `FAISSDocumentStore`, saved as ``PATH.faiss`` + ``PATH.json``.
 
-INDEX is a faiss factory string the opening can check (`faiss_header`): ``Flat`` (exact, the default)
-or ``HNSWm``. Vectors are compared by L2 on normalised embeddings, so ranks are cosine ranks
-(`faiss_cosine`). Searches run on a GPU copy of the index when faiss reports a GPU (`faiss_gpu`);
-the files are read checked and saved atomically (`faiss_files`).
-
-faiss-haystack deletes by `remove_ids`, which an HNSW index refuses, after it has dropped the
-document from its dict: the store would keep a vector no document owns. `delete` asks an index
-that can remove (a flat one) to do so, and rebuilds any other from the vectors it keeps (a kept
-document's embedding, or the vector read back from the index for a document stored without it,
-as a graph's node store is).
+INDEX is ``Flat`` (exact, the default) or ``HNSWm`` (what `faiss_header` checks). L2 on normalised embeddings ranks
+as cosine (`faiss_cosine`); searches run on a GPU copy when faiss has a GPU (`faiss_gpu`); the files are read
+checked and saved atomically (`faiss_files`). faiss-haystack deletes by `remove_ids`, which HNSW refuses after the
+document left its dict (a vector no document owns): `delete` rebuilds such an index from the vectors it keeps.
 
 >>> FAISS.parse("stores/demo", "", "faiss:stores/demo")
 StoreSpec(kind='faiss', location='stores/demo', name='Flat')
@@ -35,12 +29,8 @@ INDEXES = re.compile(r"Flat|HNSW[1-9][0-9]{0,2}")
 
 
 def faiss_cosine(score: float, index_string: str = "Flat") -> float:
-    """Cosine similarity from a FAISS score, for unit-length embeddings.
-
-    faiss returns the *squared* L2 distance D = |q - x|² = 2 - 2·cos for unit vectors;
-    faiss-haystack reports 1 / (1 + D) for "Flat" indexes and D itself for the others, so
-    cos = 1 - D / 2.
-    """
+    """Cosine similarity from a FAISS score, for unit-length embeddings: faiss-haystack reports 1 / (1 + D) for
+    "Flat" indexes and D for the others, D the squared L2 distance 2 - 2·cos."""
     distance = (1.0 / score - 1.0) if index_string == "Flat" else score
     return 1.0 - distance / 2.0
 
@@ -128,9 +118,8 @@ class FaissKind(StoreKind):
         return store.documents
 
     def slim(self, store: Any) -> None:
-        """A FAISS node store keeps each node Document without its vector: the index holds the vectors, and
-        faiss-haystack saves its `documents` as JSON (with vectors, 65 MB and 7.5 s to open for the demo graph's
-        7,377 nodes; without, a tenth). Retrieval returns Documents from that dict; nothing reads their vectors."""
+        """A FAISS node store keeps each node Document without its vector (the index holds them; the saved JSON is
+        a tenth the size). Retrieval returns Documents from that dict; nothing reads their vectors."""
         store.documents = {k: replace(d, embedding=None) if d.embedding is not None else d
                            for k, d in store.documents.items()}
 

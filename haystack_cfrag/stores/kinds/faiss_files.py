@@ -1,16 +1,11 @@
 """A FAISS store's two files (`PATH.faiss`, `PATH.json`): read checked, saved atomically.
 
-Reading (`load_store`) is what `FAISSDocumentStore.load` does, with the files read through
-`faiss_header.read_index` (the index's header checked against its size) and `safe_files.read_json`
-(a regular file of bounded size, with no NUL byte): both files are checked before either is parsed,
-so a FIFO, a device, a link out of the folder or an index whose header claims more than the file
-holds is one line naming the file, and nothing is allocated for it.
+Reading (`load_store`) is `FAISSDocumentStore.load` through `faiss_header.read_index` and `safe_files.read_json`:
+both files are checked before either is parsed, and anything else is one line naming the file.
 
-Saving (`save_pair`) writes both files into a new temporary folder, then a commit record
-(`.PATH.cfrag-commit`, one rename) names that folder, and only then are the two files moved in; a
-save killed between the two moves is finished when the store is next opened or saved
-(`finish_interrupted_save`: the complete new pair moved in), and one killed before its commit
-record leaves the old pair as it was. Temporary files a killed save left are removed by the next.
+Saving (`save_pair`) writes both files into a new temporary folder, names it in a commit record
+(`.PATH.cfrag-commit`, one rename), then moves the two files in: a save killed between the moves is finished when
+the store is next opened or saved (`finish_interrupted_save`), one killed before its record leaves the old pair.
 """
 
 from __future__ import annotations
@@ -90,11 +85,8 @@ def _commit_record(base: Path) -> Path:
 
 
 def finish_interrupted_save(base: Path) -> bool:
-    """Complete a FAISS save that was killed after its commit record: move the rest of the new pair in.
-
-    The commit record must name a real folder beside the store with a temporary save's name; its
-    regular files are moved in (links are never followed) and the record and the folder removed.
-    True when there was a save to finish.
+    """Complete a FAISS save killed after its commit record (which must name a temporary save's folder beside the
+    store): its regular files moved in, the record and folder removed. True when there was a save to finish.
 
     :raises ValueError: the record is not one this package wrote, or the files cannot be moved.
     """

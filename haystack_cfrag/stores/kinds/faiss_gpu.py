@@ -1,11 +1,9 @@
 """FAISS on a GPU: a thin extension of faiss-haystack's store and retriever.
 
-`FAISSDocumentStore` (faiss-haystack) keeps a CPU index and has no GPU code. `GpuFAISSDocumentStore`
-keeps that CPU index as the one source of truth (writes, deletes and `save` go to it, exactly as in
-the base class) and searches a GPU copy, made when faiss reports GPUs (`faiss.get_num_gpus() > 0`)
-and remade after a write. With no GPU it behaves exactly like the base class.
-`GpuFAISSEmbeddingRetriever` only changes `from_dict`, so that a serialised pipeline gets this
-store back (the base retriever always rebuilds the base store).
+`GpuFAISSDocumentStore` keeps faiss-haystack's CPU index as the one source of truth (writes, deletes and `save` as in
+the base class) and searches a GPU copy, made when faiss reports GPUs and remade after a write; with no GPU it is
+the base class. `GpuFAISSEmbeddingRetriever` only changes `from_dict`, so that a serialised pipeline gets this
+store back.
 
 faiss-gpu wheels come from conda (`conda install -c pytorch faiss-gpu`) or `pip install faiss-gpu-cu12`;
 they replace faiss-cpu under the same `faiss` module name.

@@ -1,14 +1,9 @@
 """A FAISS index file checked against its size before faiss reads it.
 
-faiss trusts the sizes an index file states: a 53-byte file whose header claims 3,000,000 vectors
-of 384 dimensions makes it allocate (and zero) 4.6 GB before the read fails. `check_index` walks
-the structure of the index kinds this package writes (faiss-haystack's `IndexIDMap` around a
-flat L2/IP index or an HNSW flat index: fourcc ``IxMp`` around ``IxF2``/``IxFI`` or ``IHNf``),
-reading only the fixed fields and each array's stated length, and requires every array to fit in
-the bytes that remain, the arrays to agree with the header (ntotal × d codes, ntotal levels, an id
-per vector) and the walk to end exactly at the end of the file. Anything else (another index
-kind, a truncated or padded file) is refused in one line: what cannot be checked is not read.
-`read_index` then gives the file's descriptor, not its path, to faiss.
+faiss trusts the sizes an index file states (a 53-byte file can make it allocate gigabytes). `check_index` walks the
+index kinds this package writes (``IxMp`` around ``IxF2``/``IxFI`` or ``IHNf``), reading only fixed fields and
+stated lengths: every array must fit in the bytes that remain and agree with the header, and the walk end exactly
+at the file's end. Anything else is refused in one line; `read_index` then gives faiss the checked descriptor.
 """
 
 from __future__ import annotations

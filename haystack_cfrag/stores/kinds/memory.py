@@ -1,8 +1,7 @@
 """``memory:PATH.json`` (or a bare path): Haystack's `InMemoryDocumentStore`, saved as one JSON file (cosine).
 
-Opening reads the file through `stores.safe_files` after checking that it begins as a store Haystack's
-`save_to_disk` wrote (a user's own JSON file, a folder or an empty file is refused before anything loads);
-saving writes a new temporary file beside it and renames it over the store.
+Opening reads the file through `stores.safe_files` once it begins as Haystack's `save_to_disk` writes a store (else
+refused before anything loads); saving writes a temporary file beside it and renames it over the store.
 
 >>> import tempfile, pathlib
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "s.json"

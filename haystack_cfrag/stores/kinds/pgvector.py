@@ -1,12 +1,9 @@
 """pgvector-haystack: ``pgvector:postgresql://USER:PASSWORD@HOST:PORT/DB[#TABLE]`` (``pgvector:``: ``PG_CONN_STR``).
 
-The spec's password (a `Secret` since it was parsed) is put back only into the connection string libpq
-reads (`conninfo`: psycopg's `conninfo_to_dict` and `make_conninfo`, with a connect and a statement
-timeout where the URL sets none), which the store takes through an environment variable's `Secret`
-(a pipeline's YAML names the variable: `secret`) and the package through `connect`, its one connection.
-A table is locked for one writer by a Postgres advisory lock keyed by its name (`acquire`) on a
-connection whose `application_name` names the holder's pid; its name must leave room for its graph's
-names in Postgres's 63 characters (`MAX_TABLE`); its keyword retriever is Postgres's full-text search.
+The password (a `Secret` since parsing) is put back only into the connection string libpq reads (`conninfo`, with
+the timeouts where the URL sets none), which the store takes through an environment variable's `Secret` (`secret`)
+and the package through `connect`. A table is locked for one writer by an advisory lock keyed by its name
+(`acquire`; `application_name` names the holder's pid); its name leaves room for its graph's tables (`MAX_TABLE`).
 
 >>> PGVECTOR.parse("postgresql://me@db:5432/rag", "docs", "pgvector:…").name
 'docs'

@@ -1,12 +1,10 @@
 """``qdrant:PATH[#COLLECTION]`` (local mode, a folder), ``qdrant:http://HOST:6333[#COLLECTION]`` (a server) or
 ``qdrant::memory:``: qdrant-haystack's store, cosine.
 
-A local store's files are checked before the client opens any (`check_folder`: regular files of bounded
-size, `stores.safe_files`), and its collections' dimensions are read from its meta.json through the same
-opener. A server's client has `timeouts.QDRANT_SECONDS` per request; its key is read from QDRANT_API_KEY
-(qdrant-haystack's default), never from the URL. A collection name is a plain name (no ``/``, no ``..``):
-a local store keeps it as a folder. A server's collection is locked for one writer by a file in the
-cache (it excludes writers on this machine only); ``qdrant::memory:`` is the process's own.
+A local store's files are checked before the client opens any (`check_folder`, `stores.safe_files`), its
+dimensions read from its meta.json the same way. A server's client has `timeouts.QDRANT_SECONDS` per request and
+its key from QDRANT_API_KEY, never the URL; its collection's lock is a file in the cache (this machine's writers
+only). A collection name is a plain name (a local store keeps it as a folder).
 
 >>> QDRANT.parse("stores/q/", "", "qdrant:stores/q/")
 StoreSpec(kind='qdrant', location='stores/q', name='cfrag')
