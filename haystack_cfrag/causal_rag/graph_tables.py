@@ -1,16 +1,12 @@
 """CausalRAG's graph as tables: its nodes, its edges and the passages it was built from.
 
-A stored graph keeps its node vectors in a second store of the passages' kind (`stored_graph`)
-and everything else here, in SQLite (file stores: one file beside the store) or in Postgres (a
-pgvector store: tables beside its table). Written in batches by `cfrag index --graph`, one
-transaction per batch; read by `CausalGraphRetriever` one indexed query per hop for the nodes
-the hop reaches (`node_documents`), so a query reads a few hundred rows whatever the corpus.
+A stored graph keeps its node vectors in a store of the passages' kind (`stored_graph`) and the rest here, in SQLite
+(file stores) or Postgres (pgvector: tables beside its table). Written one transaction a batch; read one indexed
+query a hop (`node_documents`): a query reads a few hundred rows whatever the corpus.
 
-Tables (`PREFIX_meta`, `PREFIX_nodes`, `PREFIX_edges`, `PREFIX_passages`): a node by its key
-(`math.graph.node_key`) with its name as first seen, type and cited passages; an edge by
-(source key, relation key, target key) with its names, cue and cited passages; a passage by id
-with its content hash. Names and table prefixes are checked identifiers; every value is a bound
-parameter, never SQL text.
+Tables `PREFIX_meta`, `_nodes` (by key: first name, type, cited passages), `_edges` (by source, relation and target
+keys: names, cue, cited passages) and `_passages` (id, content hash). Prefixes are checked identifiers; every value
+is a bound parameter, never SQL text.
 
     >>> import tempfile, pathlib
     >>> from haystack_cfrag.causal_rag.math.graph import Graph
@@ -99,10 +95,8 @@ class GraphTables:
     @classmethod
     def open_postgres(cls, connection: Any, prefix: str, *, create: bool = False,
                       also: Sequence[str] = ()) -> GraphTables:
-        """The graph's tables named `prefix_*` over a psycopg 3 connection (autocommit: `kinds.pgvector.connect`).
-
-        `create` refuses (one line) when the graph has no meta table yet but a table of its names, or of `also`
-        (its node vectors' table), exists: a table of the user's own is never written into."""
+        """The graph's tables named `prefix_*` over a psycopg 3 connection (autocommit: `kinds.pgvector.connect`);
+        `create` refuses in one line a table of its names (or `also`'s) without its meta: a user's own table."""
         try:
             tables = cls(connection, dialect="postgres", prefix=prefix, where=f"{prefix}_*")
         except ValueError:
@@ -296,9 +290,8 @@ class GraphTables:
         return {r[0]: (r[1], r[2]) for r in self._rows(f"SELECT key, node_id, node_type FROM {self.t['nodes']}")}
 
     def node_documents(self, names: Sequence[str]) -> list[Document]:
-        """The node Documents of `names` (any spelling of a node), as `CausalGraphBuilder` makes them in memory:
-        meta node_id, node_type, passage_ids, edges_out (by target key, relation key) and edges_in (by source
-        key, relation key). Unknown names are left out; no embedding (the node store has it)."""
+        """The node Documents of `names` (any spelling; unknown ones left out), as `CausalGraphBuilder` makes them
+        (`math.node_meta`), without an embedding (the node store has it)."""
         keys = list(dict.fromkeys(k for k in (node_key(n) for n in names) if k))
         if not keys:
             return []

@@ -9,15 +9,10 @@ Where it lives, beside the passages (`graph_home`):
 | ``pgvector:URL#TABLE`` | table ``TABLE_graph_vectors`` | tables ``TABLE_graph_`` + meta, nodes, edges, passages |
 | ``qdrant:PATH#COLL`` | collection ``COLL_graph_vectors`` | ``PATH.COLL.graph/graph.sqlite`` (a server: in the cache) |
 
-`causal_rag.graph_write.write_graph` assembles the graph from the extraction cache in batches of passages (no
-whole graph in memory), merges each batch into the tables in one transaction, embeds the nodes without a vector
-into the node store and finishes what a killed run left. `open_stored_graph` opens both parts (checked, never
-rebuilt); `CausalGraphRetriever` reads the edges from the tables.
-
-Opening never trusts the graph: its folder is the package's (`causal_rag.graph_folder`: created with a
-marker, never a link or a user's folder), its SQLite file holds exactly the graph's tables and
-every statement has a deadline (`causal_rag.sqlite_guard`; read-only when only reading), its node
-store's files are checked as the store's are, and Postgres connections carry timeouts.
+`causal_rag.graph_write.write_graph` writes it in batches of passages; `open_stored_graph` opens both parts
+(checked, never rebuilt); `CausalGraphRetriever` reads the edges from the tables. Opening never trusts the graph:
+its folder is the package's (`causal_rag.graph_folder`), its SQLite file holds exactly the graph's tables, every
+statement has a deadline (`causal_rag.sqlite_guard`), its node store's files are checked as the store's are.
 """
 
 from __future__ import annotations
@@ -185,9 +180,8 @@ def open_for_retrieval(spec: str | StoreSpec, *, node_top_k: int = 10,
 
 
 def _index_node_vectors(home: GraphHome) -> None:
-    """pgvector: an HNSW index on the node vectors (cosine, the store's similarity), so that a query's seeds are
-    found without scanning every node: 100 ms → 8 ms a seed query, graph retrieval median 407 → 226 ms at
-    132,355 nodes (the scale run). Built once (66 s there), kept up to date by later inserts; names quoted."""
+    """pgvector: an HNSW index on the node vectors (cosine), so that a query's seeds are found without scanning every
+    node; built once, kept up to date by later inserts."""
     from psycopg import sql  # noqa: PLC0415
 
     from haystack_cfrag.stores.kinds.pgvector import connect  # noqa: PLC0415

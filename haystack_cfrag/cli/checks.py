@@ -72,11 +72,8 @@ def parse_param_options(texts: tuple[str, ...]) -> dict[str, Any]:
 
 
 def check_run_parameters(values: dict[str, Any], pipelines: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
-    """The parameters that are set, checked against the table of each pipeline that has them.
-
-    A parameter none of the pipelines has is refused, naming what they have; a value is checked
-    against every table that has it (one line naming the option and its range).
-    """
+    """The parameters that are set, checked against the table of each pipeline that has them (one line naming the
+    option and its range; a parameter none of them has is refused, naming what they have)."""
     options = {name: option for option, name in PARAMETER_OPTIONS.items()}
     tables = [resolve(p).parameters for p in pipelines]
     checked = {}
@@ -175,10 +172,8 @@ def check_ray_address(text: str, timeout: float = RAY_CONNECT_SECONDS) -> None:
 
 
 def check_store_spec(text: str, *, create: bool, option: str = "--store") -> Any:
-    """The parsed store spec, checked by its kind where it can be without loading or connecting anything
-    (`StoreKind.check`): for reading (`create=False`) the store must exist; an existing local file must be a
-    store of its kind (a user's own JSON file or a folder is refused, `create` or not: `cfrag index` never
-    replaces a file that is not a store)."""
+    """The parsed store spec, checked by its kind without loading or connecting anything (`StoreKind.check`): to read
+    (`create=False`) the store must exist; an existing local file must be a store of its kind, `create` or not."""
     from haystack_cfrag.stores import parse_store_spec  # noqa: PLC0415
 
     try:

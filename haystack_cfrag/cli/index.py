@@ -82,26 +82,23 @@ def index(paths: tuple[Path, ...], store_path: str, embedder: str, device: str |
       .jsonl                    one passage per line ({"content": …}; a line's "id" is its id,
                                 never split)
 
-    A file named here must be of one of those types (a file without a suffix is an error). A
-    FOLDER is read recursively, files of those types only; skipped and counted in the summary:
-    hidden files and folders (any name below FOLDER starting with '.', unless --include-hidden),
-    files of other types or without a suffix, and links leading out of FOLDER (or nowhere); links
-    to folders are not followed. Files larger than --max-file-mb are skipped and passages longer
-    than --max-passage-chars are cut, both counted in the summary. No passage at all is an error.
+    A file named here must be of one of those types. A FOLDER is read recursively, those types
+    only; skipped and counted: hidden names (starting with '.', unless --include-hidden), other
+    types, links leading out of FOLDER; links to folders are not followed. Files larger than
+    --max-file-mb are skipped, passages longer than --max-passage-chars cut (counted); no
+    passage at all is an error.
 
-    Indexing again updates the store: a passage it holds as it is (by its id) is kept, neither
-    embedded nor written again; one whose id it holds with other text is replaced; a file read
-    again replaces the passages it gave before (an edited or shortened file leaves none behind).
-    A file that gives no text now (emptied, a PDF cut short) or cannot be read keeps its
-    passages, and the summary says so ("kept: c.pdf gave no text"). --prune removes the passages
-    whose every file is gone (no such file; one that cannot be checked keeps them), and refuses
-    when that is more than half of the store's files or every passage of a folder that no longer
-    exists (a folder moved, renamed or not mounted) unless --force. A copy of a file indexed later
-    never takes its passages over. Of passages sharing an id, the last read is kept. The summary
-    says what was added, replaced, removed and kept; --dry-run says it by file and writes
-    nothing. One cfrag index writes a store at a time (a second waits up to --wait seconds, then
-    refuses); a run killed at any moment is finished by the next. To change the embedder, index
-    into a new store. The same write from Python: `haystack_cfrag.stores.update.update_store`.
+    Indexing again updates the store: a passage held as it is is kept (not embedded again), one
+    held with other text replaced, and a file read again replaces what it gave before; of
+    passages sharing an id, the last read is kept. A file
+    that gives no text now (emptied, a PDF cut short) or cannot be read keeps its passages
+    ("kept: c.pdf gave no text"). --prune removes the passages whose every file is gone, and
+    refuses past half of the store's files or for every passage of a folder that no longer
+    exists (moved, not mounted) unless --force. A copy indexed later never takes a file's
+    passages over. --dry-run prints the plan by file and writes nothing. One cfrag index writes
+    a store at a time (a second waits --wait seconds, then refuses); a killed run is finished by
+    the next. To change the embedder, index into a new store. From Python: `update_store`
+    (haystack_cfrag.stores.update).
     """
     from haystack_cfrag.stores.lock import DEFAULT_WAIT, StoreBusy  # noqa: PLC0415
     from haystack_cfrag.stores.sources import read_sources, select_files  # noqa: PLC0415

@@ -8,12 +8,10 @@
     cfrag serve --mcp --mcp-port 1417             # also the MCP server (needs hayhooks[mcp])
     CFRAG_API_KEY=… cfrag serve --cors-origin https://ui.example   # a token on every route, one browser origin
 
-It writes a deploy directory (wrapper folders, and with `--yaml` the shipped YAML files made
-deployable) and runs Hayhooks' app on it through `haystack_cfrag.serving.app`: only the served
-pipelines (no deploy routes unless `--allow-deploy`, which needs `CFRAG_API_KEY`), no CORS
-unless `--cors-origin`, and Haystack's deserialisation allowlist extended by `haystack_cfrag` for
-that process only. Models, store and generator reach the server process as `CFRAG_*`
-environment variables (docs/serving.md). Every option is checked before anything starts.
+It writes a deploy directory (wrapper folders; with `--yaml`, the YAML files made deployable) and runs Hayhooks' app
+on it through `haystack_cfrag.serving.app` (only the served pipelines, no deploy routes or CORS unless asked).
+Models, store and generator reach the server as `CFRAG_*` environment variables (docs/serving.md). Every option is
+checked before anything starts.
 """
 
 from __future__ import annotations
@@ -201,14 +199,10 @@ def serve(host: str, port: int, pipelines: tuple[str, ...], yaml_pipelines: tupl
 def run_children(commands: list[list[str]], env: dict[str, str]) -> int:
     """Start the commands and return when the first exits (the rest are stopped).
 
-    The children run in their own process group, so a terminal's Ctrl-C reaches only this
-    process: it stops them with SIGTERM (a clean shutdown, and no traceback from a child still
-    importing) and, once they are gone, raises KeyboardInterrupt ("Interrupted.", exit 130).
-    SIGTERM and SIGHUP (a closed terminal, a dropped SSH session) stop them the same way and
-    return, so the default deploy folder is removed. The children live no longer than this
-    process: on Linux each asks the kernel for a SIGTERM when its parent dies
-    (`prctl(PR_SET_PDEATHSIG)`), so a SIGKILL of `cfrag serve` leaves no server answering on the
-    port; its deploy folder is removed by the next `cfrag serve` (`remove_stale_run_folders`).
+    The children run in their own process group: a terminal's Ctrl-C reaches only this process, which stops them
+    with SIGTERM and then raises KeyboardInterrupt (exit 130); SIGTERM and SIGHUP stop them the same way and return
+    (the deploy folder removed). On Linux each child gets SIGTERM when this process dies (`PR_SET_PDEATHSIG`): a
+    killed `cfrag serve` leaves no server on the port, and the next removes its folder (`remove_stale_run_folders`).
     """
     children: list[subprocess.Popen[bytes]] = []
     interrupted: list[int] = []
@@ -256,11 +250,8 @@ PR_SET_PDEATHSIG = 1
 
 
 def parent_death_signal() -> Callable[[], None] | None:
-    """A `preexec_fn` that has the kernel send the child SIGTERM when this process dies (Linux); else None.
-
-    libc is loaded here, before the fork. If this process died before the child asked, the
-    child exits at once (its parent is then another process).
-    """
+    """A `preexec_fn` that has the kernel send the child SIGTERM when this process dies (Linux); else None. libc is
+    loaded before the fork; a child whose parent died before it asked exits at once."""
     if not sys.platform.startswith("linux"):
         return None
     try:

@@ -1,16 +1,10 @@
 """The CF-RAG service behind the Hayhooks wrappers: configuration, validation, answers.
 
-One `CFRAGService` per process (`get_service()`), configured from environment variables
-(`ServingConfig.from_env`), holds a `haystack_cfrag.runtime.Runtime` (models loaded once,
-shared by every pipeline) and builds each pipeline file once. A pipeline's request parameters
-are its family's (`registry`): most are run-time inputs of the components (CF-RAG's N, K, M and
-λ), so they never rebuild a pipeline; a build-time one (CER's θ) builds once per value (the
-runtime keeps the last few). Each answer's warnings are read by its family (`Family.read`).
-Requests are checked by `haystack_cfrag.serving.requests`; each answer reports the LLM calls
-and tokens of its own request (`usage`), counted in the request's context.
-
-In-process models (llama.cpp, local transformers) are not thread-safe: requests then run one
-at a time (a lock). The mock generator and OpenAI-compatible servers run requests concurrently.
+One `CFRAGService` per process (`get_service()`), configured from the environment (`ServingConfig.from_env`), holds
+a `Runtime` (models loaded once, shared by every pipeline). A pipeline's request parameters are its family's
+(`registry`): run-time inputs never rebuild it, a build-time one (CER's θ) builds once per value. Requests are
+checked by `serving.requests`; each answer reports its own request's LLM calls and tokens (`usage`). In-process
+models are not thread-safe: requests then run one at a time; a mock or an OpenAI-compatible server, concurrently.
 """
 
 from __future__ import annotations
@@ -188,11 +182,8 @@ class CFRAGService:
                                                             resolve(name).request_table))
 
     def answer_checked(self, name: str, question: str, checked: dict[str, Any]) -> dict[str, Any]:
-        """`answer` for a request its route checked (the wrapper: `requests.check_*`): nothing checked again.
-
-        The question runs through `Runtime.ask`, as in `cfrag ask` and the evaluation, untimed:
-        requests against a server or the mock run concurrently.
-        """
+        """`answer` for a request its route checked (the wrapper: `requests.check_*`), through `Runtime.ask` untimed
+        (requests against a server or the mock run concurrently)."""
         pipeline = resolve(name)
         try:
             result = self.runtime.ask(pipeline, question, checked, timed=False)
