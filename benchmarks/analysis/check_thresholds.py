@@ -25,7 +25,7 @@ from typing import Any
 from run_folder import read_run_records
 
 THRESHOLDS = (-0.1, -0.25, -0.5, -1.0, -1.5, -2.0, -3.0, -5.0)
-"""Support thresholds (nats per token) to try; the checker's default is −1.0 (`cdf_rag.math.checks`)."""
+"""Support thresholds (nats per token) to try; the checker's default is −1.0 (`cdf_rag.math.claims`)."""
 
 
 def checked_answers(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -60,7 +60,7 @@ def calibration(rows: list[dict[str, Any]], delta: float, thresholds: tuple[floa
     >>> c["by_threshold"][-1.0], c["by_threshold"][-2.5]
     ({'fired': 1, 'fired_on_wrong': 1}, {'fired': 1, 'fired_on_wrong': 1})
     """
-    from haystack_cfrag.cdf_rag.math.checks import hallucination_score, should_rewrite
+    from haystack_cfrag.cdf_rag.math.claims import hallucination_score, should_rewrite
     from haystack_cfrag.evaluation.metrics import auc
 
     weakest_right = [min(r["supports"]) for r in rows if r["right"]]
@@ -74,7 +74,7 @@ def calibration(rows: list[dict[str, Any]], delta: float, thresholds: tuple[floa
 
 
 def main() -> None:
-    from haystack_cfrag.cdf_rag.math.checks import DELTA
+    from haystack_cfrag.cdf_rag.math.claims import DELTA
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folders", type=Path, nargs="+", help="run folders (their records are pooled per system)")

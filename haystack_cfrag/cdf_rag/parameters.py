@@ -8,7 +8,7 @@ merge (build time); `graph_top_k` is borrowed from CausalRAG (`cdf_rag.family`).
 from __future__ import annotations
 
 from haystack_cfrag.cdf_rag.components.query_refiner import CHOICES
-from haystack_cfrag.cdf_rag.math.checks import REWRITE_MODES, SUPPORT_RANGE
+from haystack_cfrag.cdf_rag.math.claims import REWRITE_MODES, SUPPORT_RANGE
 from haystack_cfrag.cdf_rag.math.merge import MERGE_MODES
 from haystack_cfrag.common.parameters import Parameter
 from haystack_cfrag.models import AUXILIARY_MODELS

@@ -8,7 +8,7 @@ from haystack import Document, component, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cdf_rag.components._answers import ChecksAnswer, Correction, answer_text
-from haystack_cfrag.cdf_rag.math.checks import TAU, as_edge, causal_consistency, should_regenerate
+from haystack_cfrag.cdf_rag.math.causal_check import TAU, as_edge, causal_consistency, should_regenerate
 from haystack_cfrag.cdf_rag.prompts import REGENERATE_FIELDS, REGENERATE_PROMPT, render_edges
 from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, degradation, prepare_query
 from haystack_cfrag.common.prompting import render_evidence
@@ -30,7 +30,7 @@ class CausalConsistencyChecker(ChecksAnswer):
     """
     Checks an answer against retrieved causal edges C → E; below τ, regenerates it once under stricter grounding.
 
-    S_causal = respected / (respected + violated) over the edges the answer speaks to (`math.checks.edge_verdict`;
+    S_causal = respected / (respected + violated) over the edges the answer speaks to (`math.causal_check.edge_verdict`;
     none: undefined). Below τ, with a `chat_generator`, one regeneration answers from the evidence with the edges
     as constraints. Edges come as dicts, pairs, triples or "C -> E" strings (others counted in `degradations`).
     Outputs `answer`, `replies`, `s_causal`, `decision` ("keep", "regenerate", "undefined"), `regenerated`,

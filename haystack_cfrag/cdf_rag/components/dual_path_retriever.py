@@ -8,7 +8,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from haystack_cfrag.cdf_rag.math.checks import as_edge
+from haystack_cfrag.cdf_rag.math.causal_check import as_edge
 from haystack_cfrag.cdf_rag.math.merge import (
     DENSE,
     DENSE_ONLY,

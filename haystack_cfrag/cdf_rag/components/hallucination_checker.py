@@ -10,7 +10,7 @@ from haystack import Document, component, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cdf_rag.components._answers import ChecksAnswer, Correction, answer_text
-from haystack_cfrag.cdf_rag.math.checks import (
+from haystack_cfrag.cdf_rag.math.claims import (
     DELTA,
     MAX_CLAIMS,
     REWRITE_MODES,

@@ -9,7 +9,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cdf_rag.components import CausalConsistencyChecker, HallucinationChecker
-from haystack_cfrag.cdf_rag.math.checks import REWRITE_MODES
+from haystack_cfrag.cdf_rag.math.claims import REWRITE_MODES
 from haystack_cfrag.cdf_rag.prompts import REANSWER_PROMPT, REGENERATE_PROMPT, REWRITE_PROMPT, REWRITE_PROMPTS
 from tests.fakes import FixedReplyGenerator as ScriptedGenerator
 

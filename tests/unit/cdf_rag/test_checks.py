@@ -6,30 +6,27 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from haystack_cfrag.cdf_rag.math.checks import (
-    ACCEPT,
-    DELTA,
+from haystack_cfrag.cdf_rag.math.causal_check import (
     NEUTRAL,
-    REGENERATE,
     RESPECTED,
-    REWRITE,
-    STOP,
     TAU,
     VIOLATED,
     CausalStatement,
-    LoopState,
     causal_consistency,
     causal_statements,
     edge_verdict,
-    hallucination_score,
     names,
-    next_step,
     question_statements,
     should_regenerate,
+)
+from haystack_cfrag.cdf_rag.math.claims import (
+    DELTA,
+    hallucination_score,
     should_rewrite,
     split_claims,
     supported_claims,
 )
+from haystack_cfrag.cdf_rag.math.feedback_loop import ACCEPT, REGENERATE, REWRITE, STOP, LoopState, next_step
 
 # ---------------------------------------------------------------- claims
 
