@@ -32,7 +32,8 @@ def _documents(n: int, dimension: int, seed: int) -> list[Document]:
     docs = []
     for i in range(n):
         v = centres[i % 6] + 0.6 * rng.normal(size=dimension)
-        docs.append(Document(id=f"d{i}", content=f"passage {i} " + "word " * 40, embedding=(v / np.linalg.norm(v)).tolist(),
+        docs.append(Document(id=f"d{i}", content=f"passage {i} " + "word " * 40,
+                             embedding=(v / np.linalg.norm(v)).tolist(),
                              score=float(rng.uniform())))
     return docs
 
@@ -67,7 +68,8 @@ def run_benchmark(
 
 def format_rows(rows: list[dict[str, float]], draft_seconds: float) -> str:
     """A table of seconds and shares of one draft generation."""
-    lines = [f"{'docs':>5} {'dedup':>10} {'stratifier':>12} {'arbitration':>12}   share of one draft ({draft_seconds:.1f} s)"]
+    head = f"{'docs':>5} {'dedup':>10} {'stratifier':>12} {'arbitration':>12}"
+    lines = [f"{head}   share of one draft ({draft_seconds:.1f} s)"]
     for r in rows:
         shares = "  ".join(f"{k} {100 * r[k] / draft_seconds:.2f}%" for k in ("dedup", "stratifier", "arbitration"))
         lines.append(f"{r['documents']:>5} {r['dedup'] * 1000:>8.1f}ms {r['stratifier'] * 1000:>10.1f}ms "

@@ -126,7 +126,7 @@ def distinct(order: list[int], embeddings: np.ndarray, repeated: list[bool], thr
 
 
 def output(query: str, counterfactuals: list[dict[str, Any]], degradations: list[dict[str, Any]]) -> dict[str, Any]:
-    """The outputs every counterfactual writer gives: `queries` (the original first), `counterfactuals`, `degradations`."""
+    """The expander's outputs: `queries` (the original first), `counterfactuals`, `degradations`."""
     return {
         "queries": [query] + [c["text"] for c in counterfactuals],
         "counterfactuals": counterfactuals,

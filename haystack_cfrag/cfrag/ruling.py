@@ -76,7 +76,8 @@ class Ruling:
         for j in arbitration.order:
             draft = case.drafts[j]
             meta = {
-                SCORES_KEY: {**arbitration.scores[j], "psi": arbitration.psi[j], "agreement": arbitration.agreements[j]},
+                SCORES_KEY: {**arbitration.scores[j], "psi": arbitration.psi[j],
+                             "agreement": arbitration.agreements[j]},
                 "cfrag_draft_index": draft.index,
                 "rationale": draft.rationale,
             }
@@ -88,7 +89,8 @@ class Ruling:
             if parsed["answer"]:
                 final = parsed["answer"]
                 if parsed["parsed_by"] == "first_line":
-                    degradations.append(degradation("synthesis", "reply without an 'Answer:' label; its first line was taken"))
+                    degradations.append(degradation("synthesis",
+                                                    "reply without an 'Answer:' label; its first line was taken"))
                 meta = {"cfrag_decision": "synthesis", "rationale": parsed["rationale"]}
                 answers.insert(0, GeneratedAnswer(data=final, query=case.query, documents=case.docs, meta=meta))
             else:

@@ -92,7 +92,7 @@ class RankerSettings:
         return arb.default_weights(lam)
 
     def rules(self, *, causal_weight: float | None, synthesis: bool) -> Rules:
-        """Algorithm 1's rules for one call; a duel is always proposed where one applies (the `duel` component reads it)."""
+        """Algorithm 1's rules for one call; a duel is proposed wherever one applies (the `duel` component reads it)."""
         return Rules(
             weights=self.criterion_weights(causal_weight),
             coherence_weights=self.coherence_weights,

@@ -233,7 +233,8 @@ def record(trace: Trace) -> dict[str, Any]:
     """What an evaluation record keeps of a CF-RAG trace: the decision, the counterfactuals, the override, and
     every scored draft as a candidate (for the oracle and offline re-arbitration).
 
-    >>> record({"decision": "baseline", "counterfactuals": ["q'"], "drafts": [{"index": 0, "answer": "x"}]})["candidates"]
+    >>> trace = {"decision": "baseline", "counterfactuals": ["q'"], "drafts": [{"index": 0, "answer": "x"}]}
+    >>> record(trace)["candidates"]
     [{'index': 0, 'answer': 'x', 'psi': None, 'scores': None, 'evidence': [], 'seen': None}]
     """
     return {
@@ -268,7 +269,8 @@ def format_trace(trace: Trace) -> str:
         lines.append("  (none)")
     clusters = trace.get("clusters") or {}
     if clusters:
-        lines.append(f"Clusters: {len(clusters)} (" + ", ".join(f"{k}: {len(v)} docs" for k, v in clusters.items()) + ")")
+        sizes = ", ".join(f"{k}: {len(v)} docs" for k, v in clusters.items())
+        lines.append(f"Clusters: {len(clusters)} ({sizes})")
     weights = trace.get("weights", {})
     lines.append(f"Drafts (scorer: {trace.get('scorer')}, weights: "
                  + ", ".join(f"{k} {v:.2f}" for k, v in weights.items() if v) + "):")
@@ -310,5 +312,6 @@ def decision_lines(trace: Trace) -> list[str]:
     elif override and override.get("gap") is not None:
         lines.append(f"Override check: best challenger's Ψ − baseline's = {override['gap']:+.3f} "
                      f"(needs ≥ {override['margin']} and a higher φ_causal)")
-    lines.append(f"Decision: {trace.get('decision')} (agreement {trace.get('agreement', 0):.2f}) → {trace.get('answer')!r}")
+    agreement = trace.get("agreement", 0)
+    lines.append(f"Decision: {trace.get('decision')} (agreement {agreement:.2f}) → {trace.get('answer')!r}")
     return lines

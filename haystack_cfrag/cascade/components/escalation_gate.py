@@ -32,7 +32,8 @@ class EscalationGate(InjectedParts):
     margin and rank its logits give at the same positions, read as its reply to the prompt it answered
     (`support_scorer.read_reply`: llama.cpp still holds that prompt, so only the answer's tokens are
     evaluated; a scorer with only `score` reads the passages afresh), how many passages state the answer,
-    the retrieval scores, the answer's form (and the question's, where a model names it). A fitted `model` (`cascade.model.GateModel`:
+    the retrieval scores, the answer's form (and the question's, where a model names it). A fitted `model`
+    (`cascade.model.GateModel`:
     plain numbers, written by `cfrag gate fit`) turns them into P(the method wins here); the gate escalates
     when that reaches `threshold` (default: the model's operating point), when there is no answer, or when
     the support cannot be read. It knows nothing of the method behind it: a cascade routes on `escalate`
@@ -122,7 +123,8 @@ class EscalationGate(InjectedParts):
         :param prompt: the messages standard RAG's generator answered (the answer is scored as its reply).
         :param threshold: this run's operating point, a probability in [0, 1] (None: the component's).
         :returns: `escalate`, `answer` (standard RAG's answer as the gate read it, when there is one: what a
-            method that measures an answer's evidence, CER's selector, takes instead of drafting it again) and `trace` (escalated,
+            method that measures an answer's evidence, CER's selector, takes instead of drafting it again) and
+            `trace` (escalated,
             because, the signals, the threshold, degradations).
         """
         reading = _Reading(self, query, replies, documents, prompt, threshold)

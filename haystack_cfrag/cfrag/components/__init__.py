@@ -18,14 +18,14 @@ _HOMES = {name: f"{__name__}.{module}" for module, names in _import_structure.it
 __all__ = sorted(_HOMES)
 
 if TYPE_CHECKING:
-    from .arbitration_duel import ArbitrationDuel
-    from .causal_arbitration_ranker import CausalArbitrationRanker
-    from .counterfactual_query_expander import CounterfactualQueryExpander
-    from .counterfactual_rag import CounterfactualRAG
-    from .embedding_deduplicator import EmbeddingDeduplicator
-    from .multi_query_retriever import MultiQueryRetriever
-    from .parallel_draft_generator import ParallelDraftGenerator
-    from .spectral_stratifier import SpectralStratifier
+    from .arbitration_duel import ArbitrationDuel as ArbitrationDuel
+    from .causal_arbitration_ranker import CausalArbitrationRanker as CausalArbitrationRanker
+    from .counterfactual_query_expander import CounterfactualQueryExpander as CounterfactualQueryExpander
+    from .counterfactual_rag import CounterfactualRAG as CounterfactualRAG
+    from .embedding_deduplicator import EmbeddingDeduplicator as EmbeddingDeduplicator
+    from .multi_query_retriever import MultiQueryRetriever as MultiQueryRetriever
+    from .parallel_draft_generator import ParallelDraftGenerator as ParallelDraftGenerator
+    from .spectral_stratifier import SpectralStratifier as SpectralStratifier
 
 
 __getattr__ = lazy_exports(__name__, _HOMES)

@@ -174,7 +174,8 @@ class ArbitrationDuel(AsksChatGenerator, InjectedParts):
         case, key, scored = ruling.case, "pmi" if erased else "support", []
         try:
             for candidate, column in _arbitration(ruling).override.duel:
-                out = self._support.run(query=case.query, answers=[case.answers[candidate]], documents=[case.docs[column]])
+                out = self._support.run(query=case.query, answers=[case.answers[candidate]],
+                                        documents=[case.docs[column]])
                 cost = out.get("trace") or {}
                 scored.append({"answer": case.answers[candidate], "passage": case.docs[column].id,
                                "score": float(out[key][0]), "calls": cost.get("calls"),
@@ -194,7 +195,8 @@ class ArbitrationDuel(AsksChatGenerator, InjectedParts):
         settled = settle_duel(_arbitration(ruling), named, ruling.case.answers, ruling.agreement_threshold)
         added = ruling.degradations
         if settled.override.duel_pick is None:
-            added += (degradation("duel", "the duel named none of the candidates; the margin rule decided", answer=named),)
+            added += (degradation("duel", "the duel named none of the candidates; the margin rule decided",
+                                  answer=named),)
         return replace(ruling, arbitration=settled, degradations=added)
 
     @staticmethod

@@ -163,7 +163,8 @@ class CausalArbitrationRanker(AsksChatGenerator, InjectedParts):
             qualifier=qualifier,
         )
         if causal_score == "reader" and synthesizer is None:
-            raise ValueError("'causal_score' \"reader\" needs a 'synthesizer' (the reader whose log-probabilities score).")
+            raise ValueError("'causal_score' \"reader\" needs a 'synthesizer' "
+                             "(the reader whose log-probabilities score).")
         self.text_embedder = text_embedder
         self.scorer = scorer
         self.synthesizer = synthesizer

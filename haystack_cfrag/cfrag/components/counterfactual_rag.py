@@ -46,7 +46,8 @@ def _pipeline_class() -> type:
 PAPER: dict[str, Any] = {
     "n_counterfactuals": 3, "similarity_threshold": 0.7, "n_clusters": 4, "n_subsets": 3, "baseline": False,
     "override_margin": None, "prompt_style": "json", "paraphrase_threshold": 0.97, "pool": "all",
-    "selection": "sampled", "order": "relevance", "draft_prompt": "app_g", "evidence": "cited", "duel": False, "duel_confirm": False, "stop_after_lines": False,
+    "selection": "sampled", "order": "relevance", "draft_prompt": "app_g", "evidence": "cited", "duel": False,
+    "duel_confirm": False, "stop_after_lines": False,
 }
 """The paper's configuration (shipped as `cf_rag_paper`): `CounterfactualRAG(**PAPER, chat_generator=…)`."""
 

@@ -51,7 +51,8 @@ class ParallelDraftGenerator(AsksChatGenerator, InjectedParts):
     from haystack.components.generators.chat import MockChatGenerator
     from haystack_cfrag import ParallelDraftGenerator
 
-    gen = ParallelDraftGenerator(chat_generator=MockChatGenerator(responses="Answer: Christian Bale\\nRationale: cast list"))
+    reader = MockChatGenerator(responses="Answer: Christian Bale\\nRationale: cast list")
+    gen = ParallelDraftGenerator(chat_generator=reader)
     subsets = [[Document(content="Christian Bale stars as Bruce Wayne.")]]
     print(gen.run(query="Who is the lead actor in The Dark Knight?", subsets=subsets)["drafts"][0].answer)
     ```

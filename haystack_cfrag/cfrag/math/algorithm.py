@@ -129,7 +129,7 @@ class Override:
 
     @property
     def duel_winner(self) -> int:
-        """The duel's winner: the candidate it named (and, when a confirmation was held, named again), else the margin rule's."""
+        """The duel's winner: the candidate it named (and named again when confirmed), else the margin rule's."""
         if self.duel_pick is None or self.confirmed is False:
             return self.winner
         return self.duel_pick
@@ -255,7 +255,8 @@ def duel_candidates(
     temporal trap's signature is the period, not the count.
 
     >>> m = np.array([[1, 1, 1], [1, 0, 0], [1, 0, 0], [1, 1, 1]])   # named by 3, 1, 1 and 3 passages
-    >>> duel_candidates(["Heath Ledger", "Christian Bale", "christian bale", "Nolan"], [True, False, False, False], 0, m)
+    >>> answers = ["Heath Ledger", "Christian Bale", "christian bale", "Nolan"]
+    >>> duel_candidates(answers, [True, False, False, False], 0, m)
     [0, 1]
     >>> m = np.array([[1, 0], [0, 1]])                                  # one passage each; the second dates the period
     >>> duel_candidates(["George Peter", "Jacqueline Kennedy"], [True, False], 0, m)
