@@ -37,20 +37,19 @@ def fold(row: dict, k: int) -> int:
 def main(src: Path, dst: Path, data: list[Path], folds: int) -> None:
     records = read_run_records(src)
     rows = data_rows(data)
-    texts = {q: {d["title"]: d["content"] for d in r.get("gold_docs", []) + r.get("spurious_docs", [])}
-             for q, r in rows.items()}
+    texts = {d["title"]: d["content"] for r in rows.values()
+             for d in r.get("gold_docs", []) + r.get("spurious_docs", [])}
     evidence = {r["qid"]: r.get("evidence") or [] for r in records if r["system"] == "standard_rag"}
     filled = missing = 0
     for r in records:
         reading = (r.get("gate") or {}).get("signals")
         if not isinstance(reading, dict):
             continue
-        docs = texts.get(r["qid"], {})
         titles = evidence.get(r["qid"], [])
-        if not titles or any(t not in docs for t in titles):
+        if not titles or any(t not in texts for t in titles):
             missing += 1
             continue
-        full = signals(reading.get("answer") or "", [docs[t] for t in titles], reading.get("support"),
+        full = signals(reading.get("answer") or "", [texts[t] for t in titles], reading.get("support"),
                        question=r["question"])
         reading.update(dated=full["dated"], best_dated=full["best_dated"])
         filled += 1
