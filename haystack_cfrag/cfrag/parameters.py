@@ -16,7 +16,7 @@ from haystack_cfrag.cfrag.components.counterfactual_query_expander import PROMPT
 from haystack_cfrag.cfrag.components.parallel_draft_generator import PROMPTS
 from haystack_cfrag.cfrag.components.spectral_stratifier import ORDERS, POOLS, SELECTIONS
 from haystack_cfrag.cfrag.ranges import RANGES
-from haystack_cfrag.cfrag.settings import CAUSAL_SCORES, EVIDENCE_MODES, QUALIFIERS
+from haystack_cfrag.cfrag.settings import CAUSAL_SCORES, EVIDENCE_MODES, QUALIFIERS, STRATA_QUALIFIERS
 from haystack_cfrag.common.parameters import Parameter, ParameterError
 from haystack_cfrag.common.parameters import check_parameters as _check
 
@@ -60,7 +60,7 @@ PARAMETERS: dict[str, Parameter] = {
                   help="stop the expander's reply after the N questions asked for"),
         Parameter("duel_qualifier", "ranker", "qualifier", str, choices=QUALIFIERS,
                   help="the duel reads each answer's passage that best dates the question's period"),
-        Parameter("stratum_qualifier", "stratifier", "qualifier", str, choices=QUALIFIERS,
+        Parameter("stratum_qualifier", "stratifier", "qualifier", str, choices=STRATA_QUALIFIERS,
                   help="a challenger drafted from the passages that best date the question's period"),
         Parameter("evidence", "ranker", "evidence", str, choices=EVIDENCE_MODES, help="each draft's evidence E_j"),
         Parameter("consensus_min_causal", "ranker", "consensus_min_causal", **_span("consensus_min_causal"),

@@ -31,6 +31,8 @@ or the reader's counterfactual test on E_j, tanh(support(a_j | q, E_j) − max_j
 QUALIFIERS = ("none", "period")
 """What decides the answer besides the question's topic, read from the question and each passage: nothing,
 or the period it asks about ("from 1964 to 1965": `common.qualifiers`)."""
+STRATA_QUALIFIERS = (*QUALIFIERS, "period_only")
+"""The stratifier's: "period_only" drafts the period's passages alone where the question states one."""
 
 
 @dataclass(frozen=True)
@@ -111,4 +113,4 @@ class RankerSettings:
         return data
 
 
-__all__ = ["CAUSAL_SCORES", "EVIDENCE_MODES", "QUALIFIERS", "RankerSettings"]
+__all__ = ["CAUSAL_SCORES", "EVIDENCE_MODES", "QUALIFIERS", "STRATA_QUALIFIERS", "RankerSettings"]

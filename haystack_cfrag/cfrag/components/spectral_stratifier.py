@@ -11,7 +11,7 @@ from haystack_cfrag.cfrag import ranges
 from haystack_cfrag.cfrag.components.multi_query_retriever import PROVENANCE_KEY
 from haystack_cfrag.cfrag.math.arbitration import causal_margins
 from haystack_cfrag.cfrag.math.stratify import cluster_subsets, order_by, spectral_clusters, stratified_subsets
-from haystack_cfrag.cfrag.settings import QUALIFIERS
+from haystack_cfrag.cfrag.settings import STRATA_QUALIFIERS
 from haystack_cfrag.common.plumbing import (
     DEFAULT_MAX_QUERY_CHARS,
     InjectedParts,
@@ -116,10 +116,11 @@ class SpectralStratifier(InjectedParts):
         :param qualifier: "none", or "period": when the query states a period ("from 1964 to 1965") and a
             pool passage dates it, the first subset is the passages that date it best (best first), the
             others as `selection` makes them (M subsets in all): a draft that reads the period's passages
-            without the other periods' (`common.qualifiers`).
+            without the other periods' (`common.qualifiers`); "period_only": that subset alone (one challenger
+            where the question states a period and a passage dates it, M otherwise).
         """
         for name, value, allowed in (("pool", pool, POOLS), ("selection", selection, SELECTIONS),
-                                     ("order", order, ORDERS), ("qualifier", qualifier, QUALIFIERS)):
+                                     ("order", order, ORDERS), ("qualifier", qualifier, STRATA_QUALIFIERS)):
             check_choice(name, value, allowed)
         ranges.check("n_clusters", n_clusters)
         ranges.check("n_subsets", n_subsets)
@@ -263,9 +264,10 @@ class SpectralStratifier(InjectedParts):
             if self.order == "causal" and margins is not None:
                 local = order_by(local, key[pool])
         index_subsets = [[int(pool[i]) for i in s] for s in local]
-        if self.qualifier == "period" and query:
-            index_subsets = _with_period_stratum(index_subsets, dating_scores(query, [d.content or "" for d in docs]),
-                                                 pool, relevance, m)
+        if self.qualifier != "none" and query:
+            dating = dating_scores(query, [d.content or "" for d in docs])
+            index_subsets = _with_period_stratum(index_subsets, dating, pool, relevance,
+                                                 1 if self.qualifier == "period_only" else m)
         return {"subsets": [[labelled[i] for i in s] for s in index_subsets], "documents": labelled}
 
     def _pool(self, docs: list[Document]) -> np.ndarray:

@@ -89,5 +89,9 @@ def test_the_period_stratum_is_drafted_first_and_m_stays():
     assert ([[d.id for d in s] for s in dated.run(documents=docs, query=undated)["subsets"]]
             == [[d.id for d in s] for s in plain.run(documents=docs, query=undated)["subsets"]])
     assert SpectralStratifier.from_dict(dated.to_dict()).qualifier == "period"
+    alone = SpectralStratifier(n_clusters=2, n_subsets=2, selection="clusters", random_state=0,
+                               text_embedder=HashingTextEmbedder(), qualifier="period_only")
+    assert [[d.id for d in s] for s in alone.run(documents=docs, query=QUESTION)["subsets"]] == [["kennedy"]]
+    assert len(alone.run(documents=docs, query=undated)["subsets"]) == 2    # no period: the clusters, M of them
     with pytest.raises(ValueError, match="qualifier"):
         SpectralStratifier(qualifier="namesake")
