@@ -24,9 +24,11 @@ from haystack_cfrag.cascade.model import NEVER
 from haystack_cfrag.evaluation.gate_data import examples_from_runs
 
 
-def write(out: Path, method: str, folders: list[str], c: float | None = None, max_rate: float | None = None) -> dict:
+def write(out: Path, method: str, folders: list[str], c: float | None = None, max_rate: float | None = None,
+          features: list[str] | None = None) -> dict:
     examples, missing = examples_from_runs(folders, method)
-    options = {**({} if c is None else {"c": c}), **({} if max_rate is None else {"max_rate": max_rate})}
+    options = {**({} if c is None else {"c": c}), **({} if max_rate is None else {"max_rate": max_rate}),
+               **({} if not features else {"feature_names": features})}
     result = fit_gate(examples, **options)
     model = result.model.to_dict()
     name = method.split("|")[0].split("[")[0]
@@ -113,11 +115,13 @@ def main() -> None:
     parser.add_argument("--c", type=float, default=None)
     parser.add_argument("--max-rate", action="append", type=float, default=None,
                         help="the escalation budget of each --method (default: the fit's)")
+    parser.add_argument("--features", default=None, help="comma-separated features (default: the fit's)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     budgets = args.max_rate or [None] * len(args.method)
     for method, folders, budget in zip(args.method, args.runs, budgets, strict=True):
-        line = write(args.out, method, folders.split(","), args.c, budget)
+        features = args.features.split(",") if args.features else None
+        line = write(args.out, method, folders.split(","), args.c, budget, features)
         print(json.dumps({k: line[k] for k in ("method", "threshold", "by_sample", "missing")}, default=int))
 
 

@@ -78,8 +78,14 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--quiet", action="store_true", help="no per-question lines")
     parser.add_argument("--markdown", action="store_true", help="one Markdown table row per system")
+    parser.add_argument("--drop", type=Path, default=None,
+                        help="a file of question ids to leave out (first word of each line; # comments)")
     args = parser.parse_args()
     records = read_run_records(args.out)
+    if args.drop:
+        lines = args.drop.read_text(encoding="utf-8").splitlines()
+        dropped = {line.split()[0] for line in lines if line.strip() and not line.startswith("#")}
+        records = [r for r in records if r["qid"] not in dropped]
     systems = (re.split(r",(?![^\[]*\])", args.systems) if args.systems
                else list(dict.fromkeys(r["system"] for r in records)))
     if BASE not in systems:
