@@ -354,6 +354,9 @@ def test_fast_is_the_default_graph_with_fewer_calls():
     assert fast["components"]["stratifier"]["init_parameters"]["n_subsets"] == 1
     confirms = [comp["components"]["duel"]["init_parameters"]["confirm"] for comp in (fast, full)]
     assert confirms == [False, True]   # the shipped default confirms its duel; fast is measured without
+    for node in ("stratifier", "ranker"):   # the default reads the question's period; fast was measured without
+        assert full["components"][node]["init_parameters"].pop("qualifier") == "period"
+        assert "qualifier" not in fast["components"][node]["init_parameters"]
     for comp in (fast, full):
         comp["components"]["stratifier"]["init_parameters"].pop("n_subsets")
         comp["components"]["duel"]["init_parameters"].pop("confirm")
