@@ -108,15 +108,21 @@ def gate_line(gate: dict[str, Any] | None) -> str:
     return f"Escalated: {'yes' if gate.get('escalated') else 'no'}, because {gate.get('because', '?')}"
 
 
-def decide(reading: dict[str, Any], question: str, model: GateModel, *, threshold: float) -> GateDecision:
-    """Escalate when standard RAG gave no answer, when its support could not be read, or when the model's
-    P(the method wins) reaches `threshold`; the reason names the model's two largest terms.
+def decide(reading: dict[str, Any], question: str, model: GateModel, *, threshold: float,
+           period_gap: float | None = None) -> GateDecision:
+    """Escalate when standard RAG gave no answer, when its support could not be read, when the model's
+    P(the method wins) reaches `threshold` (the reason names the model's two largest terms), or — with
+    `period_gap`, below a threshold of 1 — when a passage dates the question's period better than every
+    passage stating the answer by at least `period_gap` (the temporal trap's shape, `features.dating_gap`).
 
     >>> m = GateModel.from_dict({"features": ["pile"], "means": [0.0], "scales": [1.0], "weights": [3.0],
     ...                          "intercept": -2.0, "threshold": 0.5})
     >>> decide({"answer": "Sydney", "support": -0.1, "holding": 2, "top_holds": False}, "Capital?", m,
     ...        threshold=0.5).because
     'P(the method wins) 0.73 ≥ 0.50: pile 1 (+3.00)'
+    >>> decide({"answer": "Peter", "support": -0.1, "dated": 0.0, "best_dated": 1.0}, "Who in 1965?", m,
+    ...        threshold=0.5, period_gap=0.5).because
+    "a passage dates the question's period better than any stating the answer (dating_gap 1.00 ≥ 0.5)"
     """
     if not (reading.get("answer") or "").strip():
         return GateDecision(True, "standard RAG gave no answer")
@@ -125,6 +131,10 @@ def decide(reading: dict[str, Any], question: str, model: GateModel, *, threshol
         return GateDecision(True, "the reader's support could not be read")
     values = features(reading, question)
     p = model.probability(values)
+    gap = values.get("dating_gap") or 0.0
+    if period_gap is not None and threshold < 1.0 and gap >= period_gap:
+        return GateDecision(True, f"a passage dates the question's period better than any stating the answer "
+                                  f"(dating_gap {gap:.2f} ≥ {period_gap})", round(p, 4))
     escalate = reaches(p, threshold)
     return GateDecision(escalate, f"P(the method wins) {p:.2f} {'≥' if escalate else '<'} {threshold:.2f}: "
                                   f"{model.reasons(values)}", round(p, 4))

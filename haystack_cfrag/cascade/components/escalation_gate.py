@@ -70,6 +70,7 @@ class EscalationGate(InjectedParts):
         threshold: float | None = None,
         answer_prefix: str = "Answer:",
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
+        period_gap: float | None = None,
     ) -> None:
         """
         :param support_scorer: anything with `score(query, answer, documents) -> float` (a log-probability);
@@ -80,7 +81,12 @@ class EscalationGate(InjectedParts):
         :param answer_prefix: the reply's text before the answer ("Answer:" for standard RAG's prompt),
             at most 200 characters; the answer is the rest of that line (the whole first line without it).
         :param max_query_chars: longer queries are cut to this many characters, with a warning (None = whole).
+        :param period_gap: also escalate, below a threshold of 1, where a passage dates the question's period
+            better than every passage stating the answer by at least this, in (0, 1] (`cascade.math.decide`);
+            None: the model alone.
         """
+        if period_gap is not None:
+            check_range("period_gap", period_gap, 0.0, 1.0, low_open=True)
         if not callable(getattr(support_scorer, "score", None)):
             raise ValueError(
                 f"'support_scorer' must have a score(query, answer, documents) method, got {support_scorer!r}."
@@ -95,12 +101,13 @@ class EscalationGate(InjectedParts):
         self.threshold = threshold
         self.answer_prefix = answer_prefix
         self.max_query_chars = max_query_chars
+        self.period_gap = period_gap
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected scorer."""
         return default_to_dict(self, support_scorer=serialize_component(self.support_scorer),
                                model=self.model, threshold=self.threshold, answer_prefix=self.answer_prefix,
-                               max_query_chars=self.max_query_chars)
+                               max_query_chars=self.max_query_chars, period_gap=self.period_gap)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EscalationGate:
@@ -183,6 +190,7 @@ class _Reading:
         self.model = gate._model  # noqa: SLF001  (the checked model)
         chosen = threshold if threshold is not None else gate.threshold
         self.threshold = float(self.model.threshold if chosen is None else chosen)
+        self.period_gap = gate.period_gap
         self.documents = list(documents)
         self.prompt = prompt
         first = replies[0] if replies else ""
@@ -193,7 +201,7 @@ class _Reading:
         read = read or {}
         reading = signals(self.answer, [d.content or "" for d in self.documents], read.get("support"),
                           [d.score for d in self.documents], {k: read.get(k) for k in READS}, question=self.query)
-        decision = decide(reading, self.query, self.model, threshold=self.threshold)
+        decision = decide(reading, self.query, self.model, threshold=self.threshold, period_gap=self.period_gap)
         trace: dict[str, Any] = {"escalated": decision.escalate, "because": decision.because,
                                  "probability": decision.probability, "threshold": self.threshold,
                                  "signals": reading, "degradations": []}

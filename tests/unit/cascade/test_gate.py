@@ -179,3 +179,22 @@ def test_inputs_are_not_mutated_and_the_gate_round_trips():
     before = [d.to_dict() for d in documents]
     g.run(query="q", replies=[ChatMessage.from_assistant("Answer: Mount Everest")], documents=documents)
     assert [d.to_dict() for d in documents] == before
+
+
+def test_the_period_rule_escalates_the_temporal_trap_shape_and_only_below_a_threshold_of_one():
+    dated = [Document(content="George Peter lived there until 1827."),
+             Document(content="- 1964-1965 - Jacqueline Kennedy lived there.")]
+    g = EscalationGate(support_scorer=FixedScorer(-0.05), model=MODEL, period_gap=0.5)
+
+    def ask(question, threshold=None):
+        return g.run(query=question, replies=[ChatMessage.from_assistant("Answer: George Peter")],
+                     documents=dated, threshold=threshold)
+
+    out = ask("Who lived there from 1964 to 1965?")
+    assert out["escalate"] is True and "dating_gap 1.00" in out["trace"]["because"]
+    assert out["trace"]["signals"]["dated"] == 0.0 and out["trace"]["signals"]["best_dated"] == 1.0
+    assert ask("Who lived there?")["escalate"] is False            # no period: the model alone decides
+    assert ask("Who lived there from 1964 to 1965?", threshold=1.0)["escalate"] is False
+    assert EscalationGate.from_dict(g.to_dict()).period_gap == 0.5
+    with pytest.raises(ValueError, match="'period_gap'"):
+        EscalationGate(support_scorer=FixedScorer(), model=MODEL, period_gap=0.0)
