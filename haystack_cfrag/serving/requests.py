@@ -122,8 +122,12 @@ def check_run_request(body: Any, parameters: RequestTable) -> tuple[str, dict[st
 
 def check_fields(body: Any, parameters: RequestTable) -> None:
     """Only the field names of a `/<pipeline>/run` body, as sent: what the guard checks, since Hayhooks' own
-    model drops an unknown field before the wrapper's `check_run_request` could refuse it."""
-    _known(_object(body), ("question", *parameters))
+    model drops an unknown field (and refuses a missing question in its own words) before the wrapper's
+    `check_run_request` could refuse it."""
+    fields = _object(body)
+    _known(fields, ("question", *parameters))
+    if "question" not in fields:
+        raise RequestError("'question' is required.")
 
 
 def check_pipeline_inputs(body: Any, inputs: Iterable[str]) -> dict[str, Any]:

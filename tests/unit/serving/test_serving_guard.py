@@ -11,7 +11,7 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from haystack_cfrag.registry import REGISTRY  # noqa: E402
 from haystack_cfrag.serving.middleware import Guard  # noqa: E402
-from haystack_cfrag.serving.requests import check_run_request  # noqa: E402
+from haystack_cfrag.serving.requests import check_fields, check_run_request  # noqa: E402
 
 
 async def echo(request):
@@ -44,6 +44,14 @@ def test_a_checked_body_reaches_the_app_unchanged_and_a_bad_one_never_does():
     assert refused.status_code == 422 and refused.json() == {
         "detail": "Unknown field(s) 'x' (known: question, n_counterfactuals, n_clusters, n_subsets, causal_weight)."}
     assert c.post("/cf_rag/run", content=b"x" * 2_000_000).status_code == 413
+
+
+def test_the_served_field_check_names_a_missing_question_before_hayhooks_model_answers_in_its_words():
+    cf_rag = REGISTRY["cf_rag"].request_table
+    c = client(body_check=lambda path: (lambda body: check_fields(body, cf_rag)))
+    refused = c.post("/cf_rag/run", content=b'{"n_subsets": 2}')
+    assert refused.status_code == 422 and refused.json() == {"detail": "'question' is required."}
+    assert c.post("/cf_rag/run", content=b'{"question": "Who?", "n_subsets": 2}').status_code == 200
 
 
 def test_a_pipeline_routes_500_becomes_503_and_other_routes_keep_theirs():
