@@ -82,8 +82,9 @@ def features(reading: Mapping[str, Any], question: str) -> dict[str, float | Non
 
 def _dating_gap(reading: Mapping[str, Any], question: str) -> float | None:
     """How much better the best-dated passage dates the question's period than one stating the answer: 0 without a
-    period; None for a reading made before the gate read periods (the model's mean stands in)."""
-    if question_period(question) is None:
+    period or without a passage stating the answer (nothing then to date better than); None for a reading made
+    before the gate read periods (the model's mean stands in)."""
+    if question_period(question) is None or reading.get("holding") == 0:
         return 0.0
     dated, best = _number(reading.get("dated")), _number(reading.get("best_dated"))
     return None if dated is None or best is None else max(0.0, best - dated)

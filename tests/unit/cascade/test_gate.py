@@ -194,6 +194,9 @@ def test_the_period_rule_escalates_the_temporal_trap_shape_and_only_below_a_thre
     assert out["escalate"] is True and "dating_gap 1.00" in out["trace"]["because"]
     assert out["trace"]["signals"]["dated"] == 0.0 and out["trace"]["signals"]["best_dated"] == 1.0
     assert ask("Who lived there?")["escalate"] is False            # no period: the model alone decides
+    unstated = g.run(query="Who lived there from 1964 to 1965?", replies=[ChatMessage.from_assistant("Answer: Ann")],
+                     documents=dated)                               # no passage states the answer: no gap to read
+    assert unstated["escalate"] is False and unstated["trace"]["signals"]["holding"] == 0
     assert ask("Who lived there from 1964 to 1965?", threshold=1.0)["escalate"] is False
     assert EscalationGate.from_dict(g.to_dict()).period_gap == 0.5
     with pytest.raises(ValueError, match="'period_gap'"):
