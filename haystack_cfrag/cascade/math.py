@@ -45,13 +45,20 @@ READS = ("margin", "min_margin", "rank")
 """What the scorer's `read_reply` gives besides the support (None where a backend cannot read them)."""
 
 
+RULES = ("model", "no_answer", "unread", "period_gap")
+"""What decided (`GateDecision.by`): the fitted model (either way), no answer, a support that could not be read, the
+declared period rule. A cascade may route on it: `cf_rag_auto` drafts the period's passages alone after the period
+rule (`pipelines/cf_rag_auto.yml`)."""
+
+
 @dataclass(frozen=True)
 class GateDecision:
-    """Escalate or not, and why (one line for the trace)."""
+    """Escalate or not, why (one line for the trace), and which rule decided (one of `RULES`)."""
 
     escalate: bool
     because: str
     probability: float | None = None
+    by: str = "model"
 
 
 def signals(answer: str, passages: Sequence[str], support: float | None,
@@ -120,21 +127,22 @@ def decide(reading: dict[str, Any], question: str, model: GateModel, *, threshol
     >>> decide({"answer": "Sydney", "support": -0.1, "holding": 2, "top_holds": False}, "Capital?", m,
     ...        threshold=0.5).because
     'P(the method wins) 0.73 ≥ 0.50: pile 1 (+3.00)'
-    >>> decide({"answer": "Peter", "support": -0.1, "dated": 0.0, "best_dated": 1.0}, "Who in 1965?", m,
-    ...        threshold=0.5, period_gap=0.5).because
-    "a passage dates the question's period better than any stating the answer (dating_gap 1.00 ≥ 0.5)"
+    >>> d = decide({"answer": "Peter", "support": -0.1, "dated": 0.0, "best_dated": 1.0}, "Who in 1965?", m,
+    ...            threshold=0.5, period_gap=0.5)
+    >>> d.because, d.by
+    ("a passage dates the question's period better than any stating the answer (dating_gap 1.00 ≥ 0.5)", 'period_gap')
     """
     if not (reading.get("answer") or "").strip():
-        return GateDecision(True, "standard RAG gave no answer")
+        return GateDecision(True, "standard RAG gave no answer", by="no_answer")
     support = reading.get("support")
     if support is None or not math.isfinite(support):
-        return GateDecision(True, "the reader's support could not be read")
+        return GateDecision(True, "the reader's support could not be read", by="unread")
     values = features(reading, question)
     p = model.probability(values)
     gap = values.get("dating_gap") or 0.0
     if period_gap is not None and threshold < 1.0 and gap >= period_gap:
         return GateDecision(True, f"a passage dates the question's period better than any stating the answer "
-                                  f"(dating_gap {gap:.2f} ≥ {period_gap})", round(p, 4))
+                                  f"(dating_gap {gap:.2f} ≥ {period_gap})", round(p, 4), by="period_gap")
     escalate = reaches(p, threshold)
     return GateDecision(escalate, f"P(the method wins) {p:.2f} {'≥' if escalate else '<'} {threshold:.2f}: "
                                   f"{model.reasons(values)}", round(p, 4))

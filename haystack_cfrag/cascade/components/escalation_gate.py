@@ -37,7 +37,8 @@ class EscalationGate(InjectedParts):
     plain numbers, written by `cfrag gate fit`) turns them into P(the method wins here); the gate escalates
     when that reaches `threshold` (default: the model's operating point), when there is no answer, or when
     the support cannot be read. It knows nothing of the method behind it: a cascade routes on `escalate`
-    (Haystack's `ConditionalRouter`). A scorer that fails escalates, with a degradation in the trace
+    (Haystack's `ConditionalRouter`), and may route on `decided_by`, the rule that decided
+    (`cascade.math.RULES`). A scorer that fails escalates, with a degradation in the trace
     (the method runs, as it would without a gate).
 
     ### Usage example
@@ -57,6 +58,7 @@ class EscalationGate(InjectedParts):
                    replies=[ChatMessage.from_assistant("Answer: Mount Everest")],
                    documents=[Document(content="Mount Everest is 8,849 m above sea level.")])
     print(out["escalate"], out["trace"]["because"])  # True P(the method wins) 0.86 ≥ 0.50: support -1.2 (+2.80)
+    print(out["decided_by"])  # model
     ```
     """
 
@@ -114,7 +116,7 @@ class EscalationGate(InjectedParts):
         """Deserialise, including the injected scorer."""
         return default_from_dict(cls, deserialize_init_components(data, cls._INJECTED))
 
-    @component.output_types(escalate=bool, answer=str, trace=dict[str, Any])
+    @component.output_types(escalate=bool, decided_by=str, answer=str, trace=dict[str, Any])
     def run(
         self,
         query: str,
@@ -129,15 +131,15 @@ class EscalationGate(InjectedParts):
         :param documents: the passages standard RAG read, best first.
         :param prompt: the messages standard RAG's generator answered (the answer is scored as its reply).
         :param threshold: this run's operating point, a probability in [0, 1] (None: the component's).
-        :returns: `escalate`, `answer` (standard RAG's answer as the gate read it, when there is one: what a
-            method that measures an answer's evidence, CER's selector, takes instead of drafting it again) and
-            `trace` (escalated,
-            because, the signals, the threshold, degradations).
+        :returns: `escalate`, `decided_by` (the rule that decided, `cascade.math.RULES`), `answer` (standard
+            RAG's answer as the gate read it, when there is one: what a method that measures an answer's
+            evidence, CER's selector, takes instead of drafting it again) and `trace` (escalated, because, the
+            signals, the threshold, degradations).
         """
         reading = _Reading(self, query, replies, documents, prompt, threshold)
         return reading.decided(*self._support(reading))
 
-    @component.output_types(escalate=bool, answer=str, trace=dict[str, Any])
+    @component.output_types(escalate=bool, decided_by=str, answer=str, trace=dict[str, Any])
     async def run_async(
         self,
         query: str,
@@ -207,7 +209,7 @@ class _Reading:
                                  "signals": reading, "degradations": []}
         if error is not None:
             trace["degradations"].append(degradation("gate", f"support scorer failed: {error!r}"))
-        out = {"escalate": decision.escalate, "trace": trace}
+        out = {"escalate": decision.escalate, "decided_by": decision.by, "trace": trace}
         if self.answer:  # no answer: nothing to hand on (a method then finds its own)
             out["answer"] = self.answer
         return out

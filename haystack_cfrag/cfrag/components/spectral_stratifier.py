@@ -180,6 +180,7 @@ class SpectralStratifier(InjectedParts):
         n_clusters: int | None = None,
         n_subsets: int | None = None,
         queries: list[str] | None = None,
+        qualifier: str | None = None,
     ) -> dict[str, Any]:
         """
         :param documents: the (deduplicated) evidence.
@@ -187,12 +188,15 @@ class SpectralStratifier(InjectedParts):
         :param n_clusters: overrides K for this call.
         :param n_subsets: overrides M for this call.
         :param queries: the expander's `queries` (original first), for the causal margin of `order="causal"`.
+        :param qualifier: overrides `qualifier` for this call (`cf_rag_auto` passes "period_only" where its gate's
+            period rule escalated).
         :returns: `subsets` and the labelled `documents`.
         """
+        self._check_qualifier(qualifier)
         docs, _ = split_by_embedding(ensure_embeddings(documents, self.document_embedder), "SpectralStratifier")
         texts = self._texts_to_embed(query, queries, docs)
         q_emb = embed_texts(self.text_embedder, texts) if texts else None
-        return self._stratify(docs, q_emb, n_clusters, n_subsets, query)
+        return self._stratify(docs, q_emb, n_clusters, n_subsets, query, qualifier)
 
     @component.output_types(subsets=list[list[Document]], documents=list[Document])
     async def run_async(
@@ -202,15 +206,21 @@ class SpectralStratifier(InjectedParts):
         n_clusters: int | None = None,
         n_subsets: int | None = None,
         queries: list[str] | None = None,
+        qualifier: str | None = None,
     ) -> dict[str, Any]:
         """Async twin of `run`, with the same sockets."""
+        self._check_qualifier(qualifier)
         embedded = await ensure_embeddings_async(documents, self.document_embedder)
         docs, _ = split_by_embedding(embedded, "SpectralStratifier")
         texts = self._texts_to_embed(query, queries, docs)
         q_emb = await embed_texts_async(self.text_embedder, texts) if texts else None
-        return self._stratify(docs, q_emb, n_clusters, n_subsets, query)
+        return self._stratify(docs, q_emb, n_clusters, n_subsets, query, qualifier)
 
     # ------------------------------------------------------------------ steps
+    @staticmethod
+    def _check_qualifier(qualifier: str | None) -> None:
+        if qualifier is not None:
+            check_choice("qualifier", qualifier, STRATA_QUALIFIERS)
     def _texts_to_embed(self, query: str | None, queries: list[str] | None, docs: list[Document]) -> list[str]:
         """The cleaned query (for relevance), then the counterfactuals when `order="causal"` needs them."""
         if self.text_embedder is None or not docs:
@@ -228,7 +238,9 @@ class SpectralStratifier(InjectedParts):
         n_clusters: int | None,
         n_subsets: int | None,
         query: str | None = None,
+        qualifier: str | None = None,
     ) -> dict[str, Any]:
+        qualifier = self.qualifier if qualifier is None else qualifier
         k = self.n_clusters if n_clusters is None else n_clusters
         m = self.n_subsets if n_subsets is None else n_subsets
         ranges.check("n_clusters", k)
@@ -264,10 +276,10 @@ class SpectralStratifier(InjectedParts):
             if self.order == "causal" and margins is not None:
                 local = order_by(local, key[pool])
         index_subsets = [[int(pool[i]) for i in s] for s in local]
-        if self.qualifier != "none" and query:
+        if qualifier != "none" and query:
             dating = dating_scores(query, [d.content or "" for d in docs])
             index_subsets = _with_period_stratum(index_subsets, dating, pool, relevance,
-                                                 1 if self.qualifier == "period_only" else m)
+                                                 1 if qualifier == "period_only" else m)
         return {"subsets": [[labelled[i] for i in s] for s in index_subsets], "documents": labelled}
 
     def _pool(self, docs: list[Document]) -> np.ndarray:

@@ -2,6 +2,7 @@
 on standard RAG's passages and answer; the registry serves them with the gate's threshold as a request parameter."""
 
 import pytest
+from haystack import Document
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_cfrag import registry
@@ -111,3 +112,31 @@ def test_each_shipped_gate_scores_without_keeping_earlier_prompts_states(name):
     (the cascades' `cfrag ask` peak 2.01 → 1.98 GB); the method's own scorers keep theirs."""
     components = registry.resolve(name).data["components"]
     assert components["gate"]["init_parameters"]["support_scorer"]["init_parameters"]["prefix_states"] == 0
+
+
+BAKER_HOUSE = {  # the temporal trap's shape: a pile states George Peter, one passage dates the question's period
+    "peter": "George Peter lived in the Baker House from 1796 to 1827, who lived in the house.",
+    "peter2": "George Peter lived in the Baker House after John Laird lived in the Baker House.",
+    "peter3": "George Peter lived in the Baker House, the house in Washington where who lived.",
+    "kennedy": "- 1964-1965 - Jacqueline Kennedy, the widow of the president, rented it.",
+    "straight": "- 1965-1976 - Michael Straight, the publisher, rented it.",
+}
+
+
+def test_cf_rag_auto_drafts_the_periods_passages_alone_where_the_period_rule_escalated():
+    """The gate's period rule names the factor; the escalation intervenes on it alone: one challenger from the
+    passages that date the period (strata_router → the stratifier's period_only), where cf_rag drafts two."""
+    store = InMemoryDocumentStore(embedding_similarity_function="cosine")
+    store.write_documents(HashingDocumentEmbedder().run([Document(id=k, content=v) for k, v in BAKER_HOUSE.items()])[
+        "documents"])
+    baker = Runtime(store=store, chat_generator=MockChatGenerator(), text_embedder=HashingTextEmbedder(),
+                    allowed_modules=["tests"], graph_extractor="llm", graph_cache=None)
+    question = "Who lived in the Baker House from 1964 to 1965?"
+    cascade = baker.ask("cf_rag_auto", question, {"gate_threshold": 0.99})
+    assert cascade.gate["escalated"] is True and "dating_gap 1.00" in cascade.gate["because"]
+    standard = baker.ask("standard_rag", question).answer
+    challengers = [d["answer"] for d in cascade.trace["drafts"] if d["answer"] != standard]
+    assert len(cascade.trace["drafts"]) == 2 and challengers == ["- 1964-1965 - Jacqueline"]  # and the baseline
+    assert len(baker.ask("cf_rag", question).trace["drafts"]) == 3  # always on: two challengers and the baseline
+    plain = baker.ask("cf_rag_auto", "Who lived in the Baker House?", {"gate_threshold": OPEN})
+    assert "dating_gap" not in plain.gate["because"] and len(plain.trace["drafts"]) == 3  # the model: M = 2

@@ -7,7 +7,7 @@ from haystack import Document
 from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.cascade.components import EscalationGate
-from haystack_cfrag.cascade.math import decide, signals
+from haystack_cfrag.cascade.math import RULES, decide, signals
 from haystack_cfrag.cascade.model import GateModel
 
 # P(win) rises as the support falls and with the pile shape: sigmoid(-1 - 2 (support + 0.3) / 0.3 + 3 pile)
@@ -54,17 +54,18 @@ def run(gate, reply="Answer: Mount Everest", prompt=True, **kwargs):
                     documents=docs(), prompt=[ChatMessage.from_user("the prompt")] if prompt else None, **kwargs)
 
 
-@pytest.mark.parametrize(("answer", "support", "passages", "escalate", "because"), [
-    ("Mount Everest", -0.05, PASSAGES, False, "P(the method wins) 0.06 < 0.50: support -0.05 (-1.67)"),
-    ("Mount Everest", -0.9, PASSAGES, True, "P(the method wins) 0.95 ≥ 0.50: support -0.9 (+4.00)"),
-    ("", -0.05, PASSAGES, True, "no answer"),
-    ("Mount Everest", None, PASSAGES, True, "could not be read"),
-    ("Mount Everest", float("nan"), PASSAGES, True, "could not be read"),
+@pytest.mark.parametrize(("answer", "support", "passages", "escalate", "because", "by"), [
+    ("Mount Everest", -0.05, PASSAGES, False, "P(the method wins) 0.06 < 0.50: support -0.05 (-1.67)", "model"),
+    ("Mount Everest", -0.9, PASSAGES, True, "P(the method wins) 0.95 ≥ 0.50: support -0.9 (+4.00)", "model"),
+    ("", -0.05, PASSAGES, True, "no answer", "no_answer"),
+    ("Mount Everest", None, PASSAGES, True, "could not be read", "unread"),
+    ("Mount Everest", float("nan"), PASSAGES, True, "could not be read", "unread"),
 ])
-def test_the_decision(answer, support, passages, escalate, because):
+def test_the_decision(answer, support, passages, escalate, because, by):
     decision = decide(signals(answer, passages, support), "Tallest mountain?", GateModel.from_dict(MODEL),
                       threshold=0.5)
     assert decision.escalate is escalate and because in decision.because
+    assert decision.by == by and by in RULES
 
 
 def test_the_pile_shape_raises_the_probability():
@@ -192,8 +193,10 @@ def test_the_period_rule_escalates_the_temporal_trap_shape_and_only_below_a_thre
 
     out = ask("Who lived there from 1964 to 1965?")
     assert out["escalate"] is True and "dating_gap 1.00" in out["trace"]["because"]
+    assert out["decided_by"] == "period_gap"                        # what a cascade routes on (cf_rag_auto)
     assert out["trace"]["signals"]["dated"] == 0.0 and out["trace"]["signals"]["best_dated"] == 1.0
-    assert ask("Who lived there?")["escalate"] is False            # no period: the model alone decides
+    undated = ask("Who lived there?")
+    assert undated["escalate"] is False and undated["decided_by"] == "model"  # no period: the model alone decides
     unstated = g.run(query="Who lived there from 1964 to 1965?", replies=[ChatMessage.from_assistant("Answer: Ann")],
                      documents=dated)                               # no passage states the answer: no gap to read
     assert unstated["escalate"] is False and unstated["trace"]["signals"]["holding"] == 0

@@ -2,6 +2,8 @@
 period, challenges an answer as loud as the baseline's when its passage dates the period better, and the
 stratifier drafts one challenger from the passages that date the period best."""
 
+import asyncio
+
 import pytest
 from haystack import Document
 from haystack.dataclasses import GeneratedAnswer
@@ -95,3 +97,17 @@ def test_the_period_stratum_is_drafted_first_and_m_stays():
     assert len(alone.run(documents=docs, query=undated)["subsets"]) == 2    # no period: the clusters, M of them
     with pytest.raises(ValueError, match="qualifier"):
         SpectralStratifier(qualifier="namesake")
+
+
+def test_a_call_may_ask_for_the_period_stratum_alone():
+    """`cf_rag_auto` passes qualifier="period_only" where its gate's period rule escalated (cf_rag_auto.yml)."""
+    docs = list(documents().values())
+    dated = SpectralStratifier(n_clusters=2, n_subsets=2, selection="clusters", random_state=0,
+                               text_embedder=HashingTextEmbedder(), qualifier="period")
+    alone = dated.run(documents=docs, query=QUESTION, qualifier="period_only")["subsets"]
+    assert [[d.id for d in s] for s in alone] == [["kennedy"]]
+    assert len(dated.run(documents=docs, query=QUESTION)["subsets"]) == 2   # the component's own qualifier after it
+    again = asyncio.run(dated.run_async(documents=docs, query=QUESTION, qualifier="period_only"))["subsets"]
+    assert [[d.id for d in s] for s in again] == [["kennedy"]]
+    with pytest.raises(ValueError, match="qualifier"):
+        dated.run(documents=docs, query=QUESTION, qualifier="namesake")

@@ -55,6 +55,9 @@ def test_the_cascade_runs_cf_rags_graph_on_standard_rags_passages_and_answer():
     assert into["cf_retriever.original_documents"] == "retriever.documents"   # no second retrieval of q
     assert into["drafter.baseline_replies"] == "generator.replies"            # the baseline IS standard RAG's answer
     assert all(into[socket.replace(RETRIEVER, "cf_retriever")] == "router.escalated" for socket in QUERY_INPUTS)
+    # where the gate's period rule escalated, the stratifier drafts the period's passages alone
+    assert into["strata_router.decided_by"] == "gate.decided_by"
+    assert into["stratifier.qualifier"] == "strata_router.qualifier"
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
