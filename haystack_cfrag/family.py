@@ -34,6 +34,8 @@ class Cascade:
     """The method's nodes that are standard RAG's own."""
     escalation: Mapping[str, Any] = field(default_factory=dict)
     """What the escalation sets on the method's nodes, as dotted parameter overrides."""
+    routing: Mapping[str, str] = field(default_factory=dict)
+    """Routers of the cascade's own on the gate's rule (`decided_by`): node name -> the method's socket it sets."""
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 Every `*_auto.yml` is standard RAG as `standard_rag.yml` has it (its retriever returning embeddings), the gate
 (`GATE_NODE`), a `ConditionalRouter` (`ROUTER_NODE`), the method's nodes as its own file has them (a name
 standard RAG uses gets the cascade's prefix; a shared node is standard RAG's own) and an `AnswerJoiner`
-(`JOINER_NODE`). Each is declared in its family's `Cascade`; a test checks each shipped file against `composed`.
-The gate reads `GATE_INPUTS` and gives `GATE_OUTPUTS`; a trace calls its reading `GATE_KEY`.
+(`JOINER_NODE`), and any router of its own on the gate's rule (`Cascade.routing`, read from `GATE_RULE`). Each is
+declared in its family's `Cascade`; a test checks each shipped file against `composed`. The gate reads
+`GATE_INPUTS` and gives `GATE_OUTPUTS`; a trace calls its reading `GATE_KEY`.
 
     >>> composed({"g": {"type": "G"}, "retriever": {"type": "R", "init_parameters": {}}},
     ...          {"g": {"type": "M"}, "x": {"type": "X"}, "retriever": {"type": "R"}}, "m",
@@ -24,7 +25,9 @@ from haystack_cfrag.pipelines.loading import with_overrides
 
 ROUTER_NODE, JOINER_NODE = "router", "joiner"
 GATE_INPUTS = ("generator.replies", "retriever.documents", "prompt_builder.prompt")
-GATE_OUTPUTS = ("escalate", "answer", "trace")
+GATE_OUTPUTS = ("escalate", "decided_by", "answer", "trace")
+GATE_RULE = "decided_by"
+"""The gate's output naming the rule that decided (`cascade.math.RULES`)."""
 ROUTES = ("escalated", "answered")
 
 
@@ -55,5 +58,5 @@ def _same(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
     return bare(ours) == bare(theirs)
 
 
-__all__ = ["GATE_INPUTS", "GATE_KEY", "GATE_NODE", "GATE_OUTPUTS", "JOINER_NODE", "ROUTER_NODE", "ROUTES",
-           "composed"]
+__all__ = ["GATE_INPUTS", "GATE_KEY", "GATE_NODE", "GATE_OUTPUTS", "GATE_RULE", "JOINER_NODE", "ROUTER_NODE",
+           "ROUTES", "composed"]

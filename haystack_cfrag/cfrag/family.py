@@ -15,7 +15,7 @@ from haystack_cfrag.cfrag import trace as view
 from haystack_cfrag.cfrag.parameters import PARAMETERS, REQUEST_PARAMETERS
 from haystack_cfrag.cfrag.wiring import DUEL
 from haystack_cfrag.common.errors import squash
-from haystack_cfrag.family import Commands, Entry, Family, Reading, Sweeps
+from haystack_cfrag.family import Cascade, Commands, Entry, Family, Reading, Sweeps
 
 API = (
     "Answer a question with Counterfactual RAG: robust to related but non-decisive evidence.\n\n"
@@ -82,7 +82,9 @@ FAMILY = Family(
         Entry("cf_rag_paper", "the paper's configuration (docs/method.md, 'Two configurations')",
               default_system=True),
         Entry("cf_rag_auto", "the cascade: standard RAG, then CF-RAG only where the escalation gate says the "
-              "evidence may conflict (docs/cascade.md)", api_description=API, cascade=True),
+              "evidence may conflict (docs/cascade.md)", api_description=API, cascade=Cascade(
+                  # the period rule's escalation drafts the period's passages alone (pipelines/cf_rag_auto.yml)
+                  routing={"strata_router": "stratifier.qualifier"})),
     ),
     read=read,
     record=view.record,

@@ -4,7 +4,16 @@ to `standard_rag.yml` or a method's YAML that its cascade does not follow fails 
 import pytest
 
 from haystack_cfrag import registry
-from haystack_cfrag.cascade.contract import GATE_INPUTS, GATE_NODE, JOINER_NODE, ROUTER_NODE, ROUTES, composed
+from haystack_cfrag.cascade.contract import (
+    GATE_INPUTS,
+    GATE_NODE,
+    GATE_OUTPUTS,
+    GATE_RULE,
+    JOINER_NODE,
+    ROUTER_NODE,
+    ROUTES,
+    composed,
+)
 from haystack_cfrag.cascade.model import GateModel
 
 
@@ -20,6 +29,11 @@ def test_a_cascade_is_standard_rag_the_gate_and_its_method(cascade):
     declared = CASCADES[cascade]
     got = dict(components(cascade))
     gate, router, joiner = got.pop(GATE_NODE), got.pop(ROUTER_NODE), got.pop(JOINER_NODE)
+    wires = {(c["sender"], c["receiver"]) for c in registry.resolve(cascade).data["connections"]}
+    for name, socket in declared.routing.items():  # a router of its own on the gate's rule, into the method
+        assert got.pop(name)["type"].endswith("ConditionalRouter")
+        assert (f"{GATE_NODE}.{GATE_RULE}", f"{name}.{GATE_RULE}") in wires
+        assert any(s.startswith(f"{name}.") and r == socket for s, r in wires)
     settings = declared.escalation  # the escalation's own settings (issue 61): the only differences
     assert got == composed(components("standard_rag"), components(declared.method), declared.prefix,
                            declared.shared, settings)
@@ -60,3 +74,16 @@ def test_a_shared_node_that_differs_is_refused():
     with pytest.raises(ValueError, match="declared shared but differs"):
         composed({"retriever": {"type": "R", "init_parameters": {"top_k": 5}}},
                  {"retriever": {"type": "R", "init_parameters": {"top_k": 9}}}, "m", shared=("retriever",))
+
+
+def test_the_gate_gives_what_the_contract_says():
+    from haystack_cfrag.cascade.components import EscalationGate
+
+    class Scorer:
+        def score(self, query, answer, documents):
+            return -0.1
+
+    model = {"features": ["support"], "means": [0.0], "scales": [1.0], "weights": [1.0], "intercept": 0.0,
+             "threshold": 0.5}
+    gate = EscalationGate(support_scorer=Scorer(), model=model)
+    assert set(gate.__haystack_output__._sockets_dict) == set(GATE_OUTPUTS)
