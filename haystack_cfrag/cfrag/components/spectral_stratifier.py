@@ -219,8 +219,10 @@ class SpectralStratifier(InjectedParts):
     # ------------------------------------------------------------------ steps
     @staticmethod
     def _check_qualifier(qualifier: str | None) -> None:
+        """A run's `qualifier` override, checked as `__init__` checks the component's (None: the component's)."""
         if qualifier is not None:
             check_choice("qualifier", qualifier, STRATA_QUALIFIERS)
+
     def _texts_to_embed(self, query: str | None, queries: list[str] | None, docs: list[Document]) -> list[str]:
         """The cleaned query (for relevance), then the counterfactuals when `order="causal"` needs them."""
         if self.text_embedder is None or not docs:
