@@ -1,5 +1,6 @@
-"""LlamaCppChatGenerator that keeps llama.cpp's token log-probabilities (`meta["logprobs"]`, OpenAI's shape) and
-resolves a model spec when it loads (`to_dict` keeps the spec): a drop-in replacement."""
+"""LlamaCppChatGenerator that keeps llama.cpp's token log-probabilities (`meta["logprobs"]`, OpenAI's shape),
+resolves a model spec when it loads (`to_dict` keeps the spec) and starts each prompt from the kept KV state
+sharing its longest prefix (`prefix_states`): a drop-in replacement."""
 
 from __future__ import annotations
 
@@ -9,6 +10,16 @@ from haystack import component
 from haystack.dataclasses import ChatMessage
 from haystack.lazy_imports import LazyImport
 
+from haystack_cfrag.adapters.llama_cpp_states import (
+    DEFAULT_PREFIX_STATES,
+    MAX_PREFIX_STATES,
+    chat_formatter,
+    is_recurrent,
+    kept_states,
+    model_lock,
+    prefix_reuse,
+)
+from haystack_cfrag.common.validation import check_int
 from haystack_cfrag.models import resolve_model
 
 with LazyImport("Run 'pip install llama-cpp-haystack' (and see the Makefile for llama-cpp-python).") as llama_import:
@@ -44,12 +55,39 @@ def note_cached_tokens(before: list[int], after: list[int], replies: list[Any]) 
         usage["prompt_tokens_details"] = {"cached_tokens": min(shared, prompt - 1)}
 
 
+def _plain_turns(messages: list[ChatMessage] | str) -> list[dict[str, str]] | None:
+    """The role/content turns of text-only messages (None when a message carries anything else).
+
+    >>> _plain_turns([ChatMessage.from_system("Be brief."), ChatMessage.from_user("Hi")])
+    [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': 'Hi'}]
+    >>> _plain_turns("Hi")
+    [{'role': 'user', 'content': 'Hi'}]
+    """
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    turns = []
+    for message in messages:
+        text = message.text
+        if text is None or len(message) != 1:
+            return None
+        turns.append({"role": message.role.value, "content": text})
+    return turns or None
+
+
 if llama_import.is_successful():
 
     @component
     class LlamaCppLogprobsChatGenerator(LlamaCppChatGenerator):
         """
-        `LlamaCppChatGenerator` whose replies carry `meta["logprobs"]` when asked with `logprobs=True`.
+        `LlamaCppChatGenerator` whose replies carry `meta["logprobs"]` when asked with `logprobs=True`, and whose
+        prompts start from the longest prefix the model holds or has kept (`prefix_states`).
+
+        llama-cpp-python reuses only the previous evaluation's prefix: a question answered after other prompts
+        (a CF-RAG duel, a draft) would evaluate its passages again. The model keeps the KV state of its last
+        `prefix_states` prompts (`adapters.llama_cpp_states`; about 28 KB a token each for the embedded
+        1.5B model, ~15 MB for a 500-token prompt) and loads the one sharing the longest prefix with a new prompt.
+        The reply is the one the model gives without them: the same tokens, a prefix not evaluated twice. Calls on
+        one loaded model take its lock (this generator and the support backend share it).
 
         ### Usage example
         ```python
@@ -64,6 +102,30 @@ if llama_import.is_successful():
         print(reply.text, len(reply.meta["logprobs"]["content"]))
         ```
         """
+
+        def __init__(
+            self,
+            model: str,
+            n_ctx: int | None = 0,
+            n_batch: int | None = 512,
+            model_kwargs: dict[str, Any] | None = None,
+            generation_kwargs: dict[str, Any] | None = None,
+            *,
+            prefix_states: int = DEFAULT_PREFIX_STATES,
+            **kwargs: Any,
+        ) -> None:
+            """`LlamaCppChatGenerator`'s parameters, and
+            :param prefix_states: prompts whose KV state the model keeps for a later prompt to start from, 0 to
+                MAX_PREFIX_STATES (0: only the previous evaluation's prefix, as llama-cpp-python does)."""
+            check_int("prefix_states", prefix_states, 0, MAX_PREFIX_STATES)
+            LlamaCppChatGenerator.__init__(self, model, n_ctx, n_batch, model_kwargs, generation_kwargs, **kwargs)
+            self.prefix_states = prefix_states
+
+        def to_dict(self) -> dict[str, Any]:
+            """`LlamaCppChatGenerator.to_dict` with `prefix_states`."""
+            data = LlamaCppChatGenerator.to_dict(self)
+            data["init_parameters"]["prefix_states"] = self.prefix_states
+            return data
 
         def warm_up(self) -> None:
             """Resolve an `embedded:` spec, load the model once (after `defer_load`: at the first call)."""
@@ -97,11 +159,32 @@ if llama_import.is_successful():
             """`LlamaCppChatGenerator.run`, each reply's cached prompt tokens in its usage (`note_cached_tokens`)."""
             if self._model is None:
                 self._load()
-            before = _evaluated(self._model)
-            out = LlamaCppChatGenerator.run(self, messages, generation_kwargs, tools=tools,
-                                            streaming_callback=streaming_callback)
-            note_cached_tokens(before, _evaluated(self._model), out.get("replies") or [])
+            with model_lock(self._model):
+                keep = self._start_from_kept(messages, tools or self.tools)
+                before = _evaluated(self._model)
+                out = LlamaCppChatGenerator.run(self, messages, generation_kwargs, tools=tools,
+                                                streaming_callback=streaming_callback)
+                after = _evaluated(self._model)
+                note_cached_tokens(before, after, out.get("replies") or [])
+                if keep:
+                    kept_states(self._model, self.prefix_states).keep(self._model, after)
             return out
+
+        def _start_from_kept(self, messages: list[ChatMessage] | str, tools: Any) -> bool:
+            """Load the kept state sharing the longest prefix with the prompt where it beats the model's; whether
+            the model's states are kept (plain text turns on a model with a chat template: a prompt with tools or
+            images, or in another format, is left to llama-cpp-python's own reuse)."""
+            llm, turns = self._model, _plain_turns(messages)
+            if not self.prefix_states or tools or turns is None or is_recurrent(llm):
+                return False
+            formatter = chat_formatter(llm)
+            if formatter is None:
+                return False
+            rendered = formatter(messages=turns)  # tokenized as llama-cpp-python's chat handler does
+            ids = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
+            reuse = prefix_reuse(llm.input_ids[: llm.n_tokens].tolist(), ids)
+            llm.n_tokens = kept_states(llm, self.prefix_states).restore(llm, ids, reuse)
+            return True
 
         @component.output_types(replies=list[ChatMessage])
         async def run_async(
@@ -112,14 +195,11 @@ if llama_import.is_successful():
             tools: Any | None = None,
             streaming_callback: Any | None = None,
         ) -> dict[str, list[ChatMessage]]:
-            """`LlamaCppChatGenerator.run_async`, with the reused prompt tokens as `run` reports them."""
+            """`LlamaCppChatGenerator.run_async`: `run` in a worker thread, so the same kept states and counts."""
             if self._model is None:
                 self._load()
-            before = _evaluated(self._model)
-            out = await LlamaCppChatGenerator.run_async(self, messages, generation_kwargs, tools=tools,
-                                                        streaming_callback=streaming_callback)
-            note_cached_tokens(before, _evaluated(self._model), out.get("replies") or [])
-            return out
+            return await LlamaCppChatGenerator.run_async(self, messages, generation_kwargs, tools=tools,
+                                                         streaming_callback=streaming_callback)
 
         @staticmethod
         def _convert_chat_completion_choice_to_chat_message(choice: Any, response: Any) -> Any:

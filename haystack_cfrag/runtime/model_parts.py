@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 from haystack_cfrag import models
-from haystack_cfrag.adapters import factories
+from haystack_cfrag.adapters import factories, llama_cpp_states
 from haystack_cfrag.common import interrupts
 from haystack_cfrag.pipelines.loading import component_key, share_node_models
 
@@ -72,12 +72,14 @@ class ModelParts:
             self._warm = True
 
     def forget_prompts(self) -> None:
-        """Empty the loaded llama.cpp models' prompt caches: the next call evaluates its whole prompt (a timing of
-        one pipeline that starts where another left the reader would credit it with the other's prompt)."""
+        """Empty the loaded llama.cpp models' prompt caches and kept states: the next call evaluates its whole
+        prompt (a timing of one pipeline that starts where another left the reader would credit it with the other's
+        prompt)."""
         holders = [self.generator, self.aux, *self.owners.values()]
         for llm in {id(m): m for h in holders if (m := getattr(h, "_model", None)) is not None}.values():
             if callable(getattr(llm, "reset", None)):
                 llm.reset()
+            llama_cpp_states.forget(llm)
 
 
 __all__ = ["AUTO", "AUX_N_CTX", "ModelParts"]

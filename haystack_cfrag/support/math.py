@@ -190,23 +190,6 @@ def option_scores(orders: Sequence[Sequence[int]], letter_logprobs: Sequence[Seq
     return (sums / counts).tolist()
 
 
-def prefix_reuse(cached: Sequence[int], tokens: Sequence[int], keep_last: int = 1) -> int:
-    """Tokens of `tokens` whose state a model can keep from `cached` (the longest common prefix), leaving at least
-    `keep_last` to evaluate.
-
-    >>> prefix_reuse([1, 2, 3, 4], [1, 2, 3, 9, 9])
-    3
-    >>> prefix_reuse([1, 2, 3], [1, 2, 3])       # all cached: the last token is evaluated again
-    2
-    """
-    n = 0
-    for a, b in zip(cached, tokens, strict=False):
-        if a != b:
-            break
-        n += 1
-    return max(0, min(n, len(tokens) - keep_last))
-
-
 __all__ = ["OPTION_LETTERS", "answer_token_span", "calibrate", "counterfactual_margin", "evidence_pmi",
            "log_softmax", "mean_logprob", "offsets_from_text_offsets", "option_orders", "option_scores",
-           "prefix_reuse", "shifted_token_logprobs", "token_logprob"]
+           "shifted_token_logprobs", "token_logprob"]

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from haystack_cfrag.adapters.llama_cpp_states import prefix_reuse
 from haystack_cfrag.support import math as sm
 
 
@@ -129,8 +130,8 @@ def test_option_scores_check_inputs():
 
 
 def test_prefix_reuse():
-    assert sm.prefix_reuse([], [1, 2]) == 0
-    assert sm.prefix_reuse([1, 2, 3], [1, 2, 3, 4, 5]) == 3
-    assert sm.prefix_reuse([1, 2, 3], [1, 2, 3]) == 2
-    assert sm.prefix_reuse([1, 2, 3], [1, 2, 3], keep_last=0) == 3
-    assert sm.prefix_reuse([9, 2, 3], [1, 2, 3]) == 0
+    assert prefix_reuse([], [1, 2]) == 0
+    assert prefix_reuse([1, 2, 3], [1, 2, 3, 4, 5]) == 3
+    assert prefix_reuse([1, 2, 3], [1, 2, 3]) == 2
+    assert prefix_reuse([1, 2, 3], [1, 2, 3], keep_last=0) == 3
+    assert prefix_reuse([9, 2, 3], [1, 2, 3]) == 0

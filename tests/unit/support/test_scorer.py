@@ -19,8 +19,8 @@ from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.dataclasses import ChatMessage
 from haystack.utils import Secret
 
+from haystack_cfrag.adapters.llama_cpp_states import DEFAULT_PREFIX_STATES, prefix_reuse
 from haystack_cfrag.pipelines.loading import pipeline_from_dict
-from haystack_cfrag.support import math as sm
 from haystack_cfrag.support.backends import (
     AnswerLogprobs,
     NoPromptLogprobsError,
@@ -64,7 +64,7 @@ class FakeBackend:
                 lp -= 0.0 if any("villain" in line for line in lines) else 1.5
             values.append(lp)
         text = prompt + "\n" + answer
-        reused = sm.prefix_reuse(list(self.cached), list(prompt))
+        reused = prefix_reuse(list(self.cached), list(prompt))
         self.cached = text
         return AnswerLogprobs(tuple(values), len(text) - 1 - reused, reused, 0.001)
 
@@ -256,7 +256,7 @@ def test_to_dict_from_dict_round_trip():
     again = ReaderSupportScorer.from_dict(copy.deepcopy(data))
     assert again.to_dict() == data
     assert isinstance(again.chat_generator, FakeReader) and again.erased_contrast is True
-    assert again.prefix_states == 0 and scorer().prefix_states == 4
+    assert again.prefix_states == 0 and scorer().prefix_states == DEFAULT_PREFIX_STATES
     assert data["init_parameters"]["chat_generator"]["type"].endswith("FakeReader")
 
 
@@ -365,7 +365,8 @@ def test_the_llama_cpp_generator_maps_to_the_llama_backend():
 
     gen = LlamaCppLogprobsChatGenerator(model="x.gguf")
     assert isinstance(backend_for(gen), LlamaCppBackend)
-    assert backend_for(gen).prefix_states == 4 and backend_for(gen, prefix_states=0).prefix_states == 0
+    assert backend_for(gen).prefix_states == DEFAULT_PREFIX_STATES
+    assert backend_for(gen, prefix_states=0).prefix_states == 0
 
 
 def test_the_scorer_hands_its_prefix_states_to_the_backend(monkeypatch):
