@@ -52,9 +52,11 @@ def chat_generator(
     seed: int = 0,
     logprobs: bool = False,
     device: str | None = None,
+    prefix_states: int | None = None,
 ) -> Any:
     """A Haystack ChatGenerator for `spec`, greedy decoding; `logprobs=True` asks for token log-probabilities
-    (slower with llama.cpp). A GGUF is read, not mapped (docs/deployment.md)."""
+    (slower with llama.cpp). A GGUF is read, not mapped (docs/deployment.md); `prefix_states`: the KV states of
+    earlier prompts llama.cpp keeps (None: the generator's default)."""
     if spec.startswith("openai:"):
         from haystack.components.generators.chat import OpenAIChatGenerator  # noqa: PLC0415
         from haystack.utils import Secret  # noqa: PLC0415
@@ -88,6 +90,7 @@ def chat_generator(
         | _llama_cpp_offload(device),
         generation_kwargs={"max_tokens": max_tokens, "temperature": 0.0}
         | ({"logprobs": True, "top_logprobs": 1} if logprobs else {}),
+        **({} if prefix_states is None else {"prefix_states": prefix_states}),
     )
 
 

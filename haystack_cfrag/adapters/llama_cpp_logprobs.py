@@ -86,8 +86,9 @@ if llama_import.is_successful():
         (a CF-RAG duel, a draft) would evaluate its passages again. The model keeps the KV state of its last
         `prefix_states` prompts (`adapters.llama_cpp_states`; about 28 KB a token each for the embedded
         1.5B model, ~15 MB for a 500-token prompt) and loads the one sharing the longest prefix with a new prompt.
-        The reply is the one the model gives without them: the same tokens, a prefix not evaluated twice. Calls on
-        one loaded model take its lock (this generator and the support backend share it).
+        The reply is the one the model gives right after the kept prompt (llama-cpp-python's own reuse; like it, a
+        prefix evaluated in another batch split can move a near tie). Calls on one loaded model take its lock (this
+        generator and the support backend share it); `prefix_states=0` keeps none.
 
         ### Usage example
         ```python

@@ -30,9 +30,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 DEFAULT_PREFIX_STATES = 8
-"""Kept states a model's reader and backend start from: an escalated CF-RAG question makes about five calls
-(the reader's answer, the gate's reading, a draft or two, the duel's two orders), so the next question still
-finds the state of the answer before them."""
+"""States the reader keeps: an escalated CF-RAG question makes about five calls (the reader's answer, the gate's
+reading, a draft or two, the duel's two orders), so the next question still finds the state of the answer before
+them. A process that asks one question keeps none (`cfrag ask`, `cfrag compare`: `Runtime(prefix_states=0)`)."""
+SCORER_PREFIX_STATES = 4
+"""States the support backend keeps: enough for CER's rounds over the top 5 passages."""
 MAX_PREFIX_STATES = 32  # ~28 KB a token each for the embedded model: up to ~1.8 GB at 2,000 tokens
 
 _LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
@@ -189,5 +191,5 @@ def load_state(llm: Any, state: Any) -> bool:
     return False
 
 
-__all__ = ["DEFAULT_PREFIX_STATES", "MAX_PREFIX_STATES", "PrefixStates", "chat_formatter", "copy_state", "forget",
-           "is_recurrent", "kept_states", "load_state", "model_lock", "prefix_reuse"]
+__all__ = ["DEFAULT_PREFIX_STATES", "MAX_PREFIX_STATES", "SCORER_PREFIX_STATES", "PrefixStates", "chat_formatter",
+           "copy_state", "forget", "is_recurrent", "kept_states", "load_state", "model_lock", "prefix_reuse"]

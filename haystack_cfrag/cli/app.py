@@ -159,7 +159,8 @@ def _runtime(store_path: str | None, llm: str, embedder: str, scorer: str | None
         status("loading the models")
         runtime = Runtime(store=store, llm=llm, embedder=embedder, scorer=scorer, device=device,
                           max_tokens=max_tokens, logprobs=logprobs, store_spec=spec,
-                          keep_graph=store_path is None)  # the demo's graph is kept beside it, in the cache
+                          keep_graph=store_path is None,  # the demo's graph is kept beside it, in the cache
+                          prefix_states=0)  # one question: no later prompt starts from a kept state
         if pipelines:
             status("preparing the store (the causal graph)")
             runtime.prepare_stores(pipelines)  # before the reader loads: the two peaks never meet

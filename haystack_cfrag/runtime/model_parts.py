@@ -31,9 +31,11 @@ class ModelParts:
     def __init__(self, *, llm: str = models.EMBEDDED_LLM, embedder: str = models.EMBEDDED_EMBEDDER,
                  scorer: str | None = None, device: str | None = None, max_tokens: int = 256, logprobs: bool = False,
                  chat_generator: Any | None = None, text_embedder: Any | None = None,
-                 document_embedder: Any | None = None, aux_llm: str | None = AUTO) -> None:
+                 document_embedder: Any | None = None, aux_llm: str | None = AUTO,
+                 prefix_states: int | None = None) -> None:
+        self.prefix_states = prefix_states
         self.generator = chat_generator or factories.chat_generator(
-            llm, max_tokens=max_tokens, logprobs=logprobs, device=device)
+            llm, max_tokens=max_tokens, logprobs=logprobs, device=device, prefix_states=prefix_states)
         self.text_embedder = text_embedder or factories.text_embedder(embedder, device=device)
         self.document_embedder = document_embedder
         """The text embedder's model for documents (in batches): built from `embedder` when the text embedder is."""
@@ -59,7 +61,7 @@ class ModelParts:
         call, not at warm-up: a cascade's escalation may never come)."""
         with self._aux_lock:
             if self.aux is None:
-                aux = factories.chat_generator(self.aux_llm, n_ctx=AUX_N_CTX)
+                aux = factories.chat_generator(self.aux_llm, n_ctx=AUX_N_CTX, prefix_states=self.prefix_states)
                 self.aux = aux.defer_load() if callable(getattr(aux, "defer_load", None)) else aux
             return self.aux
 

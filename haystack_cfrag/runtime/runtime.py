@@ -71,6 +71,7 @@ class Runtime:
         store_spec: str | StoreSpec | None = None,
         keep_graph: bool = False,
         aux_llm: str | None = AUTO,
+        prefix_states: int | None = None,
     ) -> None:
         """
         :param store: the store every pipeline reads (`haystack_cfrag.stores`, or any with an embedding retriever).
@@ -89,11 +90,13 @@ class Runtime:
         :param keep_graph: write a parse-only graph built for a store this package owns beside it (in a child
             process) and open it, instead of holding it in memory.
         :param aux_llm: the model of a file's `auxiliary_model` calls, loaded on first call (None: the reader).
+        :param prefix_states: the KV states of earlier prompts a llama.cpp reader keeps for later ones (None: its
+            default, `adapters.llama_cpp_states.DEFAULT_PREFIX_STATES`; 0 for a process that asks one question).
         """
         self.allowed_modules = allowed_modules
         self.models = ModelParts(llm=llm, embedder=embedder, scorer=scorer, device=device, max_tokens=max_tokens,
                                  logprobs=logprobs, chat_generator=chat_generator, text_embedder=text_embedder,
-                                 document_embedder=document_embedder, aux_llm=aux_llm)
+                                 document_embedder=document_embedder, aux_llm=aux_llm, prefix_states=prefix_states)
         self.stores = StoreParts(store, models=self.models, retriever=retriever, graph_cache=graph_cache,
                                  graph_extractor=graph_extractor, store_spec=store_spec, keep_graph=keep_graph)
         self._lock = threading.Lock()

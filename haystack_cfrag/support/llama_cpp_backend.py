@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from haystack_cfrag.adapters.llama_cpp_states import (
-    DEFAULT_PREFIX_STATES,
     MAX_PREFIX_STATES,
+    SCORER_PREFIX_STATES,
     PrefixStates,
     chat_formatter,
     copy_state,
@@ -28,6 +28,8 @@ from haystack_cfrag.support.backend_common import (
     chat_messages,
 )
 from haystack_cfrag.support.math import token_read
+
+DEFAULT_PREFIX_STATES = SCORER_PREFIX_STATES
 
 
 class LlamaCppBackend:

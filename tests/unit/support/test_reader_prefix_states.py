@@ -81,3 +81,14 @@ def test_a_reply_after_another_prompt_starts_from_the_kept_state(monkeypatch, st
         assert len(prefix_states.kept_states(llm, 0)) == 3
     else:
         assert llm.evaluated[-1] == len(passages + "second?") and cached == 0
+
+
+def test_the_factory_and_a_one_question_runtime_keep_none():
+    from haystack_cfrag.adapters import factories
+    from haystack_cfrag.runtime.model_parts import ModelParts
+    from haystack_cfrag.testing.fakes import HashingTextEmbedder
+
+    assert factories.chat_generator("x.gguf", prefix_states=0).prefix_states == 0
+    assert factories.chat_generator("x.gguf").prefix_states == prefix_states.DEFAULT_PREFIX_STATES
+    parts = ModelParts(llm="x.gguf", text_embedder=HashingTextEmbedder(), prefix_states=0, aux_llm=None)
+    assert parts.generator.prefix_states == 0

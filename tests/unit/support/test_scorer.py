@@ -19,7 +19,7 @@ from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.dataclasses import ChatMessage
 from haystack.utils import Secret
 
-from haystack_cfrag.adapters.llama_cpp_states import DEFAULT_PREFIX_STATES, prefix_reuse
+from haystack_cfrag.adapters.llama_cpp_states import SCORER_PREFIX_STATES, prefix_reuse
 from haystack_cfrag.pipelines.loading import pipeline_from_dict
 from haystack_cfrag.support.backends import (
     AnswerLogprobs,
@@ -256,7 +256,7 @@ def test_to_dict_from_dict_round_trip():
     again = ReaderSupportScorer.from_dict(copy.deepcopy(data))
     assert again.to_dict() == data
     assert isinstance(again.chat_generator, FakeReader) and again.erased_contrast is True
-    assert again.prefix_states == 0 and scorer().prefix_states == DEFAULT_PREFIX_STATES
+    assert again.prefix_states == 0 and scorer().prefix_states == SCORER_PREFIX_STATES
     assert data["init_parameters"]["chat_generator"]["type"].endswith("FakeReader")
 
 
@@ -365,7 +365,7 @@ def test_the_llama_cpp_generator_maps_to_the_llama_backend():
 
     gen = LlamaCppLogprobsChatGenerator(model="x.gguf")
     assert isinstance(backend_for(gen), LlamaCppBackend)
-    assert backend_for(gen).prefix_states == DEFAULT_PREFIX_STATES
+    assert backend_for(gen).prefix_states == SCORER_PREFIX_STATES
     assert backend_for(gen, prefix_states=0).prefix_states == 0
 
 
