@@ -12,35 +12,27 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
-
-from haystack.dataclasses import ChatMessage
+from pathlib import Path
 
 from haystack_cfrag.adapters import factories
 from haystack_cfrag.adapters import llama_cpp_states as states
 from haystack_cfrag.support.llama_cpp_backend import LlamaCppBackend
 
-PASSAGES = "\n".join(
-    f"[{i}] Newton D. Baker House, Washington: from {1900 + 7 * i} to {1907 + 7 * i} the house was the home of "
-    f"resident number {i}, a lawyer who kept a garden of roses and a library of {100 * i} books about rivers."
-    for i in range(1, 9)
-)
-
-
-def ask(question: str) -> list[ChatMessage]:
-    return [ChatMessage.from_system("Answer with a short answer only."),
-            ChatMessage.from_user(f"Passages:\n{PASSAGES}\n\nQuestion: {question}\nAnswer:")]
-
 
 def round_seconds(gen, backend, kept: int) -> float:
     """Seconds of the reader's second answer after a scoring call."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's tests/ (the shared prompts)
+    from tests.baker_house_prompts import FIRST, SECOND, ask  # noqa: PLC0415
+
     gen.prefix_states = kept
     gen._model.reset()
     states.forget(gen._model)
-    gen.run(ask("Who lived in the house from 1914 to 1921?"))
+    gen.run(ask(FIRST))
     backend.answer_logprobs("Is the sky blue? Answer yes or no.", "yes")
     start = time.perf_counter()
-    gen.run(ask("Who lived there from 1928 to 1935?"))
+    gen.run(ask(SECOND))
     return time.perf_counter() - start
 
 

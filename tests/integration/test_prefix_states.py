@@ -13,18 +13,7 @@ from haystack.dataclasses import ChatMessage
 
 from haystack_cfrag.adapters import factories
 from haystack_cfrag.adapters import llama_cpp_states as prefix_states
-
-PASSAGES = "\n".join(
-    f"[{i}] Newton D. Baker House, Washington: from {1900 + 7 * i} to {1907 + 7 * i} the house was the home of "
-    f"resident number {i}, a lawyer who kept a garden of roses and a library of {100 * i} books about rivers."
-    for i in range(1, 9)
-)
-
-
-def _ask(question: str) -> list[ChatMessage]:
-    return [ChatMessage.from_system("Answer with a short answer only."),
-            ChatMessage.from_user(f"Passages:\n{PASSAGES}\n\nQuestion: {question}\nAnswer:")]
-
+from tests.baker_house_prompts import FIRST, SECOND, ask
 
 OTHER = [ChatMessage.from_user("Name a colour of the sky, one word.")]
 
@@ -50,7 +39,7 @@ def _turns(gen, prompts):
 
 
 def test_a_question_after_another_prompt_starts_from_the_passages_kept_state(generator):
-    first, second = _ask("Who lived in the house from 1914 to 1921?"), _ask("Who lived there from 1928 to 1935?")
+    first, second = ask(FIRST), ask(SECOND)
     generator.prefix_states = 0
     direct = _turns(generator, [first, second])  # llama-cpp-python's own reuse: the second right after the first
     plain = _turns(generator, [first, OTHER, second])
@@ -69,17 +58,17 @@ def test_run_async_keeps_and_loads_the_same_states(generator):
     generator.prefix_states = prefix_states.DEFAULT_PREFIX_STATES
     generator._model.reset()
     prefix_states.forget(generator._model)
-    generator.run(_ask("Who lived in the house from 1914 to 1921?"))
+    generator.run(ask(FIRST))
     generator.run(OTHER)
-    reply = asyncio.run(generator.run_async(_ask("Who lived there from 1928 to 1935?")))["replies"][0]
+    reply = asyncio.run(generator.run_async(ask(SECOND)))["replies"][0]
     assert reply.meta["usage"]["prompt_tokens_details"]["cached_tokens"] > 200
     assert len(prefix_states.kept_states(generator._model, 0)) == 3
 
 
 def test_forget_drops_the_kept_states(generator):
     generator.prefix_states = prefix_states.DEFAULT_PREFIX_STATES
-    generator.run(_ask("Who lived in the house from 1914 to 1921?"))
+    generator.run(ask(FIRST))
     prefix_states.forget(generator._model)
     generator._model.reset()
-    reply = generator.run(_ask("Who lived there from 1928 to 1935?"))["replies"][0]
+    reply = generator.run(ask(SECOND))["replies"][0]
     assert reply.meta["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
