@@ -31,6 +31,7 @@ from haystack_cfrag.cli.checks import (
 )
 from haystack_cfrag.cli.progress import StatusLine
 from haystack_cfrag.common.errors import OPEN_ERRORS, error_line, one_line
+from haystack_cfrag.common.interrupts import caused_by_interrupt
 from haystack_cfrag.common.parameters import clip
 from haystack_cfrag.common.redaction import install_log_redaction, redact
 from haystack_cfrag.registry import cli_options, query_pipelines, trace_view
@@ -80,24 +81,34 @@ class _Main(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         install_log_redaction("haystack_cfrag", "haystack")
+        debug = ctx.params.get("debug")
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            if ctx.params.get("debug"):
+            if debug:
                 raise
-            click.echo("Interrupted.", err=True)
-            ctx.exit(INTERRUPTED)
+            self._interrupted(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort):
+            raise
         except click.ClickException as exc:
+            if caused_by_interrupt(exc) and not debug:
+                self._interrupted(ctx)
             if isinstance(exc, click.UsageError):
                 exc.ctx = None  # the message names the option: no usage block around it
             exc.message = redact(exc.message)  # the one error printer: no password of a store spec
             raise
-        except (click.exceptions.Exit, click.exceptions.Abort):
-            raise
         except Exception as exc:
-            if ctx.params.get("debug"):
+            if debug:
                 raise
+            if caused_by_interrupt(exc):
+                self._interrupted(ctx)
             raise click.ClickException(error_line(exc)) from exc
+
+    @staticmethod
+    def _interrupted(ctx: click.Context) -> None:
+        """Ctrl-C, or an ImportError an extension's import made of it (`caused_by_interrupt`): exit 130."""
+        click.echo("Interrupted.", err=True)
+        ctx.exit(INTERRUPTED)
 
 
 @click.group(cls=_Main)

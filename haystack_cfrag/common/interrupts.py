@@ -13,7 +13,7 @@ import signal
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["clear_stale_interrupt_flag", "held", "warm_up"]
+__all__ = ["caused_by_interrupt", "clear_stale_interrupt_flag", "held", "warm_up"]
 
 
 @contextlib.contextmanager
@@ -34,6 +34,29 @@ def held() -> Iterator[None]:
             signal.signal(signal.SIGINT, previous)
     if interrupted:
         raise KeyboardInterrupt
+
+
+def caused_by_interrupt(exc: BaseException) -> bool:
+    """Whether a Ctrl-C is behind `exc`: a pybind11 extension (scipy's, matplotlib's) imported while SIGINT arrives
+    raises ImportError("initialization failed") from the KeyboardInterrupt.
+
+    >>> try:
+    ...     try:
+    ...         raise KeyboardInterrupt
+    ...     except KeyboardInterrupt as stop:
+    ...         raise ImportError("initialization failed") from stop
+    ... except ImportError as exc:
+    ...     caused_by_interrupt(exc), caused_by_interrupt(ValueError("x"))
+    (True, False)
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def warm_up(*components: Any) -> None:
