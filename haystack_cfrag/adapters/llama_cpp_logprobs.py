@@ -17,7 +17,7 @@ from haystack_cfrag.adapters.llama_cpp_states import (
     is_recurrent,
     kept_states,
     model_lock,
-    prefix_reuse,
+    start_from,
 )
 from haystack_cfrag.common.validation import check_int
 from haystack_cfrag.models import resolve_model
@@ -183,8 +183,7 @@ if llama_import.is_successful():
                 return False
             rendered = formatter(messages=turns)  # tokenized as llama-cpp-python's chat handler does
             ids = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
-            reuse = prefix_reuse(llm.input_ids[: llm.n_tokens].tolist(), ids)
-            llm.n_tokens = kept_states(llm, self.prefix_states).restore(llm, ids, reuse)
+            start_from(llm, ids, kept_states(llm, self.prefix_states))
             return True
 
         @component.output_types(replies=list[ChatMessage])

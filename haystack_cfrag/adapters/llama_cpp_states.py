@@ -107,6 +107,16 @@ def kept_states(model: Any, capacity: int, *, copy: Callable[[Any], Any] | None 
         return store
 
 
+def start_from(llm: Any, prompt_ids: list[int], store: PrefixStates | None) -> int:
+    """Make `llm` hold the longest prefix of `prompt_ids` that it or a state of `store` holds (the caller holds
+    `model_lock`); the tokens it holds, as `llm.n_tokens` now says (llama-cpp-python's `eval` drops the rest)."""
+    reuse = prefix_reuse(llm.input_ids[: llm.n_tokens].tolist(), prompt_ids)
+    if store is not None:
+        reuse = store.restore(llm, prompt_ids, reuse)
+    llm.n_tokens = reuse
+    return reuse
+
+
 def forget(model: Any) -> None:
     """Drop every state kept for `model` (its own prompt cache is the caller's to reset)."""
     with _GUARD:
@@ -192,4 +202,5 @@ def load_state(llm: Any, state: Any) -> bool:
 
 
 __all__ = ["DEFAULT_PREFIX_STATES", "MAX_PREFIX_STATES", "SCORER_PREFIX_STATES", "PrefixStates", "chat_formatter",
-           "copy_state", "forget", "is_recurrent", "kept_states", "load_state", "model_lock", "prefix_reuse"]
+           "copy_state", "forget", "is_recurrent", "kept_states", "load_state", "model_lock", "prefix_reuse",
+           "start_from"]

@@ -17,7 +17,7 @@ from haystack_cfrag.adapters.llama_cpp_states import (
     kept_states,
     load_state,
     model_lock,
-    prefix_reuse,
+    start_from,
 )
 from haystack_cfrag.common.validation import check_int
 from haystack_cfrag.support.backend_common import (
@@ -55,7 +55,6 @@ class LlamaCppBackend:
         check_int("prefix_states", prefix_states, 0, MAX_PREFIX_STATES)
         self.generator = generator
         self._llm = model
-        self._template: Any = None
         self.prefix_states = prefix_states
 
     def warm_up(self) -> None:
@@ -64,15 +63,14 @@ class LlamaCppBackend:
             if getattr(self.generator, "_model", None) is None:
                 self.generator.warm_up()
             self._llm = self.generator._model
-        if self._template is None:
-            self._template = chat_formatter(self._llm)
 
     def render(self, prompt: Prompt) -> str:
         """The chat prompt text of `prompt` (a user turn or messages) with the assistant turn opened."""
         self.warm_up()
         messages = chat_messages(prompt)
-        if self._template is not None:
-            return self._template(messages=messages).prompt
+        formatter = chat_formatter(self._llm)  # cached per model
+        if formatter is not None:
+            return formatter(messages=messages).prompt
         from llama_cpp import llama_chat_format  # noqa: PLC0415
 
         fmt = getattr(self._llm, "chat_format", None) or "llama-2"
@@ -90,12 +88,7 @@ class LlamaCppBackend:
     def start_from_kept(self, prompt_ids: list[int]) -> int:
         """Make the model hold the longest prefix of `prompt_ids` that it or a kept state holds (the caller holds
         `model_lock`); the tokens it holds, as `llm.n_tokens` now says."""
-        llm = self._llm
-        reuse = prefix_reuse(llm.input_ids[: llm.n_tokens].tolist(), prompt_ids)
-        if self.prefix_states:
-            reuse = self._kept().restore(llm, prompt_ids, reuse)
-        llm.n_tokens = reuse  # Llama.eval drops the KV cache from n_tokens on
-        return reuse
+        return start_from(self._llm, prompt_ids, self._kept() if self.prefix_states else None)
 
     def keep(self, tokens: list[int]) -> None:
         """Keep the KV state of `tokens`, what the model holds now, for a later prompt (the caller holds the lock)."""
