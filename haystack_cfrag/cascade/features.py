@@ -7,7 +7,9 @@ alternatives), how many passages state the answer and whether the best-ranked on
 shape (several passages state it, the best-ranked does not), the retrieval score gap, the answer's
 form (number, year, yes/no, words, a capitalised name) and the question's (its wh-word, its length,
 whether it states a period), and for a time-qualified question how much better some passage dates its period
-than any passage that states the answer (`dating_gap`: the temporal trap's shape).
+than any passage that states the answer (`dating_gap`: the temporal trap's shape) and whether two or more
+passages state the answer, every one dated to another period (`elsewhere_pile`: its shape where no passage
+dates the question's period).
 A value that could not be read is None: the model puts its training mean there (`model.GateModel`).
 
     >>> f = features({"answer": "Mount Everest", "support": -0.25, "margin": 1.5, "min_margin": 0.2, "rank": 0,
@@ -16,6 +18,8 @@ A value that could not be read is None: the model puts its training mean there (
     >>> f["holding"], f["pile"], f["q_which"], f["a_name"], f["a_words"], f["period"], f["dating_gap"]
     (4.0, 0.0, 1.0, 1.0, 2.0, 0.0, 0.0)
     >>> features({"answer": "George Peter", "dated": 0.0, "best_dated": 1.0}, "Who lived there in 1965?")["dating_gap"]
+    1.0
+    >>> features({"answer": "Yankee Stadium", "holding": 2, "elsewhere": 2}, "Which park in 1905?")["elsewhere_pile"]
     1.0
 """
 
@@ -33,7 +37,7 @@ FEATURES = (
     "holding", "top_holds", "rivals", "pile", "unstated", "score_gap",
     "a_number", "a_year", "a_yesno", "a_words", "a_name",
     "q_who", "q_when", "q_where", "q_which", "q_what", "q_how", "q_yesno", "q_words",
-    "period", "dating_gap",
+    "period", "dating_gap", "elsewhere_pile",
 )
 """Every feature a gate model may name, in one place (a model names a subset, in any order)."""
 
@@ -77,6 +81,7 @@ def features(reading: Mapping[str, Any], question: str) -> dict[str, float | Non
         "q_words": float(len(q.split())),
         "period": float(question_period(question) is not None),
         "dating_gap": _dating_gap(reading, question),
+        "elsewhere_pile": _elsewhere_pile(reading, question),
     }
 
 
@@ -88,6 +93,15 @@ def _dating_gap(reading: Mapping[str, Any], question: str) -> float | None:
         return 0.0
     dated, best = _number(reading.get("dated")), _number(reading.get("best_dated"))
     return None if dated is None or best is None else max(0.0, best - dated)
+
+
+def _elsewhere_pile(reading: Mapping[str, Any], question: str) -> float | None:
+    """1 where two or more passages state the answer and every one dates it to another period than the question's;
+    0 without a period; None for a reading made before the gate read it (the model's mean stands in)."""
+    if question_period(question) is None:
+        return 0.0
+    holding, elsewhere = _number(reading.get("holding")), _number(reading.get("elsewhere"))
+    return None if holding is None or elsewhere is None else float(holding >= 2 and elsewhere == holding)
 
 
 def _number(value: Any) -> float | None:

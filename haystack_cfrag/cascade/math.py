@@ -11,7 +11,8 @@ what standard RAG already holds:
 - `rivals`: passages that hold none of the answer's words; `score_gap`: the retrieval score gap;
 - for a question that states a period ("from 1964 to 1965"): `best_dated`, how well the passage that
   dates it best does (`common.qualifiers.dating`), and `dated`, how well a passage holding the answer
-  does: an answer whose passages date another period is the temporal trap's shape.
+  does: an answer whose passages date another period is the temporal trap's shape; `elsewhere`, how many
+  passages holding the answer state dates, none of them in the question's period.
 
 A fitted model (`cascade.model.GateModel`, its numbers in the cascade's YAML) turns these and the
 answer's and question's form (`cascade.features`) into P(the method wins here); `decide` escalates
@@ -22,8 +23,8 @@ when that reaches the operating point, when there is no answer, or when the supp
     (1, 1, True)
     >>> s = signals("George Peter", ["George Peter lived there until 1827.", "- 1964-1965 - Jacqueline Kennedy"],
     ...             -0.4, question="Who lived there from 1964 to 1965?")
-    >>> s["dated"], s["best_dated"]
-    (0.0, 1.0)
+    >>> s["dated"], s["best_dated"], s["elsewhere"]
+    (0.0, 1.0, 1)
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from typing import Any
 
 from haystack_cfrag.cascade.features import features
 from haystack_cfrag.cascade.model import GateModel, reaches
-from haystack_cfrag.common.qualifiers import dating_scores
+from haystack_cfrag.common.qualifiers import dated_elsewhere, dating_scores, question_period
 from haystack_cfrag.common.text import mention
 
 GATE_KEY = "gate"
@@ -45,10 +46,10 @@ READS = ("margin", "min_margin", "rank")
 """What the scorer's `read_reply` gives besides the support (None where a backend cannot read them)."""
 
 
-RULES = ("model", "no_answer", "unread", "period_gap")
+RULES = ("model", "no_answer", "unread", "period_gap", "elsewhere_pile")
 """What decided (`GateDecision.by`): the fitted model (either way), no answer, a support that could not be read, the
-declared period rule. A cascade may route on it: `cf_rag_auto` drafts the period's passages alone after the period
-rule (`pipelines/cf_rag_auto.yml`)."""
+declared period rules (`decide`). A cascade may route on it: `cf_rag_auto` drafts the period's passages alone after
+`period_gap` (`pipelines/cf_rag_auto.yml`)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ def signals(answer: str, passages: Sequence[str], support: float | None,
     """
     mentions = [mention(answer, text) for text in passages]
     dating = dating_scores(question, passages) if question else None
+    period = question_period(question) if dating is not None and question else None
     gap = None
     if scores and len(scores) > 1 and all(isinstance(s, (int, float)) for s in scores[:2]):
         gap = round(float(scores[0]) - float(scores[1]), 4)
@@ -89,6 +91,8 @@ def signals(answer: str, passages: Sequence[str], support: float | None,
         "dated": None if dating is None else max((d for d, m in zip(dating, mentions, strict=True) if m == 1.0),
                                                  default=0.0),
         "best_dated": None if dating is None else max(dating, default=0.0),
+        "elsewhere": None if period is None else sum(m == 1.0 and dated_elsewhere(period, text)
+                                                     for text, m in zip(passages, mentions, strict=True)),
         **{k: (reads or {}).get(k) for k in READS},
     }
 
@@ -116,11 +120,14 @@ def gate_line(gate: dict[str, Any] | None) -> str:
 
 
 def decide(reading: dict[str, Any], question: str, model: GateModel, *, threshold: float,
-           period_gap: float | None = None) -> GateDecision:
+           period_gap: float | None = None, elsewhere_pile: bool = False) -> GateDecision:
     """Escalate when standard RAG gave no answer, when its support could not be read, when the model's
-    P(the method wins) reaches `threshold` (the reason names the model's two largest terms), or — with
-    `period_gap`, below a threshold of 1 — when a passage dates the question's period better than every
-    passage stating the answer by at least `period_gap` (the temporal trap's shape, `features.dating_gap`).
+    P(the method wins) reaches `threshold` (the reason names the model's two largest terms), or, below a
+    threshold of 1, by the declared period rules, the temporal trap's two shapes: with `period_gap`, when a
+    passage dates the question's period better than every passage stating the answer by at least
+    `period_gap` (`features.dating_gap`); with `elsewhere_pile`, when two or more passages state the answer
+    and every one dates it to another period than the question's (`features.elsewhere_pile`), though none
+    may date the question's period at all.
 
     >>> m = GateModel.from_dict({"features": ["pile"], "means": [0.0], "scales": [1.0], "weights": [3.0],
     ...                          "intercept": -2.0, "threshold": 0.5})
@@ -131,6 +138,10 @@ def decide(reading: dict[str, Any], question: str, model: GateModel, *, threshol
     ...            threshold=0.5, period_gap=0.5)
     >>> d.because, d.by
     ("a passage dates the question's period better than any stating the answer (dating_gap 1.00 ≥ 0.5)", 'period_gap')
+    >>> pile = {"answer": "Yankee Stadium", "support": -0.1, "holding": 2, "elsewhere": 2, "dated": 0.0,
+    ...         "best_dated": 0.0}
+    >>> decide(pile, "Which park from 1903 to 1912?", m, threshold=0.5, elsewhere_pile=True).by
+    'elsewhere_pile'
     """
     if not (reading.get("answer") or "").strip():
         return GateDecision(True, "standard RAG gave no answer", by="no_answer")
@@ -143,6 +154,9 @@ def decide(reading: dict[str, Any], question: str, model: GateModel, *, threshol
     if period_gap is not None and threshold < 1.0 and gap >= period_gap:
         return GateDecision(True, f"a passage dates the question's period better than any stating the answer "
                                   f"(dating_gap {gap:.2f} ≥ {period_gap})", round(p, 4), by="period_gap")
+    if elsewhere_pile and threshold < 1.0 and values.get("elsewhere_pile"):
+        return GateDecision(True, f"{reading.get('holding')} passages state the answer, each dating it to another "
+                                  f"period than the question's (elsewhere_pile)", round(p, 4), by="elsewhere_pile")
     escalate = reaches(p, threshold)
     return GateDecision(escalate, f"P(the method wins) {p:.2f} {'≥' if escalate else '<'} {threshold:.2f}: "
                                   f"{model.reasons(values)}", round(p, 4))

@@ -31,7 +31,8 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-__all__ = ["Period", "dating", "dating_scores", "passage_periods", "period_overlap", "question_period"]
+__all__ = ["Period", "dated_elsewhere", "dating", "dating_scores", "passage_periods", "period_overlap",
+           "question_period"]
 
 _MONTHS = {m[:3]: i for i, m in enumerate(
     "january february march april may june july august september october november december".split())}
@@ -120,6 +121,17 @@ def period_overlap(a: Period, b: Period) -> float:
 def dating(period: Period, text: str) -> float:
     """How well a text dates something to `period`: the best overlap of any date it states (0 when none)."""
     return max((period_overlap(period, p) for p in passage_periods(text)), default=0.0)
+
+
+def dated_elsewhere(period: Period, text: str) -> bool:
+    """Whether a text states dates and none of them overlaps `period`: it dates what it says to another time.
+
+    >>> p = Period(1903.0, 1913.0)
+    >>> dated_elsewhere(p, "In 1923, the Yankees moved to Yankee Stadium."), dated_elsewhere(p, "Hilltop Park, uptown")
+    (True, False)
+    """
+    periods = passage_periods(text)
+    return bool(periods) and all(period_overlap(period, q) == 0.0 for q in periods)
 
 
 def dating_scores(question: str, texts: Sequence[str]) -> list[float] | None:

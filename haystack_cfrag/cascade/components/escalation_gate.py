@@ -15,7 +15,7 @@ from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedPart
 from haystack_cfrag.common.protocols import SupportScorer
 from haystack_cfrag.common.replies import reply_text
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
-from haystack_cfrag.common.validation import check_range
+from haystack_cfrag.common.validation import check_bool, check_range
 
 COMPONENT = "EscalationGate"
 MAX_ANSWER_PREFIX = 200
@@ -73,6 +73,7 @@ class EscalationGate(InjectedParts):
         answer_prefix: str = "Answer:",
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
         period_gap: float | None = None,
+        elsewhere_pile: bool = False,
     ) -> None:
         """
         :param support_scorer: anything with `score(query, answer, documents) -> float` (a log-probability);
@@ -86,7 +87,10 @@ class EscalationGate(InjectedParts):
         :param period_gap: also escalate, below a threshold of 1, where a passage dates the question's period
             better than every passage stating the answer by at least this, in (0, 1] (`cascade.math.decide`);
             None: the model alone.
+        :param elsewhere_pile: also escalate, below a threshold of 1, where two or more passages state the answer
+            and every one dates it to another period than the question's (`cascade.math.decide`).
         """
+        check_bool("elsewhere_pile", elsewhere_pile)
         if period_gap is not None:
             check_range("period_gap", period_gap, 0.0, 1.0, low_open=True)
         if not callable(getattr(support_scorer, "score", None)):
@@ -104,12 +108,14 @@ class EscalationGate(InjectedParts):
         self.answer_prefix = answer_prefix
         self.max_query_chars = max_query_chars
         self.period_gap = period_gap
+        self.elsewhere_pile = elsewhere_pile
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected scorer."""
         return default_to_dict(self, support_scorer=serialize_component(self.support_scorer),
                                model=self.model, threshold=self.threshold, answer_prefix=self.answer_prefix,
-                               max_query_chars=self.max_query_chars, period_gap=self.period_gap)
+                               max_query_chars=self.max_query_chars, period_gap=self.period_gap,
+                               elsewhere_pile=self.elsewhere_pile)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EscalationGate:
@@ -193,6 +199,7 @@ class _Reading:
         chosen = threshold if threshold is not None else gate.threshold
         self.threshold = float(self.model.threshold if chosen is None else chosen)
         self.period_gap = gate.period_gap
+        self.elsewhere_pile = gate.elsewhere_pile
         self.documents = list(documents)
         self.prompt = prompt
         first = replies[0] if replies else ""
@@ -203,7 +210,8 @@ class _Reading:
         read = read or {}
         reading = signals(self.answer, [d.content or "" for d in self.documents], read.get("support"),
                           [d.score for d in self.documents], {k: read.get(k) for k in READS}, question=self.query)
-        decision = decide(reading, self.query, self.model, threshold=self.threshold, period_gap=self.period_gap)
+        decision = decide(reading, self.query, self.model, threshold=self.threshold, period_gap=self.period_gap,
+                          elsewhere_pile=self.elsewhere_pile)
         trace: dict[str, Any] = {"escalated": decision.escalate, "because": decision.because,
                                  "probability": decision.probability, "threshold": self.threshold,
                                  "signals": reading, "degradations": []}
