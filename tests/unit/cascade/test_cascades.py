@@ -140,3 +140,25 @@ def test_cf_rag_auto_drafts_the_periods_passages_alone_where_the_period_rule_esc
     assert len(baker.ask("cf_rag", question).trace["drafts"]) == 3  # always on: two challengers and the baseline
     plain = baker.ask("cf_rag_auto", "Who lived in the Baker House?", {"gate_threshold": OPEN})
     assert "dating_gap" not in plain.gate["because"] and len(plain.trace["drafts"]) == 3  # the model: M = 2
+
+
+YANKEES = {  # the temporal trap where no passage dates the question's period: a pile dated to later periods
+    "stadium": "Yankee Stadium was home to the New York Yankees from 1923 to 1973.",
+    "stadium2": "Yankee Stadium was home to the New York Yankees again from 1976 to 2008.",
+    "hilltop": "Hilltop Park, the team's new ballpark, was built in Upper Manhattan.",
+    "polo": "The Polo Grounds, shared with the Giants, saw the 1921 World Series.",
+}
+
+
+def test_cf_rag_auto_runs_cf_rag_as_shipped_where_the_elsewhere_rule_escalated():
+    """No passage dates 1903-1912, so there is no period stratum to draft alone: the escalation is CF-RAG's M = 2."""
+    store = InMemoryDocumentStore(embedding_similarity_function="cosine")
+    store.write_documents(HashingDocumentEmbedder().run([Document(id=k, content=v) for k, v in YANKEES.items()])[
+        "documents"])
+    yankees = Runtime(store=store, chat_generator=MockChatGenerator(), text_embedder=HashingTextEmbedder(),
+                      allowed_modules=["tests"], graph_extractor="llm", graph_cache=None)
+    question = "Which park was home to the New York Yankees from 1903 to 1912?"
+    assert yankees.ask("standard_rag", question).answer == "Yankee Stadium was home"
+    cascade = yankees.ask("cf_rag_auto", question, {"gate_threshold": 0.99})
+    assert cascade.gate["escalated"] is True and "(elsewhere_pile)" in cascade.gate["because"]
+    assert len(cascade.trace["drafts"]) == 3  # two challengers and the baseline, as cf_rag

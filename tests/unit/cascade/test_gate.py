@@ -204,3 +204,31 @@ def test_the_period_rule_escalates_the_temporal_trap_shape_and_only_below_a_thre
     assert EscalationGate.from_dict(g.to_dict()).period_gap == 0.5
     with pytest.raises(ValueError, match="'period_gap'"):
         EscalationGate(support_scorer=FixedScorer(), model=MODEL, period_gap=0.0)
+
+
+def test_the_elsewhere_rule_escalates_a_pile_dated_to_other_periods_where_no_passage_dates_the_question():
+    """The Yankees' 1903-1912 park: two passages state Yankee Stadium, both dated 1923 on; the decisive passage
+    (Hilltop Park) states no date, so no passage dates the question's period better (no dating gap)."""
+    pile = [Document(content="In 1923, the Yankees moved to Yankee Stadium."),
+            Document(content="Yankee Stadium was their home from 1923 to 1973 and from 1976 to 2008."),
+            Document(content="The team's new ballpark, Hilltop Park, was built in Upper Manhattan.")]
+    g = EscalationGate(support_scorer=FixedScorer(-0.05), model=MODEL, period_gap=0.5, elsewhere_pile=True)
+
+    def ask(question, documents=pile, gate=g, threshold=None):
+        return gate.run(query=question, replies=[ChatMessage.from_assistant("Answer: Yankee Stadium")],
+                        documents=documents, threshold=threshold)
+
+    out = ask("Which park was home to the Yankees from 1903 to 1912?")
+    assert out["escalate"] is True and out["decided_by"] == "elsewhere_pile"
+    assert "2 passages state the answer" in out["trace"]["because"]
+    signals = out["trace"]["signals"]
+    assert (signals["holding"], signals["elsewhere"], signals["dated"], signals["best_dated"]) == (2, 2, 0.0, 0.0)
+    assert ask("Which park was home to the Yankees from 1920 to 1930?")["decided_by"] == "model"  # dated there
+    assert ask("Which park was home to the Yankees?")["trace"]["signals"]["elsewhere"] is None     # no period
+    assert ask("Which park from 1903 to 1912?", documents=pile[1:])["escalate"] is False  # one passage: no pile
+    assert ask("Which park from 1903 to 1912?", threshold=1.0)["escalate"] is False
+    off = EscalationGate(support_scorer=FixedScorer(-0.05), model=MODEL, period_gap=0.5)
+    assert off.elsewhere_pile is False and ask("Which park from 1903 to 1912?", gate=off)["escalate"] is False
+    assert EscalationGate.from_dict(g.to_dict()).elsewhere_pile is True
+    with pytest.raises(ValueError, match="'elsewhere_pile' must be true or false"):
+        EscalationGate(support_scorer=FixedScorer(), model=MODEL, elsewhere_pile="yes")
