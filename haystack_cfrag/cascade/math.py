@@ -122,13 +122,12 @@ def gate_line(gate: dict[str, Any] | None) -> str:
 def decide(reading: dict[str, Any], question: str, model: GateModel, *, threshold: float,
            period_gap: float | None = None, elsewhere_pile: bool = False) -> GateDecision:
     """Escalate when standard RAG gave no answer, when its support could not be read, when the model's
-    P(the method wins) reaches `threshold` (the reason names the model's two largest terms), or, where the
-    model does not and below a threshold of 1, by the declared period rules, the temporal trap's two shapes:
-    with `period_gap`, when a passage dates the question's period better than every passage stating the
-    answer by at least `period_gap` (`features.dating_gap`); with `elsewhere_pile`, when two or more passages
-    state the answer and every one dates it to another period than the question's (`features.elsewhere_pile`),
-    though none may date the question's period at all. The model decides first: a cascade may run its method
-    as shipped where the model escalated and intervene on the period alone where only a rule did.
+    P(the method wins) reaches `threshold` (the reason names the model's two largest terms), or, below a
+    threshold of 1, by the declared period rules, the temporal trap's two shapes: with `period_gap`, when a
+    passage dates the question's period better than every passage stating the answer by at least
+    `period_gap` (`features.dating_gap`); with `elsewhere_pile`, when two or more passages state the answer
+    and every one dates it to another period than the question's (`features.elsewhere_pile`), though none
+    may date the question's period at all.
 
     >>> m = GateModel.from_dict({"features": ["pile"], "means": [0.0], "scales": [1.0], "weights": [3.0],
     ...                          "intercept": -2.0, "threshold": 0.5})
@@ -139,13 +138,10 @@ def decide(reading: dict[str, Any], question: str, model: GateModel, *, threshol
     ...            threshold=0.5, period_gap=0.5)
     >>> d.because, d.by
     ("a passage dates the question's period better than any stating the answer (dating_gap 1.00 ≥ 0.5)", 'period_gap')
-    >>> pile = {"answer": "Yankee Stadium", "support": -0.1, "holding": 2, "top_holds": True, "elsewhere": 2,
-    ...         "dated": 0.0, "best_dated": 0.0}
+    >>> pile = {"answer": "Yankee Stadium", "support": -0.1, "holding": 2, "elsewhere": 2, "dated": 0.0,
+    ...         "best_dated": 0.0}
     >>> decide(pile, "Which park from 1903 to 1912?", m, threshold=0.5, elsewhere_pile=True).by
     'elsewhere_pile'
-    >>> decide({**pile, "top_holds": False}, "Which park from 1903 to 1912?", m, threshold=0.5,
-    ...        elsewhere_pile=True).by                      # the model escalates this pile itself
-    'model'
     """
     if not (reading.get("answer") or "").strip():
         return GateDecision(True, "standard RAG gave no answer", by="no_answer")
@@ -154,13 +150,13 @@ def decide(reading: dict[str, Any], question: str, model: GateModel, *, threshol
         return GateDecision(True, "the reader's support could not be read", by="unread")
     values = features(reading, question)
     p = model.probability(values)
-    escalate = reaches(p, threshold)
     gap = values.get("dating_gap") or 0.0
-    if not escalate and period_gap is not None and threshold < 1.0 and gap >= period_gap:
+    if period_gap is not None and threshold < 1.0 and gap >= period_gap:
         return GateDecision(True, f"a passage dates the question's period better than any stating the answer "
                                   f"(dating_gap {gap:.2f} ≥ {period_gap})", round(p, 4), by="period_gap")
-    if not escalate and elsewhere_pile and threshold < 1.0 and values.get("elsewhere_pile"):
+    if elsewhere_pile and threshold < 1.0 and values.get("elsewhere_pile"):
         return GateDecision(True, f"{reading.get('holding')} passages state the answer, each dating it to another "
                                   f"period than the question's (elsewhere_pile)", round(p, 4), by="elsewhere_pile")
+    escalate = reaches(p, threshold)
     return GateDecision(escalate, f"P(the method wins) {p:.2f} {'≥' if escalate else '<'} {threshold:.2f}: "
                                   f"{model.reasons(values)}", round(p, 4))

@@ -201,8 +201,8 @@ def test_the_period_rule_escalates_the_temporal_trap_shape_and_only_below_a_thre
                      documents=dated)                               # no passage states the answer: no gap to read
     assert unstated["escalate"] is False and unstated["trace"]["signals"]["holding"] == 0
     assert ask("Who lived there from 1964 to 1965?", threshold=1.0)["escalate"] is False
-    first = ask("Who lived there from 1964 to 1965?", threshold=0.0)  # the model decides first: CF-RAG as shipped
-    assert first["escalate"] is True and first["decided_by"] == "model"
+    first = ask("Who lived there from 1964 to 1965?", threshold=0.0)  # the rule first, where the model escalates too
+    assert first["escalate"] is True and first["decided_by"] == "period_gap"
     assert EscalationGate.from_dict(g.to_dict()).period_gap == 0.5
     with pytest.raises(ValueError, match="'period_gap'"):
         EscalationGate(support_scorer=FixedScorer(), model=MODEL, period_gap=0.0)
