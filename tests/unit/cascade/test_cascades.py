@@ -123,14 +123,19 @@ BAKER_HOUSE = {  # the temporal trap's shape: a pile states George Peter, one pa
 }
 
 
+def _mock_runtime(passages: dict[str, str]) -> Runtime:
+    """A runtime over these passages (id: text), hashed vectors and the mock reader."""
+    store = InMemoryDocumentStore(embedding_similarity_function="cosine")
+    store.write_documents(HashingDocumentEmbedder().run([Document(id=k, content=v) for k, v in passages.items()])[
+        "documents"])
+    return Runtime(store=store, chat_generator=MockChatGenerator(), text_embedder=HashingTextEmbedder(),
+                   allowed_modules=["tests"], graph_extractor="llm", graph_cache=None)
+
+
 def test_cf_rag_auto_drafts_the_periods_passages_alone_where_the_period_rule_escalated():
     """The gate's period rule names the factor; the escalation intervenes on it alone: one challenger from the
     passages that date the period (strata_router → the stratifier's period_only), where cf_rag drafts two."""
-    store = InMemoryDocumentStore(embedding_similarity_function="cosine")
-    store.write_documents(HashingDocumentEmbedder().run([Document(id=k, content=v) for k, v in BAKER_HOUSE.items()])[
-        "documents"])
-    baker = Runtime(store=store, chat_generator=MockChatGenerator(), text_embedder=HashingTextEmbedder(),
-                    allowed_modules=["tests"], graph_extractor="llm", graph_cache=None)
+    baker = _mock_runtime(BAKER_HOUSE)
     question = "Who lived in the Baker House from 1964 to 1965?"
     cascade = baker.ask("cf_rag_auto", question, {"gate_threshold": 0.99})
     assert cascade.gate["escalated"] is True and "dating_gap 1.00" in cascade.gate["because"]
@@ -153,11 +158,7 @@ YANKEES = {  # the temporal trap where no passage dates the question's period: a
 def test_cf_rag_auto_runs_cf_rag_as_shipped_where_the_elsewhere_rule_escalated(tmp_path):
     """No passage dates 1903-1912, so there is no period stratum to draft alone: the escalation is CF-RAG's M = 2.
     The rule ships off (on TimeQA it escalated 3 more and won none): a user's file turns it on."""
-    store = InMemoryDocumentStore(embedding_similarity_function="cosine")
-    store.write_documents(HashingDocumentEmbedder().run([Document(id=k, content=v) for k, v in YANKEES.items()])[
-        "documents"])
-    yankees = Runtime(store=store, chat_generator=MockChatGenerator(), text_embedder=HashingTextEmbedder(),
-                      allowed_modules=["tests"], graph_extractor="llm", graph_cache=None)
+    yankees = _mock_runtime(YANKEES)
     question = "Which park was home to the New York Yankees from 1903 to 1912?"
     assert yankees.ask("standard_rag", question).answer == "Yankee Stadium was home"
     assert yankees.ask("cf_rag_auto", question, {"gate_threshold": 0.99}).gate["escalated"] is False  # as shipped
