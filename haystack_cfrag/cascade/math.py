@@ -36,7 +36,7 @@ from typing import Any
 
 from haystack_cfrag.cascade.features import features
 from haystack_cfrag.cascade.model import GateModel, reaches
-from haystack_cfrag.common.qualifiers import dated_elsewhere, dating_scores, question_period
+from haystack_cfrag.common.qualifiers import dated_elsewhere, dating, question_period
 from haystack_cfrag.common.text import mention
 
 GATE_KEY = "gate"
@@ -75,8 +75,8 @@ def signals(answer: str, passages: Sequence[str], support: float | None,
     :param question: the question, for the period readings (None where it states no period).
     """
     mentions = [mention(answer, text) for text in passages]
-    dating = dating_scores(question, passages) if question else None
-    period = question_period(question) if dating is not None and question else None
+    period = question_period(question) if question else None
+    dates = None if period is None else [dating(period, text) for text in passages]
     gap = None
     if scores and len(scores) > 1 and all(isinstance(s, (int, float)) for s in scores[:2]):
         gap = round(float(scores[0]) - float(scores[1]), 4)
@@ -88,9 +88,9 @@ def signals(answer: str, passages: Sequence[str], support: float | None,
         "rivals": sum(m == 0.0 for m in mentions),
         "top_holds": bool(mentions) and mentions[0] == 1.0,
         "score_gap": gap,
-        "dated": None if dating is None else max((d for d, m in zip(dating, mentions, strict=True) if m == 1.0),
-                                                 default=0.0),
-        "best_dated": None if dating is None else max(dating, default=0.0),
+        "dated": None if dates is None else max((d for d, m in zip(dates, mentions, strict=True) if m == 1.0),
+                                                default=0.0),
+        "best_dated": None if dates is None else max(dates, default=0.0),
         "elsewhere": None if period is None else sum(m == 1.0 and dated_elsewhere(period, text)
                                                      for text, m in zip(passages, mentions, strict=True)),
         **{k: (reads or {}).get(k) for k in READS},
