@@ -6,7 +6,11 @@ words and outvote it. The period is the factor the paper intervenes on; these fu
 in the question and in each passage, so that a draft and the duel can read the passage that
 dates an answer to the question's period rather than the most similar one.
 
-Times are fractional years: "Dec 2014" is 2014 + 11/12, a bare year covers the whole year.
+Times are fractional years: "Dec 2014" is 2014 + 11/12, a bare year covers the whole year. The first
+and last year of a period longer than two years are its edges: the year one holder left and the next
+came ("sold to Argentina in 1958" for a question about 1948 to 1958). A date that meets the period only
+at its edges dates it half as well (`EDGE_WEIGHT`), so the passage of the neighbouring period does not
+date it as well as one dated inside it.
 
     >>> q = question_period("Who lived in the house from 1964 to 1965?")
     >>> q
@@ -19,6 +23,9 @@ Times are fractional years: "Dec 2014" is 2014 + 11/12, a bare year covers the w
     0.5
     >>> dating(q, "- 1964-1965 - Jacqueline Kennedy")
     1.0
+    >>> warrior = question_period("Which nation's registry was the carrier on from 1948 to 1958?")
+    >>> dating(warrior, "Warrior was sold to Argentina in 1958."), dating(warrior, "She sailed to Korea in 1952.")
+    (0.5, 1.0)
     >>> dating_scores("Who lived there from Mar 2016 to 2018?", ["He moved in 2017.", "In 1990 ..."])
     [1.0, 0.0]
     >>> dating_scores("Who is the lead actor in The Dark Knight?", ["..."]) is None
@@ -31,8 +38,8 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-__all__ = ["Period", "dated_elsewhere", "dating", "dating_scores", "passage_periods", "period_overlap",
-           "question_period"]
+__all__ = ["EDGE_WEIGHT", "Period", "dated_elsewhere", "dating", "dating_scores", "edge_only", "passage_periods",
+           "period_overlap", "question_period"]
 
 _MONTHS = {m[:3]: i for i, m in enumerate(
     "january february march april may june july august september october november december".split())}
@@ -50,6 +57,10 @@ _RANGE = re.compile(r"\b" + _date("a") + r"(?:" + _DASH + r"(?:" + _date("b") + 
 _SPAN = re.compile(r"\bfor\s+(?P<n>\d{1,3})\s+years?\b", re.IGNORECASE)
 PRESENT = 2026.0
 """The year an open range ("1998–present") runs to."""
+EDGE_WEIGHT = 0.5
+"""How well a date that meets a period longer than two years only in its first or last year dates it, against
+one inside (`dating`): a handover year belongs as much to the holder before as to the one after. Chosen, not
+fitted: TimeQA's temporal outvotes (docs/results.md#cf-rag)."""
 
 
 class Period(NamedTuple):
@@ -118,9 +129,25 @@ def period_overlap(a: Period, b: Period) -> float:
     return max(0.0, inter) / shorter if shorter > 0 else 0.0
 
 
+def edge_only(period: Period, date: Period) -> bool:
+    """Whether `date` meets a period longer than two years only in its first or last year (its edges).
+
+    >>> p = Period(1948.0, 1959.0)
+    >>> edge_only(p, Period(1958.0, 1959.0)), edge_only(p, Period(1946.0, 1949.0)), edge_only(p, Period(1950.0, 1951.0))
+    (True, True, False)
+    >>> edge_only(Period(1964.0, 1966.0), Period(1965.0, 1966.0))   # two years: no inside to prefer
+    False
+    """
+    if period.end - period.start <= 2 or period_overlap(period, date) == 0.0:
+        return False
+    return min(date.end, period.end - 1) - max(date.start, period.start + 1) <= 0
+
+
 def dating(period: Period, text: str) -> float:
-    """How well a text dates something to `period`: the best overlap of any date it states (0 when none)."""
-    return max((period_overlap(period, p) for p in passage_periods(text)), default=0.0)
+    """How well a text dates something to `period`: the best overlap of any date it states (0 when none), a date
+    that meets the period only at its edges weighted by `EDGE_WEIGHT`."""
+    return max((period_overlap(period, p) * (EDGE_WEIGHT if edge_only(period, p) else 1.0)
+                for p in passage_periods(text)), default=0.0)
 
 
 def dated_elsewhere(period: Period, text: str) -> bool:

@@ -208,6 +208,18 @@ def test_the_period_rule_escalates_the_temporal_trap_shape_and_only_below_a_thre
         EscalationGate(support_scorer=FixedScorer(), model=MODEL, period_gap=0.0)
 
 
+def test_the_period_rule_reads_a_handover_year_as_half_a_date():
+    """TimeQA's HMS Warrior (1948 to 1958): the passages stating Argentina date only 1958, the year she was sold."""
+    passages = [Document(content="Warrior was sold to Argentina in 1958."),
+                Document(content="The Royal Navy decommissioned Warrior in February 1958 and offered her to Argentina."),
+                Document(content="Warrior was refitted at Devonport in 1952 for the United Kingdom's Royal Navy.")]
+    g = EscalationGate(support_scorer=FixedScorer(-0.05), model=MODEL, period_gap=0.5)
+    out = g.run(query="Which nation's registry was the carrier on from 1948 to 1958?",
+                replies=[ChatMessage.from_assistant("Answer: Argentina")], documents=passages)
+    assert out["trace"]["signals"]["dated"] == 0.5 and out["trace"]["signals"]["best_dated"] == 1.0
+    assert out["escalate"] is True and out["decided_by"] == "period_gap"
+
+
 def test_the_elsewhere_rule_escalates_a_pile_dated_to_other_periods_where_no_passage_dates_the_question():
     """The Yankees' 1903-1912 park: two passages state Yankee Stadium, both dated 1923 on; the decisive passage
     (Hilltop Park) states no date, so no passage dates the question's period better (no dating gap)."""

@@ -11,7 +11,7 @@ from haystack.dataclasses import GeneratedAnswer
 from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
 from haystack_cfrag.cfrag.components.spectral_stratifier import SpectralStratifier
 from haystack_cfrag.cfrag.dataclasses import Draft
-from haystack_cfrag.common.qualifiers import Period, dating, question_period
+from haystack_cfrag.common.qualifiers import EDGE_WEIGHT, Period, dating, question_period
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder
 
 QUESTION = "Who lived in the Baker House from 1964 to 1965?"
@@ -111,3 +111,35 @@ def test_a_call_may_ask_for_the_period_stratum_alone():
     assert [[d.id for d in s] for s in again] == [["kennedy"]]
     with pytest.raises(ValueError, match="qualifier"):
         dated.run(documents=docs, query=QUESTION, qualifier="namesake")
+
+
+WARRIOR = "Which nation's registry was the carrier Warrior on from 1948 to 1958?"
+HANDOVER = {                     # TimeQA's HMS Warrior: the next holder's passages date the period's last year
+    "sold": "Warrior was sold to Argentina in 1958 and renamed Independencia.",
+    "decommissioned": "The Royal Navy decommissioned Warrior in February 1958 and offered her to Argentina.",
+    "refit": "Warrior was refitted at Devonport in 1952 for the United Kingdom's Royal Navy.",
+}
+
+
+def test_a_date_at_the_periods_edge_dates_it_half_as_well_as_one_inside():
+    period = question_period(WARRIOR)
+    scores = {k: dating(period, v) for k, v in HANDOVER.items()}
+    assert scores == {"sold": EDGE_WEIGHT, "decommissioned": EDGE_WEIGHT, "refit": 1.0} and EDGE_WEIGHT < 1.0
+    # a period of two years has no inside: its years date it fully (the Baker House's 1964-1965)
+    assert dating(question_period(QUESTION), "- 1964-1965 - Jacqueline Kennedy") == 1.0
+
+
+def test_the_handover_years_pile_is_challenged_and_the_inside_passage_leads_the_duel():
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(
+        [Document(id=k, content=v) for k, v in HANDOVER.items()])["documents"]}
+    pile = [docs["sold"], docs["decommissioned"], docs["refit"]]
+    drafts = [Draft(index=1, answer="United Kingdom", documents=[docs["refit"]])]
+    base = GeneratedAnswer(data="Argentina", query=WARRIOR, documents=pile, meta={})
+    ranker = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), evidence="mentions", override_margin=1.0,
+                                     qualifier="period")
+    ruling = ranker.run(query=WARRIOR, drafts=drafts, answers=[base])["ruling"]
+    assert ruling.open_duel
+    assert [ruling.case.docs[col].id for _, col in ruling.arbitration.override.duel][0] == "refit"
+    stratifier = SpectralStratifier(n_clusters=2, n_subsets=2, selection="clusters", random_state=0,
+                                    text_embedder=HashingTextEmbedder(), qualifier="period_only")
+    assert [[d.id for d in s] for s in stratifier.run(documents=pile, query=WARRIOR)["subsets"]] == [["refit"]]
