@@ -211,7 +211,7 @@ def test_the_period_rule_escalates_the_temporal_trap_shape_and_only_below_a_thre
 def test_the_period_rule_reads_a_handover_year_as_half_a_date():
     """TimeQA's HMS Warrior (1948 to 1958): the passages stating Argentina date only 1958, the year she was sold."""
     passages = [Document(content="Warrior was sold to Argentina in 1958."),
-                Document(content="The Royal Navy decommissioned Warrior in February 1958 and offered her to Argentina."),
+                Document(content="The Royal Navy decommissioned Warrior in February 1958, offered to Argentina."),
                 Document(content="Warrior was refitted at Devonport in 1952 for the United Kingdom's Royal Navy.")]
     g = EscalationGate(support_scorer=FixedScorer(-0.05), model=MODEL, period_gap=0.5)
     out = g.run(query="Which nation's registry was the carrier on from 1948 to 1958?",
