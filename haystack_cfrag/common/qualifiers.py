@@ -10,7 +10,9 @@ Times are fractional years: "Dec 2014" is 2014 + 11/12, a bare year covers the w
 and last year of a period longer than two years are its edges: the year one holder left and the next
 came ("sold to Argentina in 1958" for a question about 1948 to 1958). A date that meets the period only
 at its edges dates it half as well (`EDGE_WEIGHT`), so the passage of the neighbouring period does not
-date it as well as one dated inside it.
+date it as well as one dated inside it. A day and month without a year ("commissioned on 24 October")
+takes the year of the date before it in the same text (the next year when its month comes earlier), or
+of the date after it when none comes before; a text with no year dates nothing.
 
     >>> q = question_period("Who lived in the house from 1964 to 1965?")
     >>> q
@@ -54,6 +56,12 @@ def _date(g: str) -> str:
 _DASH = r"\s*(?:-|–|—|to|until|till|through|and)\s*"
 _RANGE = re.compile(r"\b" + _date("a") + r"(?:" + _DASH + r"(?:" + _date("b") + r"|(?P<present>present|now)))?\b",
                     re.IGNORECASE)
+_MONTH_NAME = (r"January|February|March|April|May|June|July|August|September|October|November|December"
+               r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec")
+_DAY = r"[0-3]?[0-9](?:st|nd|rd|th)?"
+_YEARLESS = re.compile(  # "24 October", "October 24th", "6th of August"; capitalised, so "may" is not May
+    rf"\b(?:{_DAY}\s+(?:of\s+)?(?P<dm>{_MONTH_NAME})|(?P<md>{_MONTH_NAME})\.?\s+{_DAY})\b"
+    r"(?!,?\s*(?:of\s+)?(?:1[0-9]{3}|20[0-9]{2}))")
 _SPAN = re.compile(r"\bfor\s+(?P<n>\d{1,3})\s+years?\b", re.IGNORECASE)
 PRESENT = 2026.0
 """The year an open range ("1998–present") runs to."""
@@ -80,22 +88,56 @@ def _point(month: str | None, year: str, *, end: bool) -> float:
 
 
 def passage_periods(text: str) -> list[Period]:
-    """Every date or date range a text states, in order: "1964-1965", "from Dec 2014 to May 2016", "In 1976".
+    """Every date or date range a text states, in order: "1964-1965", "from Dec 2014 to May 2016", "In 1976",
+    and a day and month whose year a nearby date gives ("launched on 9 August 1938 and commissioned on 24 October").
 
     >>> passage_periods("from Dec 2014 to May 2016; and in 1998–present")
     [Period(start=2014.9166666666667, end=2016.4166666666667), Period(start=1998.0, end=2026.0)]
+    >>> passage_periods("Launched on 9 August 1938, commissioned on 24 October, sunk on 5 May.")[1:]
+    [Period(start=1938.75, end=1938.8333333333333), Period(start=1939.3333333333333, end=1939.4166666666667)]
+    >>> passage_periods("- 20 April 1940 – 25 November: Ernst Bauer")
+    [Period(start=1940.25, end=1940.9166666666667)]
+    >>> passage_periods("She left on 6 August and returned on 14 September 1941."), passage_periods("On 24 October.")
+    ([Period(start=1941.5833333333333, end=1941.6666666666667), Period(start=1941.6666666666667, end=1941.75)], [])
     """
-    out = []
+    dated = []  # (start offset, end offset, period, (year, month) it starts at, (year, month) it ends at)
     for m in _RANGE.finditer(text):
         start = _point(m["am"], m["ay"], end=False)
         if m["by"]:
-            end = _point(m["bm"], m["by"], end=True)
+            end, last = _point(m["bm"], m["by"], end=True), (m["by"], m["bm"])
         elif m["present"]:
-            end = PRESENT
+            end, last = PRESENT, None
         else:
-            end = _point(m["am"], m["ay"], end=True)
-        out.append(Period(start, end) if end > start else Period(end - 1, start + 1))
-    return out
+            end, last = _point(m["am"], m["ay"], end=True), (m["ay"], m["am"])
+        period = Period(start, end) if end > start else Period(end - 1, start + 1)
+        dated.append((m.start(), m.end(), period, (m["ay"], m["am"]), last))
+    out = {d[0]: d[2] for d in dated}
+    for m in _YEARLESS.finditer(text) if dated else ():
+        if any(d[0] <= m.start() < d[1] for d in dated):
+            continue
+        month = m["dm"] or m["md"]
+        before = [d for d in dated if d[1] <= m.start() and d[4]]
+        after = [d for d in dated if d[0] >= m.end()]
+        if before and re.fullmatch(_DASH, text[before[-1][1]:m.start()]):  # "20 April 1940 – 25 November"
+            at, year = before[-1][0], _year_near(month, *before[-1][4], after=True)
+            out[at] = Period(out[at].start, max(out[at].end, _point(month, year, end=True)))
+        elif after and re.fullmatch(_DASH + rf"(?:{_DAY}\s+)?", text[m.end():after[0][0]]):  # "6 August – 14 Sep 1941"
+            at, year = after[0][0], _year_near(month, *after[0][3], after=False)
+            out[at] = Period(min(out[at].start, _point(month, year, end=False)), out[at].end)
+        elif before or after:
+            year = (_year_near(month, *before[-1][4], after=True) if before
+                    else _year_near(month, *after[0][3], after=False))
+            out[m.start()] = Period(_point(month, year, end=False), _point(month, year, end=True))
+    return [out[at] for at in sorted(out)]
+
+
+def _year_near(month: str, year: str, near: str | None, *, after: bool) -> str:
+    """The year of a yearless `month` that comes after (or before) a date in `year` (in month `near`, if given):
+    the same year, or the next (previous) one when the month comes earlier (later) than `near`."""
+    m, n = _MONTHS[month.lower()[:3]], None if near is None else _MONTHS[near.lower()[:3]]
+    if n is not None and (m < n if after else m > n):
+        return str(int(year) + (1 if after else -1))
+    return year
 
 
 def question_period(question: str) -> Period | None:

@@ -143,3 +143,36 @@ def test_the_handover_years_pile_is_challenged_and_the_inside_passage_leads_the_
     stratifier = SpectralStratifier(n_clusters=2, n_subsets=2, selection="clusters", random_state=0,
                                     text_embedder=HashingTextEmbedder(), qualifier="period_only")
     assert [[d.id for d in s] for s in stratifier.run(documents=pile, query=WARRIOR)["subsets"]] == [["refit"]]
+
+
+U38 = "Who commanded the U-38 from Oct 1938 to Jul 1941?"
+YEARLESS = {                     # TimeQA's U-38: the decisive passage gives its day and month the year before it
+    "commissioned": "She was launched on 9 August 1938 and commissioned on 24 October with Heinrich Liebe in command.",
+    "new": "U-38 headed to sea with a new commander, Korvettenkapitän Heinrich Schuch. She left on 6 August.",
+    "last": "U-38 would depart from Lorient for the last time on 15 October, again with Heinrich Schuch in command.",
+}
+
+
+def test_a_day_and_month_take_the_year_of_the_date_before_them():
+    period = question_period(U38)
+    scores = {k: dating(period, v) for k, v in YEARLESS.items()}
+    assert scores == {"commissioned": EDGE_WEIGHT, "new": 0.0, "last": 0.0}   # Oct 1938: the period's first year
+    # without the launch's year nothing gives October one: the passage dates nothing
+    assert dating(period, YEARLESS["commissioned"].replace(" 1938", "")) == 0.0
+
+
+def test_the_passage_dated_by_its_day_and_month_is_drafted_and_leads_the_duel():
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(
+        [Document(id=k, content=v) for k, v in YEARLESS.items()])["documents"]}
+    pile = [docs["new"], docs["last"], docs["commissioned"]]
+    stratifier = SpectralStratifier(n_clusters=2, n_subsets=2, selection="clusters", random_state=0,
+                                    text_embedder=HashingTextEmbedder(), qualifier="period_only")
+    assert [[d.id for d in s] for s in stratifier.run(documents=pile, query=U38)["subsets"]] == [["commissioned"]]
+    drafts = [Draft(index=1, answer="Heinrich Liebe", documents=[docs["commissioned"]])]
+    # the reader's form of the trap answer, as in the run: "Heinrich" alone does not name it in Liebe's passage
+    base = GeneratedAnswer(data="Korvettenkapitän Heinrich Schuch", query=U38, documents=pile, meta={})
+    ranker = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), evidence="mentions", override_margin=1.0,
+                                     qualifier="period")
+    ruling = ranker.run(query=U38, drafts=drafts, answers=[base])["ruling"]
+    assert ruling.open_duel
+    assert [ruling.case.docs[col].id for _, col in ruling.arbitration.override.duel][0] == "commissioned"
