@@ -100,7 +100,7 @@ def passage_periods(text: str) -> list[Period]:
     >>> passage_periods("She left on 6 August and returned on 14 September 1941."), passage_periods("On 24 October.")
     ([Period(start=1941.5833333333333, end=1941.6666666666667), Period(start=1941.6666666666667, end=1941.75)], [])
     """
-    dated = []  # (start offset, end offset, period, (year, month) it starts at, (year, month) it ends at)
+    dated = []
     for m in _RANGE.finditer(text):
         start = _point(m["am"], m["ay"], end=False)
         if m["by"]:
@@ -110,25 +110,36 @@ def passage_periods(text: str) -> list[Period]:
         else:
             end, last = _point(m["am"], m["ay"], end=True), (m["ay"], m["am"])
         period = Period(start, end) if end > start else Period(end - 1, start + 1)
-        dated.append((m.start(), m.end(), period, (m["ay"], m["am"]), last))
-    out = {d[0]: d[2] for d in dated}
+        dated.append(_Stated(m.start(), m.end(), period, (m["ay"], m["am"]), last))
+    out = {d.at: d.period for d in dated}
     for m in _YEARLESS.finditer(text) if dated else ():
-        if any(d[0] <= m.start() < d[1] for d in dated):
+        if any(d.at <= m.start() < d.stop for d in dated):
             continue
         month = m["dm"] or m["md"]
-        before = [d for d in dated if d[1] <= m.start() and d[4]]
-        after = [d for d in dated if d[0] >= m.end()]
-        if before and re.fullmatch(_DASH, text[before[-1][1]:m.start()]):  # "20 April 1940 – 25 November"
-            at, year = before[-1][0], _year_near(month, *before[-1][4], after=True)
+        before = [d for d in dated if d.stop <= m.start() and d.last]
+        after = [d for d in dated if d.at >= m.end()]
+        if before and re.fullmatch(_DASH, text[before[-1].stop:m.start()]):  # "20 April 1940 – 25 November"
+            at, year = before[-1].at, _year_near(month, *before[-1].last, after=True)
             out[at] = Period(out[at].start, max(out[at].end, _point(month, year, end=True)))
-        elif after and re.fullmatch(_DASH + rf"(?:{_DAY}\s+)?", text[m.end():after[0][0]]):  # "6 August – 14 Sep 1941"
-            at, year = after[0][0], _year_near(month, *after[0][3], after=False)
+        elif after and re.fullmatch(_DASH + rf"(?:{_DAY}\s+)?", text[m.end():after[0].at]):  # "6 August – 14 Sep 1941"
+            at, year = after[0].at, _year_near(month, *after[0].first, after=False)
             out[at] = Period(min(out[at].start, _point(month, year, end=False)), out[at].end)
         elif before or after:
-            year = (_year_near(month, *before[-1][4], after=True) if before
-                    else _year_near(month, *after[0][3], after=False))
+            year = (_year_near(month, *before[-1].last, after=True) if before
+                    else _year_near(month, *after[0].first, after=False))
             out[m.start()] = Period(_point(month, year, end=False), _point(month, year, end=True))
     return [out[at] for at in sorted(out)]
+
+
+class _Stated(NamedTuple):
+    """A date or range as a text states it: where (`at`, `stop`), the period, and its first and last (year, month);
+    `last` is None for an open range ("1998–present")."""
+
+    at: int
+    stop: int
+    period: Period
+    first: tuple[str, str | None]
+    last: tuple[str, str | None] | None
 
 
 def _year_near(month: str, year: str, near: str | None, *, after: bool) -> str:
