@@ -121,29 +121,27 @@ HANDOVER = {                     # TimeQA's HMS Warrior: the next holder's passa
 }
 
 
-def test_a_date_at_the_periods_edge_dates_it_half_as_well_as_one_inside():
-    period = question_period(WARRIOR)
-    scores = {k: dating(period, v) for k, v in HANDOVER.items()}
-    assert scores == {"sold": EDGE_WEIGHT, "decommissioned": EDGE_WEIGHT, "refit": 1.0} and EDGE_WEIGHT < 1.0
-    # a period of two years has no inside: its years date it fully (the Baker House's 1964-1965)
-    assert dating(question_period(QUESTION), "- 1964-1965 - Jacqueline Kennedy") == 1.0
+def period_reading(question, texts, pile, challenger, decisive, baseline):
+    """The period-only stratum's passages, and whether the duel opens with `decisive` leading it, for a pile of
+    `texts` where `challenger` is drafted from the decisive passage against the pile's `baseline`."""
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(
+        [Document(id=k, content=v) for k, v in texts.items()])["documents"]}
+    pile = [docs[k] for k in pile]
+    stratifier = SpectralStratifier(n_clusters=2, n_subsets=2, selection="clusters", random_state=0,
+                                    text_embedder=HashingTextEmbedder(), qualifier="period_only")
+    stratum = [[d.id for d in s] for s in stratifier.run(documents=pile, query=question)["subsets"]]
+    drafts = [Draft(index=1, answer=challenger, documents=[docs[decisive]])]
+    base = GeneratedAnswer(data=baseline, query=question, documents=pile, meta={})
+    ranker = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), evidence="mentions", override_margin=1.0,
+                                     qualifier="period")
+    ruling = ranker.run(query=question, drafts=drafts, answers=[base])["ruling"]
+    lead = [ruling.case.docs[col].id for _, col in ruling.arbitration.override.duel][:1]
+    return stratum, ruling.open_duel, lead
 
 
 def test_the_handover_years_pile_is_challenged_and_the_inside_passage_leads_the_duel():
-    docs = {d.id: d for d in HashingDocumentEmbedder().run(
-        [Document(id=k, content=v) for k, v in HANDOVER.items()])["documents"]}
-    pile = [docs["sold"], docs["decommissioned"], docs["refit"]]
-    drafts = [Draft(index=1, answer="United Kingdom", documents=[docs["refit"]])]
-    base = GeneratedAnswer(data="Argentina", query=WARRIOR, documents=pile, meta={})
-    ranker = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), evidence="mentions", override_margin=1.0,
-                                     qualifier="period")
-    ruling = ranker.run(query=WARRIOR, drafts=drafts, answers=[base])["ruling"]
-    assert ruling.open_duel
-    assert [ruling.case.docs[col].id for _, col in ruling.arbitration.override.duel][0] == "refit"
-    stratifier = SpectralStratifier(n_clusters=2, n_subsets=2, selection="clusters", random_state=0,
-                                    text_embedder=HashingTextEmbedder(), qualifier="period_only")
-    assert [[d.id for d in s] for s in stratifier.run(documents=pile, query=WARRIOR)["subsets"]] == [["refit"]]
-
+    assert period_reading(WARRIOR, HANDOVER, ["sold", "decommissioned", "refit"], "United Kingdom", "refit",
+                          "Argentina") == ([["refit"]], True, ["refit"])
 
 U38 = "Who commanded the U-38 from Oct 1938 to Jul 1941?"
 YEARLESS = {                     # TimeQA's U-38: the decisive passage gives its day and month the year before it
@@ -153,26 +151,22 @@ YEARLESS = {                     # TimeQA's U-38: the decisive passage gives its
 }
 
 
-def test_a_day_and_month_take_the_year_of_the_date_before_them():
-    period = question_period(U38)
-    scores = {k: dating(period, v) for k, v in YEARLESS.items()}
-    assert scores == {"commissioned": EDGE_WEIGHT, "new": 0.0, "last": 0.0}   # Oct 1938: the period's first year
-    # without the launch's year nothing gives October one: the passage dates nothing
-    assert dating(period, YEARLESS["commissioned"].replace(" 1938", "")) == 0.0
+@pytest.mark.parametrize(("question", "texts", "expected"), [
+    # a handover year dates the period half as well as a year inside it
+    (WARRIOR, HANDOVER, {"sold": EDGE_WEIGHT, "decommissioned": EDGE_WEIGHT, "refit": 1.0}),
+    # Oct 1938, the year from the launch's date before it: the period's first year
+    (U38, YEARLESS, {"commissioned": EDGE_WEIGHT, "new": 0.0, "last": 0.0}),
+])
+def test_the_decisive_passage_dates_the_period_best(question, texts, expected):
+    assert {k: dating(question_period(question), v) for k, v in texts.items()} == expected and EDGE_WEIGHT < 1.0
+
+
+def test_a_short_period_has_no_edges_and_a_text_without_a_year_dates_nothing():
+    assert dating(question_period(QUESTION), "- 1964-1965 - Jacqueline Kennedy") == 1.0   # the Baker House's two years
+    assert dating(question_period(U38), YEARLESS["commissioned"].replace(" 1938", "")) == 0.0
 
 
 def test_the_passage_dated_by_its_day_and_month_is_drafted_and_leads_the_duel():
-    docs = {d.id: d for d in HashingDocumentEmbedder().run(
-        [Document(id=k, content=v) for k, v in YEARLESS.items()])["documents"]}
-    pile = [docs["new"], docs["last"], docs["commissioned"]]
-    stratifier = SpectralStratifier(n_clusters=2, n_subsets=2, selection="clusters", random_state=0,
-                                    text_embedder=HashingTextEmbedder(), qualifier="period_only")
-    assert [[d.id for d in s] for s in stratifier.run(documents=pile, query=U38)["subsets"]] == [["commissioned"]]
-    drafts = [Draft(index=1, answer="Heinrich Liebe", documents=[docs["commissioned"]])]
     # the reader's form of the trap answer, as in the run: "Heinrich" alone does not name it in Liebe's passage
-    base = GeneratedAnswer(data="Korvettenkapitän Heinrich Schuch", query=U38, documents=pile, meta={})
-    ranker = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), evidence="mentions", override_margin=1.0,
-                                     qualifier="period")
-    ruling = ranker.run(query=U38, drafts=drafts, answers=[base])["ruling"]
-    assert ruling.open_duel
-    assert [ruling.case.docs[col].id for _, col in ruling.arbitration.override.duel][0] == "commissioned"
+    assert period_reading(U38, YEARLESS, ["new", "last", "commissioned"], "Heinrich Liebe", "commissioned",
+                          "Korvettenkapitän Heinrich Schuch") == ([["commissioned"]], True, ["commissioned"])
