@@ -43,8 +43,8 @@ from typing import NamedTuple
 __all__ = ["EDGE_WEIGHT", "Period", "dated_elsewhere", "dating", "dating_scores", "edge_only", "passage_periods",
            "period_overlap", "question_period"]
 
-_MONTHS = {m[:3]: i for i, m in enumerate(
-    "january february march april may june july august september october november december".split())}
+_MONTH_NAMES = "january february march april may june july august september october november december".split()
+_MONTHS = {m[:3]: i for i, m in enumerate(_MONTH_NAMES)}
 _MONTH = r"(?:(?P<{g}m>jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+(?:\d{{1,2}},?\s+)?)?"
 _YEAR = r"(?P<{g}y>1[0-9]{{3}}|20[0-9]{{2}})"
 
@@ -56,8 +56,7 @@ def _date(g: str) -> str:
 _DASH = r"\s*(?:-|–|—|to|until|till|through|and)\s*"
 _RANGE = re.compile(r"\b" + _date("a") + r"(?:" + _DASH + r"(?:" + _date("b") + r"|(?P<present>present|now)))?\b",
                     re.IGNORECASE)
-_MONTH_NAME = (r"January|February|March|April|May|June|July|August|September|October|November|December"
-               r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec")
+_MONTH_NAME = "|".join([m.capitalize() for m in _MONTH_NAMES] + [m[:3].capitalize() for m in _MONTH_NAMES] + ["Sept"])
 _DAY = r"[0-3]?[0-9](?:st|nd|rd|th)?"
 _YEARLESS = re.compile(  # "24 October", "October 24th", "6th of August"; capitalised, so "may" is not May
     rf"\b(?:{_DAY}\s+(?:of\s+)?(?P<dm>{_MONTH_NAME})|(?P<md>{_MONTH_NAME})\.?\s+{_DAY})\b"
