@@ -46,10 +46,10 @@ READS = ("margin", "min_margin", "rank")
 """What the scorer's `read_reply` gives besides the support (None where a backend cannot read them)."""
 
 
-RULES = ("model", "no_answer", "unread", "period_gap", "elsewhere_pile")
+RULES = ("model", "no_answer", "unread", "period_gap", "elsewhere_pile", "pile")
 """What decided (`GateDecision.by`): the fitted model (either way), no answer, a support that could not be read, the
-declared period rules (`decide`). A cascade may route on it: `cf_rag_auto` drafts the period's passages alone after
-`period_gap` (`pipelines/cf_rag_auto.yml`)."""
+declared period rules, the declared pile rule (`decide`). A cascade may route on it: `cf_rag_auto` drafts the
+period's passages alone after `period_gap` (`pipelines/cf_rag_auto.yml`)."""
 
 
 @dataclass(frozen=True)
@@ -120,14 +120,15 @@ def gate_line(gate: dict[str, Any] | None) -> str:
 
 
 def decide(reading: dict[str, Any], question: str, model: GateModel, *, threshold: float,
-           period_gap: float | None = None, elsewhere_pile: bool = False) -> GateDecision:
+           period_gap: float | None = None, elsewhere_pile: bool = False, pile: bool = False) -> GateDecision:
     """Escalate when standard RAG gave no answer, when its support could not be read, when the model's
     P(the method wins) reaches `threshold` (the reason names the model's two largest terms), or, below a
     threshold of 1, by the declared period rules, the temporal trap's two shapes: with `period_gap`, when a
     passage dates the question's period better than every passage stating the answer by at least
     `period_gap` (`features.dating_gap`); with `elsewhere_pile`, when two or more passages state the answer
     and every one dates it to another period than the question's (`features.elsewhere_pile`), though none
-    may date the question's period at all.
+    may date the question's period at all; and, where the model stays closed, with `pile`, the Correlation Trap's
+    shape: two or more passages state the answer and the best-ranked passage does not (`features` "pile").
 
     >>> m = GateModel.from_dict({"features": ["pile"], "means": [0.0], "scales": [1.0], "weights": [3.0],
     ...                          "intercept": -2.0, "threshold": 0.5})
@@ -142,6 +143,10 @@ def decide(reading: dict[str, Any], question: str, model: GateModel, *, threshol
     ...         "best_dated": 0.0}
     >>> decide(pile, "Which park from 1903 to 1912?", m, threshold=0.5, elsewhere_pile=True).by
     'elsewhere_pile'
+    >>> sure = GateModel.from_dict({**m.to_dict(), "weights": [0.0]})   # P 0.12: the model stays closed
+    >>> trap = {"answer": "Sydney", "support": -0.1, "holding": 3, "top_holds": False}
+    >>> [decide(trap, "Capital?", sure, threshold=0.5, pile=on).by for on in (False, True)]
+    ['model', 'pile']
     """
     if not (reading.get("answer") or "").strip():
         return GateDecision(True, "standard RAG gave no answer", by="no_answer")
@@ -158,5 +163,8 @@ def decide(reading: dict[str, Any], question: str, model: GateModel, *, threshol
         return GateDecision(True, f"{reading.get('holding')} passages state the answer, each dating it to another "
                                   f"period than the question's (elsewhere_pile)", round(p, 4), by="elsewhere_pile")
     escalate = reaches(p, threshold)
+    if pile and not escalate and threshold < 1.0 and values.get("pile"):
+        return GateDecision(True, f"{reading.get('holding')} passages state the answer and the best-ranked one does "
+                                  f"not (pile; P(the method wins) {p:.2f})", round(p, 4), by="pile")
     return GateDecision(escalate, f"P(the method wins) {p:.2f} {'≥' if escalate else '<'} {threshold:.2f}: "
                                   f"{model.reasons(values)}", round(p, 4))

@@ -297,17 +297,27 @@ def format_trace(trace: Trace) -> str:
 
 
 def decision_lines(trace: Trace) -> list[str]:
-    """Why the answer won, in one or two lines (the duel or the override check, then the decision)."""
+    """Why the answer won, in one or two lines (the duel or the override check, then the decision).
+
+    >>> duel = {"passages": ["p1", "p2"], "answer": "Perth", "winner": 0, "reading": "support",
+    ...         "support": [{"answer": "Perth", "passage": "p1", "score": -0.95},
+    ...                     {"answer": "Sydney", "passage": "p2", "score": -1.82}]}
+    >>> print(decision_lines({"override": {"duel": duel}, "decision": "override", "answer": "Perth"})[0][44:])
+    by the reader's support): Perth -0.95; Sydney -1.82 → 'Perth', draft #0 wins
+    """
     lines: list[str] = []
     override = trace.get("override") or {}
     duel = override.get("duel")
     if duel:
         titles = {e["id"]: e.get("title") or e["id"] for d in trace.get("drafts", []) for e in d.get("evidence", [])}
         shown = "; ".join(clean_query(str(titles.get(i, i))) for i in duel["passages"])
-        again = ""
+        how, again = "one passage per answer", ""
+        if duel.get("support"):  # scored: each answer's score on its own passage
+            how = f"each answer scored on its own passage by the reader's {duel.get('reading', 'support')}"
+            shown = "; ".join(f"{clean_query(str(s['answer']))} {s['score']:+.2f}" for s in duel["support"])
         if "confirm_answer" in duel:
             again = f", in reverse order → {clean_query(str(duel['confirm_answer']))!r}"
-        lines.append(f"Duel (one passage per answer): {shown} → {clean_query(str(duel.get('answer', '')))!r}{again}, "
+        lines.append(f"Duel ({how}): {shown} → {clean_query(str(duel.get('answer', '')))!r}{again}, "
                      f"draft #{duel.get('winner')} wins")
     elif override and override.get("gap") is not None:
         lines.append(f"Override check: best challenger's Ψ − baseline's = {override['gap']:+.3f} "

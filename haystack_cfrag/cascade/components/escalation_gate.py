@@ -74,6 +74,7 @@ class EscalationGate(InjectedParts):
         max_query_chars: int | None = DEFAULT_MAX_QUERY_CHARS,
         period_gap: float | None = None,
         elsewhere_pile: bool = False,
+        pile: bool = False,
     ) -> None:
         """
         :param support_scorer: anything with `score(query, answer, documents) -> float` (a log-probability);
@@ -89,8 +90,11 @@ class EscalationGate(InjectedParts):
             None: the model alone.
         :param elsewhere_pile: also escalate, below a threshold of 1, where two or more passages state the answer
             and every one dates it to another period than the question's (`cascade.math.decide`).
+        :param pile: also escalate, below a threshold of 1, where the model does not but two or more passages state
+            the answer and the best-ranked one does not: the Correlation Trap's shape (`cascade.math.decide`).
         """
         check_bool("elsewhere_pile", elsewhere_pile)
+        check_bool("pile", pile)
         if period_gap is not None:
             check_range("period_gap", period_gap, 0.0, 1.0, low_open=True)
         if not callable(getattr(support_scorer, "score", None)):
@@ -109,13 +113,14 @@ class EscalationGate(InjectedParts):
         self.max_query_chars = max_query_chars
         self.period_gap = period_gap
         self.elsewhere_pile = elsewhere_pile
+        self.pile = pile
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the injected scorer."""
         return default_to_dict(self, support_scorer=serialize_component(self.support_scorer),
                                model=self.model, threshold=self.threshold, answer_prefix=self.answer_prefix,
                                max_query_chars=self.max_query_chars, period_gap=self.period_gap,
-                               elsewhere_pile=self.elsewhere_pile)
+                               elsewhere_pile=self.elsewhere_pile, pile=self.pile)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EscalationGate:
@@ -200,6 +205,7 @@ class _Reading:
         self.threshold = float(self.model.threshold if chosen is None else chosen)
         self.period_gap = gate.period_gap
         self.elsewhere_pile = gate.elsewhere_pile
+        self.pile = gate.pile
         self.documents = list(documents)
         self.prompt = prompt
         first = replies[0] if replies else ""
@@ -211,7 +217,7 @@ class _Reading:
         reading = signals(self.answer, [d.content or "" for d in self.documents], read.get("support"),
                           [d.score for d in self.documents], {k: read.get(k) for k in READS}, question=self.query)
         decision = decide(reading, self.query, self.model, threshold=self.threshold, period_gap=self.period_gap,
-                          elsewhere_pile=self.elsewhere_pile)
+                          elsewhere_pile=self.elsewhere_pile, pile=self.pile)
         trace: dict[str, Any] = {"escalated": decision.escalate, "because": decision.because,
                                  "probability": decision.probability, "threshold": self.threshold,
                                  "signals": reading, "degradations": []}

@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import replace
 from typing import Any
 
-from haystack import component, default_from_dict, default_to_dict
+from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage, GeneratedAnswer
 
 from haystack_cfrag.cfrag.math.algorithm import Arbitration, confirm_duel, needs_confirmation, settle_duel
@@ -19,11 +19,15 @@ from haystack_cfrag.common.protocols import ChatGenerator
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.common.tracing import LLMCall
 from haystack_cfrag.common.validation import check_choice
+from haystack_cfrag.support.backend_common import NoPromptLogprobsError, UnsupportedGeneratorError
+
+logger = logging.getLogger(__name__)
 
 DUEL_READINGS = ("generate", "support", "support_pmi")
 """How the duel is read: the generator names an answer ("generate"), or each answer is scored on its own
 passage by the reader's support ("support": log P(a | q, e)) or its evidence-erased contrast
-("support_pmi": log P(a | q, e) − log P(a | q)), and the best score wins (haystack_cfrag.support)."""
+("support_pmi": log P(a | q, e) − log P(a | q)), and the best score wins (haystack_cfrag.support). A reader
+whose log-probabilities cannot be read (an API that returns none) reads the scored duels by generation."""
 
 _DUEL = LLMCall(stage="duel", component="ArbitrationDuel")
 
@@ -105,6 +109,7 @@ class ArbitrationDuel(AsksChatGenerator, InjectedParts):
         self.confirm = confirm
         self.prompt_template = prompt_template
         self._support: Any = None  # the reader's support scorer over the generator, made on first use
+        self._no_logprobs: str | None = None  # why the reader's log-probabilities cannot be read, once found
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise, including the chat generator."""
@@ -125,7 +130,10 @@ class ArbitrationDuel(AsksChatGenerator, InjectedParts):
         if not (self.enabled and ruling.open_duel):
             return dict(ruling.outputs)
         if self.reading != "generate":
-            return self._scored(ruling).outputs
+            scored = self._scored(ruling)
+            if scored is not None:
+                return scored.outputs
+            ruling = self._unscorable(ruling)  # read by generation (below), said in the trace
         settled = self._settle(ruling, self._read(ruling))
         if self.confirm and needs_confirmation(settled.arbitration):
             settled = self._confirm(settled, self._read(settled, reverse=True))
@@ -137,7 +145,10 @@ class ArbitrationDuel(AsksChatGenerator, InjectedParts):
         if not (self.enabled and ruling.open_duel):
             return dict(ruling.outputs)
         if self.reading != "generate":  # scoring: in a worker thread
-            return (await asyncio.to_thread(self._scored, ruling)).outputs
+            scored = await asyncio.to_thread(self._scored, ruling)
+            if scored is not None:
+                return scored.outputs
+            ruling = self._unscorable(ruling)
         settled = self._settle(ruling, await self._read_async(ruling))
         if self.confirm and needs_confirmation(settled.arbitration):
             settled = self._confirm(settled, await self._read_async(settled, reverse=True))
@@ -160,12 +171,16 @@ class ArbitrationDuel(AsksChatGenerator, InjectedParts):
         return {"prompt": template.format(query=case.query, evidence=render_plain_evidence(docs)), "call": _DUEL,
                 "what": "duel", "exclusive": False}
 
-    def _scored(self, ruling: Ruling) -> Ruling:
+    def _scored(self, ruling: Ruling) -> Ruling | None:
         """The duel read by the reader's support: each answer scored on its own passage; the best is "named".
 
         The scores go to the trace (`override.duel.support`); a failing scorer names nothing, so the
-        margin rule decides (as when a generated reading fails).
+        margin rule decides (as when a generated reading fails). None when the reader's log-probabilities
+        cannot be read at all (its kind, or a server that returns none): the duel is then read by generation,
+        and so is every later one (one warning).
         """
+        if self._no_logprobs is not None:
+            return None
         erased = self.reading == "support_pmi"
         if self._support is None:
             from haystack_cfrag.support.scorer import ReaderSupportScorer  # noqa: PLC0415
@@ -180,12 +195,23 @@ class ArbitrationDuel(AsksChatGenerator, InjectedParts):
                 scored.append({"answer": case.answers[candidate], "passage": case.docs[column].id,
                                "score": float(out[key][0]), "calls": cost.get("calls"),
                                "tokens_evaluated": cost.get("tokens_evaluated")})
+        except (UnsupportedGeneratorError, NoPromptLogprobsError) as exc:
+            self._no_logprobs = str(exc)
+            logger.warning("ArbitrationDuel: the duel's '{reading}' reading needs the reader's log-probabilities "
+                           "({error}); duels are read by generation instead", reading=self.reading, error=str(exc))
+            return None
         except Exception as exc:  # noqa: BLE001  (the margin rule decides, see above)
             failed = degradation("duel", f"support scoring failed: {exc!r}; the margin rule decided")
             return self._settle(replace(ruling, degradations=(*ruling.degradations, failed)), [])
         best = max(scored, key=lambda s: s["score"]) if scored else None
         reply = [ChatMessage.from_assistant(f"Answer: {best['answer']}")] if best else []
         return self._settle(replace(ruling, duel_reading=self.reading, duel_support=scored), reply)
+
+    def _unscorable(self, ruling: Ruling) -> Ruling:
+        """The ruling with the degradation that says its scored reading fell back to a generated one."""
+        fell_back = degradation("duel", f"the '{self.reading}' reading needs the reader's log-probabilities; "
+                                        "read by generation", error=self._no_logprobs)
+        return replace(ruling, degradations=(*ruling.degradations, fell_back))
 
     # ------------------------------------------------------------------ outcomes (cfrag.math.algorithm)
     @staticmethod

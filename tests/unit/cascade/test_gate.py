@@ -246,3 +246,30 @@ def test_the_elsewhere_rule_escalates_a_pile_dated_to_other_periods_where_no_pas
     assert EscalationGate.from_dict(g.to_dict()).elsewhere_pile is True
     with pytest.raises(ValueError, match="'elsewhere_pile' must be true or false"):
         EscalationGate(support_scorer=FixedScorer(), model=MODEL, elsewhere_pile="yes")
+
+
+def test_the_pile_rule_escalates_the_correlation_traps_shape_where_the_model_stays_closed():
+    """Perth (trap_dev): three passages state Sydney, the best-ranked one (Western Australia's) does not, and the
+    reader is sure of Sydney: the model stays closed, the declared rule escalates."""
+    docs = [Document(content=t, score=1.0 - i / 10) for i, t in enumerate([
+        "Western Australia is the largest Australian state by area; its capital is Perth.",
+        "Sydney is the largest city in Australia.", "The harbour of Sydney is famous.",
+        "Sydney hosted the 2000 Games."])]
+    sure = {**MODEL, "weights": [-2.0, 0.0]}   # the pile's own weight off: P 0.06 at a support of -0.05
+
+    def ask(gate, answer="Sydney", documents=docs, threshold=None):
+        return gate.run(query="What is the capital of the largest Australian state by area?", documents=documents,
+                        replies=[ChatMessage.from_assistant(f"Answer: {answer}")], threshold=threshold)
+
+    on = EscalationGate(support_scorer=FixedScorer(-0.05), model=sure, pile=True)
+    out = ask(on)
+    assert out["escalate"] is True and out["decided_by"] == "pile" and out["trace"]["probability"] < 0.5
+    assert out["trace"]["because"].startswith("3 passages state the answer and the best-ranked one does not")
+    assert ask(EscalationGate(support_scorer=FixedScorer(-0.05), model=sure))["escalate"] is False  # off
+    assert ask(on, answer="Perth")["escalate"] is False          # the best-ranked passage states it: no pile
+    assert ask(on, documents=docs[:2])["escalate"] is False       # one passage states it: no pile
+    assert ask(on, threshold=1.0)["escalate"] is False            # a threshold of 1 escalates nothing
+    assert ask(EscalationGate(support_scorer=FixedScorer(-0.9), model=sure, pile=True))["decided_by"] == "model"
+    assert EscalationGate.from_dict(on.to_dict()).pile is True
+    with pytest.raises(ValueError, match="'pile' must be true or false"):
+        EscalationGate(support_scorer=FixedScorer(), model=MODEL, pile=1)

@@ -320,6 +320,8 @@ def test_default_pipeline_overrides_standard_rags_trap_answer_on_the_dark_knight
     duel = trace["override"]["duel"]
     assert duel["winner"] != baseline["index"]                            # the duel read one passage per answer,
     assert duel["answer"] == duel["confirm_answer"] == "Christian Bale"   # in both orders
+    # (this reader's log-probabilities cannot be read: the shipped support reading fell back to generation)
+    assert any("read by generation" in d["reason"] for d in trace["degradations"] if d["stage"] == "duel")
     # the paper's N = 3 asks its questions and answers alike
     pipe, _ = _default(CF_RAG, **{"expander.n_counterfactuals": 3})
     asked = pipe.run(resolve(CF_RAG).run_data(query=dk.QUESTION))["duel"]
@@ -357,6 +359,9 @@ def test_fast_is_the_default_graph_with_fewer_calls():
     for node in ("stratifier", "ranker"):   # the default reads the question's period; fast was measured without
         assert full["components"][node]["init_parameters"].pop("qualifier") == "period"
         assert "qualifier" not in fast["components"][node]["init_parameters"]
+    # the default scores its duel by the reader's support; fast was measured with the generated reading
+    assert full["components"]["duel"]["init_parameters"].pop("reading") == "support"
+    assert "reading" not in fast["components"]["duel"]["init_parameters"]
     for comp in (fast, full):
         comp["components"]["stratifier"]["init_parameters"].pop("n_subsets")
         comp["components"]["duel"]["init_parameters"].pop("confirm")
@@ -557,11 +562,55 @@ def test_the_duel_read_by_the_readers_support_picks_the_decisive_passages_answer
     assert scores["Christian Bale"] > scores["Heath Ledger"]
 
 
+class FailingBackend(QuestionTermBackend):
+    """A backend whose scoring breaks mid-duel (not a reader without log-probabilities)."""
+
+    def answer_logprobs(self, prompt: str, answer: str):
+        raise RuntimeError("the scorer's model went away")
+
+
+class NoLogprobsServerBackend(QuestionTermBackend):
+    """A server that answers but returns no prompt log-probabilities (llama.cpp's server)."""
+
+    def answer_logprobs(self, prompt: str, answer: str):
+        from haystack_cfrag.support.backend_common import NoPromptLogprobsError
+
+        raise NoPromptLogprobsError("the server returned no prompt log-probabilities")
+
+
+@pytest.mark.parametrize("reader_kind", ["no backend", "no prompt log-probabilities"])
+def test_a_scored_duel_whose_reader_gives_no_log_probabilities_is_read_by_generation(reader_kind, caplog):
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
+    reader = RecordingGenerator(reply="Answer: Christian Bale")
+    if reader_kind != "no backend":
+        reader.support_backend = NoLogprobsServerBackend
+    out, _ = _case("Heath Ledger", [("Christian Bale", [docs["cast"]])], override_margin=1.0, duel=True,
+                   synthesizer=reader, duel_reading="support")
+    assert out["answer"] == "Christian Bale" and out["trace"]["decision"] == "override"  # the generated reading
+    assert len(reader.kwargs) == 1 and "support" not in out["trace"]["override"]["duel"]
+    assert any(d["stage"] == "duel" and "read by generation" in d["reason"] for d in out["trace"]["degradations"])
+    assert "log-probabilities" in caplog.text
+
+
+def test_the_shipped_duel_is_scored_by_the_readers_support_where_it_can_be_read():
+    pipe, _ = _default(CF_RAG, **{"duel.chat_generator": SupportReader(candidates=dk.CANDIDATES)})
+    out = pipe.run(resolve(CF_RAG).run_data(query=dk.QUESTION))["duel"]
+    duel = out["trace"]["override"]["duel"]
+    assert out["answer"] == "Christian Bale" and out["trace"]["decision"] == "override"
+    assert duel["reading"] == "support" and "confirm_answer" not in duel
+    scores = {s["answer"]: s["score"] for s in duel["support"]}
+    assert scores["Christian Bale"] > scores["Heath Ledger"]
+    assert not [d for d in out["trace"]["degradations"] if d["stage"] == "duel"]
+
+
 def test_a_duel_whose_support_scoring_fails_leaves_the_margin_rule_in_charge():
     docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
+    reader = RecordingGenerator(reply="Answer: Christian Bale")
+    reader.support_backend = FailingBackend
     out, _ = _case("Heath Ledger", [("Christian Bale", [docs["cast"]])], override_margin=1.0, duel=True,
-                   synthesizer=RecordingGenerator(reply="Answer: Christian Bale"), duel_reading="support")
-    assert out["answer"] == "Heath Ledger" and out["trace"]["decision"] == "baseline"  # no backend: nothing named
+                   synthesizer=reader, duel_reading="support")
+    assert out["answer"] == "Heath Ledger" and out["trace"]["decision"] == "baseline"  # nothing named
+    assert reader.kwargs == []  # no generation either
     assert any(d["stage"] == "duel" and "support scoring failed" in d["reason"] for d in out["trace"]["degradations"])
     with pytest.raises(ValueError, match="reading"):
         ArbitrationDuel(chat_generator=RecordingGenerator(reply=""), reading="vote")
