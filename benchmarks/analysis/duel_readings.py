@@ -17,7 +17,8 @@ losses (a right answer the recorded duel kept or chose and the reading does not)
 recorded reading (generated, confirmed in reverse order). One JSON line per duel in OUT/duels.jsonl
 (a killed run resumes), the table in OUT/report.md.
 
-    python benchmarks/duel_readings.py runs/arch/final/trap_tune ../shared/data/trap_tune.jsonl --out runs/duels/tune
+    python benchmarks/analysis/duel_readings.py runs/arch/final/trap_tune ../shared/data/trap_tune.jsonl \
+        --out runs/duels/tune
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import argparse
 import json
 import time
 from pathlib import Path
+
+from run_folder import read_run_records
 
 READINGS = ("support", "pmi", "joint", "options")
 
@@ -105,7 +108,7 @@ def report(done: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("run", help="a cfrag eval run folder (records.jsonl)")
+    parser.add_argument("run", help="a cfrag eval run folder (records.jsonl, or a committed replay.tar.xz)")
     parser.add_argument("data", nargs="+", help="the data file(s) the run answered (their passages)")
     parser.add_argument("--out", required=True)
     parser.add_argument("--system", default="cf_rag")
@@ -117,10 +120,8 @@ def main() -> None:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    log = out / "duels.jsonl"
-    done = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    records = [json.loads(line) for line in (Path(args.run) / "records.jsonl").read_text().splitlines()]
-    todo = duels(records, args.system)
+    log, todo = out / "duels.jsonl", duels(read_run_records(Path(args.run)), args.system)
+    done = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []  # resumes
     if not args.report_only:
         from haystack_cfrag.adapters import factories
         from haystack_cfrag.support import ReaderSupportScorer
