@@ -1,9 +1,11 @@
 """Fitting a gate on measured outcomes: a calibrated logistic model of "the method wins here" (scikit-learn).
 
 Each example is a question's gate reading and what the method did to standard RAG's answer ("won", "lost",
-"same"). The model is L2-regularised on standardised features, classes balanced, cross-validated by sample. Its
-operating point on the held-out predictions: the least escalation keeping every win within `max_rate`, else the
-most wins net of losses within it, else 1.0 (never: the cascade answers as standard RAG).
+"same"). The model is L2-regularised on standardised features, classes balanced, cross-validated by sample, or with
+`folds` K, in K folds of each sample, whole pages together (`page_of`: questions of one page share their passages, so
+a page is never both fitted and held out). Its operating point on the held-out predictions: the least escalation
+keeping every win within `max_rate`, else the most wins net of losses within it, else 1.0 (never: the cascade answers
+as standard RAG).
 
     >>> ex = [Example("a", str(i), "Who?", {"answer": "X", "support": s, "holding": h, "top_holds": t,
     ...                                      "passages": 5}, o)
@@ -17,6 +19,7 @@ most wins net of losses within it, else 1.0 (never: the cascade answers as stand
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +37,8 @@ DEFAULT_MAX_RATE = 0.3
 """The escalation budget of the operating point (held out): a third of the questions at most."""
 DEFAULT_C = 3.0
 """Inverse L2 strength, chosen by cross-validation on the tuning samples (docs/cascade.md)."""
+ONE_SAMPLE_FOLDS = 5
+"""The folds of a fit on one sample (held out by sample, it would learn nothing)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,8 @@ class FitResult:
     held_out: list[float]
     examples: list[Example]
     by_sample: list[dict[str, Any]] = field(default_factory=list)
+    held_out_by: str = "sample"
+    """How the held-out probabilities were read: "sample", or "K folds of each sample, whole pages together"."""
 
     def curve(self) -> list[dict[str, Any]]:
         """`curve` over the held-out probabilities."""
@@ -91,9 +98,44 @@ def _fit(x: np.ndarray, y: np.ndarray, names: Sequence[str], c: float, fitted_on
         "intercept": round(intercept, 6), "threshold": 0.5, "fitted_on": fitted_on[:500]})
 
 
+def page_of(qid: str) -> str:
+    """The page a question was asked of: its id's part before '#' (TimeQA's "timeqa-Hemma#P40-q2"), else the id.
+
+    >>> page_of("timeqa-Hemma#P40-q2"), page_of("tune-ss-11")
+    ('timeqa-Hemma', 'tune-ss-11')
+    """
+    return qid.split("#", 1)[0]
+
+
+def fold_count(examples: Sequence[Example], folds: int | None = None) -> int:
+    """How many folds of each sample are held out: `folds` (0: each sample whole), or by default 0 with two samples
+    or more and `ONE_SAMPLE_FOLDS` with one (held out whole, a single sample would teach the fit nothing)."""
+    if folds is None:
+        return 0 if len({e.sample for e in examples}) > 1 else ONE_SAMPLE_FOLDS
+    if folds < 0 or folds == 1:
+        raise ValueError(f"gate fit: 'folds' must be 0 (by sample) or at least 2, got {folds}.")
+    return folds
+
+
+def held_out_folds(examples: Sequence[Example], folds: int) -> list[tuple[str, int]]:
+    """Each example's held-out fold: its sample (`folds` 0), else its sample and one of `folds` folds, whole pages
+    together, chosen by a stable hash of the page (`page_of`), not by the order of the questions.
+
+    >>> ex = [Example("tq", q, "Who?", {}, "same") for q in ("tq-A#1", "tq-A#2", "tq-B#1")]
+    >>> held_out_folds(ex, 0)
+    [('tq', 0), ('tq', 0), ('tq', 0)]
+    >>> a1, a2, _ = held_out_folds(ex, 2)
+    >>> a1 == a2      # one page: one fold
+    True
+    """
+    return [(e.sample, zlib.crc32(page_of(e.qid).encode("utf-8")) % folds if folds else 0) for e in examples]
+
+
 def fit_gate(examples: Iterable[Example], *, feature_names: Sequence[str] = DEFAULT_FEATURES,
-             c: float = DEFAULT_C, fitted_on: str | None = None, max_rate: float = DEFAULT_MAX_RATE) -> FitResult:
-    """Fit on every example, cross-validate by sample, set the operating point (module doc)."""
+             c: float = DEFAULT_C, fitted_on: str | None = None, max_rate: float = DEFAULT_MAX_RATE,
+             folds: int | None = None) -> FitResult:
+    """Fit on every example, cross-validate by sample or in `folds` page-grouped folds (`held_out_folds`), set the
+    operating point (module doc)."""
     if not 0.0 < max_rate <= 1.0:
         raise ValueError(f"gate fit: 'max_rate' must be in (0, 1], got {max_rate}.")
     examples = [e for e in examples if e.outcome in OUTCOMES]
@@ -106,9 +148,11 @@ def fit_gate(examples: Iterable[Example], *, feature_names: Sequence[str] = DEFA
     x = matrix(examples, names)
     y = np.array([e.outcome == "won" for e in examples], dtype=int)
     samples = sorted({e.sample for e in examples})
+    k = fold_count(examples, folds)
+    fold_of = held_out_folds(examples, k)
     held = np.zeros(len(examples))
-    for s in samples:
-        test = np.array([e.sample == s for e in examples])
+    for fold in sorted(set(fold_of)):
+        test = np.array([f == fold for f in fold_of])
         train_model = _fit(x[~test], y[~test], names, c, "") if (~test).any() else None
         for i in np.flatnonzero(test):
             row = dict(zip(names, _row(x[i]), strict=True))
@@ -118,7 +162,8 @@ def fit_gate(examples: Iterable[Example], *, feature_names: Sequence[str] = DEFA
         f"{s} {sum(e.sample == s for e in examples)}" for s in samples)
     final = _fit(x, y, names, c, label)
     model = GateModel.from_dict({**final.to_dict(), "threshold": threshold})
-    result = FitResult(model=model, held_out=held.tolist(), examples=examples)
+    result = FitResult(model=model, held_out=held.tolist(), examples=examples,
+                       held_out_by=f"{k} folds of each sample, whole pages together" if k else "sample")
     result.by_sample = [_sample_row(s, examples, held, threshold) for s in samples]
     return result
 

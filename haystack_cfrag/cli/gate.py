@@ -17,7 +17,7 @@ from typing import Any
 import click
 import yaml
 
-from haystack_cfrag.cascade.fit import DEFAULT_C, fit_gate
+from haystack_cfrag.cascade.fit import DEFAULT_C, ONE_SAMPLE_FOLDS, fit_gate
 from haystack_cfrag.cascade.model import GateModel
 from haystack_cfrag.cascade.parameters import GATE_NODE
 from haystack_cfrag.common.parameters import clip
@@ -134,20 +134,28 @@ def gate_group() -> None:
               help="Write this cascade (a name or file) with the fitted gate, not the model alone.")
 @click.option("--c", "c", type=click.FloatRange(min=1e-4, max=1e4), default=DEFAULT_C, show_default=True,
               help="Inverse L2 strength of the logistic fit.")
-def fit_command(method: str, folders: tuple[Path, ...], out: Path, cascade: str | None, c: float) -> None:
-    """Fit a gate: P(the method wins) from standard RAG's reading, cross-validated by sample; print the table."""
+@click.option("--folds", type=click.IntRange(min=0), default=None,
+              help="Hold out K folds of each sample, whole pages together (the id's part before '#'); 0: each sample "
+                   f"whole. Default: by sample, or {ONE_SAMPLE_FOLDS} folds for one sample.")
+def fit_command(method: str, folders: tuple[Path, ...], out: Path, cascade: str | None, c: float,
+                folds: int | None) -> None:
+    """Fit a gate: P(the method wins) from standard RAG's reading, cross-validated by sample (or in page-grouped
+    folds); print the table."""
     from haystack_cfrag.evaluation.gate_data import examples_from_runs  # noqa: PLC0415
 
     if out.exists():
         raise click.BadParameter(f"{out} exists: nothing is overwritten", param_hint="--out")
     try:
         examples, missing = examples_from_runs(folders, method)
-        result = fit_gate(examples, c=c)
+        result = fit_gate(examples, c=c, folds=folds)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     for sample, n in missing.items():
         click.echo(f"{sample}: {n} question(s) left out (no {method} or standard_rag answer, or no gate reading)")
-    click.echo(f"operating point: P(win) ≥ {result.model.threshold:.4f} (the least held-out P of a win)")
+    kept = sum(r["wins_kept"] for r in result.by_sample) == sum(r["wins"] for r in result.by_sample)
+    click.echo(f"operating point: P(win) ≥ {result.model.threshold:.4f} ("
+               + ("the least held-out P of a win)" if kept else "the most wins net of losses within the budget)"))
+    click.echo(f"held out by {result.held_out_by}")
     click.echo("sample | questions | escalated (held out) | wins kept | losses avoided")
     for row in result.by_sample:
         click.echo(f"{row['sample']} | {row['questions']} | {row['escalated']} ({row['rate']:.0%}) | "

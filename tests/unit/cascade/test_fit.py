@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from haystack_cfrag.cascade.features import FEATURES, features
-from haystack_cfrag.cascade.fit import Example, curve, fit_gate
+from haystack_cfrag.cascade.fit import Example, curve, fit_gate, held_out_folds, page_of
 from haystack_cfrag.cascade.math import decide
 from haystack_cfrag.cascade.model import GateModel
 from haystack_cfrag.cli.gate import read_gate_model
@@ -74,6 +74,42 @@ def test_a_fit_without_labels_or_with_an_unknown_feature_is_refused():
         fit_gate(samples(), feature_names=("support", "colour"))
 
 
+def paged(seed=0):
+    """One sample of 20 pages, three questions each; the method wins on the pile's shape, on whole pages."""
+    rng = random.Random(seed)
+    out = []
+    for page in range(20):
+        for q in range(3):
+            win = page % 4 == 0 and q == 0
+            r = (reading(rng.uniform(-0.6, -0.1), 3, False, margin=rng.uniform(0.2, 1.0)) if win
+                 else reading(rng.uniform(-0.4, -0.001), rng.choice([1, 2, 4]), True, margin=rng.uniform(1, 8)))
+            out.append(Example("timeqa", f"timeqa-Page{page}#P1-q{q}", "Who?", r, "won" if win else "same"))
+    return out
+
+
+def test_one_sample_is_held_out_in_folds_of_whole_pages():
+    data = paged()
+    by_sample = fit_gate(data)  # one sample: 5 folds by default, else every held-out P is the base rate
+    assert by_sample.held_out_by == "5 folds of each sample, whole pages together"
+    assert len(set(by_sample.held_out)) > 2
+    assert by_sample.by_sample[0]["wins_kept"] == by_sample.by_sample[0]["wins"] == 5
+    assert by_sample.by_sample[0]["rate"] < 0.5
+    whole = fit_gate(data, folds=0)  # held out whole: nothing to fit on
+    assert whole.held_out_by == "sample" and len(set(whole.held_out)) == 1
+    folds = held_out_folds(data, 4)
+    pages = {}
+    for e, fold in zip(data, folds, strict=True):
+        pages.setdefault(page_of(e.qid), set()).add(fold)
+    assert all(len(f) == 1 for f in pages.values()) and len(set(folds)) > 1  # a page is never split
+    assert held_out_folds(list(reversed(data)), 4) == list(reversed(folds))  # by the page, not the order
+
+
+@pytest.mark.parametrize("folds", [1, -2])
+def test_a_bad_fold_count_is_refused(folds):
+    with pytest.raises(ValueError, match="'folds' must be 0"):
+        fit_gate(paged(), folds=folds)
+
+
 def _run_folder(path, sample, examples, method="cf_rag"):
     path.mkdir()
     (path / "metadata.json").write_text(json.dumps({"config": {"data": f"../data/{sample}.jsonl"}}))
@@ -113,6 +149,21 @@ def test_gate_fit_round_trip_fit_yaml_load_same_decisions(tmp_path):
     again = CliRunner().invoke(main, ["gate", "fit", "--method", "cf_rag", "--out", str(out),
                                       f"--runs={tmp_path / 'trap'}"])
     assert again.exit_code != 0 and "exists" in again.output  # nothing is overwritten
+
+
+def test_gate_fit_holds_out_page_grouped_folds_when_asked(tmp_path):
+    from haystack_cfrag.cli.app import main
+
+    _run_folder(tmp_path / "timeqa", "timeqa", paged())
+    out = tmp_path / "gate.yml"
+    result = CliRunner().invoke(main, ["gate", "fit", "--method", "cf_rag", "--out", str(out), "--folds", "4",
+                                       f"--runs={tmp_path / 'timeqa'}"])
+    assert result.exit_code == 0, result.output
+    assert "held out by 4 folds of each sample, whole pages together" in result.output
+    assert "timeqa | 60 |" in result.output
+    bad = CliRunner().invoke(main, ["gate", "fit", "--method", "cf_rag", "--out", str(tmp_path / "b.yml"),
+                                    "--folds", "1", f"--runs={tmp_path / 'timeqa'}"])
+    assert bad.exit_code != 0 and "'folds' must be 0" in bad.output and "Traceback" not in bad.output
 
 
 def test_gate_fit_writes_a_cascade_that_loads_with_the_new_gate(tmp_path):
