@@ -3,10 +3,13 @@
     python benchmarks/analysis/gate_curves.py OUT --method cf_rag \
         --runs runs/e1_trap_tune --runs runs/replay_trap_dev_family …
     (repeat --method/--runs groups with ';' between them: see docs/cascade.md for the exact command)
+    python benchmarks/analysis/gate_curves.py OUT --method cf_rag --runs runs/a,runs/b --folds 5 --shipped cf_rag_auto
 
 For one method: the labelled examples (`evaluation.gate_data`), the fit (`cascade.fit.fit_gate`:
-cross-validated by sample), then in OUT: `<method>.yml` (the model, as `cfrag gate fit` writes it),
-`<method>_curve.md` (escalation against wins kept and losses avoided at every held-out operating point,
+cross-validated by sample, or with `--folds K` in K folds of each sample, whole pages together), with `--shipped`
+a row for a cascade's own gate (its model and declared rules, `cascade.math.decide`; in sample wherever its model or
+rules were chosen on these runs: a composed figure), then in OUT: `<method>.yml` (the model, as `cfrag gate fit`
+writes it), `<method>_curve.md` (escalation against wins kept and losses avoided at every held-out operating point,
 with the perfect gate and the always-on method at the ends), `<method>_curve.png`, and one JSON line in
 `fits.jsonl` (per-sample held-out table, the model's features and weights).
 """
@@ -20,26 +23,33 @@ from pathlib import Path
 import yaml
 
 from haystack_cfrag.cascade.fit import fit_gate
-from haystack_cfrag.cascade.model import NEVER
+from haystack_cfrag.cascade.math import decide
+from haystack_cfrag.cascade.model import NEVER, GateModel
 from haystack_cfrag.evaluation.gate_data import examples_from_runs
+from haystack_cfrag.registry import resolve
 
 
 def write(out: Path, method: str, folders: list[str], c: float | None = None, max_rate: float | None = None,
-          features: list[str] | None = None) -> dict:
+          features: list[str] | None = None, folds: int | None = None, shipped: str | None = None) -> dict:
     examples, missing = examples_from_runs(folders, method)
     options = {**({} if c is None else {"c": c}), **({} if max_rate is None else {"max_rate": max_rate}),
                **({} if not features else {"feature_names": features})}
-    result = fit_gate(examples, **options)
+    result = fit_gate(examples, folds=folds, **options)
     model = result.model.to_dict()
     name = method.split("|")[0].split("[")[0]
     (out / f"{name}.yml").write_text(yaml.safe_dump(model, sort_keys=False, allow_unicode=True), encoding="utf-8")
     rows = result.curve()
+    held = ("each sample's questions predicted by a model fitted on the other samples" if result.held_out_by == "sample"
+            else f"{result.held_out_by}: each fold predicted by a model fitted on the rest")
     lines = [f"# {method}: the gate's curve over {len(examples)} held-out predictions ({model['fitted_on']})", "",
-             "Held out: each sample's questions predicted by a model fitted on the other samples. Rows: the perfect "
-             "gate", "(escalates exactly the method's wins), the fitted gate at the first operating point reaching "
-             "each escalation", "rate, the operating point the cascade ships, and the always-on method.", "",
+             f"Held out: {held}. Rows: the perfect gate", "(escalates exactly the method's wins), the fitted gate at "
+             "the first operating point reaching each escalation", "rate, the operating point the fit chose, and the "
+             "always-on method.", "",
              "| gate | escalated | rate | wins kept | losses avoided |", "|---|---:|---:|---:|---:|"]
-    for r in _compact(rows, model["threshold"]):
+    compact = _compact(rows, model["threshold"])
+    if shipped:
+        compact.insert(-1, shipped_row(shipped, result.examples))
+    for r in compact:
         lines.append(f"| {r['gate']} | {r['escalated']} | {r['rate']:.0%} | {r['wins_kept']}/{r['wins']} | "
                      f"{r['losses_avoided']}/{r['losses']} |")
     lines += ["", "| sample (held out) | questions | escalated | wins kept | losses avoided |",
@@ -57,6 +67,21 @@ def write(out: Path, method: str, folders: list[str], c: float | None = None, ma
     return line
 
 
+def shipped_row(cascade: str, examples: list) -> dict:
+    """What a shipped cascade's gate (its model and declared rules, `cascade.math.decide`) escalates of the examples."""
+    params = resolve(cascade).data["components"]["gate"]["init_parameters"]
+    model = GateModel.from_dict(params["model"])
+    rules = {k: params[k] for k in ("period_gap", "elsewhere_pile", "pile") if k in params}
+    escalated = [decide(e.signals, e.question, model, threshold=model.threshold, **rules).escalate for e in examples]
+    wins = [e.outcome == "won" for e in examples]
+    losses = [e.outcome == "lost" for e in examples]
+    return {"gate": f"*the shipped `{cascade}` gate (its model and rules; composed, not held out)*",
+            "escalated": sum(escalated), "rate": sum(escalated) / max(1, len(examples)),
+            "wins_kept": sum(w and x for w, x in zip(wins, escalated, strict=True)), "wins": sum(wins),
+            "losses_avoided": sum(lo and not x for lo, x in zip(losses, escalated, strict=True)),
+            "losses": sum(losses)}
+
+
 def _compact(rows: list[dict], threshold: float) -> list[dict]:
     """The perfect gate, the first fitted point at or past each escalation rate, the operating point, always on."""
     fitted = [r for r in rows if r["gate"].startswith("fitted")]
@@ -68,7 +93,7 @@ def _compact(rows: list[dict], threshold: float) -> list[dict]:
     point = _point(fitted, threshold) if threshold < NEVER else {**rows[0], "escalated": 0, "rate": 0.0, "wins_kept": 0}
     if point is not None:
         shipped = f"≥ {threshold:.4f}" if threshold < NEVER else "1.0: never escalates"
-        keep = [r for r in keep if r is not point] + [{**point, "gate": f"**the shipped operating point, {shipped}**"}]
+        keep = [r for r in keep if r is not point] + [{**point, "gate": f"**the fit's operating point, {shipped}**"}]
     return [rows[0], *sorted(keep[1:], key=lambda r: r["rate"]), rows[-1]]
 
 
@@ -116,12 +141,15 @@ def main() -> None:
     parser.add_argument("--max-rate", action="append", type=float, default=None,
                         help="the escalation budget of each --method (default: the fit's)")
     parser.add_argument("--features", default=None, help="comma-separated features (default: the fit's)")
+    parser.add_argument("--folds", type=int, default=None,
+                        help="K folds of each sample, whole pages together (default: by sample)")
+    parser.add_argument("--shipped", default=None, help="add a row for this cascade's own gate (e.g. cf_rag_auto)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     budgets = args.max_rate or [None] * len(args.method)
     for method, folders, budget in zip(args.method, args.runs, budgets, strict=True):
         features = args.features.split(",") if args.features else None
-        line = write(args.out, method, folders.split(","), args.c, budget, features)
+        line = write(args.out, method, folders.split(","), args.c, budget, features, args.folds, args.shipped)
         print(json.dumps({k: line[k] for k in ("method", "threshold", "by_sample", "missing")}, default=int))
 
 
