@@ -157,15 +157,15 @@ YANKEES = {  # the temporal trap where no passage dates the question's period: a
 
 def test_cf_rag_auto_runs_cf_rag_as_shipped_where_the_elsewhere_rule_escalated(tmp_path):
     """No passage dates 1903-1912, so there is no period stratum to draft alone: the escalation is CF-RAG's M = 2.
-    The rule ships off (on TimeQA it escalated 3 more and won none): a user's file turns it on."""
+    The rule ships on (with the scored duel it won the Yankees' Hilltop Park on TimeQA); a user's file turns it off."""
     yankees = _mock_runtime(YANKEES)
     question = "Which park was home to the New York Yankees from 1903 to 1912?"
     assert yankees.ask("standard_rag", question).answer == "Yankee Stadium was home"
-    assert yankees.ask("cf_rag_auto", question, {"gate_threshold": 0.99}).gate["escalated"] is False  # as shipped
     shipped = registry.resolve("cf_rag_auto").path.read_text(encoding="utf-8")
-    assert "elsewhere_pile: false" in shipped
+    assert "elsewhere_pile: true" in shipped
     mine = tmp_path / "my_cf_rag_auto.yml"
-    mine.write_text(shipped.replace("elsewhere_pile: false", "elsewhere_pile: true"), encoding="utf-8")
-    cascade = yankees.ask(str(mine), question, {"gate_threshold": 0.99})
+    mine.write_text(shipped.replace("elsewhere_pile: true", "elsewhere_pile: false"), encoding="utf-8")
+    assert yankees.ask(str(mine), question, {"gate_threshold": 0.99}).gate["escalated"] is False  # off
+    cascade = yankees.ask("cf_rag_auto", question, {"gate_threshold": 0.99})  # as shipped
     assert cascade.gate["escalated"] is True and "(elsewhere_pile)" in cascade.gate["because"]
     assert len(cascade.trace["drafts"]) == 3  # two challengers and the baseline, as cf_rag
