@@ -22,8 +22,8 @@ from pathlib import Path
 
 import yaml
 
-from haystack_cfrag.cascade.fit import fit_gate
-from haystack_cfrag.cascade.math import decide
+from haystack_cfrag.cascade.fit import fit_gate, gate_row
+from haystack_cfrag.cascade.math import DECLARED, decide
 from haystack_cfrag.cascade.model import NEVER, GateModel
 from haystack_cfrag.evaluation.gate_data import examples_from_runs
 from haystack_cfrag.registry import resolve
@@ -71,15 +71,11 @@ def shipped_row(cascade: str, examples: list) -> dict:
     """What a shipped cascade's gate (its model and declared rules, `cascade.math.decide`) escalates of the examples."""
     params = resolve(cascade).data["components"]["gate"]["init_parameters"]
     model = GateModel.from_dict(params["model"])
-    rules = {k: params[k] for k in ("period_gap", "elsewhere_pile", "pile") if k in params}
-    escalated = [decide(e.signals, e.question, model, threshold=model.threshold, **rules).escalate for e in examples]
-    wins = [e.outcome == "won" for e in examples]
-    losses = [e.outcome == "lost" for e in examples]
-    return {"gate": f"*the shipped `{cascade}` gate (its model and rules; composed, not held out)*",
-            "escalated": sum(escalated), "rate": sum(escalated) / max(1, len(examples)),
-            "wins_kept": sum(w and x for w, x in zip(wins, escalated, strict=True)), "wins": sum(wins),
-            "losses_avoided": sum(lo and not x for lo, x in zip(losses, escalated, strict=True)),
-            "losses": sum(losses)}
+    rules = {k: params[k] for k in DECLARED if k in params}
+    escalated = {i for i, e in enumerate(examples)
+                 if decide(e.signals, e.question, model, threshold=model.threshold, **rules).escalate}
+    label = f"*the shipped `{cascade}` gate (its model and rules; composed, not held out)*"
+    return gate_row(examples, label, escalated)
 
 
 def _compact(rows: list[dict], threshold: float) -> list[dict]:

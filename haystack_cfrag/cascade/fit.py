@@ -210,6 +210,23 @@ def _sample_row(sample: str, examples: Sequence[Example], held: np.ndarray, thre
             "kept": (sum(reaches(held[i], threshold) for i in wins) / len(wins)) if wins else 1.0}
 
 
+def gate_row(examples: Sequence[Example], gate: str, escalated: set[int]) -> dict[str, Any]:
+    """One gate's row of a curve: what it escalates of `examples` (their indices), the wins it keeps and the losses
+    it avoids.
+
+    >>> ex = [Example("s", str(i), "Q", {}, o) for i, o in enumerate(["won", "lost", "same"])]
+    >>> r = gate_row(ex, "mine", {0, 2})
+    >>> r["escalated"], r["wins_kept"], r["losses_avoided"]
+    (2, 1, 1)
+    """
+    n = len(examples)
+    wins = [i for i, e in enumerate(examples) if e.outcome == "won"]
+    losses = [i for i, e in enumerate(examples) if e.outcome == "lost"]
+    return {"gate": gate, "escalated": len(escalated), "rate": len(escalated) / n if n else 0.0,
+            "wins_kept": sum(i in escalated for i in wins), "wins": len(wins),
+            "losses_avoided": sum(i not in escalated for i in losses), "losses": len(losses)}
+
+
 def curve(examples: Sequence[Example], probabilities: Sequence[float]) -> list[dict[str, Any]]:
     """Escalation, wins kept and losses avoided at every distinct operating point, between the perfect gate and
     the always-on method.
@@ -220,17 +237,9 @@ def curve(examples: Sequence[Example], probabilities: Sequence[float]) -> list[d
     [('perfect', 1, 1, 1), ('fitted ≥ 0.9000', 1, 1, 1), ('fitted ≥ 0.5000', 2, 1, 1), ('fitted ≥ 0.2000', 3, 1, 0),
      ('fitted ≥ 0.1000', 4, 1, 0), ('always on', 4, 1, 0)]
     """
-    n = len(examples)
-    wins = [i for i, e in enumerate(examples) if e.outcome == "won"]
-    losses = [i for i, e in enumerate(examples) if e.outcome == "lost"]
-
-    def row(gate: str, escalated: set[int]) -> dict[str, Any]:
-        return {"gate": gate, "escalated": len(escalated), "rate": len(escalated) / n if n else 0.0,
-                "wins_kept": sum(i in escalated for i in wins), "wins": len(wins),
-                "losses_avoided": sum(i not in escalated for i in losses), "losses": len(losses)}
-
-    rows = [row("perfect", set(wins))]
+    wins = {i for i, e in enumerate(examples) if e.outcome == "won"}
+    rows = [gate_row(examples, "perfect", wins)]
     for t in sorted(set(probabilities), reverse=True):
-        rows.append(row(f"fitted ≥ {t:.4f}", {i for i, p in enumerate(probabilities) if p >= t}))
-    rows.append(row("always on", set(range(n))))
+        rows.append(gate_row(examples, f"fitted ≥ {t:.4f}", {i for i, p in enumerate(probabilities) if p >= t}))
+    rows.append(gate_row(examples, "always on", set(range(len(examples)))))
     return rows

@@ -46,7 +46,10 @@ READS = ("margin", "min_margin", "rank")
 """What the scorer's `read_reply` gives besides the support (None where a backend cannot read them)."""
 
 
-RULES = ("model", "no_answer", "unread", "period_gap", "elsewhere_pile", "pile")
+DECLARED = ("period_gap", "elsewhere_pile", "pile")
+"""The declared rules: `decide`'s (and `EscalationGate`'s) parameters that escalate besides the fitted model."""
+
+RULES = ("model", "no_answer", "unread", *DECLARED)
 """What decided (`GateDecision.by`): the fitted model (either way), no answer, a support that could not be read, the
 declared period rules, the declared pile rule (`decide`). A cascade may route on it: `cf_rag_auto` drafts the
 period's passages alone after `period_gap` (`pipelines/cf_rag_auto.yml`)."""
