@@ -18,7 +18,7 @@ import click
 import yaml
 
 from haystack_cfrag.cascade.fit import DEFAULT_C, ONE_SAMPLE_FOLDS, fit_gate
-from haystack_cfrag.cascade.model import GateModel
+from haystack_cfrag.cascade.model import NEVER, GateModel
 from haystack_cfrag.cascade.parameters import GATE_NODE
 from haystack_cfrag.common.parameters import clip
 from haystack_cfrag.pipelines import parse_yaml, read_yaml
@@ -153,8 +153,9 @@ def fit_command(method: str, folders: tuple[Path, ...], out: Path, cascade: str 
     for sample, n in missing.items():
         click.echo(f"{sample}: {n} question(s) left out (no {method} or standard_rag answer, or no gate reading)")
     kept = sum(r["wins_kept"] for r in result.by_sample) == sum(r["wins"] for r in result.by_sample)
-    click.echo(f"operating point: P(win) ≥ {result.model.threshold:.4f} ("
-               + ("the least held-out P of a win)" if kept else "the most wins net of losses within the budget)"))
+    why = ("never escalates: no point within the budget gains" if result.model.threshold >= NEVER
+           else "the least held-out P of a win" if kept else "the most wins net of losses within the budget")
+    click.echo(f"operating point: P(win) ≥ {result.model.threshold:.4f} ({why})")
     click.echo(f"held out by {result.held_out_by}")
     click.echo("sample | questions | escalated (held out) | wins kept | losses avoided")
     for row in result.by_sample:
