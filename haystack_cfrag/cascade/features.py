@@ -6,8 +6,9 @@ the answer's first token, the smallest margin over its tokens, the answer's rank
 alternatives), how many passages state the answer and whether the best-ranked one does, the pile
 shape (several passages state it, the best-ranked does not), the retrieval score gap, the answer's
 form (number, year, yes/no, words, a capitalised name) and the question's (its wh-word, its length,
-whether it states a period), and for a time-qualified question how much better some passage dates its period
-than any passage that states the answer (`dating_gap`: the temporal trap's shape) and whether two or more
+whether it states a period or a namesake's descriptor), and for a qualified question how much better some passage
+dates its period (or describes its namesake) than any passage that states the answer (`dating_gap`: the temporal
+and the namesake trap's shape) and whether two or more
 passages state the answer, every one dated to another period (`elsewhere_pile`: its shape where no passage
 dates the question's period).
 A value that could not be read is None: the model puts its training mean there (`model.GateModel`).
@@ -30,14 +31,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from haystack_cfrag.common.qualifiers import question_period
+from haystack_cfrag.common.qualifiers import question_descriptor, question_period, question_qualifier
 
 FEATURES = (
     "support", "margin", "min_margin", "rank",
     "holding", "top_holds", "rivals", "pile", "unstated", "score_gap",
     "a_number", "a_year", "a_yesno", "a_words", "a_name",
     "q_who", "q_when", "q_where", "q_which", "q_what", "q_how", "q_yesno", "q_words",
-    "period", "dating_gap", "elsewhere_pile",
+    "period", "descriptor", "dating_gap", "elsewhere_pile",
 )
 """Every feature a gate model may name, in one place (a model names a subset, in any order)."""
 
@@ -80,16 +81,17 @@ def features(reading: Mapping[str, Any], question: str) -> dict[str, float | Non
         "q_yesno": float(first in _AUX),
         "q_words": float(len(q.split())),
         "period": float(question_period(question) is not None),
+        "descriptor": float(bool(question_descriptor(question))),
         "dating_gap": _dating_gap(reading, question),
         "elsewhere_pile": _elsewhere_pile(reading, question),
     }
 
 
 def _dating_gap(reading: Mapping[str, Any], question: str) -> float | None:
-    """How much better the best-dated passage dates the question's period than one stating the answer: 0 without a
-    period or without a passage stating the answer (nothing then to date better than); None for a reading made
-    before the gate read periods (the model's mean stands in)."""
-    if question_period(question) is None or reading.get("holding") == 0:
+    """How much better the best passage meets the question's qualifier (dates its period, describes its namesake)
+    than one stating the answer: 0 without a qualifier or without a passage stating the answer (nothing then to
+    qualify better than); None for a reading made before the gate read periods (the model's mean stands in)."""
+    if question_qualifier(question) is None or reading.get("holding") == 0:
         return 0.0
     dated, best = _number(reading.get("dated")), _number(reading.get("best_dated"))
     return None if dated is None or best is None else max(0.0, best - dated)

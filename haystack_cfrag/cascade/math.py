@@ -9,10 +9,12 @@ what standard RAG already holds:
 - `holding`: how many of the retrieved passages hold the answer (normalised whole-phrase mention),
   and whether the top-ranked one does (`top_holds`);
 - `rivals`: passages that hold none of the answer's words; `score_gap`: the retrieval score gap;
-- for a question that states a period ("from 1964 to 1965"): `best_dated`, how well the passage that
-  dates it best does (`common.qualifiers.dating`), and `dated`, how well a passage holding the answer
-  does: an answer whose passages date another period is the temporal trap's shape; `elsewhere`, how many
-  passages holding the answer state dates, none of them in the question's period.
+- for a question that states a period ("from 1964 to 1965") or a namesake's descriptor ("John Smith
+  (the 1950s painter)"): `best_dated`, how well the passage that meets it best does
+  (`common.qualifiers.qualifying`: for a period alone, its `dating`), and `dated`, how well a passage
+  holding the answer does: an answer whose passages date another period, or describe another namesake,
+  is the trap's shape; `elsewhere`, how many passages holding the answer state dates, none of them in
+  the question's period.
 
 A fitted model (`cascade.model.GateModel`, its numbers in the cascade's YAML) turns these and the
 answer's and question's form (`cascade.features`) into P(the method wins here); `decide` escalates
@@ -36,7 +38,7 @@ from typing import Any
 
 from haystack_cfrag.cascade.features import features
 from haystack_cfrag.cascade.model import GateModel, reaches
-from haystack_cfrag.common.qualifiers import dated_elsewhere, dating, question_period
+from haystack_cfrag.common.qualifiers import dated_elsewhere, qualifying, question_qualifier
 from haystack_cfrag.common.text import mention
 
 GATE_KEY = "gate"
@@ -75,11 +77,12 @@ def signals(answer: str, passages: Sequence[str], support: float | None,
     :param support: the reader's support of the answer (None: not scored).
     :param scores: the passages' retrieval scores, best first (optional).
     :param reads: what the scorer read off the same logits (`margin`, `min_margin`, `rank`; None: unread).
-    :param question: the question, for the period readings (None where it states no period).
+    :param question: the question, for the qualifier readings (None where it states no period or descriptor).
     """
     mentions = [mention(answer, text) for text in passages]
-    period = question_period(question) if question else None
-    dates = None if period is None else [dating(period, text) for text in passages]
+    qualifier = question_qualifier(question) if question else None
+    period = qualifier.period if qualifier is not None else None
+    dates = None if qualifier is None else [qualifying(qualifier, text) for text in passages]
     gap = None
     if scores and len(scores) > 1 and all(isinstance(s, (int, float)) for s in scores[:2]):
         gap = round(float(scores[0]) - float(scores[1]), 4)
@@ -160,7 +163,8 @@ def decide(reading: dict[str, Any], question: str, model: GateModel, *, threshol
     p = model.probability(values)
     gap = values.get("dating_gap") or 0.0
     if period_gap is not None and threshold < 1.0 and gap >= period_gap:
-        return GateDecision(True, f"a passage dates the question's period better than any stating the answer "
+        what = "dates the question's period" if not values.get("descriptor") else "meets the question's qualifier"
+        return GateDecision(True, f"a passage {what} better than any stating the answer "
                                   f"(dating_gap {gap:.2f} ≥ {period_gap})", round(p, 4), by="period_gap")
     if elsewhere_pile and threshold < 1.0 and values.get("elsewhere_pile"):
         return GateDecision(True, f"{reading.get('holding')} passages state the answer, each dating it to another "

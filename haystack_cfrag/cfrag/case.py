@@ -18,7 +18,7 @@ from haystack_cfrag.cfrag.dataclasses import BASELINE_SOURCES, SOURCE_KEY, Draft
 from haystack_cfrag.cfrag.math import arbitration as arb
 from haystack_cfrag.cfrag.math.algorithm import MENTION_THRESHOLD
 from haystack_cfrag.common.plumbing import degradation
-from haystack_cfrag.common.qualifiers import dating_scores
+from haystack_cfrag.common.qualifiers import qualifying_scores
 from haystack_cfrag.common.text import bag_of_words_matrix, mention_matrix
 from haystack_cfrag.common.vectors import as_matrix, cosine_matrix, cosine_to_relevance, valid_embedding_mask
 
@@ -90,8 +90,9 @@ class ArbitrationCase:
         return mention_matrix(self.answers, [d.content or "" for d in self.docs])
 
     def dating(self) -> np.ndarray | None:
-        """How well each document dates the question's period (`qualifiers.dating`); None when it states none."""
-        scores = dating_scores(self.query, [d.content or "" for d in self.docs])
+        """How well each document meets the question's qualifier (`qualifiers.qualifying`: for a period alone, how
+        well it dates it); None when the question states none."""
+        scores = qualifying_scores(self.query, [d.content or "" for d in self.docs])
         return None if scores is None else np.asarray(scores, dtype=float)
 
     def use_mentions(self) -> None:

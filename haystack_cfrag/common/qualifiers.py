@@ -1,10 +1,14 @@
-"""The question's period and the passages that date it: pure, no Haystack.
+"""The question's qualifier (its period, its namesake's descriptor) and the passages that meet it: pure, no Haystack.
 
 A time-qualified question ("Who owned the villa from 1964 to 1965?") is decided by the passage
 that dates its answer to that period; the passages about the page's other periods share its
 words and outvote it. The period is the factor the paper intervenes on; these functions find it
 in the question and in each passage, so that a draft and the duel can read the passage that
-dates an answer to the question's period rather than the most similar one.
+dates an answer to the question's period rather than the most similar one. A question about one of
+several namesakes qualifies the name instead ("Where was John Smith (the 1950s painter) born?"): its
+parenthetical's lowercase words are the descriptor ("painter", `question_descriptor`), its decade or
+century a period (`question_period` reads "the 1950s" and "19th-century" in a question, not in passages,
+where so broad a span would date everything); `qualifying` scores a passage on both.
 
 Times are fractional years: "Dec 2014" is 2014 + 11/12, a bare year covers the whole year. The first
 and last year of a period longer than two years are its edges: the year one holder left and the next
@@ -32,6 +36,9 @@ of the date after it when none comes before; a text with no year dates nothing.
     [1.0, 0.0]
     >>> dating_scores("Who is the lead actor in The Dark Knight?", ["..."]) is None
     True
+    >>> qualifying_scores("Where was John Smith (the 1950s painter) born?",
+    ...                   ["John Smith (1921-1987) was a painter.", "John Smith (1948-2010) was a politician."])
+    [1.0, 0.5]
 """
 
 from __future__ import annotations
@@ -40,8 +47,9 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-__all__ = ["EDGE_WEIGHT", "Period", "dated_elsewhere", "dating", "dating_scores", "edge_only", "passage_periods",
-           "period_overlap", "question_period"]
+__all__ = ["EDGE_WEIGHT", "Period", "Qualifier", "dated_elsewhere", "described", "dating", "dating_scores",
+           "edge_only", "passage_periods", "period_overlap", "qualifying", "qualifying_scores", "question_descriptor",
+           "question_period", "question_qualifier"]
 
 _MONTH_NAMES = "january february march april may june july august september october november december".split()
 _MONTHS = {m[:3]: i for i, m in enumerate(_MONTH_NAMES)}
@@ -62,6 +70,13 @@ _YEARLESS = re.compile(  # "24 October", "October 24th", "6th of August"; capita
     rf"\b(?:{_DAY}\s+(?:of\s+)?(?P<dm>{_MONTH_NAME})|(?P<md>{_MONTH_NAME})\.?\s+{_DAY})\b"
     r"(?!,?\s*(?:of\s+)?(?:1[0-9]{3}|20[0-9]{2}))")
 _SPAN = re.compile(r"\bfor\s+(?P<n>\d{1,3})\s+years?\b", re.IGNORECASE)
+_ERA = re.compile(r"\b(?:(?P<c>[1-9]|1[0-9]|2[01])(?:st|nd|rd|th)[\s-]+century|(?P<d>1[0-9]{2}0|20[0-9]0)'?s)\b",
+                  re.IGNORECASE)  # "the 19th century", "19th-century", "the 1950s" (a question's, not a passage's)
+_PAREN = re.compile(r"\(([^()]{1,80})\)")
+_WORD = re.compile(r"[^\W\d_]+")
+_PARTICLES = frozenset("the a an of and or in on at for from to by with as also known formerly née nee born died "
+                       "later then was is".split())
+"""Words of a parenthetical that describe no namesake: "(née Carter)", "(born 1950)" (its year is the period)."""
 PRESENT = 2026.0
 """The year an open range ("1998–present") runs to."""
 EDGE_WEIGHT = 0.5
@@ -159,8 +174,13 @@ def question_period(question: str) -> Period | None:
     Period(start=1974.0, end=1988.0)
     >>> question_period("Who is the lead actor in The Dark Knight?") is None
     True
+
+    A decade or a century in a question is a period too (the namesake's era):
+
+    >>> question_period("Where was John Smith (the 1950s painter) born?"), question_period("a 19th-century poet")
+    (Period(start=1950.0, end=1960.0), Period(start=1800.0, end=1900.0))
     """
-    periods = passage_periods(question)
+    periods = passage_periods(question) + [_era(m) for m in _ERA.finditer(question)]
     if not periods:
         return None
     start, end = min(p.start for p in periods), max(p.end for p in periods)
@@ -168,6 +188,75 @@ def question_period(question: str) -> Period | None:
     if span and len(periods) == 1:
         end = max(end, start + int(span["n"]))
     return Period(start, end)
+
+
+def _era(m: re.Match[str]) -> Period:
+    """The span of an `_ERA` match: its decade, or its century."""
+    if m["d"]:
+        return Period(float(m["d"]), float(m["d"]) + 10)
+    start = (int(m["c"]) - 1) * 100.0
+    return Period(start, start + 100)
+
+
+def question_descriptor(question: str) -> tuple[str, ...]:
+    """The words that tell one namesake from another: the lowercase words of the question's parentheticals, less
+    particles and dates; () when it has none. A parenthetical of capitalised words names, it does not describe.
+
+    >>> question_descriptor("Where was John Smith (the 1950s painter) born?")
+    ('painter',)
+    >>> question_descriptor("Mary Raine (née Carter) had what family name?"), question_descriptor("USS Slater (DE-766)")
+    ((), ())
+    >>> question_descriptor("Which club did Tom Jones (footballer, born 1950) join?")
+    ('footballer',)
+    """
+    words = [w for m in _PAREN.finditer(question) for w in _WORD.findall(m[1])
+             if w.islower() and len(w) > 2 and w not in _PARTICLES]
+    return tuple(dict.fromkeys(words))
+
+
+def _stem(word: str) -> str:
+    """A word as `described` compares it: lowercase, a plural's "s" dropped ("painters" is "painter")."""
+    w = word.lower()
+    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
+def described(words: Sequence[str], text: str) -> float:
+    """The share of the descriptor's `words` that a text states (a plural for a singular); 0 for no words.
+
+    >>> described(("painter",), "He was one of the painters of the 1950s."), described(("painter",), "A politician.")
+    (1.0, 0.0)
+    """
+    if not words:
+        return 0.0
+    stated = {_stem(w) for w in _WORD.findall(text)}
+    return sum(_stem(w) in stated for w in words) / len(words)
+
+
+class Qualifier(NamedTuple):
+    """What a question qualifies its answer by: a period, a namesake's descriptor words, or both."""
+
+    period: Period | None
+    words: tuple[str, ...]
+
+
+def question_qualifier(question: str) -> Qualifier | None:
+    """The question's period and descriptor; None when it states neither.
+
+    >>> question_qualifier("Who lived in the house from 1964 to 1965?")
+    Qualifier(period=Period(start=1964.0, end=1966.0), words=())
+    >>> question_qualifier("Who is the lead actor in The Dark Knight?") is None
+    True
+    """
+    period, words = question_period(question), question_descriptor(question)
+    return None if period is None and not words else Qualifier(period, words)
+
+
+def qualifying(qualifier: Qualifier, text: str) -> float:
+    """How well a text meets the question's qualifier, in [0, 1]: its `dating` of the period, its `described`
+    share of the descriptor, the mean of the two when the question states both."""
+    parts = ([dating(qualifier.period, text)] if qualifier.period is not None else []) + (
+        [described(qualifier.words, text)] if qualifier.words else [])
+    return sum(parts) / len(parts) if parts else 0.0
 
 
 def period_overlap(a: Period, b: Period) -> float:
@@ -219,3 +308,12 @@ def dating_scores(question: str, texts: Sequence[str]) -> list[float] | None:
     if period is None:
         return None
     return [dating(period, t) for t in texts]
+
+
+def qualifying_scores(question: str, texts: Sequence[str]) -> list[float] | None:
+    """Each text's `qualifying` of the question's qualifier; None when the question states none (for a question
+    that states a period and no descriptor, `dating_scores`)."""
+    qualifier = question_qualifier(question)
+    if qualifier is None:
+        return None
+    return [qualifying(qualifier, t) for t in texts]

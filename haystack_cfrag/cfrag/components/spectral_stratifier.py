@@ -24,7 +24,7 @@ from haystack_cfrag.common.plumbing import (
     with_meta,
 )
 from haystack_cfrag.common.protocols import DocumentEmbedder, TextEmbedder
-from haystack_cfrag.common.qualifiers import dating_scores
+from haystack_cfrag.common.qualifiers import qualifying_scores
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.common.validation import check_choice, check_optional_int, check_range
 from haystack_cfrag.common.vectors import as_matrix, cosine_matrix, cosine_to_relevance
@@ -116,8 +116,9 @@ class SpectralStratifier(InjectedParts):
         :param qualifier: "none", or "period": when the query states a period ("from 1964 to 1965") and a
             pool passage dates it, the first subset is the passages that date it best (best first), the
             others as `selection` makes them (M subsets in all): a draft that reads the period's passages
-            without the other periods' (`common.qualifiers`); "period_only": that subset alone (one challenger
-            where the question states a period and a passage dates it, M otherwise).
+            without the other periods' (`common.qualifiers`); a namesake's descriptor ("John Smith (the 1950s
+            painter)") qualifies the same way (`qualifiers.qualifying`); "period_only": that subset alone (one
+            challenger where the question states a qualifier and a passage meets it, M otherwise).
         """
         for name, value, allowed in (("pool", pool, POOLS), ("selection", selection, SELECTIONS),
                                      ("order", order, ORDERS), ("qualifier", qualifier, STRATA_QUALIFIERS)):
@@ -279,7 +280,7 @@ class SpectralStratifier(InjectedParts):
                 local = order_by(local, key[pool])
         index_subsets = [[int(pool[i]) for i in s] for s in local]
         if qualifier != "none" and query:
-            dating = dating_scores(query, [d.content or "" for d in docs])
+            dating = qualifying_scores(query, [d.content or "" for d in docs])
             index_subsets = _with_period_stratum(index_subsets, dating, pool, relevance,
                                                  1 if qualifier == "period_only" else m)
         return {"subsets": [[labelled[i] for i in s] for s in index_subsets], "documents": labelled}

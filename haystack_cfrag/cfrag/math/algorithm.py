@@ -181,7 +181,8 @@ def arbitrate(
     :param causal_scores: per draft, a φ_causal computed elsewhere (the reader's counterfactual test,
         `arbitration.reader_phi_causal`), used instead of the mean bi-encoder margin of its evidence;
         None for a draft: the bi-encoder's. The duel still orders its passages by the bi-encoder margins.
-    :param dating: per document, how well it dates the question's period (`qualifiers.dating`), None when
+    :param dating: per document, how well it dates the question's period (`qualifiers.qualifying`: or describes its
+        namesake), None when
         the question states none or the ranker reads no qualifier: the duel then also challenges an answer as
         loud as the baseline's whose passage dates the period better, and reads each answer's best-dated passage.
     """

@@ -206,7 +206,8 @@ def duel_passages(
     whose answer no free passage mentions get none. The pairs are ordered by descending
     `order_key` (the causal margin), else by relevance. However many passages name the trap
     answer, the duel shows one of them, so volume cannot outvote the decisive passage.
-    With `dating` (how well each passage dates the question's period, `qualifiers.dating`), the
+    With `dating` (how well each passage dates the question's period, or describes its namesake:
+    `qualifiers.qualifying`), the
     passage that best dates the answer to that period is chosen first and leads the order:
     the factor that decides a time-qualified question is its period, not the topic's words.
 
