@@ -223,14 +223,19 @@ class ReaderSupportScorer(InjectedParts):
         `messages`, after the unscored `reply_prefix` (a reader that just answered them re-reads nothing)."""
         return self.read_reply(messages, answer, reply_prefix)["support"]
 
-    def read_reply(self, messages: list[ChatMessage], answer: str, reply_prefix: str = "") -> dict[str, Any]:
-        """`score_reply`'s scoring with what the same logits say besides (one reading, no second pass).
+    def read_reply(self, messages: list[ChatMessage] | str, answer: str, reply_prefix: str = "") -> dict[str, Any]:
+        """`score_reply`'s scoring with what the same logits say besides (one reading, no second pass); `messages`
+        may be one user turn's text.
 
         :returns: `support`, and where whole logit rows are read `margin` (the top-1 − top-2 gap at the first
-            answer token), `min_margin` (over its tokens) and `rank` (of its first token); else None.
+            answer token), `min_margin` (over its tokens) and `rank` (of its first token), else None;
+            `tokens_evaluated`, what the reading cost.
         """
+        if isinstance(messages, str) and messages.strip():
+            messages = [ChatMessage.from_user(messages)]  # one user turn
         if not isinstance(messages, list) or not messages or not all(isinstance(m, ChatMessage) for m in messages):
-            raise ValueError(f"{COMPONENT}: 'messages' must be a non-empty list of ChatMessage.")
+            raise ValueError(f"{COMPONENT}: 'messages' must be a non-empty list of ChatMessage (or one user turn's "
+                             "text).")
         if not isinstance(answer, str) or not answer.strip():
             raise ValueError(f"{COMPONENT}: 'answer' must be a non-empty string.")
         if not isinstance(reply_prefix, str):
@@ -242,7 +247,8 @@ class ReaderSupportScorer(InjectedParts):
         return {"support": mean_logprob(result.token_logprobs),
                 "margin": margins[0] if margins else None,
                 "min_margin": min(margins) if margins else None,
-                "rank": ranks[0] if ranks else None}
+                "rank": ranks[0] if ranks else None,
+                "tokens_evaluated": result.tokens_evaluated}
 
     def scores(
         self,

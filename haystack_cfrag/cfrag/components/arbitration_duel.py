@@ -16,6 +16,7 @@ from haystack_cfrag.cfrag.ruling import Ruling
 from haystack_cfrag.common.asking import AsksChatGenerator
 from haystack_cfrag.common.plumbing import InjectedParts, degradation
 from haystack_cfrag.common.protocols import ChatGenerator
+from haystack_cfrag.common.replies import reply_text
 from haystack_cfrag.common.serialization import deserialize_init_components, serialize_component
 from haystack_cfrag.common.tracing import LLMCall
 from haystack_cfrag.common.validation import check_choice
@@ -23,11 +24,16 @@ from haystack_cfrag.support.backend_common import NoPromptLogprobsError, Unsuppo
 
 logger = logging.getLogger(__name__)
 
-DUEL_READINGS = ("generate", "support", "support_pmi")
+DUEL_READINGS = ("generate", "support", "support_pmi", "support_reply")
 """How the duel is read: the generator names an answer ("generate"), or each answer is scored on its own
 passage by the reader's support ("support": log P(a | q, e)) or its evidence-erased contrast
-("support_pmi": log P(a | q, e) − log P(a | q)), and the best score wins (haystack_cfrag.support). A reader
+("support_pmi": log P(a | q, e) − log P(a | q)), or as the reader's reply to the drafts' own prompt over that
+passage, after its "Answer:" ("support_reply": the prompt a one-passage draft was read with, whose kept KV state
+then serves: only the answer's tokens are read), and the best score wins (haystack_cfrag.support). A reader
 whose log-probabilities cannot be read (an API that returns none) reads the scored duels by generation."""
+
+REPLY_PREFIX = "Answer:"
+"""What the drafts' prompt (`prompts.SHORT_DRAFT_PROMPT`) has the reader write before its answer."""
 
 _DUEL = LLMCall(stage="duel", component="ArbitrationDuel")
 
@@ -83,9 +89,10 @@ class ArbitrationDuel(AsksChatGenerator, InjectedParts):
             Needed when `enabled`.
         :param enabled: read the duels the ruling proposes; False = the margin rule decides (the ablation).
         :param reading: how the duel is read (DUEL_READINGS): "generate" (the generator reads the duel
-            passages and names an answer), "support" or "support_pmi" (each answer scored on its own
-            passage by the generator's log-probabilities, through `haystack_cfrag.support.ReaderSupportScorer`;
-            no generation, no confirmation reading).
+            passages and names an answer), "support", "support_pmi" or "support_reply" (each answer scored on its
+            own passage by the generator's log-probabilities, through `haystack_cfrag.support.ReaderSupportScorer`;
+            no generation, no confirmation reading; "support_reply" under the drafts' prompt, `prompt_template`'s
+            when given, after "Answer:").
         :param confirm: when the duel names a challenger, read the same passages once more in reverse
             order; the challenger replaces the baseline only when that reading names it again. With two
             candidates the outcome is then the same in either order: the 1.5B reader's pick follows the
@@ -167,9 +174,11 @@ class ArbitrationDuel(AsksChatGenerator, InjectedParts):
         """`ask_result`'s arguments: the duel passages (in reverse order to confirm) to the generator."""
         case, pairs = ruling.case, _arbitration(ruling).override.duel
         docs = [case.docs[i] for _, i in (pairs[::-1] if reverse else pairs)]
-        template = self.prompt_template or SHORT_DRAFT_PROMPT
-        return {"prompt": template.format(query=case.query, evidence=render_plain_evidence(docs)), "call": _DUEL,
-                "what": "duel", "exclusive": False}
+        return {"prompt": self._prompt(case.query, docs), "call": _DUEL, "what": "duel", "exclusive": False}
+
+    def _prompt(self, query: str, docs: list[Any]) -> str:
+        """The drafts' prompt (standard RAG's, or `prompt_template`) over `docs`."""
+        return (self.prompt_template or SHORT_DRAFT_PROMPT).format(query=query, evidence=render_plain_evidence(docs))
 
     def _scored(self, ruling: Ruling) -> Ruling | None:
         """The duel read by the reader's support: each answer scored on its own passage; the best is "named".
@@ -189,11 +198,16 @@ class ArbitrationDuel(AsksChatGenerator, InjectedParts):
         case, key, scored = ruling.case, "pmi" if erased else "support", []
         try:
             for candidate, column in _arbitration(ruling).override.duel:
-                out = self._support.run(query=case.query, answers=[case.answers[candidate]],
-                                        documents=[case.docs[column]])
-                cost = out.get("trace") or {}
-                scored.append({"answer": case.answers[candidate], "passage": case.docs[column].id,
-                               "score": float(out[key][0]), "calls": cost.get("calls"),
+                answer, doc = case.answers[candidate], case.docs[column]
+                if self.reading == "support_reply":
+                    out = self._support.read_reply(self._prompt(case.query, [doc]), reply_text(REPLY_PREFIX, answer),
+                                                   REPLY_PREFIX)
+                    cost = {"calls": 1, "tokens_evaluated": out.get("tokens_evaluated")}
+                    score = float(out["support"])
+                else:
+                    out = self._support.run(query=case.query, answers=[answer], documents=[doc])
+                    cost, score = out.get("trace") or {}, float(out[key][0])
+                scored.append({"answer": answer, "passage": doc.id, "score": score, "calls": cost.get("calls"),
                                "tokens_evaluated": cost.get("tokens_evaluated")})
         except (UnsupportedGeneratorError, NoPromptLogprobsError) as exc:
             self._no_logprobs = str(exc)
@@ -244,4 +258,4 @@ def _named(reply: list[ChatMessage]) -> str:
     return parse_draft_reply((reply[0].text or "") if reply else "")["answer"]
 
 
-__all__ = ["DUEL_READINGS", "ArbitrationDuel"]
+__all__ = ["DUEL_READINGS", "REPLY_PREFIX", "ArbitrationDuel"]

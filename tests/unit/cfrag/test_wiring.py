@@ -6,6 +6,7 @@ import yaml
 from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
+from haystack_cfrag import registry
 from haystack_cfrag.cfrag.components.counterfactual_rag import PAPER, CounterfactualRAG
 from haystack_cfrag.cfrag.wiring import (
     CAUSAL_ORDER_EDGE,
@@ -49,7 +50,10 @@ def test_the_cascade_runs_cf_rags_graph_on_standard_rags_passages_and_answer():
     renamed = [tuple(".".join([rename.get(x.split(".")[0], x.split(".")[0]), x.split(".")[1]]) for x in e)
                for e in CONNECTIONS]
     assert sorted(edges) == sorted(renamed)
-    for name in COMPONENTS:  # the same settings as the always-on default
+    escalation = registry.cascades()[CASCADE].escalation  # what the escalation sets of its own
+    assert escalation == {"duel.reading": "support_reply"}
+    default["components"]["duel"]["init_parameters"]["reading"] = "support_reply"
+    for name in COMPONENTS:  # the same settings as the always-on default, but for the escalation's own
         assert data["components"][rename.get(name, name)] == default["components"][name]
     into = {r: s for s, r in _edges(data["connections"])}
     assert into["cf_retriever.original_documents"] == "retriever.documents"   # no second retrieval of q
