@@ -84,10 +84,7 @@ FAMILY = Family(
         Entry("cf_rag_auto", "the cascade: standard RAG, then CF-RAG only where the escalation gate says the "
               "evidence may conflict (docs/cascade.md)", api_description=API, cascade=Cascade(
                   # the period rule's escalation drafts the period's passages alone (pipelines/cf_rag_auto.yml)
-                  routing={"strata_router": "stratifier.qualifier"},
-                  # the duel scores each answer as the reply to the drafts' prompt: a one-passage challenger's
-                  # score reuses its draft's KV state (docs/cascade.md)
-                  escalation={"duel.reading": "support_reply"})),
+                  routing={"strata_router": "stratifier.qualifier"})),
     ),
     read=read,
     record=view.record,

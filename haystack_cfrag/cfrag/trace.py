@@ -99,7 +99,8 @@ class DuelEntry(TypedDict):
     confirm_answer: NotRequired[str]
     """What the reverse-order reading named; present only when the duel's pick was checked that way."""
     reading: NotRequired[str]
-    """"support" or "support_pmi" when the reader's support read the duel (no generation); absent: a generation."""
+    """"support", "support_pmi" or "support_reply" when the reader's support read the duel (no generation); absent:
+    a generation."""
     support: NotRequired[list[DuelSupportEntry]]
     """Each answer's score on its own duel passage (with `reading`)."""
 

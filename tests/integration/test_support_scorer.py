@@ -202,3 +202,21 @@ def test_the_gates_reading_of_the_readers_own_reply_gives_margin_and_rank_from_t
     assert reading["support"] == pytest.approx(scorer.score_reply(messages, reply), abs=1e-3)
     usage = generator.run(messages)["replies"][0].meta["usage"]
     assert usage["prompt_tokens_details"]["cached_tokens"] >= usage["prompt_tokens"] - 2  # the same prompt: reused
+
+
+def test_a_reply_read_under_the_drafts_prompt_reads_only_the_answer_after_the_draft(scorer, generator):
+    """The duel's "support_reply" reading: a challenger drafted from one passage is scored under the very prompt its
+    draft was read with (`SHORT_DRAFT_PROMPT`, "Answer:"), so the reader's kept state serves and only the answer's
+    tokens (and the prefix's) are evaluated; a passage it has not read costs the whole prompt."""
+    from haystack.dataclasses import ChatMessage
+
+    from haystack_cfrag.cfrag.prompts import SHORT_DRAFT_PROMPT, render_plain_evidence
+
+    drafted = SHORT_DRAFT_PROMPT.format(query=dk.QUESTION, evidence=render_plain_evidence([Document(content=dk.CAST)]))
+    generator.run([ChatMessage.from_user(drafted)])
+    after_draft = scorer.read_reply(drafted, " Christian Bale", "Answer:")
+    unread = SHORT_DRAFT_PROMPT.format(query=dk.QUESTION, evidence=render_plain_evidence(
+        [Document(content=GLADIATOR_CAST)]))
+    cold = scorer.read_reply(unread, " Christian Bale", "Answer:")
+    print(f"\ntokens evaluated: after the draft {after_draft['tokens_evaluated']}, unread {cold['tokens_evaluated']}")
+    assert after_draft["tokens_evaluated"] <= 8 < cold["tokens_evaluated"]

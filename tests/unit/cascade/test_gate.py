@@ -273,3 +273,25 @@ def test_the_pile_rule_escalates_the_correlation_traps_shape_where_the_model_sta
     assert EscalationGate.from_dict(on.to_dict()).pile is True
     with pytest.raises(ValueError, match="'pile' must be true or false"):
         EscalationGate(support_scorer=FixedScorer(), model=MODEL, pile=1)
+
+
+def test_the_period_rule_escalates_a_namesake_outvoted_by_the_others_passages():
+    """"John Smith (the 1950s painter)": the passages about the politician state his birthplace twice; the one
+    passage that describes the painter states another. The descriptor qualifies as the period does."""
+    passages = [Document(content="John Smith (1938 - 1994), the Labour politician, was born in Dalmally."),
+                Document(content="The politician John Smith grew up in Dalmally and Ardrishaig."),
+                Document(content="John Smith (1921 - 1987), a painter of harbours, was born in Leeds.")]
+    g = EscalationGate(support_scorer=FixedScorer(-0.05), model=MODEL, period_gap=0.5)
+
+    def ask(question):
+        return g.run(query=question, replies=[ChatMessage.from_assistant("Answer: Dalmally")], documents=passages)
+
+    out = ask("Where was John Smith (the painter) born?")
+    assert out["escalate"] is True and out["decided_by"] == "period_gap"
+    assert "meets the question's qualifier" in out["trace"]["because"]
+    assert out["trace"]["signals"]["dated"] == 0.0 and out["trace"]["signals"]["best_dated"] == 1.0
+    era = ask("Where was John Smith (the 1950s painter) born?")  # both lifespans cover the 1950s: the words decide
+    assert era["escalate"] is True and era["trace"]["signals"]["best_dated"] == 1.0
+    assert era["trace"]["signals"]["dated"] == 0.5
+    plain = ask("Where was John Smith born?")                    # no qualifier: the model alone decides
+    assert plain["escalate"] is False and plain["decided_by"] == "model"

@@ -529,10 +529,15 @@ class QuestionTermBackend:
     def warm_up(self) -> None:
         pass
 
-    def answer_logprobs(self, prompt: str, answer: str):
+    def __init__(self):
+        self.prompts = []
+
+    def answer_logprobs(self, prompt, answer: str, reply_prefix: str = ""):
         from haystack_cfrag.support.backends import AnswerLogprobs
 
-        evidence = prompt.lower().split("question:")[0]
+        text = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)  # a turn, or messages
+        self.prompts.append((text, answer, reply_prefix))
+        evidence = text.lower().split("question:")[0]
         values = []
         for word in answer.lower().split():
             lines = [line for line in evidence.splitlines() if word in line]
@@ -544,10 +549,11 @@ class SupportReader(KeywordReader):
     """The trap reader (answers by volume) whose log-probabilities the support scorer can read."""
 
     def support_backend(self):
-        return QuestionTermBackend()
+        self.backend = QuestionTermBackend()
+        return self.backend
 
 
-@pytest.mark.parametrize("reading", ["support", "support_pmi"])
+@pytest.mark.parametrize("reading", ["support", "support_pmi", "support_reply"])
 def test_the_duel_read_by_the_readers_support_picks_the_decisive_passages_answer_without_a_generation(reading):
     docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
     reviews = [docs[f"review-{i}"] for i in range(4)]
@@ -560,6 +566,22 @@ def test_the_duel_read_by_the_readers_support_picks_the_decisive_passages_answer
     assert duel["reading"] == reading and {s["answer"] for s in duel["support"]} == {"Christian Bale", "Heath Ledger"}
     scores = {s["answer"]: s["score"] for s in duel["support"]}
     assert scores["Christian Bale"] > scores["Heath Ledger"]
+
+
+def test_the_reply_reading_scores_each_answer_under_the_drafts_own_prompt_over_its_passage():
+    """"support_reply": the prompt a draft from that one passage was read with (standard RAG's, `SHORT_DRAFT_PROMPT`),
+    the answer after "Answer:", so the reader's kept state of that draft serves (integration: test_support_scorer)."""
+    from haystack_cfrag.cfrag.components.parallel_draft_generator import ParallelDraftGenerator
+
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(dk.documents())["documents"]}
+    reader = SupportReader(candidates=dk.CANDIDATES)
+    reviews = [docs[f"review-{i}"] for i in range(4)]
+    _case("Heath Ledger", [("Christian Bale", [docs["cast"]]), ("Heath Ledger", reviews)], override_margin=1.0,
+          duel=True, synthesizer=reader, duel_reading="support_reply")
+    scored = {answer: (text, prefix) for text, answer, prefix in reader.backend.prompts}
+    drafter = ParallelDraftGenerator(chat_generator=reader, prompt="short")
+    assert scored[" Christian Bale"] == (drafter._prompt(dk.QUESTION, [docs["cast"]]), "Answer:")
+    assert set(scored) == {" Christian Bale", " Heath Ledger"}
 
 
 class FailingBackend(QuestionTermBackend):

@@ -170,3 +170,24 @@ def test_the_passage_dated_by_its_day_and_month_is_drafted_and_leads_the_duel():
     # the reader's form of the trap answer, as in the run: "Heinrich" alone does not name it in Liebe's passage
     assert period_reading(U38, YEARLESS, ["new", "last", "commissioned"], "Heinrich Liebe", "commissioned",
                           "Korvettenkapitän Heinrich Schuch") == ([["commissioned"]], True, ["commissioned"])
+
+
+NAMESAKES = {                    # "John Smith (the painter)": the politician's passages outvote the painter's
+    "labour": "John Smith (1938 - 1994), the Labour politician, was born in Dalmally.",
+    "leader": "The politician John Smith grew up in Dalmally and led the Labour Party.",
+    "painter": "John Smith (1921 - 1987), a painter of harbours, was born in Leeds.",
+}
+
+
+@pytest.mark.parametrize("question", ["Where was John Smith (the painter) born?",
+                                      "Where was John Smith (the 1950s painter) born?"])
+def test_a_namesakes_descriptor_drafts_its_passages_alone_and_leads_the_duel(question):
+    stratum, held, lead = period_reading(question, NAMESAKES, ["labour", "leader", "painter"], "Leeds", "painter",
+                                         "Dalmally")
+    assert stratum == [["painter"]] and held and lead == ["painter"]
+    # as loud (one passage each): the duel is held only because the painter's passage meets the qualifier
+    _, held, lead = period_reading(question, NAMESAKES, ["labour", "painter"], "Leeds", "painter", "Dalmally")
+    assert held and lead == ["painter"]
+    _, held, _ = period_reading("Where was John Smith born?", NAMESAKES, ["labour", "painter"], "Leeds", "painter",
+                                "Dalmally")
+    assert not held

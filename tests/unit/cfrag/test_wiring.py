@@ -50,10 +50,8 @@ def test_the_cascade_runs_cf_rags_graph_on_standard_rags_passages_and_answer():
     renamed = [tuple(".".join([rename.get(x.split(".")[0], x.split(".")[0]), x.split(".")[1]]) for x in e)
                for e in CONNECTIONS]
     assert sorted(edges) == sorted(renamed)
-    escalation = registry.cascades()[CASCADE].escalation  # what the escalation sets of its own
-    assert escalation == {"duel.reading": "support_reply"}
-    default["components"]["duel"]["init_parameters"]["reading"] = "support_reply"
-    for name in COMPONENTS:  # the same settings as the always-on default, but for the escalation's own
+    assert registry.cascades()[CASCADE].escalation == {}  # no setting of its own
+    for name in COMPONENTS:  # the same settings as the always-on default
         assert data["components"][rename.get(name, name)] == default["components"][name]
     into = {r: s for s, r in _edges(data["connections"])}
     assert into["cf_retriever.original_documents"] == "retriever.documents"   # no second retrieval of q

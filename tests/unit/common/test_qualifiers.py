@@ -1,8 +1,18 @@
-"""Dates a text states, read by `common.qualifiers.passage_periods`: the yearless day and month."""
+"""Dates a text states, read by `common.qualifiers.passage_periods` (the yearless day and month), and a question's
+qualifier: its period, a decade or century, a namesake's descriptor (`question_qualifier`, `qualifying`)."""
 
 import pytest
 
-from haystack_cfrag.common.qualifiers import Period, passage_periods
+from haystack_cfrag.common.qualifiers import (
+    Period,
+    Qualifier,
+    dating_scores,
+    passage_periods,
+    qualifying_scores,
+    question_descriptor,
+    question_period,
+    question_qualifier,
+)
 
 
 def month(year: int, m: int) -> Period:
@@ -33,3 +43,55 @@ def test_a_day_and_month_without_a_year_are_dated_by_the_text_around_them(text, 
         return [(round(p.start, 9), round(p.end, 9)) for p in periods]
 
     assert rounded(passage_periods(text)) == rounded(expected)
+
+
+# ------------------------------------------------------------------ a namesake's qualifier
+
+
+@pytest.mark.parametrize(("question", "words"), [
+    ("Where was John Smith (the 1950s painter) born?", ("painter",)),
+    ("Which club did Tom Jones (footballer, born 1950) join?", ("footballer",)),
+    ("Where did Matthew McKay (American football) go to college?", ("football",)),
+    # a parenthetical that names rather than describes: no descriptor (TimeQA's own questions)
+    ("Mary Raine (née Carter) had, from Dec 1943 to Dec 1944, what family name?", ()),
+    ("From Feb 1944 to Mar 1951, in what country was the USS Slater (DE-766) registered?", ()),
+    ("Love (Indianapolis) was exhibited where from 1970 to 1971?", ()),
+    ("Who was CEO of DIPLOCAT (The Public Diplomacy Council of Catalonia) from Feb 2013 to Oct 2017?", ()),
+    ("Which Bruegel painted The Hunters in the Snow (1565)?", ()),
+    ("Who is the lead actor in The Dark Knight?", ()),
+])
+def test_a_namesakes_descriptor_is_the_lowercase_words_of_the_questions_parenthetical(question, words):
+    assert question_descriptor(question) == words
+
+
+@pytest.mark.parametrize(("question", "period"), [
+    ("Where was John Smith (the 1950s painter) born?", Period(1950, 1960)),
+    ("Which 18th-century canal was longer?", Period(1700, 1800)),
+    ("Who was the 1st century bishop?", Period(0, 100)),
+    ("Which park from 1903 to 1912?", Period(1903, 1913)),
+    ("Who had 1950 votes?", Period(1950, 1951)),     # a bare year stays a year (as before)
+])
+def test_a_questions_decade_or_century_is_its_period(question, period):
+    assert question_period(question) == period
+
+
+def test_a_decade_in_a_passage_dates_nothing_so_broad_a_span_would_date_every_question():
+    assert passage_periods("He painted mostly in the 1950s and the 19th century.") == []
+
+
+def test_a_passage_qualifies_by_its_date_and_by_the_descriptor_the_mean_where_the_question_states_both():
+    painter = "John Smith (1921 - 1987) was an English painter of harbours."
+    politician = "John Smith (1938 - 1994) was a Scottish Labour politician, leader of the party."
+    footballer = "John Smith (born 1990) is a footballer who plays as a striker."
+    texts = [painter, politician, footballer]
+    assert qualifying_scores("Where was John Smith (the 1950s painter) born?", texts) == [1.0, 0.5, 0.0]
+    assert qualifying_scores("Where was John Smith (painter) born?", texts) == [1.0, 0.0, 0.0]
+    assert question_qualifier("Where was John Smith born?") is None
+    assert qualifying_scores("Where was John Smith born?", texts) is None
+
+
+def test_for_a_period_alone_qualifying_is_dating():
+    question = "Who lived in the house from 1964 to 1965?"
+    texts = ["- 1964-1965 - Jacqueline Kennedy", "- 1965-1976 - Michael Whitney Straight", "In 1976, Yolande Fox"]
+    assert question_qualifier(question) == Qualifier(Period(1964, 1966), ())
+    assert qualifying_scores(question, texts) == dating_scores(question, texts) == [1.0, 0.5, 0.0]
