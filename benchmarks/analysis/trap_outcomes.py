@@ -7,7 +7,9 @@ Only the questions every listed system answered are compared (a run still going 
 Per system: strict EM, ΔEM against standard RAG with its 95 % paired bootstrap interval, won/lost, the
 token-model cost ratio (every prompt token, and the tokens llama.cpp evaluated), and the rows it won or lost,
 each with what the win was (`override` by the duel, `reorder`: the same passages in another order, …).
-`--systems` picks and orders the systems; `--json` writes the table for a docs page.
+`--systems` picks and orders the systems; `--json` writes the table for a docs page. `--dated-gold` keeps only
+the time-qualified rows whose annotated (gold) paragraph dates some part of the question's period
+(`undated_gold`): TimeQA's known noise (its data README), a secondary view chosen after the runs, never the figure.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from run_folder import read_run_records
 
+from haystack_cfrag.common.qualifiers import dating_scores, passage_periods
 from haystack_cfrag.evaluation.statistics import paired
 from haystack_cfrag.evaluation.token_model import token_seconds
 
@@ -70,6 +73,28 @@ def table(records: list[dict[str, Any]], rows: dict[str, dict[str, Any]], system
     return out
 
 
+def undated_gold(rows: dict[str, dict]) -> set[str]:
+    """The ids of time-qualified rows (`axis` temporal) whose gold paragraphs date no part of the question's period
+    (`qualifiers.dating`), or state no date at all where the question's period cannot be read ("in 828"; dates as
+    `qualifiers.passage_periods` reads them, years of four digits).
+
+    >>> undated_gold({"a": {"question": "Who ruled in 1828?", "gold_docs": [{"content": "In 1827 she married."}]},
+    ...               "b": {"question": "Who ruled in 1827?", "gold_docs": [{"content": "In 1827 she married."}]},
+    ...               "c": {"question": "Who ruled in 828?", "gold_docs": [{"content": "She married."}]},
+    ...               "d": {"question": "Who ruled?", "gold_docs": [{"content": "She married."}], "axis": "entity"}})
+    ['a', 'c']
+    """
+    out = []
+    for qid, row in rows.items():
+        if row.get("axis", "temporal") != "temporal":
+            continue
+        gold = [d.get("content") or "" for d in row.get("gold_docs") or []]
+        scores = dating_scores(row.get("question") or "", gold)
+        if (max(scores, default=0.0) == 0.0) if scores is not None else not any(passage_periods(g) for g in gold):
+            out.append(qid)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path)
@@ -80,8 +105,14 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true", help="one Markdown table row per system")
     parser.add_argument("--drop", type=Path, default=None,
                         help="a file of question ids to leave out (first word of each line; # comments)")
+    parser.add_argument("--dated-gold", action="store_true",
+                        help="only rows whose gold paragraph dates the question's period (post hoc, secondary)")
     args = parser.parse_args()
     records = read_run_records(args.out)
+    if args.dated_gold:
+        undated = set(undated_gold(rows_by_id(args.data)))
+        print(f"--dated-gold: {len(undated)} rows of the data left out (their gold dates no part of the period)")
+        records = [r for r in records if r["qid"] not in undated]
     if args.drop:
         lines = args.drop.read_text(encoding="utf-8").splitlines()
         dropped = {line.split()[0] for line in lines if line.strip() and not line.startswith("#")}
