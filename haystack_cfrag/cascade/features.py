@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from haystack_cfrag.common.qualifiers import question_descriptor, question_period, question_qualifier
+from haystack_cfrag.common.qualifiers import question_period, question_qualifier
 
 FEATURES = (
     "support", "margin", "min_margin", "rank",
@@ -56,6 +56,7 @@ def features(reading: Mapping[str, Any], question: str) -> dict[str, float | Non
     rank = reading.get("rank")
     q = question.strip().lower()
     first = q.split()[0] if q.split() else ""
+    qualifier = question_qualifier(question)
     return {
         "support": _number(reading.get("support")),
         "margin": _number(reading.get("margin")),
@@ -81,7 +82,7 @@ def features(reading: Mapping[str, Any], question: str) -> dict[str, float | Non
         "q_yesno": float(first in _AUX),
         "q_words": float(len(q.split())),
         "period": float(question_period(question) is not None),
-        "descriptor": float(bool(question_descriptor(question))),
+        "descriptor": float(bool(qualifier is not None and qualifier.words)),
         "dating_gap": _dating_gap(reading, question),
         "elsewhere_pile": _elsewhere_pile(reading, question),
     }

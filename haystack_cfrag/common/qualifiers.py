@@ -240,14 +240,21 @@ class Qualifier(NamedTuple):
 
 
 def question_qualifier(question: str) -> Qualifier | None:
-    """The question's period and descriptor; None when it states neither.
+    """The question's period and descriptor; None when it states neither. A period stated outside the
+    parentheticals decides alone: there the parenthetical names the page, the period qualifies the answer.
 
     >>> question_qualifier("Who lived in the house from 1964 to 1965?")
     Qualifier(period=Period(start=1964.0, end=1966.0), words=())
+    >>> question_qualifier("Where was John Smith (the 1950s painter) born?")
+    Qualifier(period=Period(start=1950.0, end=1960.0), words=('painter',))
+    >>> question_qualifier("Who played Black Tiger (professional wrestling) from 1982 to 1990?")
+    Qualifier(period=Period(start=1982.0, end=1991.0), words=())
     >>> question_qualifier("Who is the lead actor in The Dark Knight?") is None
     True
     """
     period, words = question_period(question), question_descriptor(question)
+    if words and question_period(_PAREN.sub(" ", question)) is not None:
+        words = ()
     return None if period is None and not words else Qualifier(period, words)
 
 

@@ -95,3 +95,15 @@ def test_for_a_period_alone_qualifying_is_dating():
     texts = ["- 1964-1965 - Jacqueline Kennedy", "- 1965-1976 - Michael Whitney Straight", "In 1976, Yolande Fox"]
     assert question_qualifier(question) == Qualifier(Period(1964, 1966), ())
     assert qualifying_scores(question, texts) == dating_scores(question, texts) == [1.0, 0.5, 0.0]
+
+
+@pytest.mark.parametrize(("question", "qualifier"), [
+    ("Where was John Smith (the 1950s painter) born?", Qualifier(Period(1950, 1960), ("painter",))),
+    ("Where was John Smith (painter) born?", Qualifier(None, ("painter",))),
+    # a period outside the parenthetical decides alone: the parenthetical names the page (TimeQA's Black Tiger)
+    ("Who had a successful run at Black Tiger (professional wrestling) from 2005 to Apr 2009?",
+     Qualifier(Period(2005, 2009 + 4 / 12), ())),
+    ("Which club did Tom Jones (footballer) join in 1975?", Qualifier(Period(1975, 1976), ())),
+])
+def test_the_questions_qualifier_a_period_outside_the_parenthetical_deciding_alone(question, qualifier):
+    assert question_qualifier(question) == qualifier
