@@ -73,7 +73,7 @@ def table(records: list[dict[str, Any]], rows: dict[str, dict[str, Any]], system
     return out
 
 
-def undated_gold(rows: dict[str, dict]) -> set[str]:
+def undated_gold(rows: dict[str, dict]) -> list[str]:
     """The ids of time-qualified rows (`axis` temporal) whose gold paragraphs date no part of the question's period
     (`qualifiers.dating`), or state no date at all where the question's period cannot be read ("in 828"; dates as
     `qualifiers.passage_periods` reads them, years of four digits).

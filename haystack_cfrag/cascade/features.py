@@ -6,7 +6,7 @@ the answer's first token, the smallest margin over its tokens, the answer's rank
 alternatives), how many passages state the answer and whether the best-ranked one does, the pile
 shape (several passages state it, the best-ranked does not), the retrieval score gap, the answer's
 form (number, year, yes/no, words, a capitalised name) and the question's (its wh-word, its length,
-whether it states a period or a namesake's descriptor), and for a qualified question how much better some passage
+whether it states a period), and for a qualified question how much better some passage
 dates its period (or describes its namesake) than any passage that states the answer (`dating_gap`: the temporal
 and the namesake trap's shape) and whether two or more
 passages state the answer, every one dated to another period (`elsewhere_pile`: its shape where no passage
@@ -38,7 +38,7 @@ FEATURES = (
     "holding", "top_holds", "rivals", "pile", "unstated", "score_gap",
     "a_number", "a_year", "a_yesno", "a_words", "a_name",
     "q_who", "q_when", "q_where", "q_which", "q_what", "q_how", "q_yesno", "q_words",
-    "period", "descriptor", "dating_gap", "elsewhere_pile",
+    "period", "dating_gap", "elsewhere_pile",
 )
 """Every feature a gate model may name, in one place (a model names a subset, in any order)."""
 
@@ -56,7 +56,6 @@ def features(reading: Mapping[str, Any], question: str) -> dict[str, float | Non
     rank = reading.get("rank")
     q = question.strip().lower()
     first = q.split()[0] if q.split() else ""
-    qualifier = question_qualifier(question)
     return {
         "support": _number(reading.get("support")),
         "margin": _number(reading.get("margin")),
@@ -82,7 +81,6 @@ def features(reading: Mapping[str, Any], question: str) -> dict[str, float | Non
         "q_yesno": float(first in _AUX),
         "q_words": float(len(q.split())),
         "period": float(question_period(question) is not None),
-        "descriptor": float(bool(qualifier is not None and qualifier.words)),
         "dating_gap": _dating_gap(reading, question),
         "elsewhere_pile": _elsewhere_pile(reading, question),
     }

@@ -163,7 +163,8 @@ def decide(reading: dict[str, Any], question: str, model: GateModel, *, threshol
     p = model.probability(values)
     gap = values.get("dating_gap") or 0.0
     if period_gap is not None and threshold < 1.0 and gap >= period_gap:
-        what = "dates the question's period" if not values.get("descriptor") else "meets the question's qualifier"
+        qualifier = question_qualifier(question)
+        what = "meets the question's qualifier" if qualifier and qualifier.words else "dates the question's period"
         return GateDecision(True, f"a passage {what} better than any stating the answer "
                                   f"(dating_gap {gap:.2f} ≥ {period_gap})", round(p, 4), by="period_gap")
     if elsewhere_pile and threshold < 1.0 and values.get("elsewhere_pile"):
