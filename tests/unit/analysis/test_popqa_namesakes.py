@@ -24,14 +24,14 @@ def test_no_question_where_the_title_has_no_parenthetical_or_names_another_subje
 
 
 def test_kept_rows_are_namesake_questions_with_an_answer_stated(tmp_path, monkeypatch, capsys):
-    def row(question, title, prop, passage, answers):
+    def row(question, title, prop, passage, answers, web=""):
         return {"question": question, "s_wiki_title": title, "prop": prop, "answers": answers,
-                "crag_internal_knowledge": passage, "crag_web_knowledge": ""}
+                "crag_internal_knowledge": passage, "crag_web_knowledge": web}
 
     rows = [
         row("In what city was John Finlay born?", "John Finlay (Canadian politician)", "place of birth",
-            "John Finlay (1782-1810) was a Scottish poet. John Finlay, a Canadian politician, was born in Dummer.",
-            ["Dummer"]),
+            "John Finlay, a Canadian politician, was born in Dummer.", ["Dummer"],
+            web="Poets: John Finlay (1782-1810) was a Scottish poet."),        # another namesake's passage
         row("What is John Finlay's occupation?", "John Finlay (Canadian politician)", "occupation",
             "John Finlay was a Canadian politician.", ["politician"]),            # the descriptor is the answer
         row("In what city was Ann Lee born?", "Ann Lee (singer)", "place of birth",
