@@ -3,12 +3,12 @@
 PopQA asks about long-tail entities whose names many share ("What is John Finlay's occupation?"), and
 its `s_wiki_title` says which one is meant ("John Finlay (Canadian politician)"). This script writes that
 title's parenthetical into the question ("In what city was John Finlay (Canadian politician) born?"),
-the namesake shape of issue 69 ("John Smith (the 1950s painter)"), and keeps the row's CRAG passages as
+the namesake trap's question ("John Smith (the 1950s painter)"), and keeps the row's CRAG passages as
 they are (`cfrag eval`'s popqa reading: the internal knowledge cut to ~100 words, the web strips).
 
 Kept: rows whose title has a parenthetical that the question's subject matches, whose property is not
 `occupation` (there the descriptor often is the answer: "(politician)"), and where some passage states an
-answer (normalised whole-phrase mention: otherwise no method can win). Counted beside them, not a filter:
+answer (`common.text.mention`, a whole-phrase mention: otherwise no method can win). Counted beside them, not a filter:
 how many have a passage that names the subject without the descriptor's words (another namesake's shape),
 and how many descriptors the namesake reading reads (`common.qualifiers.question_descriptor`; capitalised
 parentheticals such as "(Arizona)" name, they do not describe).
@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 from haystack_cfrag.common.qualifiers import described, question_descriptor
-from haystack_cfrag.common.text import normalize_answer
+from haystack_cfrag.common.text import mention
 from haystack_cfrag.evaluation.datasets import parse_row
 
 OUT = Path("runs/data/popqa_namesakes.jsonl")
@@ -55,12 +55,6 @@ def namesake_question(question: str, title: str) -> str | None:
     return f"{question[:at]} ({m['descriptor']}){question[at:]}"
 
 
-def states(passage: str, answers: list[str]) -> bool:
-    """Whether the passage names one of the answers (normalised, whole words)."""
-    text = f" {normalize_answer(passage)} "
-    return any(n and f" {n} " in text for n in map(normalize_answer, answers))
-
-
 def main(path: str) -> None:
     rows = [json.loads(line) for line in Path(path).open(encoding="utf-8") if line.strip()]
     kept, why = [], Counter()
@@ -75,15 +69,15 @@ def main(path: str) -> None:
             continue
         new = {**row, "question": question, "popqa_question": row["question"]}
         item = parse_row(new, "popqa", n)
-        if not any(states(p.content, item.answers) for p in item.passages):
+        if not any(mention(a, p.content) == 1.0 for p in item.passages for a in item.answers):
             why["no passage states an answer"] += 1
             continue
         kept.append(new)
         words = question_descriptor(question)
-        reads += bool(words)
-        name = _TITLE.match(row["s_wiki_title"])["name"]
-        other_namesake += any(name in p.content and described(words, p.content) == 0.0 for p in item.passages) \
-            if words else 0
+        if words:
+            reads += 1
+            name = _TITLE.match(row["s_wiki_title"])["name"]
+            other_namesake += any(name in p.content and described(words, p.content) == 0.0 for p in item.passages)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     with OUT.open("w", encoding="utf-8") as fh:
         for row in kept:
