@@ -74,6 +74,7 @@ def chat_generator(
     if spec.startswith("hf:"):
         return _transformers_generator(spec[3:], max_tokens, device)
     from haystack_cfrag.adapters.llama_cpp_logprobs import LlamaCppLogprobsChatGenerator  # noqa: PLC0415
+    from haystack_cfrag.adapters.token_reads import READ_TOKENS  # noqa: PLC0415
 
     return LlamaCppLogprobsChatGenerator(
         model=resolve_model(spec),
@@ -91,6 +92,7 @@ def chat_generator(
         generation_kwargs={"max_tokens": max_tokens, "temperature": 0.0}
         | ({"logprobs": True, "top_logprobs": 1} if logprobs else {}),
         **({} if prefix_states is None else {"prefix_states": prefix_states}),
+        read_tokens=READ_TOKENS,  # a cascade's gate then reads the answer from the reply, evaluating nothing
     )
 
 

@@ -19,6 +19,7 @@ from haystack_cfrag.adapters.llama_cpp_states import (
     model_lock,
     start_from,
 )
+from haystack_cfrag.adapters.token_reads import MAX_READ_TOKENS, META_KEY, TokenReadRecorder
 from haystack_cfrag.common.validation import check_int
 from haystack_cfrag.models import resolve_model
 
@@ -53,6 +54,23 @@ def note_cached_tokens(before: list[int], after: list[int], replies: list[Any]) 
                 break
             shared += 1
         usage["prompt_tokens_details"] = {"cached_tokens": min(shared, prompt - 1)}
+
+
+def _with_processor(init_kwargs: dict[str, Any] | None, call_kwargs: dict[str, Any] | None,
+                    recorder: Any) -> dict[str, Any]:
+    """The call's generation kwargs with `recorder` after any logits processor they already name."""
+    from llama_cpp import LogitsProcessorList  # noqa: PLC0415  (only with llama-cpp-python, as the generator)
+
+    merged = {**(init_kwargs or {}), **(call_kwargs or {})}
+    return {**(call_kwargs or {}), "logits_processor": LogitsProcessorList([*(merged.get("logits_processor") or []),
+                                                                           recorder])}
+
+
+def _note_reads(recorder: Any, replies: list[Any]) -> None:
+    """The recorder's reads into the reply's meta (one reply: a chat completion with n = 1)."""
+    reads = recorder.reads() if recorder is not None else None
+    if reads is not None and len(replies) == 1 and isinstance(getattr(replies[0], "meta", None), dict):
+        replies[0].meta[META_KEY] = reads
 
 
 def _plain_turns(messages: list[ChatMessage] | str) -> list[dict[str, str]] | None:
@@ -113,19 +131,27 @@ if llama_import.is_successful():
             generation_kwargs: dict[str, Any] | None = None,
             *,
             prefix_states: int = DEFAULT_PREFIX_STATES,
+            read_tokens: int = 0,
             **kwargs: Any,
         ) -> None:
             """`LlamaCppChatGenerator`'s parameters, and
             :param prefix_states: prompts whose KV state the model keeps for a later prompt to start from, 0 to
-                MAX_PREFIX_STATES (0: only the previous evaluation's prefix, as llama-cpp-python does)."""
+                MAX_PREFIX_STATES (0: only the previous evaluation's prefix, as llama-cpp-python does).
+            :param read_tokens: read the first this many tokens of a reply off the logits they were sampled from
+                (log-probability, top-1 − top-2 gap, rank: `meta["token_reads"]`, `adapters.token_reads`), 0 to
+                MAX_READ_TOKENS; a scorer that reads the reply then evaluates nothing again (the cascade's gate). 0 =
+                none; not in a streamed reply."""
             check_int("prefix_states", prefix_states, 0, MAX_PREFIX_STATES)
+            check_int("read_tokens", read_tokens, 0, MAX_READ_TOKENS)
             LlamaCppChatGenerator.__init__(self, model, n_ctx, n_batch, model_kwargs, generation_kwargs, **kwargs)
             self.prefix_states = prefix_states
+            self.read_tokens = read_tokens
 
         def to_dict(self) -> dict[str, Any]:
-            """`LlamaCppChatGenerator.to_dict` with `prefix_states`."""
+            """`LlamaCppChatGenerator.to_dict` with `prefix_states` and `read_tokens`."""
             data = LlamaCppChatGenerator.to_dict(self)
             data["init_parameters"]["prefix_states"] = self.prefix_states
+            data["init_parameters"]["read_tokens"] = self.read_tokens
             return data
 
         def warm_up(self) -> None:
@@ -160,6 +186,10 @@ if llama_import.is_successful():
             """`LlamaCppChatGenerator.run`, each reply's cached prompt tokens in its usage (`note_cached_tokens`)."""
             if self._model is None:
                 self._load()
+            recorder = None
+            if self.read_tokens and streaming_callback is None and self.streaming_callback is None:
+                recorder = TokenReadRecorder(self.read_tokens)
+                generation_kwargs = _with_processor(self.generation_kwargs, generation_kwargs, recorder)
             with model_lock(self._model):
                 keep = self._start_from_kept(messages, tools or self.tools)
                 before = _evaluated(self._model)
@@ -167,6 +197,7 @@ if llama_import.is_successful():
                                                 streaming_callback=streaming_callback)
                 after = _evaluated(self._model)
                 note_cached_tokens(before, after, out.get("replies") or [])
+                _note_reads(recorder, out.get("replies") or [])
                 if keep:
                     kept_states(self._model, self.prefix_states).keep(self._model, after)
             return out

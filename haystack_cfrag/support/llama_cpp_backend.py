@@ -19,6 +19,7 @@ from haystack_cfrag.adapters.llama_cpp_states import (
     model_lock,
     start_from,
 )
+from haystack_cfrag.adapters.token_reads import answer_reads
 from haystack_cfrag.common.validation import check_int
 from haystack_cfrag.support.backend_common import (
     COMPONENT,
@@ -139,6 +140,21 @@ class LlamaCppBackend:
                               tokens_evaluated=len(ids) - 1 - reuse, tokens_reused=reuse,
                               seconds=time.perf_counter() - start, token_margins=tuple(r[1] for r in reads),
                               token_ranks=tuple(r[2] for r in reads))
+
+    def generated_logprobs(self, prompt: Prompt, answer: str, reply_prefix: str, reads: Any) -> AnswerLogprobs | None:
+        """`answer_logprobs`' numbers read from `reads`, what the reader kept as it generated its reply to `prompt`
+        (`adapters.token_reads`), with nothing evaluated; None where that reply's tokens are not `reply_prefix`
+        then `answer` as `encode` makes them (the caller then scores it)."""
+        self.warm_up()
+        start = time.perf_counter()
+        with model_lock(self._llm):
+            prompt_ids, answer_ids = self.encode(prompt, answer, reply_prefix)
+        read = answer_reads(reads, prompt_ids, answer_ids)
+        if read is None:
+            return None
+        return AnswerLogprobs(token_logprobs=read[0], tokens_evaluated=0,
+                              tokens_reused=len(prompt_ids) + len(read[0]) - 1,
+                              seconds=time.perf_counter() - start, token_margins=read[1], token_ranks=read[2])
 
     _copy_state = staticmethod(copy_state)
     _load_state = staticmethod(load_state)

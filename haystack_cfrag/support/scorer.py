@@ -241,14 +241,26 @@ class ReaderSupportScorer(InjectedParts):
         if not isinstance(reply_prefix, str):
             raise ValueError(f"{COMPONENT}: 'reply_prefix' must be a string.")
         prompt = [{"role": m.role.value, "content": m.text or ""} for m in messages]
-        result = _scored(self._ensure_backend(), prompt, answer, reply_prefix)
-        margins = tuple(getattr(result, "token_margins", ()) or ())
-        ranks = tuple(getattr(result, "token_ranks", ()) or ())
-        return {"support": mean_logprob(result.token_logprobs),
-                "margin": margins[0] if margins else None,
-                "min_margin": min(margins) if margins else None,
-                "rank": ranks[0] if ranks else None,
-                "tokens_evaluated": result.tokens_evaluated}
+        return _reading(_scored(self._ensure_backend(), prompt, answer, reply_prefix))
+
+    def read_generated(self, messages: list[ChatMessage], answer: str, reply_prefix: str,
+                       token_reads: Any) -> dict[str, Any] | None:
+        """`read_reply`'s reading taken from `token_reads`, what the reader kept as it wrote its reply to `messages`
+        (`LlamaCppLogprobsChatGenerator(read_tokens=…)`: the same logits, so the same numbers, nothing evaluated);
+        None where the reply is not `reply_prefix` then `answer` token for token, or the backend cannot tell (the
+        caller then calls `read_reply`)."""
+        if not token_reads or not isinstance(answer, str) or not answer.strip() or not isinstance(messages, list) \
+                or not messages or not all(isinstance(m, ChatMessage) for m in messages):
+            return None
+        reader = getattr(self._ensure_backend(), "generated_logprobs", None)
+        if not callable(reader):
+            return None
+        prompt = [{"role": m.role.value, "content": m.text or ""} for m in messages]
+        result = reader(prompt, answer, reply_prefix, token_reads)
+        if result is None:
+            return None
+        count_scoring(result.tokens_evaluated, result.seconds, len(result.token_logprobs))
+        return _reading(result)
 
     def scores(
         self,
@@ -358,6 +370,17 @@ def _scored(backend: SupportBackend, prompt: Prompt, answer: str, reply_prefix: 
         result = backend.answer_logprobs(prompt, answer)
     count_scoring(result.tokens_evaluated, result.seconds, len(result.token_logprobs))
     return result
+
+
+def _reading(result: AnswerLogprobs) -> dict[str, Any]:
+    """`read_reply`'s dict from one scoring: the support, and what the logit rows say where they were read."""
+    margins = tuple(getattr(result, "token_margins", ()) or ())
+    ranks = tuple(getattr(result, "token_ranks", ()) or ())
+    return {"support": mean_logprob(result.token_logprobs),
+            "margin": margins[0] if margins else None,
+            "min_margin": min(margins) if margins else None,
+            "rank": ranks[0] if ranks else None,
+            "tokens_evaluated": result.tokens_evaluated}
 
 
 def _call_record(role: str, answer_index: int, result: AnswerLogprobs) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
+from haystack_cfrag.adapters.token_reads import META_KEY as TOKEN_READS
 from haystack_cfrag.cascade.math import READS, answer_of, decide, signals
 from haystack_cfrag.cascade.model import PROBABILITY_RANGE, GateModel
 from haystack_cfrag.common.plumbing import DEFAULT_MAX_QUERY_CHARS, InjectedParts, degradation, prepare_query
@@ -31,8 +32,9 @@ class EscalationGate(InjectedParts):
     The reading (`haystack_cfrag.cascade.math`): the reader's support of standard RAG's answer and the
     margin and rank its logits give at the same positions, read as its reply to the prompt it answered
     (`support_scorer.read_reply`: llama.cpp still holds that prompt, so only the answer's tokens are
-    evaluated; a scorer with only `score` reads the passages afresh), how many passages state the answer,
-    the retrieval scores, the answer's form (and the question's, where a model names it). A fitted `model`
+    evaluated; none where the reader kept its reading as it wrote the reply, `read_generated` with the
+    reply's `meta["token_reads"]`; a scorer with only `score` reads the passages afresh), how many passages state
+    the answer, the retrieval scores, the answer's form (and the question's, where a model names it). A fitted `model`
     (`cascade.model.GateModel`:
     plain numbers, written by `cfrag gate fit`) turns them into P(the method wins here); the gate escalates
     when that reaches `threshold` (default: the model's operating point), when there is no answer, or when
@@ -79,7 +81,8 @@ class EscalationGate(InjectedParts):
         """
         :param support_scorer: anything with `score(query, answer, documents) -> float` (a log-probability);
             with `read_reply(messages, answer, reply_prefix)` (support, margin, rank) or `score_reply(…)` too,
-            the answer is read under `prompt`.
+            the answer is read under `prompt`; with `read_generated(messages, answer, reply_prefix, token_reads)`
+            too, from what the reader kept as it wrote the reply (`LlamaCppLogprobsChatGenerator(read_tokens=…)`).
         :param model: the fitted gate (`GateModel.from_dict`'s mapping of numbers), checked here.
         :param threshold: escalate when P(the method wins) is at least this, in [0, 1]; None: the model's own.
         :param answer_prefix: the reply's text before the answer ("Answer:" for standard RAG's prompt),
@@ -169,7 +172,12 @@ class EscalationGate(InjectedParts):
             return None, None
         try:
             scorer, reply = self.support_scorer, reply_text(self.answer_prefix, reading.answer)
-            if reading.prompt is not None and callable(getattr(scorer, "read_reply", None)):
+            generated = None
+            if reading.prompt is not None and reading.token_reads and callable(getattr(scorer, "read_generated", None)):
+                generated = scorer.read_generated(reading.prompt, reply, self.answer_prefix, reading.token_reads)
+            if generated is not None:
+                read = dict(generated)
+            elif reading.prompt is not None and callable(getattr(scorer, "read_reply", None)):
                 read = dict(scorer.read_reply(reading.prompt, reply, self.answer_prefix))
             elif reading.prompt is not None and callable(getattr(scorer, "score_reply", None)):
                 read = {"support": scorer.score_reply(reading.prompt, reply, self.answer_prefix)}
@@ -211,6 +219,8 @@ class _Reading:
         first = replies[0] if replies else ""
         text = (first.text or "") if isinstance(first, ChatMessage) else first
         self.answer = answer_of(text, gate.answer_prefix)
+        meta = first.meta if isinstance(first, ChatMessage) else {}
+        self.token_reads = meta.get(TOKEN_READS)  # what the reader kept as it wrote the reply (adapters.token_reads)
 
     def decided(self, read: dict[str, Any] | None, error: Exception | None) -> dict[str, Any]:
         read = read or {}
