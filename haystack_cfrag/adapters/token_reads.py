@@ -1,5 +1,5 @@
 """The reader's reading of the tokens it generates, kept as it generates them: each token's log-probability, the
-top-1 − top-2 gap and its rank, read off the logits it was sampled from (`support.math.token_read`).
+top-1 − top-2 gap and its rank, read off the logits it was sampled from (`common.logits.token_read`).
 
 A scorer that would read a reply the reader has just written (the cascade's gate reads standard RAG's answer) takes
 these instead of evaluating the answer's tokens again, where the reply's tokens are the ones it would score: the same
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from haystack_cfrag.support.math import token_read
+from haystack_cfrag.common.logits import token_read
 
 META_KEY = "token_reads"
 """Where a reply's meta keeps them (`LlamaCppLogprobsChatGenerator(read_tokens=…)`)."""

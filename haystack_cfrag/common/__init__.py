@@ -7,5 +7,6 @@
 - `tracing`        the `haystack_cfrag.llm_call` span of each LLM call
 - `errors`         one-line error messages
 - `interrupts`     Ctrl-C held while a model loads (llama.cpp would swallow it), CPython's stale exit flag
+- `logits`         pure: the log-softmax, and one token's log-probability, top-1 − top-2 gap and rank
 - `text`           pure: SQuAD normalisation, token F1, mention, query cleaning
 - `vectors`        pure: cosine, relevance rescaling, embedding checks"""

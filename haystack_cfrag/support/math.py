@@ -8,16 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-
-def log_softmax(logits: np.ndarray) -> np.ndarray:
-    """Row-wise log-softmax in float64 (stable: the row maximum is subtracted first).
-
-    >>> np.round(log_softmax(np.array([[0.0, 0.0]])), 4).tolist()
-    [[-0.6931, -0.6931]]
-    """
-    x = np.asarray(logits, dtype=np.float64)
-    x = x - x.max(axis=-1, keepdims=True)
-    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+from haystack_cfrag.common.logits import log_softmax, token_read
 
 
 def shifted_token_logprobs(logits: np.ndarray, token_ids: Sequence[int]) -> np.ndarray:
@@ -44,20 +35,6 @@ def token_logprob(logits_row: np.ndarray, token_id: int) -> float:
     0.8
     """
     return float(log_softmax(np.asarray(logits_row, dtype=np.float64)[None, :])[0, int(token_id)])
-
-
-def token_read(logits_row: np.ndarray, token_id: int) -> tuple[float, float, int]:
-    """One answer position read off the logits: (log P(token), the top-1 − top-2 gap in nats, the token's rank:
-    0 when it is the reader's first choice).
-
-    >>> lp, margin, rank = token_read(np.log(np.array([0.2, 0.5, 0.3])), 2)
-    >>> round(math.exp(lp), 3), round(margin, 3), rank
-    (0.3, 0.511, 1)
-    """
-    row = log_softmax(np.asarray(logits_row, dtype=np.float64)[None, :])[0]
-    top2 = np.partition(row, -2)[-2:] if row.size > 1 else np.array([row[0], -np.inf])
-    value = row[int(token_id)]
-    return float(value), float(top2.max() - top2.min()), int((row > value).sum())
 
 
 def answer_token_span(
@@ -192,4 +169,4 @@ def option_scores(orders: Sequence[Sequence[int]], letter_logprobs: Sequence[Seq
 
 __all__ = ["OPTION_LETTERS", "answer_token_span", "calibrate", "counterfactual_margin", "evidence_pmi",
            "log_softmax", "mean_logprob", "offsets_from_text_offsets", "option_orders", "option_scores",
-           "shifted_token_logprobs", "token_logprob"]
+           "shifted_token_logprobs", "token_logprob", "token_read"]

@@ -220,3 +220,32 @@ def test_a_reply_read_under_the_drafts_prompt_reads_only_the_answer_after_the_dr
     cold = scorer.read_reply(unread, " Christian Bale", "Answer:")
     print(f"\ntokens evaluated: after the draft {after_draft['tokens_evaluated']}, unread {cold['tokens_evaluated']}")
     assert after_draft["tokens_evaluated"] <= 8 < cold["tokens_evaluated"]
+
+
+def test_a_reply_read_as_the_reader_wrote_it_gives_the_scorings_numbers(scorer, generator):
+    """`read_tokens`: the factory's reader keeps each written token's reading; where its reply is "Answer:" then the
+    answer, the gate's reading from those reads is the scoring's, number for number, with nothing evaluated."""
+    from haystack.dataclasses import ChatMessage
+
+    from haystack_cfrag.adapters.token_reads import META_KEY
+    from haystack_cfrag.cascade.math import answer_of
+    from haystack_cfrag.cfrag.prompts import SHORT_DRAFT_PROMPT, render_plain_evidence
+    from haystack_cfrag.common.replies import reply_text
+
+    assert generator.read_tokens > 0
+    read = 0
+    for passages, question in ((dk.REVIEWS + [dk.CAST], dk.QUESTION), (GLADIATOR_REVIEWS + [GLADIATOR_CAST],
+                                                                     GLADIATOR_QUESTION)):
+        prompt = [ChatMessage.from_user(SHORT_DRAFT_PROMPT.format(
+            query=question, evidence=render_plain_evidence([Document(content=p) for p in passages])))]
+        reply = generator.run(prompt)["replies"][0]
+        answer = reply_text("Answer:", answer_of(reply.text or "", "Answer:"))
+        generated = scorer.read_generated(prompt, answer, "Answer:", reply.meta.get(META_KEY))
+        scored = scorer.read_reply(prompt, answer, "Answer:")
+        print(f"\n{answer!r}: from the reads {generated}, scored {scored}")
+        if generated is not None:
+            read += 1
+            assert generated["tokens_evaluated"] == 0 < scored["tokens_evaluated"]
+            assert {k: generated[k] for k in ("support", "margin", "min_margin", "rank")} == {
+                k: scored[k] for k in ("support", "margin", "min_margin", "rank")}
+    assert read  # the reader answers in its format here: at least one reply is read from its reads
