@@ -25,6 +25,7 @@ True
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -98,12 +99,12 @@ def answer_reads(reads: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int
     after `prompt_ids`' first `prompt_tokens` and its tokens are the rest of `prompt_ids` (the reply's prefix), then
     `answer_ids`; None where they are not (another prompt, another tokenization, a reply without the prefix, reads
     that stop short, or `reads` not of this shape)."""
-    try:
+    try:  # a reply's meta may come from a cache file: anything not of this shape is not read
         n = int(reads["prompt_tokens"])
-        tokens, logprobs = list(reads["tokens"]), list(reads["logprobs"])
-        margins, ranks = list(reads["margins"]), list(reads["ranks"])
+        tokens, ranks = [int(t) for t in reads["tokens"]], [int(r) for r in reads["ranks"]]
+        logprobs, margins = [float(x) for x in reads["logprobs"]], [float(x) for x in reads["margins"]]
         digest = reads["prompt_digest"]
-    except (TypeError, KeyError, ValueError):
+    except (TypeError, KeyError, ValueError, OverflowError):
         return None
     wanted = list(prompt_ids[n:]) + list(answer_ids)
     if (not answer_ids or n > len(prompt_ids) or not wanted or len(tokens) < len(wanted)
@@ -111,8 +112,9 @@ def answer_reads(reads: Any, prompt_ids: Sequence[int], answer_ids: Sequence[int
             or tokens[: len(wanted)] != wanted or digest != prompt_digest(list(prompt_ids[:n]))):
         return None
     span = slice(len(wanted) - len(answer_ids), len(wanted))
-    return (tuple(float(x) for x in logprobs[span]), tuple(float(x) for x in margins[span]),
-            tuple(int(x) for x in ranks[span]))
+    if not all(math.isfinite(x) for x in (*logprobs[span], *margins[span])):
+        return None
+    return tuple(logprobs[span]), tuple(margins[span]), tuple(ranks[span])
 
 
 __all__ = ["MAX_READ_TOKENS", "META_KEY", "READ_TOKENS", "TokenReadRecorder", "answer_reads", "prompt_digest"]

@@ -72,7 +72,9 @@ def test_the_answer_is_read_only_where_the_reply_is_the_prefix_then_the_answer()
     assert answer_reads(reads, [5, 6, 8, 10, 11], [12, 13]) is None  # another prompt
     assert answer_reads(reads, [*PROMPT, 10, 11], [12, 13, 2, 4]) is None  # reads that stop short
     assert answer_reads(reads, [*PROMPT, 10, 11], []) is None
-    for broken in (None, {}, {**reads, "tokens": None}, {**reads, "ranks": reads["ranks"][:-1]}, "reads"):
+    nan = {**reads, "logprobs": [float("nan")] * len(reads["logprobs"])}
+    for broken in (None, {}, {**reads, "tokens": None}, {**reads, "ranks": reads["ranks"][:-1]}, "reads",
+                   {**reads, "logprobs": ["x"] * len(reads["logprobs"])}, nan):
         assert answer_reads(broken, [*PROMPT, 10, 11], [12, 13]) is None
 
 
