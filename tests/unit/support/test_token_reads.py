@@ -17,6 +17,7 @@ from haystack_cfrag.adapters.token_reads import (
     prompt_digest,
 )
 from haystack_cfrag.cascade.components.escalation_gate import EscalationGate
+from haystack_cfrag.support.backend_common import AnswerLogprobs
 from haystack_cfrag.support.math import token_read
 
 PROMPT = [5, 6, 7]
@@ -130,8 +131,7 @@ class FakeBackend:
 
     name = "llama_cpp"
 
-    def __init__(self, reads=None):
-        self.reads = reads
+    def __init__(self):
         self.scored = 0
 
     def warm_up(self):
@@ -141,14 +141,10 @@ class FakeBackend:
         return [*PROMPT, 10, 11], [12, 13] if answer == " Everest" else [14]
 
     def generated_logprobs(self, prompt, answer, reply_prefix, reads):
-        from haystack_cfrag.support.backend_common import AnswerLogprobs  # noqa: PLC0415
-
         read = answer_reads(reads, *self.encode(prompt, answer, reply_prefix))
         return None if read is None else AnswerLogprobs(read[0], 0, 5, 0.0, read[1], read[2])
 
     def answer_logprobs(self, prompt, answer, reply_prefix=""):
-        from haystack_cfrag.support.backend_common import AnswerLogprobs  # noqa: PLC0415
-
         self.scored += 1
         return AnswerLogprobs((-9.0,), 2, 5, 0.0, (0.1,), (3,))
 
