@@ -14,9 +14,10 @@ Times are fractional years: "Dec 2014" is 2014 + 11/12, a bare year covers the w
 and last year of a period longer than two years are its edges: the year one holder left and the next
 came ("sold to Argentina in 1958" for a question about 1948 to 1958). A date that meets the period only
 at its edges dates it half as well (`EDGE_WEIGHT`), so the passage of the neighbouring period does not
-date it as well as one dated inside it. A day and month without a year ("commissioned on 24 October")
-takes the year of the date before it in the same text (the next year when its month comes earlier), or
-of the date after it when none comes before; a text with no year dates nothing.
+date it as well as one dated inside it; a text that states both edges (the handovers that began and
+ended it) frames the period and dates it wholly (`frames`). A day and month without a year ("commissioned
+on 24 October") takes the year of the date before it in the same text (the next year when its month comes
+earlier), or of the date after it when none comes before; a text with no year dates nothing.
 
     >>> q = question_period("Who lived in the house from 1964 to 1965?")
     >>> q
@@ -48,8 +49,8 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 __all__ = ["EDGE_WEIGHT", "Period", "Qualifier", "dated_elsewhere", "described", "dating", "dating_scores",
-           "edge_only", "passage_periods", "period_overlap", "qualifying", "qualifying_scores", "question_descriptor",
-           "question_period", "question_qualifier"]
+           "edge_only", "frames", "passage_periods", "period_overlap", "qualifying", "qualifying_scores",
+           "question_descriptor", "question_period", "question_qualifier"]
 
 _MONTH_NAMES = "january february march april may june july august september october november december".split()
 _MONTHS = {m[:3]: i for i, m in enumerate(_MONTH_NAMES)}
@@ -293,9 +294,31 @@ def edge_only(period: Period, date: Period) -> bool:
 
 def dating(period: Period, text: str) -> float:
     """How well a text dates something to `period`: the best overlap of any date it states (0 when none), a date
-    that meets the period only at its edges weighted by `EDGE_WEIGHT`."""
-    return max((period_overlap(period, p) * (EDGE_WEIGHT if edge_only(period, p) else 1.0)
-                for p in passage_periods(text)), default=0.0)
+    that meets the period only at its edges weighted by `EDGE_WEIGHT`; a text that states both edges, the year the
+    period began and the year it ended, frames it and dates it wholly (`frames`).
+
+    >>> p = question_period("Where was the WUPJ's headquarters from 1959 to 1973?")
+    >>> dating(p, "It moved its headquarters to New York in 1959 and to Jerusalem in 1973.")
+    1.0
+    >>> dating(p, "It moved its headquarters to Jerusalem in 1973."), dating(p, "It was incorporated in 1971.")
+    (0.5, 1.0)
+    """
+    dates = passage_periods(text)
+    best = max((period_overlap(period, p) * (EDGE_WEIGHT if edge_only(period, p) else 1.0) for p in dates),
+               default=0.0)
+    return 1.0 if best < 1.0 and frames(period, dates) else best
+
+
+def frames(period: Period, dates: Sequence[Period]) -> bool:
+    """Whether `dates` meet a period longer than two years at both edges: one in its first year, one in its last
+    (the handovers that bound it: "moved to New York in 1959 and to Jerusalem in 1973" for 1959 to 1973).
+
+    >>> p = Period(1959.0, 1974.0)
+    >>> frames(p, [Period(1959.0, 1960.0), Period(1973.0, 1974.0)]), frames(p, [Period(1973.0, 1974.0)])
+    (True, False)
+    """
+    edges = [d for d in dates if edge_only(period, d)]
+    return any(d.start < period.start + 1 for d in edges) and any(d.end > period.end - 1 for d in edges)
 
 
 def dated_elsewhere(period: Period, text: str) -> bool:

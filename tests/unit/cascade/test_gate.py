@@ -220,6 +220,22 @@ def test_the_period_rule_reads_a_handover_year_as_half_a_date():
     assert out["escalate"] is True and out["decided_by"] == "period_gap"
 
 
+@pytest.mark.parametrize(("question", "answer"), [("from 1926 to 1959", "London"), ("from 1959 to 1973", "New York")])
+def test_the_period_rule_reads_a_passage_stating_both_handovers_as_dating_the_period(question, answer):
+    """TimeQA's WUPJ (a row nobody tuned on, lost twice before): the passage that states where the headquarters
+    moved at the period's first and last year frames it; a congregation's founding inside it does not date it
+    better, so standard RAG's answer, stated by the framing passage, is not challenged by the period rule."""
+    passages = [Document(content="The WUPJ was established in London in 1926. It moved its headquarters to New York "
+                                 "in 1959 and to Jerusalem in 1973."),
+                Document(content="A first congregation was formed at Jerusalem during 1958. It was incorporated in "
+                                 "1971.")]
+    g = EscalationGate(support_scorer=FixedScorer(-0.05), model=MODEL, period_gap=0.5)
+    out = g.run(query=f"What city was the location of the WUPJ headquarters {question}?",
+                replies=[ChatMessage.from_assistant(f"Answer: {answer}")], documents=passages)
+    assert out["trace"]["signals"]["dated"] == 1.0 and out["trace"]["signals"]["best_dated"] == 1.0
+    assert out["escalate"] is False and out["decided_by"] == "model"
+
+
 def test_the_elsewhere_rule_escalates_a_pile_dated_to_other_periods_where_no_passage_dates_the_question():
     """The Yankees' 1903-1912 park: two passages state Yankee Stadium, both dated 1923 on; the decisive passage
     (Hilltop Park) states no date, so no passage dates the question's period better (no dating gap)."""

@@ -151,9 +151,19 @@ YEARLESS = {                     # TimeQA's U-38: the decisive passage gives its
 }
 
 
+WUPJ = "What city was the location of the WUPJ headquarters from 1959 to 1973?"
+FRAMED = {                       # TimeQA's WUPJ: one passage states both handovers, the period's first and last year
+    "framing": "The WUPJ moved its headquarters to New York in 1959 and to Jerusalem in 1973.",
+    "next": "The WUPJ moved its headquarters to Jerusalem in 1973.",
+    "before": "The WUPJ was established in London in 1926 and moved its headquarters in 1959.",
+}
+
+
 @pytest.mark.parametrize(("question", "texts", "expected"), [
     # a handover year dates the period half as well as a year inside it
     (WARRIOR, HANDOVER, {"sold": EDGE_WEIGHT, "decommissioned": EDGE_WEIGHT, "refit": 1.0}),
+    # both handovers in one passage frame the period: it dates it wholly; either one alone, half
+    (WUPJ, FRAMED, {"framing": 1.0, "next": EDGE_WEIGHT, "before": EDGE_WEIGHT}),
     # Oct 1938, the year from the launch's date before it: the period's first year
     (U38, YEARLESS, {"commissioned": EDGE_WEIGHT, "new": 0.0, "last": 0.0}),
 ])
