@@ -12,7 +12,8 @@ what standard RAG already holds:
 - for a question that states a period ("from 1964 to 1965") or a namesake's descriptor ("John Smith
   (the 1950s painter)"): `best_dated`, how well the passage that meets it best does
   (`common.qualifiers.qualifying`: for a period alone, its `dating`), and `dated`, how well a passage
-  holding the answer does: an answer whose passages date another period, or describe another namesake,
+  holding the answer does (`answer_dating`: a clause stating the answer beginning in the period's first year
+  dates it wholly): an answer whose passages date another period, or describe another namesake,
   is the trap's shape; `elsewhere`, how many passages holding the answer state dates, none of them in
   the question's period.
 
@@ -38,7 +39,7 @@ from typing import Any
 
 from haystack_cfrag.cascade.features import features
 from haystack_cfrag.cascade.model import GateModel, reaches
-from haystack_cfrag.common.qualifiers import dated_elsewhere, qualifying, question_qualifier
+from haystack_cfrag.common.qualifiers import answer_dating, dated_elsewhere, qualifying, question_qualifier
 from haystack_cfrag.common.text import mention
 
 GATE_KEY = "gate"
@@ -94,8 +95,9 @@ def signals(answer: str, passages: Sequence[str], support: float | None,
         "rivals": sum(m == 0.0 for m in mentions),
         "top_holds": bool(mentions) and mentions[0] == 1.0,
         "score_gap": gap,
-        "dated": None if dates is None else max((d for d, m in zip(dates, mentions, strict=True) if m == 1.0),
-                                                default=0.0),
+        "dated": None if qualifier is None else max(
+            (answer_dating(qualifier, answer, text) for text, m in zip(passages, mentions, strict=True) if m == 1.0),
+            default=0.0),
         "best_dated": None if dates is None else max(dates, default=0.0),
         "elsewhere": None if period is None else sum(m == 1.0 and dated_elsewhere(period, text)
                                                      for text, m in zip(passages, mentions, strict=True)),

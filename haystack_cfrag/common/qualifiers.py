@@ -17,7 +17,10 @@ at its edges dates it half as well (`EDGE_WEIGHT`), so the passage of the neighb
 date it as well as one dated inside it; a text that states both edges (the handovers that began and
 ended it) frames the period and dates it wholly (`frames`). A day and month without a year ("commissioned
 on 24 October") takes the year of the date before it in the same text (the next year when its month comes
-earlier), or of the date after it when none comes before; a text with no year dates nothing.
+earlier), or of the date after it when none comes before; a text with no year dates nothing. The gate reads one
+thing more for the answer it checks: a clause that states the answer beginning in the period's first year
+("moving into a reconstructed Anaheim Stadium in 1980" for 1980 to 1994) dates that answer wholly (`begins`),
+though the year is an edge.
 
     >>> q = question_period("Who lived in the house from 1964 to 1965?")
     >>> q
@@ -48,9 +51,11 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-__all__ = ["EDGE_WEIGHT", "Period", "Qualifier", "dated_elsewhere", "described", "dating", "dating_scores",
-           "edge_only", "frames", "passage_periods", "period_overlap", "qualifying", "qualifying_scores",
-           "question_descriptor", "question_period", "question_qualifier"]
+from haystack_cfrag.common.text import mention
+
+__all__ = ["EDGE_WEIGHT", "Period", "Qualifier", "answer_dating", "begins", "dated_elsewhere", "described", "dating",
+           "dating_scores", "edge_only", "frames", "passage_periods", "period_overlap", "qualifying",
+           "qualifying_scores", "question_descriptor", "question_period", "question_qualifier"]
 
 _MONTH_NAMES = "january february march april may june july august september october november december".split()
 _MONTHS = {m[:3]: i for i, m in enumerate(_MONTH_NAMES)}
@@ -78,6 +83,16 @@ _WORD = re.compile(r"[^\W\d_]+")
 _PARTICLES = frozenset("the a an of and or in on at for from to by with as also known formerly née nee born died "
                        "later then was is".split())
 """Words of a parenthetical that describe no namesake: "(née Carter)", "(born 1950)" (its year is the period)."""
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(-])|\n+")
+_CLAUSE = re.compile(r"[;:]|\s(?:and|but|before|after|while|whereas|until|till|when|then)\s", re.IGNORECASE)
+_ENDING = re.compile(  # a clause with one of these may state the answer ending, or a past state: `begins` skips it
+    r"\b(?:left|leav\w*|resign\w*|retir\w*|died|dies|death|end\w*|sold|sell\w*|depart\w*|replac\w*|succeed\w*|"
+    r"dissolv\w*|clos\w*|demolish\w*|lost|los\w*|former\w*|previous\w*|until|till|through|prior|earlier|out|"
+    r"quit|fired|dismiss\w*|ousted|abandon\w*|vacat\w*|expir\w*|finish\w*|last|final\w*|ceas\w*|stopp?\w*|"
+    r"abolish\w*|from|defeat\w*|merg\w*|relegat\w*|divorc\w*|remained|still|continu\w*|since|originally|"
+    r"first)\b", re.IGNORECASE)
+_RANGE_END = re.compile(r"(?:-|–|—|\bto|\buntil|\btill|\bthrough)\s*(?:[0-3]?[0-9](?:st|nd|rd|th)?\s+)?$",
+                        re.IGNORECASE)  # what comes before the last date of a range: "(1 March 1996 – 30 November 2004"
 PRESENT = 2026.0
 """The year an open range ("1998–present") runs to."""
 EDGE_WEIGHT = 0.5
@@ -319,6 +334,59 @@ def frames(period: Period, dates: Sequence[Period]) -> bool:
     """
     edges = [d for d in dates if edge_only(period, d)]
     return any(d.start < period.start + 1 for d in edges) and any(d.end > period.end - 1 for d in edges)
+
+
+def begins(period: Period, answer: str, text: str) -> bool:
+    """Whether a clause of the text states `answer` beginning in the first year (or month) of a period longer than
+    two years: it names the answer, every date it states falls there, none ends a range, and no word of an ending
+    or of a past state ("left", "sold", "until", "from", "former" …) is in it. Such a date is the period's edge
+    (`dating` weighs it half), yet it dates this answer: the holder that came then, not the one that left.
+
+    >>> p = question_period("Which stadium did the Rams play in from 1980 to 1994?")
+    >>> text = ("The club played their home games at the Los Angeles Memorial Coliseum before moving into a "
+    ...         "reconstructed Anaheim Stadium in Orange County, California in 1980.")
+    >>> begins(p, "Anaheim Stadium", text), begins(p, "Los Angeles Memorial Coliseum", text)
+    (True, False)
+    >>> begins(p, "Anaheim Stadium", "The Rams played at Anaheim Stadium until 1980.")
+    False
+    >>> begins(question_period("Who coached the team from 2004 to 2007?"), "Yuri Puntus",
+    ...        "- Yuri Puntus (1 March 1996 – 30 November 2004)")
+    False
+    """
+    if period.end - period.start <= 2:
+        return False
+    for sentence in _SENTENCE.split(text):
+        for clause in _CLAUSE.split(sentence):
+            if mention(answer, clause) != 1.0 or _ENDING.search(clause):
+                continue
+            if any(_RANGE_END.search(clause[:m.start()]) for m in _RANGE.finditer(clause)):
+                continue
+            dates = passage_periods(clause)
+            if dates and all(_in_first(period, d) for d in dates):
+                return True
+    return False
+
+
+def _in_first(period: Period, date: Period) -> bool:
+    """Whether `date` falls in the period's first year (its first month, where the question gives one)."""
+    if period.start == int(period.start):
+        return period.start <= date.start and date.end <= period.start + 1
+    return abs(date.start - period.start) < 1e-6 and date.end - date.start < 0.09
+
+
+def answer_dating(qualifier: Qualifier, answer: str, text: str) -> float:
+    """How well a text dates `answer` to the question's qualifier: its `qualifying`, and 1.0 where the question
+    states a period alone and the text states the answer beginning in its first year (`begins`).
+
+    >>> q = question_qualifier("Who directed the museum from 1979 to 2010?")
+    >>> text = "In 1979, Ernst Aichner became museum director and expanded the collections."
+    >>> qualifying(q, text), answer_dating(q, "Ernst Aichner", text)
+    (0.5, 1.0)
+    """
+    score = qualifying(qualifier, text)
+    if score < 1.0 and qualifier.period is not None and not qualifier.words and begins(qualifier.period, answer, text):
+        return 1.0
+    return score
 
 
 def dated_elsewhere(period: Period, text: str) -> bool:

@@ -236,6 +236,30 @@ def test_the_period_rule_reads_a_passage_stating_both_handovers_as_dating_the_pe
     assert out["escalate"] is False and out["decided_by"] == "model"
 
 
+RAMS = ("The club played their home games at the Los Angeles Memorial Coliseum before moving into a reconstructed "
+        "Anaheim Stadium in Orange County, California in 1980.")
+RAIDERS = "In 1982, the Oakland Raiders moved to Los Angeles and took up residence in the Coliseum."
+
+
+@pytest.mark.parametrize(("answer", "stated", "escalate", "dated"), [
+    ("Anaheim Stadium", RAMS, False, 1.0),                                        # it begins in 1980: dated wholly
+    ("Anaheim Stadium", "The Rams played at Anaheim Stadium until 1980.", True, 0.5),        # it ends there: half
+    ("Los Angeles Memorial Coliseum", RAMS, True, 0.5),                          # the holder that left in 1980
+])
+def test_the_period_rule_reads_the_answer_beginning_in_the_periods_first_year_as_dating_it(answer, stated, escalate,
+                                                                                              dated):
+    """TimeQA's Rams (an evidence_extraction row nobody tuned on, lost at d826367): the passage stating standard
+    RAG's answer dates it by 1980, the period's first year, an edge worth half; a passage about the Raiders dates
+    1982, inside. The clause that states the answer beginning then dates it wholly; one stating it ending, or
+    stating the holder that left, does not."""
+    g = EscalationGate(support_scorer=FixedScorer(-0.05), model=MODEL, period_gap=0.5)
+    out = g.run(query="What was the name of the Rams stadium from 1980 to 1994?",
+                replies=[ChatMessage.from_assistant(f"Answer: {answer}")],
+                documents=[Document(content=stated), Document(content=RAIDERS)])
+    assert out["trace"]["signals"]["dated"] == dated and out["trace"]["signals"]["best_dated"] == 1.0
+    assert out["escalate"] is escalate and out["decided_by"] == ("period_gap" if escalate else "model")
+
+
 def test_the_elsewhere_rule_escalates_a_pile_dated_to_other_periods_where_no_passage_dates_the_question():
     """The Yankees' 1903-1912 park: two passages state Yankee Stadium, both dated 1923 on; the decisive passage
     (Hilltop Park) states no date, so no passage dates the question's period better (no dating gap)."""

@@ -11,7 +11,15 @@ from haystack.dataclasses import GeneratedAnswer
 from haystack_cfrag.cfrag.components.causal_arbitration_ranker import CausalArbitrationRanker
 from haystack_cfrag.cfrag.components.spectral_stratifier import SpectralStratifier
 from haystack_cfrag.cfrag.dataclasses import Draft
-from haystack_cfrag.common.qualifiers import EDGE_WEIGHT, Period, dating, question_period
+from haystack_cfrag.common.qualifiers import (
+    EDGE_WEIGHT,
+    Period,
+    answer_dating,
+    begins,
+    dating,
+    question_period,
+    question_qualifier,
+)
 from tests.fakes import HashingDocumentEmbedder, HashingTextEmbedder
 
 QUESTION = "Who lived in the Baker House from 1964 to 1965?"
@@ -169,6 +177,41 @@ FRAMED = {                       # TimeQA's WUPJ: one passage states both handov
 ])
 def test_the_decisive_passage_dates_the_period_best(question, texts, expected):
     assert {k: dating(question_period(question), v) for k, v in texts.items()} == expected and EDGE_WEIGHT < 1.0
+
+
+@pytest.mark.parametrize(("question", "answer", "text", "expected"), [
+    # the answer's own clause, its only date the period's first year
+    ("Who directed the museum from 1979 to 2010?", "Ernst Aichner",
+     "In 1979, Ernst Aichner became museum director and expanded the collections.", True),
+    ("Who was his wife from Dec 1841 to Sep 1852?", "Robert James", "She married Robert James on December 28, 1841.",
+     True),
+    # a year for a question that gives the month: it may fall before the period began
+    ("Where was he held from Sep 1944 to Apr 1945?", "Natzweiler", "In the summer of 1944, he was at Natzweiler.",
+     False),
+    # the clause of the holder that left, a range that ends there, a date of something else in the clause
+    ("Who directed the observatory from 1875 to 1880?", "Schönfeld",
+     "Schönfeld left for Bonn in 1875 and Valentiner took over.", False),
+    ("Who was the member from 2017 to 2018?", "Harry Herstad", "- 2015-2017: Harry Herstad (Ap)", False),
+    ("Who held the office from 1983 to 1988?", "Hans Peter Bull", "- Hans Peter Bull (14 February 1978 to 16 May 1983)",
+     False),
+    ("What was the ship called from 2008 to 2011?", "Exxon Valdez",
+     "On August 27, 2008, Exxon agreed to settle the 1989 Exxon Valdez oil spill.", False),
+    ("Which company had offices there from 1933 to 1950?", "Capital Traction Company",
+     "In 1933 it became the seat of Capital Transit, the merger of the Capital Traction Company and another.", False),
+    # a period of two years or less has no edge to read
+    ("Who lived there from 1964 to 1965?", "Jacqueline Kennedy", "In 1964 Jacqueline Kennedy moved in.", False),
+])
+def test_a_clause_stating_the_answer_beginning_in_the_periods_first_year(question, answer, text, expected):
+    """TimeQA's shapes (rows 0-520), the answer the gate checks: each a one-clause reading of the edge year."""
+    assert begins(question_period(question), answer, text) is expected
+    assert answer_dating(question_qualifier(question), answer, text) == (1.0 if expected else dating(
+        question_period(question), text))
+
+
+def test_a_namesakes_era_is_not_read_as_a_beginning():
+    q = question_qualifier("Where was John Smith (the 1950s painter) born?")
+    text = "In 1950 John Smith, a painter, moved to Leeds."
+    assert begins(q.period, "Leeds", text) and answer_dating(q, "Leeds", text) == 0.75   # the mean: 0.5 and 1.0
 
 
 def test_a_short_period_has_no_edges_and_a_text_without_a_year_dates_nothing():
