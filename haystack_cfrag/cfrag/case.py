@@ -18,7 +18,7 @@ from haystack_cfrag.cfrag.dataclasses import BASELINE_SOURCES, SOURCE_KEY, Draft
 from haystack_cfrag.cfrag.math import arbitration as arb
 from haystack_cfrag.cfrag.math.algorithm import MENTION_THRESHOLD
 from haystack_cfrag.common.plumbing import degradation
-from haystack_cfrag.common.qualifiers import qualifying_scores
+from haystack_cfrag.common.qualifiers import answer_dating, question_qualifier
 from haystack_cfrag.common.text import bag_of_words_matrix, mention_matrix
 from haystack_cfrag.common.vectors import as_matrix, cosine_matrix, cosine_to_relevance, valid_embedding_mask
 
@@ -90,10 +90,15 @@ class ArbitrationCase:
         return mention_matrix(self.answers, [d.content or "" for d in self.docs])
 
     def dating(self) -> np.ndarray | None:
-        """How well each document meets the question's qualifier (`qualifiers.qualifying`: for a period alone, how
-        well it dates it); None when the question states none."""
-        scores = qualifying_scores(self.query, [d.content or "" for d in self.docs])
-        return None if scores is None else np.asarray(scores, dtype=float)
+        """How well each document dates each draft's answer to the question's qualifier, a row per draft
+        (`qualifiers.answer_dating`: for a period alone, how well it dates it, and wholly where the answer's own
+        clause begins it); None when the question states none."""
+        qualifier = question_qualifier(self.query)
+        if qualifier is None:
+            return None
+        texts = [d.content or "" for d in self.docs]
+        return np.array([[answer_dating(qualifier, a, t) for t in texts] for a in self.answers],
+                        dtype=float).reshape(len(self.answers), len(texts))
 
     def use_mentions(self) -> None:
         """E_j := the documents that mention draft j's answer (its own subset when none does)."""

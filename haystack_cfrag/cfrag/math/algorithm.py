@@ -182,7 +182,7 @@ def arbitrate(
         `arbitration.reader_phi_causal`), used instead of the mean bi-encoder margin of its evidence;
         None for a draft: the bi-encoder's. The duel still orders its passages by the bi-encoder margins.
     :param dating: per document, how well it dates the question's period (`qualifiers.qualifying`: or describes its
-        namesake), None when
+        namesake), or per answer and document (`qualifiers.answer_dating`: how well it dates that answer), None when
         the question states none or the ranker reads no qualifier: the duel then also challenges an answer as
         loud as the baseline's whose passage dates the period better, and reads each answer's best-dated passage.
     """
@@ -251,9 +251,9 @@ def duel_candidates(
     A duel undoes volume: it is held only against answers named by fewer passages than the
     baseline's (the Correlation Trap's signature). Where the challenger is as loud or louder,
     a re-reading only changes the passage order, and the baseline stands. With `dating` (per
-    passage, how well it dates the question's period), an answer that a passage dates to that
-    period better than any passage dates the baseline's is challenged too, however loud: the
-    temporal trap's signature is the period, not the count.
+    passage, how well it dates the question's period; or per answer and passage), an answer that a
+    passage dates to that period better than any passage dates the baseline's is challenged too,
+    however loud: the temporal trap's signature is the period, not the count.
 
     >>> m = np.array([[1, 1, 1], [1, 0, 0], [1, 0, 0], [1, 1, 1]])   # named by 3, 1, 1 and 3 passages
     >>> answers = ["Heath Ledger", "Christian Bale", "christian bale", "Nolan"]
@@ -264,10 +264,16 @@ def duel_candidates(
     [0]
     >>> duel_candidates(["George Peter", "Jacqueline Kennedy"], [True, False], 0, m, dating=np.array([0.0, 1.0]))
     [0, 1]
+    >>> rams = np.array([[1, 0], [1, 1]])   # one passage names both, its 1980 an edge; the other dates 1982, inside
+    >>> duel_candidates(["Anaheim Stadium", "Coliseum"], [True, False], 0, rams, dating=np.array([0.5, 1.0]))
+    [0, 1]
+    >>> begun = np.array([[1.0, 1.0], [0.5, 1.0]])   # per answer: the first passage's clause begins Anaheim in 1980
+    >>> duel_candidates(["Anaheim Stadium", "Coliseum"], [True, False], 0, rams, dating=begun)
+    [0]
     """
     named_by = np.asarray(mentions, dtype=float) >= MENTION_THRESHOLD
     named = named_by.sum(axis=1)
-    dated = (np.where(named_by, np.asarray(dating, dtype=float), 0.0).max(axis=1, initial=0.0)
+    dated = (np.where(named_by, arb.per_answer(dating, named_by.shape), 0.0).max(axis=1, initial=0.0)
              if dating is not None else np.zeros(len(answers)))
     distinct = [baseline]
     for j, answer in enumerate(answers):

@@ -207,7 +207,7 @@ def duel_passages(
     `order_key` (the causal margin), else by relevance. However many passages name the trap
     answer, the duel shows one of them, so volume cannot outvote the decisive passage.
     With `dating` (how well each passage dates the question's period, or describes its namesake:
-    `qualifiers.qualifying`), the
+    `qualifiers.qualifying`; or a row per candidate answer, `qualifiers.answer_dating`), the
     passage that best dates the answer to that period is chosen first and leads the order:
     the factor that decides a time-qualified question is its period, not the topic's words.
 
@@ -218,14 +218,23 @@ def duel_passages(
     [(1, 3), (0, 1)]
     """
     rel = np.asarray(relevance, dtype=float)
-    date = np.zeros(len(rel)) if dating is None else np.asarray(dating, dtype=float)
+    date = per_answer(np.zeros(len(rel)) if dating is None else dating, np.shape(mentions))
     taken: set[int] = set()
     pairs: list[tuple[int, int]] = []
     for j in candidates:
         free = [i for i in np.flatnonzero(np.asarray(mentions[j], dtype=float) >= threshold) if int(i) not in taken]
         if free:
-            best = int(max(free, key=lambda i: (date[i], rel[i], -i)))
+            best = int(max(free, key=lambda i: (date[j, i], rel[i], -i)))
             taken.add(best)
             pairs.append((int(j), best))
     key = rel if order_key is None else np.asarray(order_key, dtype=float)
-    return sorted(pairs, key=lambda p: (-date[p[1]], -key[p[1]], p[1]))
+    return sorted(pairs, key=lambda p: (-date[p[0], p[1]], -key[p[1]], p[1]))
+
+
+def per_answer(dating: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A dating as one row per answer (`shape`, that of the mention matrix): a row per document is every answer's.
+
+    >>> per_answer(np.array([0.0, 1.0]), (2, 2)).tolist()
+    [[0.0, 1.0], [0.0, 1.0]]
+    """
+    return np.broadcast_to(np.asarray(dating, dtype=float), shape)

@@ -151,6 +151,34 @@ def test_the_handover_years_pile_is_challenged_and_the_inside_passage_leads_the_
     assert period_reading(WARRIOR, HANDOVER, ["sold", "decommissioned", "refit"], "United Kingdom", "refit",
                           "Argentina") == ([["refit"]], True, ["refit"])
 
+RAMS = "What was the name of the Rams stadium from 1980 to 1994?"
+
+
+@pytest.mark.parametrize(("stated", "held"), [
+    # the clause stating Anaheim begins it in 1980: it dates the answer as well as the Raiders' 1982 passage
+    ("The club played at the Los Angeles Memorial Coliseum before moving into Anaheim Stadium in 1980.", False),
+    # Anaheim stated ending in 1980: an edge, half; the inside passage dates the Coliseum better: a duel
+    ("The club played at Anaheim Stadium until 1980 and then at the Los Angeles Memorial Coliseum.", True),
+])
+def test_the_duel_reads_each_answers_own_clause_for_the_periods_first_year(stated, held):
+    """TimeQA's Rams (an evidence_extraction row nobody tuned on, lost by cf_rag at d826367): the duel challenged
+    the baseline because a passage about the Raiders dates 1982 and names the Coliseum."""
+    texts = {"stated": stated,
+             "raiders": "In 1982, the Oakland Raiders moved in and took up residence in the Los Angeles Memorial "
+                        "Coliseum."}
+    docs = {d.id: d for d in HashingDocumentEmbedder().run(
+        [Document(id=k, content=v) for k, v in texts.items()])["documents"]}
+    drafts = [Draft(index=1, answer="Los Angeles Memorial Coliseum", documents=[docs["raiders"]])]
+    base = GeneratedAnswer(data="Anaheim Stadium", query=RAMS, documents=[docs["stated"], docs["raiders"]], meta={})
+    ranker = CausalArbitrationRanker(text_embedder=HashingTextEmbedder(), evidence="mentions", override_margin=1.0,
+                                     qualifier="period")
+    ruling = ranker.run(query=RAMS, drafts=drafts, answers=[base])["ruling"]
+    assert ruling.open_duel is held
+    case = ruling.case
+    anaheim = dict(zip([d.id for d in case.docs], case.dating()[case.baseline()].tolist(), strict=True))
+    assert anaheim == {"stated": 0.5 if held else 1.0, "raiders": 1.0}      # the baseline's row: its own clause
+
+
 U38 = "Who commanded the U-38 from Oct 1938 to Jul 1941?"
 YEARLESS = {                     # TimeQA's U-38: the decisive passage gives its day and month the year before it
     "commissioned": "She was launched on 9 August 1938 and commissioned on 24 October with Heinrich Liebe in command.",
