@@ -20,9 +20,7 @@ on 24 October") takes the year of the date before it in the same text (the next 
 earlier), or of the date after it when none comes before; a text with no year dates nothing. The gate reads one
 thing more for the answer it checks: a clause that states the answer beginning in the period's first year
 ("moving into a reconstructed Anaheim Stadium in 1980" for 1980 to 1994) dates that answer wholly (`begins`),
-though the year is an edge. A person's lifespan ("James Lanier (November 22, 1800 – August 27, 1881)") dates when
-they lived, not what the passage says they did: it dates no period (`without_lifespans`), though it dates a
-namesake's era ("John Smith (the 1950s painter)", `qualifying`).
+though the year is an edge.
 
     >>> q = question_period("Who lived in the house from 1964 to 1965?")
     >>> q
@@ -57,7 +55,7 @@ from haystack_cfrag.common.text import mention
 
 __all__ = ["EDGE_WEIGHT", "Period", "Qualifier", "answer_dating", "begins", "dated_elsewhere", "described", "dating",
            "dating_scores", "edge_only", "frames", "passage_periods", "period_overlap", "qualifying",
-           "qualifying_scores", "question_descriptor", "question_period", "question_qualifier", "without_lifespans"]
+           "qualifying_scores", "question_descriptor", "question_period", "question_qualifier"]
 
 _MONTH_NAMES = "january february march april may june july august september october november december".split()
 _MONTHS = {m[:3]: i for i, m in enumerate(_MONTH_NAMES)}
@@ -95,11 +93,6 @@ _ENDING = re.compile(  # a clause with one of these may state the answer ending,
     r"first)\b", re.IGNORECASE)
 _RANGE_END = re.compile(r"(?:-|–|—|\bto|\buntil|\btill|\bthrough)\s*(?:[0-3]?[0-9](?:st|nd|rd|th)?\s+)?$",
                         re.IGNORECASE)  # what comes before the last date of a range: "(1 March 1996 – 30 November 2004"
-_LIFESPAN = re.compile(  # "Name (1800–1881)", "(born Lena Pocock; 28 September 1872 – 13 March 1957)"
-    r"(?<=[^\W\d_]|\.)\s*\((?:born\s+|c\.\s*)?[^()]{0,60}?\b(?P<y1>1[0-9]{3}|20[0-9]{2})\s*(?:-|–|—)\s*"
-    r"[^()]{0,30}?\b(?P<y2>1[0-9]{3}|20[0-9]{2})\s*\)")
-LIFESPAN_YEARS = (40, 110)
-"""A parenthetical range after a name that spans this many years (inclusive) is a lifespan, not a tenure."""
 PRESENT = 2026.0
 """The year an open range ("1998–present") runs to."""
 EDGE_WEIGHT = 0.5
@@ -283,11 +276,9 @@ def question_qualifier(question: str) -> Qualifier | None:
 
 def qualifying(qualifier: Qualifier, text: str) -> float:
     """How well a text meets the question's qualifier, in [0, 1]: its `dating` of the period, its `described`
-    share of the descriptor, the mean of the two when the question states both (a namesake's lifespan dates its
-    era)."""
-    era = bool(qualifier.words)
-    parts = ([dating(qualifier.period, text, lifespans=era)] if qualifier.period is not None else []) + (
-        [described(qualifier.words, text)] if era else [])
+    share of the descriptor, the mean of the two when the question states both."""
+    parts = ([dating(qualifier.period, text)] if qualifier.period is not None else []) + (
+        [described(qualifier.words, text)] if qualifier.words else [])
     return sum(parts) / len(parts) if parts else 0.0
 
 
@@ -316,39 +307,18 @@ def edge_only(period: Period, date: Period) -> bool:
     return min(date.end, period.end - 1) - max(date.start, period.start + 1) <= 0
 
 
-def without_lifespans(text: str) -> str:
-    """The text with each lifespan after a name blanked (spaces, so that positions stay): a parenthetical range of
-    `LIFESPAN_YEARS` years. A tenure that long ("Victoria (1837–1901)") reads as one too: none such among TimeQA's.
-
-    >>> without_lifespans("James Lanier (November 22, 1800 – August 27, 1881) was a banker from Madison.").split()
-    ['James', 'Lanier', 'was', 'a', 'banker', 'from', 'Madison.']
-    >>> without_lifespans("- Yuri Puntus (1 March 1996 – 30 November 2004)")
-    '- Yuri Puntus (1 March 1996 – 30 November 2004)'
-    """
-    low, high = LIFESPAN_YEARS
-
-    def blank(m: re.Match[str]) -> str:
-        return " " * len(m[0]) if low <= int(m["y2"]) - int(m["y1"]) <= high else m[0]
-
-    return _LIFESPAN.sub(blank, text)
-
-
-def dating(period: Period, text: str, *, lifespans: bool = False) -> float:
+def dating(period: Period, text: str) -> float:
     """How well a text dates something to `period`: the best overlap of any date it states (0 when none), a date
     that meets the period only at its edges weighted by `EDGE_WEIGHT`; a text that states both edges, the year the
-    period began and the year it ended, frames it and dates it wholly (`frames`). A lifespan dates nothing unless
-    `lifespans` (a namesake's era: `qualifying`).
+    period began and the year it ended, frames it and dates it wholly (`frames`).
 
     >>> p = question_period("Where was the WUPJ's headquarters from 1959 to 1973?")
     >>> dating(p, "It moved its headquarters to New York in 1959 and to Jerusalem in 1973.")
     1.0
     >>> dating(p, "It moved its headquarters to Jerusalem in 1973."), dating(p, "It was incorporated in 1971.")
     (0.5, 1.0)
-    >>> lanier = "James Lanier (1800–1881) was a banker from Madison, Indiana."
-    >>> dating(Period(1851.0, 1853.0), lanier), dating(Period(1851.0, 1853.0), lanier, lifespans=True)
-    (0.0, 1.0)
     """
-    dates = passage_periods(text if lifespans else without_lifespans(text))
+    dates = passage_periods(text)
     best = max((period_overlap(period, p) * (EDGE_WEIGHT if edge_only(period, p) else 1.0) for p in dates),
                default=0.0)
     return 1.0 if best < 1.0 and frames(period, dates) else best
@@ -386,7 +356,7 @@ def begins(period: Period, answer: str, text: str) -> bool:
     if period.end - period.start <= 2:
         return False
     for sentence in _SENTENCE.split(text):
-        for clause in _CLAUSE.split(without_lifespans(sentence)):
+        for clause in _CLAUSE.split(sentence):
             if mention(answer, clause) != 1.0 or _ENDING.search(clause):
                 continue
             if any(_RANGE_END.search(clause[:m.start()]) for m in _RANGE.finditer(clause)):
@@ -426,7 +396,7 @@ def dated_elsewhere(period: Period, text: str) -> bool:
     >>> dated_elsewhere(p, "In 1923, the Yankees moved to Yankee Stadium."), dated_elsewhere(p, "Hilltop Park, uptown")
     (True, False)
     """
-    periods = passage_periods(without_lifespans(text))
+    periods = passage_periods(text)
     return bool(periods) and all(period_overlap(period, q) == 0.0 for q in periods)
 
 

@@ -236,21 +236,6 @@ def test_a_clause_stating_the_answer_beginning_in_the_periods_first_year(questio
         question_period(question), text))
 
 
-@pytest.mark.parametrize(("question", "text", "period", "era"), [
-    # a lifespan dates when the person lived, not the period the question asks about (TimeQA's James Lanier) ...
-    ("What city did James Lanier reside from 1851 to 1852?",
-     "James Lanier (November 22, 1800 – August 27, 1881) was a banker from Madison, Indiana.", 0.0, 1.0),
-    # ... or the year a painting was made (trap_tune's Bruegel: the trap's passage dated 1565 by the son's lifespan)
-    ("Which Bruegel painted The Hunters in the Snow (1565)?",
-     "Pieter Brueghel the Younger (1564-1638) ran a busy workshop in Antwerp.", 0.0, 1.0),
-    # a tenure in a list is no lifespan: it dates its period
-    ("Who coached the team from 2001 to 2003?", "- Yuri Puntus (1996–2004)", 1.0, 1.0),
-])
-def test_a_lifespan_dates_no_period_but_a_namesakes_era(question, text, period, era):
-    p = question_period(question)
-    assert dating(p, text) == period and dating(p, text, lifespans=True) == era
-
-
 def test_a_namesakes_era_is_not_read_as_a_beginning():
     q = question_qualifier("Where was John Smith (the 1950s painter) born?")
     text = "In 1950 John Smith, a painter, moved to Leeds."
