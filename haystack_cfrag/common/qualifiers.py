@@ -17,8 +17,8 @@ at its edges dates it half as well (`EDGE_WEIGHT`), so the passage of the neighb
 date it as well as one dated inside it; a text that states both edges (the handovers that began and
 ended it) frames the period and dates it wholly (`frames`). A day and month without a year ("commissioned
 on 24 October") takes the year of the date before it in the same text (the next year when its month comes
-earlier), or of the date after it when none comes before; a text with no year dates nothing. The gate reads one
-thing more for the answer it checks: a clause that states the answer beginning in the period's first year
+earlier), or of the date after it when none comes before; a text with no year dates nothing. The gate and the duel
+read one thing more for each answer they check: a clause that states the answer beginning in the period's first year
 ("moving into a reconstructed Anaheim Stadium in 1980" for 1980 to 1994) dates that answer wholly (`begins`),
 though the year is an edge.
 
