@@ -371,7 +371,7 @@ def _in_first(period: Period, date: Period) -> bool:
     """Whether `date` falls in the period's first year (its first month, where the question gives one)."""
     if period.start == int(period.start):
         return period.start <= date.start and date.end <= period.start + 1
-    return abs(date.start - period.start) < 1e-6 and date.end - date.start < 0.09
+    return abs(date.start - period.start) < 1e-6 and date.end - date.start < 1 / 12 + 1e-6   # one month at most
 
 
 def answer_dating(qualifier: Qualifier, answer: str, text: str) -> float:
